@@ -1,0 +1,3 @@
+//! Things computed from a trace or a forward pass rather than inside it.
+
+pub mod pooling;

@@ -1,0 +1,146 @@
+//! This project's own checkpoint format: a `ModelConfig` as JSON beside a safetensors file
+//! whose tensor names follow `Weights` (`layers.0.attention.query.weight`, ...). Any config
+//! the engine supports can be saved and loaded this way; the numpy reference reads it too.
+
+use std::collections::BTreeMap;
+
+use safetensors::tensor::{Dtype, TensorView};
+
+use crate::error::{Result, VizError};
+use crate::formats::safetensors::read_safetensors;
+use crate::formats::TensorMap;
+use crate::model::config::{ModelConfig, NormKind};
+use crate::model::linear::Linear;
+use crate::model::weights::{AttentionWeights, FfnWeights, LayerWeights, NormWeights, Weights};
+
+/// Every tensor of `Weights` under its generic name, as (shape, row-major values).
+pub fn named_tensors(w: &Weights) -> BTreeMap<String, (Vec<usize>, Vec<f32>)> {
+    let mut out = BTreeMap::new();
+    let mut put = |name: String, shape: &[usize], data: Vec<f32>| {
+        out.insert(name, (shape.to_vec(), data));
+    };
+    fn flat<D: ndarray::Dimension>(a: &ndarray::Array<f32, D>) -> Vec<f32> {
+        a.iter().copied().collect()
+    }
+    let norm = |put: &mut dyn FnMut(String, &[usize], Vec<f32>), name: &str, n: &NormWeights| {
+        put(format!("{name}.gamma"), n.gamma.shape(), flat(&n.gamma));
+        if let Some(b) = &n.beta {
+            put(format!("{name}.beta"), b.shape(), flat(b));
+        }
+    };
+    let linear = |put: &mut dyn FnMut(String, &[usize], Vec<f32>), name: &str, l: &Linear| {
+        put(format!("{name}.weight"), l.weight.shape(), flat(&l.weight));
+        if let Some(b) = &l.bias {
+            put(format!("{name}.bias"), b.shape(), flat(b));
+        }
+    };
+    put("token_embedding".into(), w.token_embedding.shape(), flat(&w.token_embedding));
+    if let Some(s) = &w.segment_embedding {
+        put("segment_embedding".into(), s.shape(), flat(s));
+    }
+    if let Some(p) = &w.position_embedding {
+        put("position_embedding".into(), p.shape(), flat(p));
+    }
+    if let Some(n) = &w.embedding_norm {
+        norm(&mut put, "embedding_norm", n);
+    }
+    for (i, l) in w.layers.iter().enumerate() {
+        let p = format!("layers.{i}");
+        norm(&mut put, &format!("{p}.attention_norm"), &l.attention_norm);
+        linear(&mut put, &format!("{p}.attention.query"), &l.attention.query);
+        linear(&mut put, &format!("{p}.attention.key"), &l.attention.key);
+        linear(&mut put, &format!("{p}.attention.value"), &l.attention.value);
+        linear(&mut put, &format!("{p}.attention.output"), &l.attention.output);
+        norm(&mut put, &format!("{p}.ffn_norm"), &l.ffn_norm);
+        linear(&mut put, &format!("{p}.ffn.up"), &l.ffn.up);
+        if let Some(g) = &l.ffn.gate {
+            linear(&mut put, &format!("{p}.ffn.gate"), g);
+        }
+        linear(&mut put, &format!("{p}.ffn.down"), &l.ffn.down);
+    }
+    if let Some(n) = &w.final_norm {
+        norm(&mut put, "final_norm", n);
+    }
+    if let Some(h) = &w.lm_head {
+        put("lm_head".into(), h.shape(), flat(h));
+    }
+    out
+}
+
+/// Serialises weights as f32 safetensors under the generic names.
+pub fn to_safetensors(w: &Weights) -> Result<Vec<u8>> {
+    let tensors = named_tensors(w);
+    let bytes: Vec<(String, Vec<usize>, Vec<u8>)> = tensors
+        .into_iter()
+        .map(|(name, (shape, data))| (name, shape, data.iter().flat_map(|v| v.to_le_bytes()).collect()))
+        .collect();
+    let views: Vec<(String, TensorView<'_>)> = bytes
+        .iter()
+        .map(|(name, shape, data)| {
+            TensorView::new(Dtype::F32, shape.clone(), data)
+                .map(|v| (name.clone(), v))
+                .map_err(|e| VizError::CorruptWeights(e.to_string()))
+        })
+        .collect::<Result<_>>()?;
+    safetensors::serialize(views, None).map_err(|e| VizError::CorruptWeights(e.to_string()))
+}
+
+fn norm(t: &mut TensorMap, name: &str, c: &ModelConfig) -> Result<NormWeights> {
+    let gamma = t.vector(&format!("{name}.gamma"), c.d_model)?;
+    let beta = match c.norm {
+        NormKind::Layer => Some(t.vector(&format!("{name}.beta"), c.d_model)?),
+        NormKind::Rms => None,
+    };
+    Ok(NormWeights { gamma, beta })
+}
+
+fn linear(t: &mut TensorMap, name: &str, out: usize, inp: usize, c: &ModelConfig) -> Result<Linear> {
+    let weight = t.matrix(&format!("{name}.weight"), out, inp)?;
+    let bias = if c.linear_bias { Some(t.vector(&format!("{name}.bias"), out)?) } else { None };
+    Ok(Linear { weight, bias })
+}
+
+/// Reads weights saved by `to_safetensors` for the given config.
+pub fn from_safetensors(bytes: &[u8], c: &ModelConfig) -> Result<Weights> {
+    c.validate()?;
+    let mut t = read_safetensors(bytes)?;
+    let (d, q, kv) = (c.d_model, c.n_heads * c.head_dim, c.n_kv_heads * c.head_dim);
+    let mut layers = Vec::new();
+    for i in 0..c.n_layers {
+        let p = format!("layers.{i}");
+        layers.push(LayerWeights {
+            attention_norm: norm(&mut t, &format!("{p}.attention_norm"), c)?,
+            attention: AttentionWeights {
+                query: linear(&mut t, &format!("{p}.attention.query"), q, d, c)?,
+                key: linear(&mut t, &format!("{p}.attention.key"), kv, d, c)?,
+                value: linear(&mut t, &format!("{p}.attention.value"), kv, d, c)?,
+                output: linear(&mut t, &format!("{p}.attention.output"), d, q, c)?,
+            },
+            ffn_norm: norm(&mut t, &format!("{p}.ffn_norm"), c)?,
+            ffn: FfnWeights {
+                up: linear(&mut t, &format!("{p}.ffn.up"), c.d_ff, d, c)?,
+                gate: if c.activation == crate::model::config::Activation::SwiGlu {
+                    Some(linear(&mut t, &format!("{p}.ffn.gate"), c.d_ff, d, c)?)
+                } else {
+                    None
+                },
+                down: linear(&mut t, &format!("{p}.ffn.down"), d, c.d_ff, c)?,
+            },
+        });
+    }
+    let w = Weights {
+        token_embedding: t.matrix("token_embedding", c.vocab_size, d)?,
+        segment_embedding: if c.token_types > 0 { Some(t.matrix("segment_embedding", c.token_types, d)?) } else { None },
+        position_embedding: if c.position == crate::model::config::Position::Learned {
+            Some(t.matrix("position_embedding", c.context, d)?)
+        } else {
+            None
+        },
+        embedding_norm: if c.embedding_norm { Some(norm(&mut t, "embedding_norm", c)?) } else { None },
+        layers,
+        final_norm: if c.norm_place == crate::model::config::NormPlace::Pre { Some(norm(&mut t, "final_norm", c)?) } else { None },
+        lm_head: if c.lm_head == crate::model::config::LmHead::Separate { Some(t.matrix("lm_head", c.vocab_size, d)?) } else { None },
+    };
+    w.check(c)?;
+    Ok(w)
+}

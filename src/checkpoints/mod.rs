@@ -1,0 +1,15 @@
+//! Real models: each file maps one checkpoint's config and tensor names onto `ModelConfig`
+//! and `Weights`. `generic` is this project's own format; `fixture` builds random-weight
+//! models for tests only.
+
+pub mod fixture;
+pub mod generic;
+pub mod minilm;
+
+#[cfg(not(target_arch = "wasm32"))]
+mod files;
+#[cfg(not(target_arch = "wasm32"))]
+pub use files::{load_named, model_dir, read_file, WeightPrecision};
+
+/// Models the CLI and the page know by name.
+pub const KNOWN_MODELS: &[&str] = &["minilm-l6"];

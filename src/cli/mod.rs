@@ -1,0 +1,164 @@
+//! Command-line front end (native only): `trace`, `render`, `similarity`, `convert-f16`.
+
+mod render;
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use serde::Serialize;
+
+use crate::analysis::pooling::{cosine, mean_pool};
+use crate::checkpoints::{load_named, read_file, WeightPrecision};
+use crate::error::{Result, VizError};
+use crate::trace::Trace;
+use crate::Transformer;
+
+#[derive(Parser)]
+#[command(name = "transformer-viz", version, about = "Watch a real transformer compute on a sentence.")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(clap::Args)]
+struct ModelArgs {
+    /// Model name (known: minilm-l6).
+    #[arg(long, default_value = "minilm-l6")]
+    model: String,
+    /// Where the setup step put the model files.
+    #[arg(long, default_value = "models")]
+    models_dir: PathBuf,
+    /// Use the f16 weights the browser loads instead of the original f32 ones.
+    #[arg(long)]
+    f16: bool,
+}
+
+impl ModelArgs {
+    fn load(&self) -> Result<Transformer> {
+        let precision = if self.f16 { WeightPrecision::F16 } else { WeightPrecision::F32 };
+        load_named(&self.models_dir, &self.model, precision)
+    }
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print the trace of one forward pass as JSON: tokens and every head's attention weights
+    /// per layer (`--full` adds every step of the pass).
+    Trace {
+        #[command(flatten)]
+        model: ModelArgs,
+        #[arg(long)]
+        text: String,
+        /// Print the whole trace: every step with its equation, shape and values.
+        #[arg(long)]
+        full: bool,
+    },
+    /// Draw every view as SVG and PNG into a directory.
+    Render {
+        #[command(flatten)]
+        model: ModelArgs,
+        #[arg(long)]
+        text: String,
+        #[arg(long)]
+        out: PathBuf,
+        /// Only these layers' head heatmaps (default: all).
+        #[arg(long)]
+        layer: Option<usize>,
+    },
+    /// Cosine similarity of mean-pooled sentence embeddings, for each pair of texts.
+    Similarity {
+        #[command(flatten)]
+        model: ModelArgs,
+        #[arg(long, num_args = 2.., required = true)]
+        text: Vec<String>,
+    },
+    /// Convert a safetensors file's floating-point tensors to f16.
+    ConvertF16 { input: PathBuf, output: PathBuf },
+}
+
+#[derive(Serialize)]
+struct LayerSummary {
+    /// (heads, T, T) softmax weights; rows are queries.
+    attention: Vec<Vec<Vec<f32>>>,
+}
+
+#[derive(Serialize)]
+struct TraceSummary<'a> {
+    model: &'a str,
+    tokens: Vec<&'a str>,
+    token_ids: Vec<u32>,
+    truncated: &'a Option<crate::trace::Truncation>,
+    layers: Vec<LayerSummary>,
+}
+
+fn summary(trace: &Trace) -> Result<TraceSummary<'_>> {
+    let mut layers = Vec::new();
+    for layer in 0..trace.config.n_layers {
+        let a = trace.attention_layer(layer)?; // (heads, T, T)
+        let attention = a.outer_iter().map(|h| h.rows().into_iter().map(|r| r.to_vec()).collect()).collect();
+        layers.push(LayerSummary { attention });
+    }
+    Ok(TraceSummary {
+        model: &trace.model,
+        tokens: trace.tokens.iter().map(|t| t.text.as_str()).collect(),
+        token_ids: trace.tokens.iter().map(|t| t.id).collect(),
+        truncated: &trace.truncated,
+        layers,
+    })
+}
+
+fn print_json<T: Serialize>(value: &T) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer(&mut out, value).map_err(|e| VizError::Io { path: "stdout".into(), reason: e.to_string() })?;
+    writeln!(out).map_err(|e| VizError::Io { path: "stdout".into(), reason: e.to_string() })
+}
+
+fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::Trace { model, text, full } => {
+            let trace = model.load()?.trace(&text)?;
+            if let Some(t) = &trace.truncated {
+                eprintln!("note: the text has {} tokens; only the first {} fit the model's context", t.original_tokens, t.kept_tokens);
+            }
+            if full { print_json(&trace) } else { print_json(&summary(&trace)?) }
+        }
+        Command::Render { model, text, out, layer } => {
+            let trace = model.load()?.trace(&text)?;
+            let written = render::render_all(&trace, &out, layer)?;
+            eprintln!("wrote {} files to {}", written, out.display());
+            Ok(())
+        }
+        Command::Similarity { model, text } => {
+            let m = model.load()?;
+            let pooled: Vec<_> = text.iter().map(|t| m.run(t).map(|o| mean_pool(o.hidden.view()))).collect::<Result<_>>()?;
+            for i in 0..text.len() {
+                for j in i + 1..text.len() {
+                    println!("{:.4}\t{}\t{}", cosine(&pooled[i], &pooled[j]), text[i], text[j]);
+                }
+            }
+            Ok(())
+        }
+        Command::ConvertF16 { input, output } => {
+            let halves = crate::formats::safetensors::convert_to_f16(&read_file(&input)?)?;
+            let tmp = output.with_extension("part");
+            std::fs::write(&tmp, &halves).and_then(|_| std::fs::rename(&tmp, &output)).map_err(|e| VizError::Io {
+                path: output.display().to_string(),
+                reason: e.to_string(),
+            })?;
+            eprintln!("wrote {} ({:.1} MB)", output.display(), halves.len() as f64 / 1e6);
+            Ok(())
+        }
+    }
+}
+
+pub fn main() -> ExitCode {
+    match run(Cli::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,10 @@
+//! `render`: every view of a trace as SVG and PNG files.
+
+use std::path::Path;
+
+use crate::error::Result;
+use crate::trace::Trace;
+
+pub fn render_all(trace: &Trace, out: &Path, layer: Option<usize>) -> Result<usize> {
+    crate::draw::files::render_all(trace, out, layer)
+}

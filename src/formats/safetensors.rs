@@ -1,0 +1,67 @@
+//! Reading and writing safetensors with the `safetensors` crate, which validates the header,
+//! the offsets and that the data covers the file exactly.
+
+use half::{bf16, f16};
+use safetensors::tensor::{Dtype, SafeTensors, TensorView};
+
+use super::{RawTensor, TensorMap};
+use crate::error::{Result, VizError};
+
+/// Parses a whole safetensors file. F32, F16 and BF16 tensors are widened to f32; integer
+/// tensors are listed in `skipped` rather than rejected (BERT ships an int64 `position_ids`).
+pub fn read_safetensors(bytes: &[u8]) -> Result<TensorMap> {
+    let file = SafeTensors::deserialize(bytes).map_err(|e| VizError::CorruptWeights(e.to_string()))?;
+    let mut map = TensorMap::default();
+    for (name, view) in file.tensors() {
+        let shape = view.shape().to_vec();
+        let data = view.data();
+        let count: usize = shape.iter().product();
+        let widened: Vec<f32> = match view.dtype() {
+            Dtype::F32 => data.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect(),
+            Dtype::F16 => data.chunks_exact(2).map(|b| f16::from_le_bytes([b[0], b[1]]).to_f32()).collect(),
+            Dtype::BF16 => data.chunks_exact(2).map(|b| bf16::from_le_bytes([b[0], b[1]]).to_f32()).collect(),
+            other => {
+                map.skipped.insert(name, format!("{other:?}"));
+                continue;
+            }
+        };
+        if widened.len() != count {
+            return Err(VizError::CorruptWeights(format!("tensor `{name}` holds {} values, its shape says {count}", widened.len())));
+        }
+        if let Some(bad) = widened.iter().position(|v| !v.is_finite()) {
+            return Err(VizError::CorruptWeights(format!("tensor `{name}` has a non-finite value at index {bad}")));
+        }
+        map.tensors.insert(name, RawTensor { shape, data: widened });
+    }
+    Ok(map)
+}
+
+/// Re-encodes every floating-point tensor of a safetensors file as f16 (half the bytes, which
+/// is what the browser downloads); other tensors are copied unchanged. Compute stays f32.
+pub fn convert_to_f16(bytes: &[u8]) -> Result<Vec<u8>> {
+    let file = SafeTensors::deserialize(bytes).map_err(|e| VizError::CorruptWeights(e.to_string()))?;
+    let mut converted: Vec<(String, Dtype, Vec<usize>, Vec<u8>)> = Vec::new();
+    for (name, view) in file.tensors() {
+        let (dtype, data) = match view.dtype() {
+            Dtype::F32 => {
+                let halves: Vec<u8> = view
+                    .data()
+                    .chunks_exact(4)
+                    .flat_map(|b| f16::from_f32(f32::from_le_bytes([b[0], b[1], b[2], b[3]])).to_le_bytes())
+                    .collect();
+                (Dtype::F16, halves)
+            }
+            other => (other, view.data().to_vec()),
+        };
+        converted.push((name, dtype, view.shape().to_vec(), data));
+    }
+    let views: Vec<(String, TensorView<'_>)> = converted
+        .iter()
+        .map(|(name, dtype, shape, data)| {
+            TensorView::new(*dtype, shape.clone(), data)
+                .map(|v| (name.clone(), v))
+                .map_err(|e| VizError::CorruptWeights(e.to_string()))
+        })
+        .collect::<Result<_>>()?;
+    safetensors::serialize(views, None).map_err(|e| VizError::CorruptWeights(e.to_string()))
+}

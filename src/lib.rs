@@ -1,0 +1,26 @@
+//! transformer-viz: run a real, trained transformer on a sentence and keep every
+//! intermediate value, so a page (or the CLI) can show how it computed.
+//!
+//! Data flows one way: text → `tokenize` → tokens → `model::forward` (one pass, any
+//! config) → `trace::Trace` (ordered, named steps) → `draw` (views). `checkpoints` maps real
+//! models' files onto `model::ModelConfig` and `model::Weights`; `formats` reads the bytes.
+//! Only `web` touches the browser.
+
+pub mod analysis;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod cli;
+pub mod checkpoints;
+pub mod draw;
+pub mod error;
+pub mod formats;
+pub mod model;
+pub mod tokenize;
+pub mod trace;
+pub mod transformer;
+
+#[cfg(target_arch = "wasm32")]
+pub mod web;
+
+pub use error::{Result, VizError};
+pub use trace::{Op, Trace};
+pub use transformer::Transformer;

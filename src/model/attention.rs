@@ -1,0 +1,112 @@
+//! Multi-head (and grouped-query) self-attention, one head at a time so that every
+//! intermediate (Q, K, V, scores, mask, softmax, head outputs) can be recorded.
+
+use ndarray::{s, Array2, Array3, ArrayView2, ArrayViewMut2, Axis};
+
+use super::config::{ModelConfig, Position};
+use super::position::apply_rotary;
+use super::weights::AttentionWeights;
+use crate::trace::{Op, Recorder};
+
+/// (T, heads * head_dim) -> (heads, T, head_dim)
+pub fn split_heads(x: Array2<f32>, heads: usize, head_dim: usize) -> Array3<f32> {
+    let t = x.nrows();
+    x.into_shape_with_order((t, heads, head_dim)) // (T, heads, hd)
+        .expect("projection width is heads * head_dim")
+        .permuted_axes([1, 0, 2]) // (heads, T, hd)
+        .as_standard_layout()
+        .into_owned()
+}
+
+/// (heads, T, head_dim) -> (T, heads * head_dim)
+pub fn merge_heads(x: Array3<f32>) -> Array2<f32> {
+    let (heads, t, hd) = x.dim();
+    x.permuted_axes([1, 0, 2]) // (T, heads, hd)
+        .as_standard_layout()
+        .into_owned()
+        .into_shape_with_order((t, heads * hd)) // (T, heads * hd)
+        .expect("contiguous after as_standard_layout")
+}
+
+/// Sets the scores of future keys (j > i) to minus infinity.
+pub fn apply_causal_mask(scores: &mut Array3<f32>) {
+    for mut head in scores.outer_iter_mut() {
+        for (i, mut row) in head.rows_mut().into_iter().enumerate() {
+            row.slice_mut(s![i + 1..]).fill(f32::NEG_INFINITY);
+        }
+    }
+}
+
+/// Softmax of each row in place, stable against large scores and exact zeros for -inf.
+pub fn softmax_rows(mut x: ArrayViewMut2<f32>) {
+    for mut row in x.rows_mut() {
+        let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        row.mapv_inplace(|v| (v - max).exp());
+        let sum = row.sum();
+        row.mapv_inplace(|v| v / sum);
+    }
+}
+
+/// Self-attention of one layer on its (T, d_model) input; returns the (T, d_model) output
+/// projection. `input` is the op that produced `x`, for the trace's data-flow links.
+pub fn self_attention<R: Recorder>(
+    x: ArrayView2<f32>,
+    w: &AttentionWeights,
+    c: &ModelConfig,
+    layer: usize,
+    input: Op,
+    rec: &mut R,
+) -> Array2<f32> {
+    let l = Some(layer);
+    let (heads, kv_heads, hd) = (c.n_heads, c.n_kv_heads, c.head_dim);
+    let t = x.nrows();
+    let mut q = split_heads(w.query.forward(x), heads, hd); // (heads, T, hd)
+    let mut k = split_heads(w.key.forward(x), kv_heads, hd); // (kv_heads, T, hd)
+    let v = split_heads(w.value.forward(x), kv_heads, hd); // (kv_heads, T, hd)
+    rec.step(Op::Query, l, &[input], || q.clone().into_dyn());
+    rec.step(Op::Key, l, &[input], || k.clone().into_dyn());
+    rec.step(Op::Value, l, &[input], || v.clone().into_dyn());
+    let (q_op, k_op) = if let Position::Rotary { base, adjacent_pairs } = c.position {
+        apply_rotary(&mut q, base, adjacent_pairs); // (heads, T, hd)
+        apply_rotary(&mut k, base, adjacent_pairs); // (kv_heads, T, hd)
+        rec.step(Op::RotaryQuery, l, &[Op::Query], || q.clone().into_dyn());
+        rec.step(Op::RotaryKey, l, &[Op::Key], || k.clone().into_dyn());
+        (Op::RotaryQuery, Op::RotaryKey)
+    } else {
+        (Op::Query, Op::Key)
+    };
+
+    let scale = 1.0 / (hd as f32).sqrt();
+    let group = c.group_size();
+    let mut scores = Array3::<f32>::zeros((heads, t, t)); // (heads, T, T)
+    for h in 0..heads {
+        let qh = q.index_axis(Axis(0), h); // (T, hd)
+        let kh = k.index_axis(Axis(0), h / group); // (T, hd)
+        let mut sh = scores.index_axis_mut(Axis(0), h); // (T, T)
+        ndarray::linalg::general_mat_mul(scale, &qh, &kh.t(), 0.0, &mut sh); // (T, hd) · (hd, T)
+    }
+    rec.step(Op::Scores, l, &[q_op, k_op], || scores.clone().into_dyn());
+    if c.causal {
+        apply_causal_mask(&mut scores); // (heads, T, T)
+    }
+    rec.step(Op::Mask, l, &[Op::Scores], || scores.clone().into_dyn());
+    for h in 0..heads {
+        softmax_rows(scores.index_axis_mut(Axis(0), h)); // (T, T)
+    }
+    let weights = scores; // (heads, T, T), rows sum to 1
+    rec.step(Op::Softmax, l, &[Op::Mask], || weights.clone().into_dyn());
+
+    let mut head_out = Array3::<f32>::zeros((heads, t, hd)); // (heads, T, hd)
+    for h in 0..heads {
+        let ah = weights.index_axis(Axis(0), h); // (T, T)
+        let vh = v.index_axis(Axis(0), h / group); // (T, hd)
+        let mut oh = head_out.index_axis_mut(Axis(0), h); // (T, hd)
+        ndarray::linalg::general_mat_mul(1.0, &ah, &vh, 0.0, &mut oh); // (T, T) · (T, hd)
+    }
+    rec.step(Op::WeightedSum, l, &[Op::Softmax, Op::Value], || head_out.clone().into_dyn());
+    let concat = merge_heads(head_out); // (T, heads * hd)
+    rec.step(Op::Concat, l, &[Op::WeightedSum], || concat.clone().into_dyn());
+    let out = w.output.forward(concat.view()); // (T, d_model)
+    rec.step(Op::OutputProjection, l, &[Op::Concat], || out.clone().into_dyn());
+    out
+}

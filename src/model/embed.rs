@@ -1,0 +1,47 @@
+//! From token ids to the first residual stream: token embedding, segment embedding and the
+//! additive positional encoding.
+
+use ndarray::{Array2, Axis};
+
+use super::config::{ModelConfig, Position};
+use super::position::sinusoidal_table;
+use super::weights::Weights;
+use crate::trace::{Op, Recorder};
+
+/// Returns the (T, d_model) stream before any layer (before the embedding norm) and the op
+/// that produced it.
+pub fn embed<R: Recorder>(ids: &[u32], w: &Weights, c: &ModelConfig, rec: &mut R) -> (Array2<f32>, Op) {
+    let t = ids.len();
+    let rows: Vec<usize> = ids.iter().map(|&i| i as usize).collect();
+    let tokens = w.token_embedding.select(Axis(0), &rows); // (T, d)
+    rec.step(Op::TokenEmbedding, None, &[Op::Tokenize], || tokens.clone().into_dyn());
+    let mut x = tokens; // (T, d)
+    let mut sum_inputs = vec![Op::TokenEmbedding];
+    if let Some(seg) = &w.segment_embedding {
+        let segment = seg.row(0); // (d): one sentence, segment 0
+        rec.step(Op::SegmentEmbedding, None, &[], || {
+            segment.broadcast((t, c.d_model)).expect("row broadcasts to (T, d)").to_owned().into_dyn()
+        });
+        x += &segment; // (T, d) + (d)
+        sum_inputs.push(Op::SegmentEmbedding);
+    }
+    let position = match c.position {
+        Position::Learned => w.position_embedding.as_ref().map(|p| p.slice(ndarray::s![..t, ..]).to_owned()), // (T, d)
+        Position::Sinusoidal => Some(sinusoidal_table(t, c.d_model)), // (T, d)
+        Position::Rotary { .. } | Position::None => None,
+    };
+    match position {
+        Some(pe) => {
+            rec.step(Op::PositionEncoding, None, &[], || pe.clone().into_dyn());
+            x += &pe; // (T, d)
+            sum_inputs.push(Op::PositionEncoding);
+            rec.step(Op::AddPosition, None, &sum_inputs, || x.clone().into_dyn());
+            (x, Op::AddPosition)
+        }
+        None if sum_inputs.len() > 1 => {
+            rec.step(Op::AddPosition, None, &sum_inputs, || x.clone().into_dyn());
+            (x, Op::AddPosition)
+        }
+        None => (x, Op::TokenEmbedding),
+    }
+}

@@ -1,0 +1,96 @@
+//! The one forward pass, for every config, reporting each intermediate to a `Recorder`.
+
+use ndarray::{Array1, Array2, ArrayView2};
+
+use super::attention::{self_attention, softmax_rows};
+use super::config::{ModelConfig, NormPlace};
+use super::ffn::feed_forward;
+use super::norm::{self, row_mean_std};
+use super::weights::{NormWeights, Weights};
+use super::embed::embed;
+use crate::trace::{NormStats, Op, Recorder};
+
+pub struct ForwardOutput {
+    /// (T, d_model): the last layer's output (after the final norm for pre-LN models).
+    pub hidden: Array2<f32>,
+    /// (T, vocab), when the model has a language-model head.
+    pub logits: Option<Array2<f32>>,
+}
+
+fn norm_step<R: Recorder>(
+    x: ArrayView2<f32>,
+    w: &NormWeights,
+    c: &ModelConfig,
+    op: Op,
+    layer: Option<usize>,
+    input: Op,
+    rec: &mut R,
+) -> Array2<f32> {
+    let y = norm::apply(c.norm, w, x, c.norm_eps); // (T, d)
+    rec.step(op, layer, &[input], || y.clone().into_dyn());
+    rec.norm_stats(layer, || {
+        let (input_mean, input_std) = row_mean_std(x); // (T), (T)
+        let (output_mean, output_std) = row_mean_std(y.view()); // (T), (T)
+        NormStats {
+            input_mean: input_mean.to_vec(),
+            input_std: input_std.to_vec(),
+            output_mean: output_mean.to_vec(),
+            output_std: output_std.to_vec(),
+            gamma: w.gamma.to_vec(),
+            beta: w.beta.as_ref().map(|b| b.to_vec()),
+        }
+    });
+    y
+}
+
+/// Runs the model on token ids (already within the context; `Weights::check` has passed).
+pub fn forward<R: Recorder>(ids: &[u32], w: &Weights, c: &ModelConfig, rec: &mut R) -> ForwardOutput {
+    rec.step(Op::Tokenize, None, &[], || Array1::from_iter(ids.iter().map(|&i| i as f32)).into_dyn());
+    let (mut x, mut stream) = embed(ids, w, c, rec); // (T, d)
+    if let Some(n) = &w.embedding_norm {
+        x = norm_step(x.view(), n, c, Op::EmbeddingNorm, None, stream, rec); // (T, d)
+        stream = Op::EmbeddingNorm;
+    }
+    for (i, lw) in w.layers.iter().enumerate() {
+        let l = Some(i);
+        match c.norm_place {
+            NormPlace::Post => {
+                let attn = self_attention(x.view(), &lw.attention, c, i, stream, rec); // (T, d)
+                x += &attn; // (T, d)
+                rec.step(Op::AttentionResidual, l, &[stream, Op::OutputProjection], || x.clone().into_dyn());
+                x = norm_step(x.view(), &lw.attention_norm, c, Op::AttentionNorm, l, Op::AttentionResidual, rec); // (T, d)
+                let ffn = feed_forward(x.view(), &lw.ffn, c.activation, i, Op::AttentionNorm, rec); // (T, d)
+                x += &ffn; // (T, d)
+                rec.step(Op::FfnResidual, l, &[Op::AttentionNorm, Op::FfnDown], || x.clone().into_dyn());
+                x = norm_step(x.view(), &lw.ffn_norm, c, Op::FfnNorm, l, Op::FfnResidual, rec); // (T, d)
+                stream = Op::FfnNorm;
+            }
+            NormPlace::Pre => {
+                let h = norm_step(x.view(), &lw.attention_norm, c, Op::AttentionNorm, l, stream, rec); // (T, d)
+                let attn = self_attention(h.view(), &lw.attention, c, i, Op::AttentionNorm, rec); // (T, d)
+                x += &attn; // (T, d)
+                rec.step(Op::AttentionResidual, l, &[stream, Op::OutputProjection], || x.clone().into_dyn());
+                let h = norm_step(x.view(), &lw.ffn_norm, c, Op::FfnNorm, l, Op::AttentionResidual, rec); // (T, d)
+                let ffn = feed_forward(h.view(), &lw.ffn, c.activation, i, Op::FfnNorm, rec); // (T, d)
+                x += &ffn; // (T, d)
+                rec.step(Op::FfnResidual, l, &[Op::AttentionResidual, Op::FfnDown], || x.clone().into_dyn());
+                stream = Op::FfnResidual;
+            }
+        }
+    }
+    if let (NormPlace::Pre, Some(n)) = (c.norm_place, &w.final_norm) {
+        x = norm_step(x.view(), n, c, Op::FinalNorm, None, stream, rec); // (T, d)
+        stream = Op::FinalNorm;
+    }
+    let logits = w.unembedding(c).map(|u| {
+        let logits = x.dot(&u.t()); // (T, vocab) = (T, d) · (d, vocab)
+        rec.step(Op::Unembed, None, &[stream], || logits.clone().into_dyn());
+        rec.step(Op::NextTokenProbabilities, None, &[Op::Unembed], || {
+            let mut last = logits.row(logits.nrows() - 1).to_owned().insert_axis(ndarray::Axis(0)); // (1, vocab)
+            softmax_rows(last.view_mut());
+            last.remove_axis(ndarray::Axis(0)).into_dyn() // (vocab)
+        });
+        logits
+    });
+    ForwardOutput { hidden: x, logits }
+}

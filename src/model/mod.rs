@@ -1,0 +1,15 @@
+//! The model: a config, its weights and the one forward pass that reads them.
+
+pub mod attention;
+pub mod config;
+pub mod embed;
+pub mod ffn;
+pub mod forward;
+pub mod linear;
+pub mod norm;
+pub mod position;
+pub mod weights;
+
+pub use config::ModelConfig;
+pub use forward::{forward, ForwardOutput};
+pub use weights::Weights;

@@ -1,0 +1,223 @@
+//! The words and equations the stepper shows for each step, in the notation of the lecture
+//! notes (row vectors: Q = X W_Q, softmax(Q K^T / sqrt(d_k)) V).
+
+use super::Op;
+use crate::model::config::{Activation, ModelConfig, NormKind, Position};
+
+pub struct StepText {
+    pub name: String,
+    pub title: String,
+    pub equation: String,
+    pub explanation: String,
+    pub axes: Vec<String>,
+}
+
+fn norm_equation(config: &ModelConfig) -> &'static str {
+    match config.norm {
+        NormKind::Layer => r"\mathrm{LN}(x) = \gamma \odot \frac{x - \mu}{\sqrt{\sigma^2 + \epsilon}} + \beta",
+        NormKind::Rms => r"\mathrm{RMSNorm}(x) = \gamma \odot \frac{x}{\sqrt{\tfrac{1}{d}\sum_i x_i^2 + \epsilon}}",
+    }
+}
+
+fn norm_words(config: &ModelConfig) -> &'static str {
+    match config.norm {
+        NormKind::Layer => "each token's vector is shifted to mean 0 and scaled to standard deviation 1 across its features, then every feature is stretched by gamma and moved by beta",
+        NormKind::Rms => "each token's vector is divided by its root mean square, so its typical size becomes 1, then every feature is stretched by gamma",
+    }
+}
+
+/// Name, title, equation, explanation and axis names for one step.
+pub fn describe(op: Op, layer: Option<usize>, config: &ModelConfig) -> StepText {
+    let prefix = layer.map(|l| format!("layer{l}.")).unwrap_or_default();
+    let at = layer.map(|l| format!(" (layer {l})")).unwrap_or_default();
+    let ax = |names: &[&str]| names.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let tokens_model = ax(&["token", "feature"]);
+    let heads_tt = ax(&["head", "query token", "key token"]);
+    let post = config.norm_place == crate::model::config::NormPlace::Post;
+    let (key, title, equation, explanation, axes): (&str, String, String, String, Vec<String>) = match op {
+        Op::Tokenize => (
+            "tokens",
+            "Tokenize".into(),
+            r"\text{text} \mapsto (t_1, \dots, t_T)".into(),
+            "The text is cut into tokens from the model's vocabulary; each token becomes an integer id.".into(),
+            ax(&["token"]),
+        ),
+        Op::TokenEmbedding => (
+            "embed.tokens",
+            "Token embedding".into(),
+            r"X_i = E[t_i] \in \mathbb{R}^{d_{model}}".into(),
+            "Each id picks one row of the learned embedding matrix E: a vector that stands for the token before it has seen any context.".into(),
+            tokens_model,
+        ),
+        Op::SegmentEmbedding => (
+            "embed.segment",
+            "Segment embedding".into(),
+            r"S_0 \in \mathbb{R}^{d_{model}}".into(),
+            "BERT-style models add a learned vector saying which sentence a token belongs to; with one sentence every token gets segment 0.".into(),
+            tokens_model,
+        ),
+        Op::PositionEncoding => {
+            let (eq, words) = match config.position {
+                Position::Sinusoidal => (
+                    r"PE_{(p, 2i)} = \sin\!\left(\frac{p}{10000^{2i/d_{model}}}\right),\quad PE_{(p, 2i+1)} = \cos\!\left(\frac{p}{10000^{2i/d_{model}}}\right)",
+                    "Position p gets a fixed vector of sines and cosines whose wavelengths grow geometrically along the features, so every position has a distinct pattern.",
+                ),
+                _ => (
+                    r"P_p = W_{pos}[p]",
+                    "Position p picks row p of a table learned in training, in the same way a token id picks its embedding.",
+                ),
+            };
+            ("embed.position", "Positional encoding".into(), eq.into(), words.into(), tokens_model)
+        }
+        Op::AddPosition => (
+            "embed.sum",
+            "Add position".into(),
+            if config.token_types > 0 { r"x_p = E[t_p] + P_p + S_0".into() } else { r"x_p = E[t_p] + P_p".into() },
+            "Attention itself ignores order, so the position vector is added to each token's embedding: the same word at two places now has two different inputs.".into(),
+            tokens_model,
+        ),
+        Op::EmbeddingNorm => (
+            "embed.norm",
+            "Embedding layer norm".into(),
+            norm_equation(config).into(),
+            format!("Before the first layer, {}.", norm_words(config)),
+            tokens_model,
+        ),
+        Op::AttentionNorm => (
+            "attn_norm",
+            format!("Layer norm{}", if post { " after attention" } else { " before attention" }),
+            if post { format!(r"x \leftarrow \mathrm{{LN}}(x + \mathrm{{MultiHead}}(x)),\quad {}", norm_equation(config)) } else { norm_equation(config).into() },
+            format!("{}: {}.", if post { "The sum of the stream and attention's output is normalised" } else { "The stream is normalised before attention reads it" }, norm_words(config)),
+            tokens_model,
+        ),
+        Op::Query => ("q", "Queries".into(), r"Q_h = X W_Q^h + b_Q^h".into(), "Each token projects itself into a query per head: what it is looking for.".into(), ax(&["head", "token", "dim"])),
+        Op::Key => (
+            "k",
+            "Keys".into(),
+            r"K_h = X W_K^h + b_K^h".into(),
+            if config.n_kv_heads < config.n_heads {
+                format!("Each token projects itself into a key: what it offers to be found by. Grouped-query attention: {} key heads are shared by {} query heads.", config.n_kv_heads, config.n_heads)
+            } else {
+                "Each token projects itself into a key per head: what it offers to be found by.".into()
+            },
+            ax(&["kv head", "token", "dim"]),
+        ),
+        Op::Value => ("v", "Values".into(), r"V_h = X W_V^h + b_V^h".into(), "Each token projects itself into a value per head: what it hands over when attended to.".into(), ax(&["kv head", "token", "dim"])),
+        Op::RotaryQuery | Op::RotaryKey => {
+            let (key, title) = if op == Op::RotaryQuery { ("q_rot", "Rotate queries") } else { ("k_rot", "Rotate keys") };
+            (
+                key,
+                title.into(),
+                r"(x_{2i}, x_{2i+1}) \mapsto R(p\,\theta_i)(x_{2i}, x_{2i+1}),\quad \theta_i = b^{-2i/d_k}".into(),
+                "Rotary encoding turns each pair of features by an angle proportional to the position, so the dot product of a query and a key depends only on how far apart they are.".into(),
+                ax(&["head", "token", "dim"]),
+            )
+        }
+        Op::Scores => (
+            "scores",
+            "Scaled scores".into(),
+            r"S_h = \frac{Q_h K_h^\top}{\sqrt{d_k}}".into(),
+            format!("Every query is compared with every key by a dot product, divided by sqrt(d_k) = sqrt({}) so the scores do not grow with the head size.", config.head_dim),
+            heads_tt.clone(),
+        ),
+        Op::Mask => (
+            "masked",
+            "Mask".into(),
+            if config.causal { r"S_{ij} \leftarrow -\infty \quad \text{for } j > i".into() } else { r"S_{ij} \text{ unchanged: every token may see every token}".into() },
+            if config.causal {
+                "A decoder must not look at the future: scores of later keys are set to minus infinity, which softmax turns into exactly 0.".into()
+            } else {
+                "This is an encoder, so nothing is hidden: every token may attend to every other token, before and after it.".into()
+            },
+            heads_tt.clone(),
+        ),
+        Op::Softmax => (
+            "attention",
+            "Softmax".into(),
+            r"A_{ij} = \frac{e^{S_{ij}}}{\sum_k e^{S_{ik}}}".into(),
+            "Each row of scores becomes a probability distribution: the weights a query gives to the keys, positive and summing to 1.".into(),
+            heads_tt,
+        ),
+        Op::WeightedSum => (
+            "heads",
+            "Weighted sum of values".into(),
+            r"\mathrm{head}_h = A_h V_h".into(),
+            "Each token's head output is the average of the value vectors, weighted by its attention row.".into(),
+            ax(&["head", "token", "dim"]),
+        ),
+        Op::Concat => (
+            "concat",
+            "Concatenate heads".into(),
+            r"\mathrm{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_h)".into(),
+            format!("The {} head outputs of each token are laid side by side into one vector of {} features.", config.n_heads, config.n_heads * config.head_dim),
+            ax(&["token", "head x dim"]),
+        ),
+        Op::OutputProjection => (
+            "attn_out",
+            "Output projection".into(),
+            r"\mathrm{MultiHead}(X) = \mathrm{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_h)\, W^O".into(),
+            "A learned matrix mixes the heads' findings back into the model's width.".into(),
+            tokens_model.clone(),
+        ),
+        Op::AttentionResidual => (
+            "resid_attn",
+            "Residual add (attention)".into(),
+            r"x \leftarrow x + \mathrm{MultiHead}(x)".into(),
+            "Attention's output is added to its input instead of replacing it: the stream keeps what it had and gains what attention found.".into(),
+            tokens_model.clone(),
+        ),
+        Op::FfnNorm => (
+            "ffn_norm",
+            format!("Layer norm{}", if post { " after the feed-forward" } else { " before the feed-forward" }),
+            if post { format!(r"x \leftarrow \mathrm{{LN}}(x + \mathrm{{FFN}}(x)),\quad {}", norm_equation(config)) } else { norm_equation(config).into() },
+            format!("{}: {}.", if post { "The sum of the stream and the feed-forward output is normalised" } else { "The stream is normalised before the feed-forward reads it" }, norm_words(config)),
+            tokens_model.clone(),
+        ),
+        Op::FfnUp => (
+            "ffn_up",
+            "Feed-forward: expand".into(),
+            r"z = x W_1 + b_1".into(),
+            format!("Each token on its own is projected from {} up to {} features; the same weights serve every position.", config.d_model, config.d_ff),
+            ax(&["token", "hidden"]),
+        ),
+        Op::FfnGate => ("ffn_gate", "Feed-forward: gate".into(), r"g = x W_{gate}".into(), "A second projection that decides, feature by feature, how much of the expansion passes.".into(), ax(&["token", "hidden"])),
+        Op::FfnActivation => {
+            let (eq, words) = match config.activation {
+                Activation::Relu => (r"h = \max(0, z)", "ReLU keeps positive features and zeroes the rest."),
+                Activation::Gelu => (r"h = z\,\Phi(z) = \tfrac{z}{2}\left(1 + \mathrm{erf}(z/\sqrt{2})\right)", "GELU lets positive features through and smoothly squashes negative ones towards 0."),
+                Activation::SwiGlu => (r"h = \mathrm{SiLU}(g) \odot z,\quad \mathrm{SiLU}(g) = g\,\sigma(g)", "SwiGLU multiplies the expansion by a smooth gate computed from the token itself."),
+            };
+            ("ffn_act", "Feed-forward: activation".into(), eq.into(), words.into(), ax(&["token", "hidden"]))
+        }
+        Op::FfnDown => (
+            "ffn_down",
+            "Feed-forward: project back".into(),
+            r"\mathrm{FFN}(x) = h W_2 + b_2".into(),
+            format!("The {} hidden features are projected back down to {}.", config.d_ff, config.d_model),
+            tokens_model.clone(),
+        ),
+        Op::FfnResidual => (
+            "resid_ffn",
+            "Residual add (feed-forward)".into(),
+            r"x \leftarrow x + \mathrm{FFN}(x)".into(),
+            "The feed-forward output is added to the stream, as attention's was.".into(),
+            tokens_model.clone(),
+        ),
+        Op::FinalNorm => ("final_norm", "Final norm".into(), norm_equation(config).into(), format!("After the last layer, {}.", norm_words(config)), tokens_model),
+        Op::Unembed => (
+            "logits",
+            "Unembed".into(),
+            r"\text{logits} = x\, W_U^\top".into(),
+            "Each final vector is compared with every vocabulary entry by a dot product: one score per possible next token.".into(),
+            ax(&["token", "vocabulary"]),
+        ),
+        Op::NextTokenProbabilities => (
+            "next_token",
+            "Next-token probabilities".into(),
+            r"p(w \mid t_{1..T}) = \mathrm{softmax}(\text{logits}_T)_w".into(),
+            "Softmax over the last token's scores gives the model's probability for every possible next token.".into(),
+            ax(&["vocabulary"]),
+        ),
+    };
+    StepText { name: format!("{prefix}{key}"), title: format!("{title}{at}"), equation, explanation, axes }
+}

@@ -1,0 +1,256 @@
+//! The trace: every intermediate value of one forward pass, as an ordered list of named
+//! steps. The stepper walks it in order; every view reads from it through typed accessors.
+
+mod describe;
+mod record;
+
+pub use describe::{describe, StepText};
+pub use record::{NoRecorder, NormStats, Recorder, TraceRecorder};
+
+use ndarray::{ArrayView1, ArrayView2, ArrayView3, ArrayViewD, Ix1, Ix2, Ix3};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Result, VizError};
+use crate::model::config::{ModelConfig, NormPlace};
+
+/// The operations of a forward pass, in the order they can happen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Op {
+    Tokenize,
+    TokenEmbedding,
+    SegmentEmbedding,
+    PositionEncoding,
+    AddPosition,
+    EmbeddingNorm,
+    AttentionNorm,
+    Query,
+    Key,
+    Value,
+    RotaryQuery,
+    RotaryKey,
+    Scores,
+    Mask,
+    Softmax,
+    WeightedSum,
+    Concat,
+    OutputProjection,
+    AttentionResidual,
+    FfnNorm,
+    FfnUp,
+    FfnGate,
+    FfnActivation,
+    FfnDown,
+    FfnResidual,
+    FinalNorm,
+    Unembed,
+    NextTokenProbabilities,
+}
+
+/// A dense f32 tensor in row-major order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Tensor {
+    pub shape: Vec<usize>,
+    pub data: Vec<f32>,
+}
+
+impl Tensor {
+    pub fn view(&self) -> ArrayViewD<'_, f32> {
+        ArrayViewD::from_shape(self.shape.clone(), &self.data).expect("a Tensor's shape always matches its data")
+    }
+    pub fn view1(&self) -> Result<ArrayView1<'_, f32>> {
+        self.view().into_dimensionality::<Ix1>().map_err(|e| VizError::BadConfig(e.to_string()))
+    }
+    pub fn view2(&self) -> Result<ArrayView2<'_, f32>> {
+        self.view().into_dimensionality::<Ix2>().map_err(|e| VizError::BadConfig(e.to_string()))
+    }
+    pub fn view3(&self) -> Result<ArrayView3<'_, f32>> {
+        self.view().into_dimensionality::<Ix3>().map_err(|e| VizError::BadConfig(e.to_string()))
+    }
+}
+
+/// One operation of the forward pass with its result.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Step {
+    pub op: Op,
+    /// The layer the step belongs to; `None` for embedding and output steps.
+    pub layer: Option<usize>,
+    /// A stable dotted name such as `layer0.attention`.
+    pub name: String,
+    pub title: String,
+    /// The equation applied, in LaTeX.
+    pub equation: String,
+    /// What happened, in plain words.
+    pub explanation: String,
+    /// The meaning of each axis of `tensor`, e.g. `["head", "query", "key"]`.
+    pub axes: Vec<String>,
+    /// Names of the steps whose results this step reads.
+    pub inputs: Vec<String>,
+    pub tensor: Tensor,
+}
+
+/// Statistics of one normalisation, per token.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct NormRecord {
+    /// The name of the step that holds the norm's output.
+    pub step: String,
+    pub layer: Option<usize>,
+    pub input_mean: Vec<f32>,
+    pub input_std: Vec<f32>,
+    pub output_mean: Vec<f32>,
+    pub output_std: Vec<f32>,
+    pub gamma: Vec<f32>,
+    /// Absent for RMSNorm.
+    pub beta: Option<Vec<f32>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TokenInfo {
+    pub id: u32,
+    pub text: String,
+    pub special: bool,
+}
+
+/// Set when the sentence had more tokens than the model's context.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Truncation {
+    pub original_tokens: usize,
+    pub kept_tokens: usize,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Trace {
+    pub model: String,
+    pub config: ModelConfig,
+    pub text: String,
+    pub tokens: Vec<TokenInfo>,
+    pub truncated: Option<Truncation>,
+    pub steps: Vec<Step>,
+    pub norms: Vec<NormRecord>,
+}
+
+/// One point of the residual stream: its label and the (T, d_model) vectors there.
+pub struct StreamPoint<'a> {
+    pub label: String,
+    pub vectors: ArrayView2<'a, f32>,
+}
+
+impl Trace {
+    pub fn len(&self) -> usize {
+        self.tokens.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tokens.is_empty()
+    }
+
+    pub fn step(&self, name: &str) -> Result<&Step> {
+        self.steps.iter().find(|s| s.name == name).ok_or_else(|| VizError::NoSuchStep(name.into()))
+    }
+
+    pub fn find(&self, op: Op, layer: Option<usize>) -> Option<&Step> {
+        self.steps.iter().find(|s| s.op == op && s.layer == layer)
+    }
+
+    fn layer_step(&self, op: Op, layer: usize) -> Result<&Step> {
+        self.find(op, Some(layer)).ok_or_else(|| VizError::NoSuchStep(format!("{op:?} of layer {layer}")))
+    }
+
+    fn check_head(&self, layer: usize, head: usize) -> Result<()> {
+        if layer >= self.config.n_layers || head >= self.config.n_heads {
+            return Err(VizError::OutOfRange {
+                layer,
+                head,
+                layers: self.config.n_layers,
+                heads: self.config.n_heads,
+            });
+        }
+        Ok(())
+    }
+
+    /// Softmax attention weights of one head: (T, T), rows are queries, columns keys.
+    pub fn attention(&self, layer: usize, head: usize) -> Result<ArrayView2<'_, f32>> {
+        self.check_head(layer, head)?;
+        Ok(self.layer_step(Op::Softmax, layer)?.tensor.view3()?.index_axis_move(ndarray::Axis(0), head))
+    }
+
+    /// All heads of one layer: (heads, T, T).
+    pub fn attention_layer(&self, layer: usize) -> Result<ArrayView3<'_, f32>> {
+        self.check_head(layer, 0)?;
+        self.layer_step(Op::Softmax, layer)?.tensor.view3()
+    }
+
+    /// Scaled scores before the mask: (T, T).
+    pub fn scores(&self, layer: usize, head: usize) -> Result<ArrayView2<'_, f32>> {
+        self.check_head(layer, head)?;
+        Ok(self.layer_step(Op::Scores, layer)?.tensor.view3()?.index_axis_move(ndarray::Axis(0), head))
+    }
+
+    /// The positional encoding added to the embeddings, (T, d_model), if the model adds one.
+    pub fn position_encoding(&self) -> Option<ArrayView2<'_, f32>> {
+        self.find(Op::PositionEncoding, None).and_then(|s| s.tensor.view2().ok())
+    }
+
+    /// Final hidden states (T, d_model): the output of the last layer, after the final norm
+    /// for pre-LN models.
+    pub fn final_hidden(&self) -> Result<ArrayView2<'_, f32>> {
+        let step = match self.config.norm_place {
+            NormPlace::Pre => self.find(Op::FinalNorm, None),
+            NormPlace::Post => self.find(Op::FfnNorm, Some(self.config.n_layers - 1)),
+        };
+        step.ok_or_else(|| VizError::NoSuchStep("final hidden state".into()))?.tensor.view2()
+    }
+
+    /// The residual stream after embedding and after each attention and FFN sublayer.
+    /// For post-LN models the stream is the normalised sum, for pre-LN the raw sum.
+    pub fn residual_stream(&self) -> Vec<StreamPoint<'_>> {
+        let mut points = Vec::new();
+        let embed = self.find(Op::EmbeddingNorm, None).or_else(|| self.find(Op::AddPosition, None));
+        let embed = embed.or_else(|| self.find(Op::TokenEmbedding, None));
+        if let Some(step) = embed {
+            if let Ok(v) = step.tensor.view2() {
+                points.push(StreamPoint { label: "embedding".into(), vectors: v });
+            }
+        }
+        let (after_attn, after_ffn) = match self.config.norm_place {
+            NormPlace::Post => (Op::AttentionNorm, Op::FfnNorm),
+            NormPlace::Pre => (Op::AttentionResidual, Op::FfnResidual),
+        };
+        for layer in 0..self.config.n_layers {
+            for (op, what) in [(after_attn, "attn"), (after_ffn, "ffn")] {
+                if let Some(v) = self.find(op, Some(layer)).and_then(|s| s.tensor.view2().ok()) {
+                    points.push(StreamPoint { label: format!("L{layer} {what}"), vectors: v });
+                }
+            }
+        }
+        points
+    }
+
+    /// What each sublayer wrote into the stream, (T, d_model): attention output projections
+    /// and FFN outputs, labelled like `residual_stream`.
+    pub fn sublayer_writes(&self) -> Vec<StreamPoint<'_>> {
+        let mut points = Vec::new();
+        for layer in 0..self.config.n_layers {
+            for (op, what) in [(Op::OutputProjection, "attn"), (Op::FfnDown, "ffn")] {
+                if let Some(v) = self.find(op, Some(layer)).and_then(|s| s.tensor.view2().ok()) {
+                    points.push(StreamPoint { label: format!("L{layer} {what}"), vectors: v });
+                }
+            }
+        }
+        points
+    }
+
+    /// The norms of a layer (attention norm first), or the embedding/final norms for `None`.
+    pub fn norms_of(&self, layer: Option<usize>) -> Vec<&NormRecord> {
+        self.norms.iter().filter(|n| n.layer == layer).collect()
+    }
+
+    /// Next-token probabilities at the last position, if the model has a head.
+    pub fn next_token_probabilities(&self) -> Result<ArrayView1<'_, f32>> {
+        self.find(Op::NextTokenProbabilities, None).ok_or(VizError::NoLmHead)?.tensor.view1()
+    }
+
+    /// Token strings, for axis labels.
+    pub fn token_texts(&self) -> Vec<String> {
+        self.tokens.iter().map(|t| t.text.clone()).collect()
+    }
+}

@@ -12,6 +12,12 @@ pub struct Transformer {
     pub tokenizer: Box<dyn Tokenizer>,
 }
 
+impl std::fmt::Debug for Transformer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Transformer").field("config", &self.config).finish_non_exhaustive()
+    }
+}
+
 impl Transformer {
     pub fn new(config: ModelConfig, weights: Weights, tokenizer: Box<dyn Tokenizer>) -> Result<Self> {
         weights.check(&config)?;

@@ -22,7 +22,7 @@ pub fn read_file(path: &Path) -> Result<Vec<u8>> {
     std::fs::read(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => VizError::MissingFile {
             path: path.display().to_string(),
-            hint: "run `./setup.sh models` (or the README's set-up command) to fetch the model files".into(),
+            hint: "run `scripts/fetch-models.sh` (or either of the README's set-up commands) to fetch the model files".into(),
         },
         _ => VizError::Io { path: path.display().to_string(), reason: e.to_string() },
     })

@@ -50,7 +50,14 @@ pub enum Op {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Tensor {
     pub shape: Vec<usize>,
+    /// JSON has no infinity: masked scores (-inf) are written as `null` and read back as -inf.
+    #[serde(deserialize_with = "null_is_masked")]
     pub data: Vec<f32>,
+}
+
+fn null_is_masked<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Vec<f32>, D::Error> {
+    let values: Vec<Option<f32>> = Deserialize::deserialize(d)?;
+    Ok(values.into_iter().map(|v| v.unwrap_or(f32::NEG_INFINITY)).collect())
 }
 
 impl Tensor {

@@ -1,3 +1,4 @@
 //! Things computed from a trace or a forward pass rather than inside it.
 
 pub mod pooling;
+pub mod position;

@@ -125,8 +125,9 @@ fn run(cli: Cli) -> Result<()> {
             if full { print_json(&trace) } else { print_json(&summary(&trace)?) }
         }
         Command::Render { model, text, out, layer } => {
-            let trace = model.load()?.trace(&text)?;
-            let written = render::render_all(&trace, &out, layer)?;
+            let m = model.load()?;
+            let trace = m.trace(&text)?;
+            let written = render::render_all(&m, &trace, &out, layer)?;
             eprintln!("wrote {} files to {}", written, out.display());
             Ok(())
         }

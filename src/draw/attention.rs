@@ -1,0 +1,145 @@
+//! Attention views: one head as a heatmap, every head of every layer as a grid of
+//! thumbnails, and the "lines" view (each query joined to each key, weight as opacity).
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use serde::Serialize;
+
+use super::colors::{sequential, Scale, CATEGORICAL};
+use super::heatmap::{draw_heatmap, Geometry, Heatmap};
+use super::{draw_err, short_label, FONT};
+use crate::error::Result;
+use crate::trace::Trace;
+
+/// One head, tokens on both axes: rows are queries, columns are keys.
+pub fn draw_head<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, trace: &Trace, layer: usize, head: usize) -> Result<Geometry> {
+    area.fill(&WHITE).map_err(draw_err)?;
+    let a = trace.attention(layer, head)?; // (T, T)
+    let labels = trace.token_texts();
+    let title = format!("Attention, layer {layer}, head {head}");
+    draw_heatmap(
+        area,
+        a,
+        &Heatmap {
+            title: &title,
+            x_desc: "key (attended to)",
+            y_desc: "query (attending)",
+            col_labels: &labels,
+            row_labels: &labels,
+            scale: Scale::Sequential { min: 0.0, max: 1.0 },
+            legend: "weight",
+        },
+    )
+}
+
+/// Pixel boxes of the grid's thumbnails, so the page can tell which one was clicked.
+#[derive(Debug, Clone, Serialize)]
+pub struct GridGeometry {
+    pub left: i32,
+    pub top: i32,
+    pub cell_width: i32,
+    pub cell_height: i32,
+    pub layers: usize,
+    pub heads: usize,
+}
+
+/// Every head of every layer: layers as rows, heads as columns; the selected one framed.
+pub fn draw_grid<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, trace: &Trace, selected: Option<(usize, usize)>) -> Result<GridGeometry> {
+    area.fill(&WHITE).map_err(draw_err)?;
+    let (layers, heads) = (trace.config.n_layers, trace.config.n_heads);
+    let (w, h) = area.dim_in_pixel();
+    let font_px = if w < 400 { 10 } else { 12 };
+    let (left, top) = (font_px as i32 * 3 + 6, font_px as i32 * 2 + 8);
+    let cell_w = ((w as i32 - left - 4) / heads as i32).max(4);
+    let cell_h = ((h as i32 - top - 4) / layers as i32).max(4);
+    let side = cell_w.min(cell_h);
+    let style = TextStyle::from((FONT, font_px).into_font()).color(&BLACK);
+    area.draw(&Text::new("head →", (left, 2), style.clone())).map_err(draw_err)?;
+    for layer in 0..layers {
+        let a = trace.attention_layer(layer)?; // (heads, T, T)
+        let y0 = top + layer as i32 * side;
+        area.draw(&Text::new(format!("L{layer}"), (2, y0 + side / 2 - font_px as i32 / 2), style.clone())).map_err(draw_err)?;
+        for head in 0..heads {
+            let x0 = left + head as i32 * side;
+            if layer == 0 && (heads <= 16 || head % 2 == 0) {
+                area.draw(&Text::new(head.to_string(), (x0 + side / 2 - 4, font_px as i32 + 4), style.clone())).map_err(draw_err)?;
+            }
+            let m = a.index_axis(ndarray::Axis(0), head); // (T, T)
+            let t = m.nrows();
+            let inner = (side - 2).max(1);
+            // Each thumbnail is the head's matrix, resampled to the cell.
+            let px = inner.min(t as i32 * 4).max(1);
+            let scale = inner as f32 / px as f32;
+            for yi in 0..px {
+                let r = (yi as usize * t) / px as usize;
+                for xi in 0..px {
+                    let c = (xi as usize * t) / px as usize;
+                    let colour = sequential(m[[r, c]]);
+                    let (x, y) = (x0 + 1 + (xi as f32 * scale) as i32, y0 + 1 + (yi as f32 * scale) as i32);
+                    let (x1, y1) = (x0 + 1 + ((xi + 1) as f32 * scale) as i32, y0 + 1 + ((yi + 1) as f32 * scale) as i32);
+                    area.draw(&Rectangle::new([(x, y), (x1.max(x + 1), y1.max(y + 1))], colour.filled())).map_err(draw_err)?;
+                }
+            }
+            if selected == Some((layer, head)) {
+                area.draw(&Rectangle::new([(x0, y0), (x0 + side, y0 + side)], CATEGORICAL[5].stroke_width(3))).map_err(draw_err)?;
+            }
+        }
+    }
+    Ok(GridGeometry { left, top, cell_width: side, cell_height: side, layers, heads })
+}
+
+/// Tokens in two columns, queries on the left and keys on the right, joined by lines whose
+/// opacity is the attention weight. `focus` draws only one query's lines.
+pub fn draw_lines<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    trace: &Trace,
+    layer: usize,
+    head: usize,
+    focus: Option<usize>,
+) -> Result<()> {
+    area.fill(&WHITE).map_err(draw_err)?;
+    let a = trace.attention(layer, head)?; // (T, T)
+    let t = a.nrows();
+    let (w, h) = area.dim_in_pixel();
+    let font_px = if w < 400 { 10 } else { 13 };
+    let title = TextStyle::from((FONT, font_px + 3).into_font()).color(&BLACK);
+    area.draw(&Text::new(format!("Attention lines, layer {layer}, head {head}"), (8, 4), title)).map_err(draw_err)?;
+    let top = font_px as i32 * 2 + 14;
+    let row_h = ((h as i32 - top - 8) as f32 / t as f32).max(1.0);
+    let text_w = (w as i32 / 4).min(120);
+    let (xl, xr) = (8 + text_w, w as i32 - 8 - text_w);
+    let labels = trace.token_texts();
+    let show_every = ((font_px as f32 + 1.0) / row_h).ceil().max(1.0) as usize;
+    for (i, label) in labels.iter().enumerate() {
+        let y = top + (row_h * (i as f32 + 0.5)) as i32;
+        if i % show_every == 0 {
+            let st = TextStyle::from((FONT, font_px).into_font()).color(&BLACK).pos(plotters::style::text_anchor::Pos::new(
+                plotters::style::text_anchor::HPos::Right,
+                plotters::style::text_anchor::VPos::Center,
+            ));
+            area.draw(&Text::new(short_label(label, 12), (xl - 6, y), st)).map_err(draw_err)?;
+            let st = TextStyle::from((FONT, font_px).into_font()).color(&BLACK).pos(plotters::style::text_anchor::Pos::new(
+                plotters::style::text_anchor::HPos::Left,
+                plotters::style::text_anchor::VPos::Center,
+            ));
+            area.draw(&Text::new(short_label(label, 12), (xr + 6, y), st)).map_err(draw_err)?;
+        }
+    }
+    let colour = CATEGORICAL[0];
+    for q in 0..t {
+        if focus.is_some_and(|f| f != q) {
+            continue;
+        }
+        let yq = top + (row_h * (q as f32 + 0.5)) as i32;
+        for k in 0..t {
+            let weight = a[[q, k]];
+            if weight < 0.01 {
+                continue;
+            }
+            let yk = top + (row_h * (k as f32 + 0.5)) as i32;
+            let style = ShapeStyle { color: colour.mix(weight as f64), filled: false, stroke_width: 2 };
+            area.draw(&PathElement::new(vec![(xl, yq), (xr, yk)], style)).map_err(draw_err)?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,98 @@
+//! Colour maps that stay readable for colour-blind students and on a projector: viridis
+//! for magnitudes (attention, norms) and a blue-white-red map for signed values.
+
+use plotters::style::colors::colormaps::{ColorMap, ViridisRGB};
+use plotters::style::RGBColor;
+
+/// Viridis at t in [0, 1].
+pub fn sequential(t: f32) -> RGBColor {
+    let c = ViridisRGB.get_color(t.clamp(0.0, 1.0));
+    RGBColor(c.0, c.1, c.2)
+}
+
+/// Blue (-1) to near-white (0) to red (+1), after ColorBrewer's RdBu, which colour-blind
+/// readers can tell apart.
+pub fn diverging(t: f32) -> RGBColor {
+    let t = t.clamp(-1.0, 1.0);
+    let lerp = |a: (f32, f32, f32), b: (f32, f32, f32), s: f32| {
+        RGBColor(
+            (a.0 + (b.0 - a.0) * s).round() as u8,
+            (a.1 + (b.1 - a.1) * s).round() as u8,
+            (a.2 + (b.2 - a.2) * s).round() as u8,
+        )
+    };
+    let blue = (33.0, 102.0, 172.0);
+    let white = (247.0, 247.0, 247.0);
+    let red = (178.0, 24.0, 43.0);
+    if t < 0.0 { lerp(white, blue, -t) } else { lerp(white, red, t) }
+}
+
+/// Colours for lines and bars: the Okabe-Ito palette, designed for colour-blind readers.
+pub const CATEGORICAL: [RGBColor; 8] = [
+    RGBColor(0, 114, 178),
+    RGBColor(230, 159, 0),
+    RGBColor(0, 158, 115),
+    RGBColor(204, 121, 167),
+    RGBColor(86, 180, 233),
+    RGBColor(213, 94, 0),
+    RGBColor(240, 228, 66),
+    RGBColor(0, 0, 0),
+];
+
+/// How a heatmap maps values to colours.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Scale {
+    /// From `min` (dark) to `max` (bright), viridis.
+    Sequential { min: f32, max: f32 },
+    /// Symmetric around 0 with the given largest magnitude, blue-white-red.
+    Diverging { limit: f32 },
+}
+
+impl Scale {
+    pub fn color(&self, v: f32) -> RGBColor {
+        if !v.is_finite() {
+            // Masked (-inf) cells: a neutral grey, distinct from every colour of the maps.
+            return RGBColor(200, 200, 200);
+        }
+        match *self {
+            Scale::Sequential { min, max } => sequential(if max > min { (v - min) / (max - min) } else { 0.5 }),
+            Scale::Diverging { limit } => diverging(if limit > 0.0 { v / limit } else { 0.0 }),
+        }
+    }
+
+    /// A scale that fits the finite values of `data`: diverging if they change sign.
+    pub fn fit(data: &[f32]) -> Scale {
+        let finite = data.iter().copied().filter(|v| v.is_finite());
+        let (min, max) = finite.fold((f32::INFINITY, f32::NEG_INFINITY), |(a, b), v| (a.min(v), b.max(v)));
+        if !min.is_finite() {
+            return Scale::Sequential { min: 0.0, max: 1.0 };
+        }
+        if min < 0.0 && max > 0.0 {
+            Scale::Diverging { limit: min.abs().max(max) }
+        } else {
+            Scale::Sequential { min, max }
+        }
+    }
+
+    /// Like `fit`, but the limit is the given quantile of |value| (e.g. 0.99), so a few
+    /// outliers do not wash out the rest; values beyond it saturate.
+    pub fn fit_robust(data: &[f32], quantile: f32) -> Scale {
+        let mut mags: Vec<f32> = data.iter().copied().filter(|v| v.is_finite()).map(f32::abs).collect();
+        if mags.is_empty() {
+            return Scale::Sequential { min: 0.0, max: 1.0 };
+        }
+        mags.sort_by(f32::total_cmp);
+        let limit = mags[((mags.len() - 1) as f32 * quantile.clamp(0.0, 1.0)) as usize].max(1e-6);
+        match Scale::fit(data) {
+            Scale::Diverging { .. } => Scale::Diverging { limit },
+            Scale::Sequential { min, max } => Scale::Sequential { min: min.max(-limit), max: max.min(limit) },
+        }
+    }
+
+    pub fn range(&self) -> (f32, f32) {
+        match *self {
+            Scale::Sequential { min, max } => (min, max),
+            Scale::Diverging { limit } => (-limit, limit),
+        }
+    }
+}

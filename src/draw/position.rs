@@ -1,0 +1,95 @@
+//! Positional-encoding views: the table itself (position x feature), a few features as waves
+//! across positions, and the position-to-position similarity the table implies.
+
+use ndarray::{Array2, ArrayView2, Axis};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use super::colors::{Scale, CATEGORICAL};
+use super::heatmap::{draw_heatmap, Geometry, Heatmap};
+use super::{draw_err, FONT};
+use crate::error::Result;
+
+/// The table as a heatmap: rows are positions, columns features.
+pub fn draw_table<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, table: ArrayView2<f32>, title: &str) -> Result<Geometry> {
+    area.fill(&WHITE).map_err(draw_err)?;
+    let values: Vec<f32> = table.iter().copied().collect();
+    let scale = Scale::fit_robust(&values, 0.99);
+    draw_heatmap(
+        area,
+        table,
+        &Heatmap { title, x_desc: "feature i", y_desc: "position p", col_labels: &[], row_labels: &[], scale, legend: "value" },
+    )
+}
+
+/// Selected features as curves across positions.
+pub fn draw_waves<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, table: ArrayView2<f32>, dims: &[usize], title: &str) -> Result<()> {
+    area.fill(&WHITE).map_err(draw_err)?;
+    let (positions, d) = table.dim();
+    let dims: Vec<usize> = dims.iter().copied().filter(|&i| i < d).collect();
+    let (lo, hi) = dims
+        .iter()
+        .flat_map(|&i| table.column(i).to_vec())
+        .fold((f32::INFINITY, f32::NEG_INFINITY), |(a, b), v| (a.min(v), b.max(v)));
+    let (lo, hi) = if lo.is_finite() { (lo.min(-1.0) * 1.05, hi.max(1.0) * 1.05) } else { (-1.1, 1.1) };
+    let small = area.dim_in_pixel().0 < 400;
+    let font_px = if small { 10 } else { 13 };
+    let mut chart = ChartBuilder::on(area)
+        .caption(title, (FONT, font_px + 4))
+        .margin(8)
+        .x_label_area_size(36)
+        .y_label_area_size(44)
+        .build_cartesian_2d(0f32..(positions.max(2) - 1) as f32, lo..hi)
+        .map_err(draw_err)?;
+    chart
+        .configure_mesh()
+        .x_desc("position p")
+        .y_desc("value")
+        .label_style((FONT, font_px))
+        .axis_desc_style((FONT, font_px + 1))
+        .light_line_style(RGBColor(235, 235, 235))
+        .draw()
+        .map_err(draw_err)?;
+    for (k, &i) in dims.iter().enumerate() {
+        let colour = CATEGORICAL[k % CATEGORICAL.len()];
+        chart
+            .draw_series(LineSeries::new((0..positions).map(|p| (p as f32, table[[p, i]])), colour.stroke_width(2)))
+            .map_err(draw_err)?
+            .label(format!("feature {i}"))
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], colour.stroke_width(2)));
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font((FONT, font_px))
+        .position(SeriesLabelPosition::LowerRight)
+        .draw()
+        .map_err(draw_err)?;
+    Ok(())
+}
+
+/// Cosine similarity between every pair of position vectors: (P, P).
+pub fn position_similarity(table: ArrayView2<f32>) -> Array2<f32> {
+    let norms = table.map_axis(Axis(1), |r| r.dot(&r).sqrt().max(1e-12)); // (P)
+    let unit = &table / &norms.insert_axis(Axis(1)); // (P, d)
+    unit.dot(&unit.t()) // (P, P)
+}
+
+pub fn draw_similarity<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, table: ArrayView2<f32>, title: &str) -> Result<Geometry> {
+    area.fill(&WHITE).map_err(draw_err)?;
+    let sim = position_similarity(table);
+    draw_heatmap(
+        area,
+        sim.view(),
+        &Heatmap {
+            title,
+            x_desc: "position",
+            y_desc: "position",
+            col_labels: &[],
+            row_labels: &[],
+            scale: Scale::Diverging { limit: 1.0 },
+            legend: "cosine",
+        },
+    )
+}

@@ -1,0 +1,69 @@
+//! `render` draws every view as valid SVG and PNG, and the pictures depend on the sentence.
+
+mod common;
+
+use std::path::Path;
+
+use common::*;
+use transformer_viz::draw::files::render_all;
+
+fn png_pixels(path: &Path) -> (u32, u32, Vec<u8>) {
+    let bytes = std::fs::read(path).unwrap();
+    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "{} is not a PNG", path.display());
+    let w = u32::from_be_bytes(bytes[16..20].try_into().unwrap());
+    let h = u32::from_be_bytes(bytes[20..24].try_into().unwrap());
+    (w, h, bytes)
+}
+
+fn svg_ok(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap();
+    assert!(text.starts_with("<svg") && text.trim_end().ends_with("</svg>"), "{} is not a whole SVG", path.display());
+    text
+}
+
+/// The contents of every <text> element.
+fn svg_texts(svg: &str) -> Vec<String> {
+    svg.split("<text").skip(1).filter_map(|part| {
+        let body = &part[part.find('>')? + 1..];
+        Some(body[..body.find("</text>")?].trim().to_string())
+    }).collect()
+}
+
+#[test]
+fn every_view_is_written_and_changes_with_the_sentence() {
+    let model = minilm();
+    let base = std::env::temp_dir().join(format!("tviz-render-{}", std::process::id()));
+    let (a, b) = (base.join("a"), base.join("b"));
+    let ta = model.trace("The cat sat on the mat.").unwrap();
+    let tb = model.trace("Stock prices rose sharply after the announcement yesterday.").unwrap();
+    let na = render_all(model, &ta, &a, Some(1)).unwrap();
+    let nb = render_all(model, &tb, &b, Some(1)).unwrap();
+    assert_eq!(na, nb);
+    // 12 heads x (heatmap + lines) + grid + 4 position views + 3 norms + residual, each as SVG and PNG.
+    assert_eq!(na, 2 * (12 * 2 + 1 + 4 + 3 + 1));
+    let views = [
+        "attention/layer1_head3",
+        "attention/lines_layer1_head3",
+        "attention_grid",
+        "layer_norm/layer1_attn_norm",
+        "residual_stream",
+    ];
+    for view in views {
+        let (wa, ha, pa) = png_pixels(&a.join(format!("{view}.png")));
+        let (wb, hb, pb) = png_pixels(&b.join(format!("{view}.png")));
+        assert!(wa > 100 && ha > 100 && wb > 100 && hb > 100);
+        assert_ne!(pa, pb, "{view}: two different sentences gave the same picture");
+        let sa = svg_ok(&a.join(format!("{view}.svg")));
+        let sb = svg_ok(&b.join(format!("{view}.svg")));
+        assert_ne!(sa, sb, "{view}: two different sentences gave the same SVG");
+    }
+    // Token labels appear in the heatmap's SVG.
+    let svg = svg_ok(&a.join("attention/layer1_head3.svg"));
+    let texts = svg_texts(&svg);
+    assert!(texts.iter().any(|t| t == "cat") && texts.iter().any(|t| t == "[CLS]"), "token labels missing: {texts:?}");
+    // The learned position table is the model's, so it does not depend on the sentence.
+    let pa = png_pixels(&a.join("position_table.png")).2;
+    let pb = png_pixels(&b.join("position_table.png")).2;
+    assert_eq!(pa, pb);
+    std::fs::remove_dir_all(&base).ok();
+}

@@ -7,6 +7,7 @@ pub mod heatmap;
 pub mod layer_norm;
 pub mod position;
 pub mod residual;
+pub mod view;
 
 #[cfg(not(target_arch = "wasm32"))]
 pub mod files;

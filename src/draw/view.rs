@@ -1,0 +1,185 @@
+//! One name for every chart the page and the CLI can draw, and the single function that
+//! draws any of them on any plotters backend (canvas, SVG string, PNG file).
+
+use ndarray::{s, Array2, ArrayView2, Axis};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use super::colors::Scale;
+use super::heatmap::{draw_heatmap, Geometry, Heatmap};
+use super::{attention, draw_err, layer_norm, position, residual};
+use crate::analysis::position::position_table;
+use crate::error::{Result, VizError};
+use crate::model::position::sinusoidal_table;
+use crate::trace::Trace;
+use crate::Transformer;
+
+/// A chart, as the page names it in its URL and its export buttons.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum View {
+    Head { layer: usize, head: usize },
+    Grid { layer: usize, head: usize },
+    Lines { layer: usize, head: usize, focus: Option<usize> },
+    PositionTable,
+    PositionWaves { dims: Vec<usize> },
+    PositionSimilarity,
+    SinusoidalSimilarity,
+    /// The norm at `index` in `Trace::norms`.
+    Norm { index: usize },
+    Residual,
+    /// Step `index` of the trace; for per-head tensors, the slice of `head`.
+    Step { index: usize, head: usize },
+}
+
+/// What the page needs to show values on hover: where the cells are and what they hold.
+#[derive(Debug, Clone, Serialize)]
+pub struct Drawn {
+    pub geometry: Option<Geometry>,
+    pub grid: Option<attention::GridGeometry>,
+    /// Row-major values of the cells, `rows x cols`.
+    pub values: Vec<f32>,
+    pub row_labels: Vec<String>,
+    pub col_labels: Vec<String>,
+    /// A caption for the chart (e.g. "showing the first 512 of 30522 columns").
+    pub note: Option<String>,
+}
+
+impl Drawn {
+    fn plain() -> Self {
+        Drawn { geometry: None, grid: None, values: Vec::new(), row_labels: Vec::new(), col_labels: Vec::new(), note: None }
+    }
+}
+
+/// Positions shown in the positional-encoding views: the sentence's, but at least 64.
+pub fn shown_positions(trace: &Trace) -> usize {
+    trace.len().max(64).min(trace.config.context)
+}
+
+/// The 2-D matrix a step shows: (T, x) as is, one head of (heads, T, x), a row for 1-D.
+/// Very wide matrices keep their first `max_cols` columns.
+pub fn step_matrix(trace: &Trace, index: usize, head: usize, max_cols: usize) -> Result<(Array2<f32>, Vec<String>, Vec<String>, Option<String>)> {
+    let step = trace.steps.get(index).ok_or_else(|| VizError::NoSuchStep(format!("step {index}")))?;
+    let tokens = trace.token_texts();
+    let view = step.tensor.view();
+    let (matrix, rows, cols): (Array2<f32>, Vec<String>, Vec<String>) = match view.ndim() {
+        1 => {
+            let m = view.insert_axis(Axis(0)).into_dimensionality::<ndarray::Ix2>().map_err(|e| VizError::Draw(e.to_string()))?.to_owned();
+            let cols = if m.ncols() == tokens.len() { tokens.clone() } else { Vec::new() };
+            (m, vec![step.axes.first().cloned().unwrap_or_default()], cols)
+        }
+        2 => {
+            let m = step.tensor.view2()?.to_owned();
+            let rows = if m.nrows() == tokens.len() { tokens.clone() } else { Vec::new() };
+            (m, rows, Vec::new())
+        }
+        3 => {
+            let all = step.tensor.view3()?;
+            let h = head.min(all.len_of(Axis(0)) - 1);
+            let m = all.index_axis(Axis(0), h).to_owned();
+            let cols = if m.ncols() == tokens.len() { tokens.clone() } else { Vec::new() };
+            (m, tokens.clone(), cols)
+        }
+        n => return Err(VizError::Draw(format!("cannot show a {n}-D tensor"))),
+    };
+    if matrix.ncols() > max_cols {
+        let note = format!("showing the first {max_cols} of {} columns", matrix.ncols());
+        let cut = matrix.slice(s![.., ..max_cols]).to_owned();
+        let cols = cols.into_iter().take(max_cols).collect();
+        return Ok((cut, rows, cols, Some(note)));
+    }
+    Ok((matrix, rows, cols, None))
+}
+
+fn flat(m: ArrayView2<f32>) -> Vec<f32> {
+    m.iter().copied().collect()
+}
+
+/// Draws `view` of `trace` on `area`.
+pub fn draw_view<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, model: &Transformer, trace: &Trace, view: &View) -> Result<Drawn> {
+    let tokens = trace.token_texts();
+    let no_table = || VizError::Draw("this model adds no position table to its embeddings".into());
+    match view {
+        View::Head { layer, head } => {
+            let geometry = attention::draw_head(area, trace, *layer, *head)?;
+            Ok(Drawn {
+                geometry: Some(geometry),
+                values: flat(trace.attention(*layer, *head)?),
+                row_labels: tokens.clone(),
+                col_labels: tokens,
+                ..Drawn::plain()
+            })
+        }
+        View::Grid { layer, head } => {
+            let grid = attention::draw_grid(area, trace, Some((*layer, *head)))?;
+            Ok(Drawn { grid: Some(grid), ..Drawn::plain() })
+        }
+        View::Lines { layer, head, focus } => {
+            attention::draw_lines(area, trace, *layer, *head, *focus)?;
+            Ok(Drawn::plain())
+        }
+        View::PositionTable => {
+            let table = position_table(model, shown_positions(trace)).ok_or_else(no_table)?;
+            let kind = format!("{:?}", model.config.position).to_lowercase();
+            let geometry = position::draw_table(area, table.view(), &format!("Positional encoding ({kind}): position × feature"))?;
+            Ok(Drawn { geometry: Some(geometry), values: flat(table.view()), ..Drawn::plain() })
+        }
+        View::PositionWaves { dims } => {
+            let table = position_table(model, shown_positions(trace)).ok_or_else(no_table)?;
+            position::draw_waves(area, table.view(), dims, "Selected features of the positional encoding across positions")?;
+            Ok(Drawn::plain())
+        }
+        View::PositionSimilarity => {
+            let table = position_table(model, shown_positions(trace)).ok_or_else(no_table)?;
+            let geometry = position::draw_similarity(area, table.view(), "Cosine similarity between the model's position vectors")?;
+            Ok(Drawn { geometry: Some(geometry), values: flat(position::position_similarity(table.view()).view()), ..Drawn::plain() })
+        }
+        View::SinusoidalSimilarity => {
+            let table = sinusoidal_table(shown_positions(trace), model.config.d_model);
+            let geometry = position::draw_similarity(area, table.view(), "The sinusoidal table's similarity, for comparison")?;
+            Ok(Drawn { geometry: Some(geometry), values: flat(position::position_similarity(table.view()).view()), ..Drawn::plain() })
+        }
+        View::Norm { index } => {
+            let rec = trace.norms.get(*index).ok_or_else(|| VizError::NoSuchStep(format!("norm {index}")))?;
+            layer_norm::draw_norm(area, rec, &tokens, &format!("Before and after {}", rec.step))?;
+            Ok(Drawn::plain())
+        }
+        View::Residual => {
+            residual::draw_residual(area, trace)?;
+            Ok(Drawn::plain())
+        }
+        View::Step { index, head } => {
+            area.fill(&WHITE).map_err(draw_err)?;
+            let (m, rows, cols, note) = step_matrix(trace, *index, *head, 512)?;
+            let step = &trace.steps[*index];
+            let values = flat(m.view());
+            let scale = match step.op {
+                crate::Op::Softmax => Scale::Sequential { min: 0.0, max: 1.0 },
+                crate::Op::Tokenize => Scale::fit(&values),
+                _ => Scale::fit_robust(&values, 0.99),
+            };
+            let per_head = step.tensor.shape.len() == 3;
+            let title = if per_head { format!("{}, head {head}", step.title) } else { step.title.clone() };
+            let x_desc = step.axes.last().cloned().unwrap_or_default();
+            let y_desc = if step.tensor.shape.len() >= 2 { step.axes[step.axes.len() - 2].clone() } else { String::new() };
+            let geometry = draw_heatmap(
+                area,
+                m.view(),
+                &Heatmap { title: &title, x_desc: &x_desc, y_desc: &y_desc, col_labels: &cols, row_labels: &rows, scale, legend: "value" },
+            )?;
+            Ok(Drawn { geometry: Some(geometry), grid: None, values, row_labels: rows, col_labels: cols, note })
+        }
+    }
+}
+
+/// Any view as an SVG document (the page's "export SVG").
+pub fn view_svg(model: &Transformer, trace: &Trace, view: &View, size: (u32, u32)) -> Result<String> {
+    let mut out = String::new();
+    {
+        let area = SVGBackend::with_string(&mut out, size).into_drawing_area();
+        draw_view(&area, model, trace, view)?;
+        area.present().map_err(draw_err)?;
+    }
+    Ok(out)
+}

@@ -1,0 +1,149 @@
+//! The browser API: the only code that touches wasm-bindgen and web-sys. The page creates
+//! one `Viz` from the model's files, calls `set_text` as the student types, and asks for
+//! views by name (`View`) on its canvases or as SVG text.
+
+use serde::Serialize;
+use wasm_bindgen::prelude::*;
+use web_sys::HtmlCanvasElement;
+
+use crate::checkpoints::minilm;
+use crate::draw::view::{draw_view, view_svg, View};
+use crate::error::VizError;
+use crate::model::ModelConfig;
+use crate::trace::{Op, Trace, TokenInfo, Truncation};
+use crate::Transformer;
+
+fn js_err(e: VizError) -> JsError {
+    JsError::new(&e.to_string())
+}
+
+fn to_js<T: Serialize>(value: &T) -> Result<JsValue, JsError> {
+    value.serialize(&serde_wasm_bindgen::Serializer::json_compatible()).map_err(|e| JsError::new(&e.to_string()))
+}
+
+#[derive(Serialize)]
+struct StepInfo<'a> {
+    index: usize,
+    op: Op,
+    layer: Option<usize>,
+    name: &'a str,
+    title: &'a str,
+    equation: &'a str,
+    explanation: &'a str,
+    axes: &'a [String],
+    shape: &'a [usize],
+    inputs: &'a [String],
+}
+
+#[derive(Serialize)]
+struct NormInfo<'a> {
+    index: usize,
+    step: &'a str,
+    layer: Option<usize>,
+}
+
+#[derive(Serialize)]
+struct Summary<'a> {
+    tokens: &'a [TokenInfo],
+    truncated: &'a Option<Truncation>,
+    steps: Vec<StepInfo<'a>>,
+    norms: Vec<NormInfo<'a>>,
+    milliseconds: f64,
+}
+
+fn now_ms() -> f64 {
+    js_sys::Date::now()
+}
+
+#[wasm_bindgen]
+pub struct Viz {
+    model: Transformer,
+    trace: Option<Trace>,
+}
+
+#[wasm_bindgen]
+impl Viz {
+    /// Builds the model from its files' contents; `name` is the model's short name.
+    #[wasm_bindgen(constructor)]
+    pub fn new(name: &str, config_json: &str, tokenizer_json: &str, weights: &[u8]) -> Result<Viz, JsError> {
+        let model = match name {
+            "minilm-l6" => minilm::from_bytes(name, config_json, tokenizer_json, weights).map_err(js_err)?,
+            other => return Err(js_err(VizError::UnknownModel(other.into(), crate::checkpoints::KNOWN_MODELS.join(", ")))),
+        };
+        Ok(Viz { model, trace: None })
+    }
+
+    /// The model's config (layers, heads, widths, architecture choices).
+    pub fn config(&self) -> Result<JsValue, JsError> {
+        to_js::<ModelConfig>(&self.model.config)
+    }
+
+    /// Where the numbers are computed.
+    pub fn backend(&self) -> String {
+        "CPU (WebAssembly)".into()
+    }
+
+    /// Runs the traced forward pass on `text` and describes the result: tokens, truncation,
+    /// and every step's title, equation and shape (the values stay in wasm until drawn).
+    pub fn set_text(&mut self, text: &str) -> Result<JsValue, JsError> {
+        let start = now_ms();
+        let trace = self.model.trace(text).map_err(js_err)?;
+        let milliseconds = now_ms() - start;
+        self.trace = Some(trace);
+        let trace = self.trace.as_ref().expect("just set");
+        let steps = trace
+            .steps
+            .iter()
+            .enumerate()
+            .map(|(index, s)| StepInfo {
+                index,
+                op: s.op,
+                layer: s.layer,
+                name: &s.name,
+                title: &s.title,
+                equation: &s.equation,
+                explanation: &s.explanation,
+                axes: &s.axes,
+                shape: &s.tensor.shape,
+                inputs: &s.inputs,
+            })
+            .collect();
+        let norms = trace.norms.iter().enumerate().map(|(index, n)| NormInfo { index, step: &n.step, layer: n.layer }).collect();
+        to_js(&Summary { tokens: &trace.tokens, truncated: &trace.truncated, steps, norms, milliseconds })
+    }
+
+    fn current(&self) -> Result<&Trace, JsError> {
+        self.trace.as_ref().ok_or_else(|| js_err(VizError::EmptyText))
+    }
+
+    fn view(spec: JsValue) -> Result<View, JsError> {
+        serde_wasm_bindgen::from_value(spec).map_err(|e| JsError::new(&format!("unknown view: {e}")))
+    }
+
+    /// Draws a view on a canvas; returns where its cells are and their values, for hover.
+    pub fn draw(&self, canvas: HtmlCanvasElement, spec: JsValue) -> Result<JsValue, JsError> {
+        let view = Self::view(spec)?;
+        let trace = self.current()?;
+        let backend = plotters_canvas::CanvasBackend::with_canvas_object(canvas).ok_or_else(|| JsError::new("the canvas has no 2D context"))?;
+        let area = plotters::drawing::IntoDrawingArea::into_drawing_area(backend);
+        let drawn = draw_view(&area, &self.model, trace, &view).map_err(js_err)?;
+        area.present().map_err(|e| JsError::new(&e.to_string()))?;
+        to_js(&drawn)
+    }
+
+    /// A view as SVG text, for export.
+    pub fn svg(&self, spec: JsValue, width: u32, height: u32) -> Result<String, JsError> {
+        let view = Self::view(spec)?;
+        view_svg(&self.model, self.current()?, &view, (width, height)).map_err(js_err)
+    }
+
+    /// The whole trace as JSON, for export.
+    pub fn trace_json(&self) -> Result<String, JsError> {
+        serde_json::to_string(self.current()?).map_err(|e| JsError::new(&e.to_string()))
+    }
+
+    /// Softmax weights of one head, row-major (T x T).
+    pub fn attention(&self, layer: usize, head: usize) -> Result<Vec<f32>, JsError> {
+        Ok(self.current()?.attention(layer, head).map_err(js_err)?.iter().copied().collect())
+    }
+}

@@ -1,0 +1,54 @@
+//! Runs under `cargo test --target wasm32-unknown-unknown` (in Node.js, through
+//! wasm-bindgen-test-runner): one forward pass of the real MiniLM in WebAssembly must give
+//! the same numbers as the native build. The native numbers come from
+//! `target/parity/native-trace.json`, written by `scripts/test.sh` with the native CLI.
+#![cfg(target_arch = "wasm32")]
+
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_test::*;
+
+#[wasm_bindgen(module = "fs")]
+extern "C" {
+    #[wasm_bindgen(js_name = readFileSync, catch)]
+    fn read_file_sync(path: &str) -> Result<Vec<u8>, JsValue>;
+}
+
+fn read(relative: &str) -> Vec<u8> {
+    let path = format!("{}/{relative}", env!("CARGO_MANIFEST_DIR"));
+    read_file_sync(&path).unwrap_or_else(|_| panic!("cannot read {path}: run scripts/test.sh, which prepares it"))
+}
+
+pub const PARITY_SENTENCE: &str = "The quick brown fox jumps over the lazy dog.";
+
+#[wasm_bindgen_test]
+fn minilm_forward_pass_in_wasm_matches_native() {
+    let config = String::from_utf8(read("models/minilm-l6/config.json")).unwrap();
+    let tokenizer = String::from_utf8(read("models/minilm-l6/tokenizer.json")).unwrap();
+    let weights = read("models/minilm-l6/model.safetensors");
+    let model = transformer_viz::checkpoints::minilm::from_bytes("minilm-l6", &config, &tokenizer, &weights).unwrap();
+    let trace = model.trace(PARITY_SENTENCE).unwrap();
+
+    let native: serde_json::Value = serde_json::from_slice(&read("target/parity/native-trace.json")).unwrap();
+    let native_tokens: Vec<&str> = native["tokens"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
+    assert_eq!(trace.token_texts(), native_tokens);
+    let mut worst = 0f64;
+    for layer in 0..6 {
+        let ours = trace.attention_layer(layer).unwrap();
+        let theirs: Vec<f64> = native["layers"][layer]["attention"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|h| h.as_array().unwrap().iter().flat_map(|r| r.as_array().unwrap().iter().map(|v| v.as_f64().unwrap())))
+            .collect();
+        assert_eq!(theirs.len(), ours.len());
+        for (a, b) in ours.iter().zip(&theirs) {
+            worst = worst.max((*a as f64 - b).abs());
+        }
+    }
+    assert!(worst < 1e-5, "wasm attention differs from native by {worst}");
+    // Rows still sum to one in wasm.
+    let a = trace.attention(3, 7).unwrap();
+    for row in a.rows() {
+        assert!((row.sum() - 1.0).abs() < 1e-5);
+    }
+}

@@ -126,7 +126,7 @@ impl Viz {
         let trace = self.current()?;
         let backend = plotters_canvas::CanvasBackend::with_canvas_object(canvas).ok_or_else(|| JsError::new("the canvas has no 2D context"))?;
         let area = plotters::drawing::IntoDrawingArea::into_drawing_area(backend);
-        let drawn = draw_view(&area, &self.model, trace, &view).map_err(js_err)?;
+        let drawn = draw_view(&area, &self.model, trace, &view, false).map_err(js_err)?;
         area.present().map_err(|e| JsError::new(&e.to_string()))?;
         to_js(&drawn)
     }

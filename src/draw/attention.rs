@@ -7,12 +7,13 @@ use serde::Serialize;
 
 use super::colors::{sequential, Scale, CATEGORICAL};
 use super::heatmap::{draw_heatmap, Geometry, Heatmap};
+use super::pixels::matrix_pixels;
 use super::{draw_err, short_label, FONT};
 use crate::error::Result;
 use crate::trace::Trace;
 
 /// One head, tokens on both axes: rows are queries, columns are keys.
-pub fn draw_head<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, trace: &Trace, layer: usize, head: usize) -> Result<Geometry> {
+pub fn draw_head<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, trace: &Trace, layer: usize, head: usize, vector: bool) -> Result<Geometry> {
     area.fill(&WHITE).map_err(draw_err)?;
     let a = trace.attention(layer, head)?; // (T, T)
     let labels = trace.token_texts();
@@ -28,6 +29,7 @@ pub fn draw_head<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, trace: &Trac
             row_labels: &labels,
             scale: Scale::Sequential { min: 0.0, max: 1.0 },
             legend: "weight",
+            vector,
         },
     )
 }
@@ -44,7 +46,12 @@ pub struct GridGeometry {
 }
 
 /// Every head of every layer: layers as rows, heads as columns; the selected one framed.
-pub fn draw_grid<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, trace: &Trace, selected: Option<(usize, usize)>) -> Result<GridGeometry> {
+pub fn draw_grid<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    trace: &Trace,
+    selected: Option<(usize, usize)>,
+    vector: bool,
+) -> Result<GridGeometry> {
     area.fill(&WHITE).map_err(draw_err)?;
     let (layers, heads) = (trace.config.n_layers, trace.config.n_heads);
     let (w, h) = area.dim_in_pixel();
@@ -65,20 +72,23 @@ pub fn draw_grid<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, trace: &Trac
                 area.draw(&Text::new(head.to_string(), (x0 + side / 2 - 4, font_px as i32 + 4), style.clone())).map_err(draw_err)?;
             }
             let m = a.index_axis(ndarray::Axis(0), head); // (T, T)
-            let t = m.nrows();
             let inner = (side - 2).max(1);
-            // Each thumbnail is the head's matrix, resampled to the cell.
-            let px = inner.min(t as i32 * 4).max(1);
-            let scale = inner as f32 / px as f32;
-            for yi in 0..px {
-                let r = (yi as usize * t) / px as usize;
-                for xi in 0..px {
-                    let c = (xi as usize * t) / px as usize;
-                    let colour = sequential(m[[r, c]]);
-                    let (x, y) = (x0 + 1 + (xi as f32 * scale) as i32, y0 + 1 + (yi as f32 * scale) as i32);
-                    let (x1, y1) = (x0 + 1 + ((xi + 1) as f32 * scale) as i32, y0 + 1 + ((yi + 1) as f32 * scale) as i32);
-                    area.draw(&Rectangle::new([(x, y), (x1.max(x + 1), y1.max(y + 1))], colour.filled())).map_err(draw_err)?;
+            if vector {
+                // At most 24 x 24 rectangles a thumbnail, so an exported SVG stays small.
+                let cells = m.nrows().min(24) as i32;
+                let cell = inner as f32 / cells as f32;
+                for yi in 0..cells {
+                    let r = (yi as usize * m.nrows()) / cells as usize;
+                    for xi in 0..cells {
+                        let c = (xi as usize * m.ncols()) / cells as usize;
+                        let (x, y) = (x0 + 1 + (xi as f32 * cell) as i32, y0 + 1 + (yi as f32 * cell) as i32);
+                        let (x1, y1) = (x0 + 1 + ((xi + 1) as f32 * cell) as i32, y0 + 1 + ((yi + 1) as f32 * cell) as i32);
+                        area.draw(&Rectangle::new([(x, y), (x1.max(x + 1), y1.max(y + 1))], sequential(m[[r, c]]).filled())).map_err(draw_err)?;
+                    }
                 }
+            } else {
+                let scale = Scale::Sequential { min: 0.0, max: 1.0 };
+                area.draw(&matrix_pixels(m, scale, (x0 + 1, y0 + 1), inner as u32, inner as u32)).map_err(draw_err)?;
             }
             if selected == Some((layer, head)) {
                 area.draw(&Rectangle::new([(x0, y0), (x0 + side, y0 + side)], CATEGORICAL[5].stroke_width(3))).map_err(draw_err)?;

@@ -32,15 +32,19 @@ pub fn register_fonts() {
 
 /// Draws one view into `DIR/NAME.svg` and `DIR/NAME.png` at the given size.
 macro_rules! svg_and_png {
-    ($dir:expr, $name:expr, $size:expr, |$area:ident| $body:expr) => {{
+    ($dir:expr, $name:expr, $size:expr, |$area:ident, $vector:ident| $body:expr) => {{
         let svg_path = $dir.join(format!("{}.svg", $name));
         {
+            #[allow(unused_variables)]
+            let $vector = true;
             let $area = SVGBackend::new(&svg_path, $size).into_drawing_area();
             $body?;
             $area.present().map_err(draw_err)?;
         }
         let png_path = $dir.join(format!("{}.png", $name));
         {
+            #[allow(unused_variables)]
+            let $vector = false;
             let $area = BitMapBackend::new(&png_path, $size).into_drawing_area();
             $body?;
             $area.present().map_err(draw_err)?;
@@ -70,18 +74,17 @@ pub fn render_all(model: &Transformer, trace: &Trace, out: &Path, only_layer: Op
     mkdir(&dir)?;
     for &layer in &layers {
         for head in 0..c.n_heads {
-            written += svg_and_png!(dir, format!("layer{layer}_head{head}"), (side + 70, side), |area| attention::draw_head(
-                &area, trace, layer, head
-            ));
-            written += svg_and_png!(dir, format!("lines_layer{layer}_head{head}"), (640, (trace.len() as u32 * 20 + 80).clamp(300, 1400)), |area| {
+            written += svg_and_png!(dir, format!("layer{layer}_head{head}"), (side + 70, side), |area, vector| attention::draw_head(&area, trace, layer, head, vector));
+            written += svg_and_png!(dir, format!("lines_layer{layer}_head{head}"), (640, (trace.len() as u32 * 20 + 80).clamp(300, 1400)), |area, vector| {
                 attention::draw_lines(&area, trace, layer, head, None)
             });
         }
     }
-    written += svg_and_png!(out, "attention_grid", (c.n_heads as u32 * 60 + 60, c.n_layers as u32 * 60 + 40), |area| attention::draw_grid(
+    written += svg_and_png!(out, "attention_grid", (c.n_heads as u32 * 60 + 60, c.n_layers as u32 * 60 + 40), |area, vector| attention::draw_grid(
         &area,
         trace,
-        Some((layers[0], 0))
+        Some((layers[0], 0)),
+        vector
     ));
 
     let positions = trace.len().max(64).min(c.context);
@@ -90,28 +93,31 @@ pub fn render_all(model: &Transformer, trace: &Trace, out: &Path, only_layer: Op
             crate::model::config::Position::Learned => "learned",
             _ => "sinusoidal",
         };
-        written += svg_and_png!(out, "position_table", (1100, 700), |area| position::draw_table(
+        written += svg_and_png!(out, "position_table", (1100, 700), |area, vector| position::draw_table(
             &area,
             table.view(),
-            &format!("Positional encoding ({kind}): position × feature")
+            &format!("Positional encoding ({kind}): position × feature"),
+            vector
         ));
-        written += svg_and_png!(out, "position_waves", (1000, 480), |area| position::draw_waves(
+        written += svg_and_png!(out, "position_waves", (1000, 480), |area, vector| position::draw_waves(
             &area,
             table.view(),
             &[0, 1, 4, 5, 32, 33],
             &format!("Positional encoding ({kind}): selected features across positions")
         ));
-        written += svg_and_png!(out, "position_similarity", (760, 700), |area| position::draw_similarity(
+        written += svg_and_png!(out, "position_similarity", (760, 700), |area, vector| position::draw_similarity(
             &area,
             table.view(),
-            "Cosine similarity between positions"
+            "Cosine similarity between positions",
+            vector
         ));
         if kind == "learned" {
             let sin = sinusoidal_table(positions, c.d_model);
-            written += svg_and_png!(out, "position_sinusoidal_comparison", (760, 700), |area| position::draw_similarity(
+            written += svg_and_png!(out, "position_sinusoidal_comparison", (760, 700), |area, vector| position::draw_similarity(
                 &area,
                 sin.view(),
-                "For comparison: the sinusoidal table's similarity"
+                "For comparison: the sinusoidal table's similarity",
+                vector
             ));
         }
     }
@@ -126,8 +132,8 @@ pub fn render_all(model: &Transformer, trace: &Trace, out: &Path, only_layer: Op
         }
     }
     for (name, rec) in norms {
-        written += svg_and_png!(dir, name, (1000, 700), |area| layer_norm::draw_norm(&area, rec, &tokens, &format!("Norm statistics: {}", rec.step)));
+        written += svg_and_png!(dir, name, (1000, 700), |area, vector| layer_norm::draw_norm(&area, rec, &tokens, &format!("Norm statistics: {}", rec.step)));
     }
-    written += svg_and_png!(out, "residual_stream", (1100, 760), |area| residual::draw_residual(&area, trace));
+    written += svg_and_png!(out, "residual_stream", (1100, 760), |area, vector| residual::draw_residual(&area, trace));
     Ok(written)
 }

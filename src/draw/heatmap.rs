@@ -6,7 +6,10 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use serde::Serialize;
 
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
 use super::colors::Scale;
+use super::pixels::matrix_pixels;
 use super::{draw_err, short_label, FONT};
 use crate::error::Result;
 
@@ -31,6 +34,8 @@ pub struct Heatmap<'a> {
     pub scale: Scale,
     /// Legend caption next to the colour bar.
     pub legend: &'a str,
+    /// One vector rectangle per cell (SVG) instead of one blitted image (canvas, PNG).
+    pub vector: bool,
 }
 
 /// Label every k-th row/column so the labels never overlap.
@@ -47,62 +52,54 @@ pub fn draw_heatmap<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, m: ArrayV
     let (main, bar) = area.split_horizontally(w.saturating_sub(bar_width));
     let font_px = if small { 10 } else { 13 };
     let max_chars = if small { 6 } else { 9 };
-    let longest = spec.row_labels.iter().map(|s| s.chars().count().min(max_chars)).max().unwrap_or(3).max(3) as u32;
-    let y_label_area = longest * font_px * 62 / 100 + 12;
+    let char_px = |n: usize| n as i32 * font_px as i32 * 62 / 100;
+    let longest_row = spec.row_labels.iter().map(|s| s.chars().count().min(max_chars)).max().unwrap_or(rows.to_string().len()).max(2);
     let mut chart = ChartBuilder::on(&main)
         .caption(spec.title, (FONT, font_px + 4))
         .margin(6)
-        .x_label_area_size(font_px * 3 + 8)
-        .y_label_area_size(y_label_area + font_px + 10)
-        .build_cartesian_2d((0..cols as i32).into_segmented(), (0..rows as i32).into_segmented())
+        .x_label_area_size(font_px * 3 + 10)
+        .y_label_area_size(char_px(longest_row) as u32 + font_px + 18)
+        .build_cartesian_2d(0f32..cols.max(1) as f32, 0f32..rows.max(1) as f32)
         .map_err(draw_err)?;
-    let (px, py) = chart.plotting_area().get_pixel_range();
-    let (pw, ph) = (px.end - px.start, py.end - py.start);
-    // Horizontal labels, thinned so that they never overlap.
-    let widest_col = spec.col_labels.iter().map(|s| s.chars().count().min(max_chars)).max().unwrap_or(cols.to_string().len()).max(2) as i32;
-    let x_step = label_step(cols, pw, widest_col * font_px as i32 * 62 / 100 + 6);
-    let y_step = label_step(rows, ph, font_px as i32 + 2);
-    let col_label = |v: &SegmentValue<i32>| match v {
-        SegmentValue::CenterOf(i) if *i >= 0 && (*i as usize) < cols && *i as usize % x_step == 0 => {
-            spec.col_labels.get(*i as usize).map(|s| short_label(s, max_chars)).unwrap_or_else(|| i.to_string())
-        }
-        _ => String::new(),
-    };
-    let row_label = |v: &SegmentValue<i32>| match v {
-        SegmentValue::CenterOf(y) if *y >= 0 && (*y as usize) < rows => {
-            let i = rows - 1 - *y as usize;
-            if i % y_step != 0 {
-                return String::new();
-            }
-            spec.row_labels.get(i).map(|s| short_label(s, max_chars)).unwrap_or_else(|| i.to_string())
-        }
-        _ => String::new(),
-    };
     chart
         .configure_mesh()
         .disable_mesh()
+        .x_labels(0)
+        .y_labels(0)
         .x_desc(spec.x_desc)
         .y_desc(spec.y_desc)
-        .x_labels(cols + 1)
-        .y_labels(rows + 1)
-        .x_label_formatter(&col_label)
-        .y_label_formatter(&row_label)
-        .label_style((FONT, font_px))
         .axis_desc_style((FONT, font_px + 1))
         .draw()
         .map_err(draw_err)?;
-    chart
-        .draw_series(m.indexed_iter().map(|((r, c), &v)| {
-            let y = (rows - 1 - r) as i32;
-            let c = c as i32;
-            Rectangle::new(
-                [(SegmentValue::Exact(c), SegmentValue::Exact(y)), (SegmentValue::Exact(c + 1), SegmentValue::Exact(y + 1))],
-                spec.scale.color(v).filled(),
-            )
-        }))
-        .map_err(draw_err)?;
-    draw_colour_bar(&bar, spec.scale, spec.legend, font_px)?;
+    let (px, py) = chart.plotting_area().get_pixel_range();
+    let (pw, ph) = (px.end - px.start, py.end - py.start);
+    if spec.vector {
+        chart
+            .draw_series(m.indexed_iter().map(|((r, c), &v)| {
+                let y = (rows - 1 - r) as f32;
+                Rectangle::new([(c as f32, y), (c as f32 + 1.0, y + 1.0)], spec.scale.color(v).filled())
+            }))
+            .map_err(draw_err)?;
+    } else {
+        let plot = chart.plotting_area().strip_coord_spec();
+        plot.draw(&matrix_pixels(m, spec.scale, (0, 0), pw.max(1) as u32, ph.max(1) as u32)).map_err(draw_err)?;
+    }
+    // Labels at cell centres, thinned so that they never overlap.
     let (ox, oy) = area.get_base_pixel();
+    let widest_col = spec.col_labels.iter().map(|s| s.chars().count().min(max_chars)).max().unwrap_or(cols.to_string().len()).max(2);
+    let x_step = label_step(cols, pw, char_px(widest_col) + 8);
+    let y_step = label_step(rows, ph, font_px as i32 + 2);
+    let label = |labels: &[String], i: usize| labels.get(i).map(|s| short_label(s, max_chars)).unwrap_or_else(|| i.to_string());
+    let anchored = |h: HPos, v: VPos| TextStyle::from((FONT, font_px).into_font()).color(&BLACK).pos(Pos::new(h, v));
+    for c in (0..cols).step_by(x_step) {
+        let (x, y) = chart.backend_coord(&(c as f32 + 0.5, 0.0));
+        area.draw(&Text::new(label(spec.col_labels, c), (x - ox, y - oy + 4), anchored(HPos::Center, VPos::Top))).map_err(draw_err)?;
+    }
+    for r in (0..rows).step_by(y_step) {
+        let (x, y) = chart.backend_coord(&(0.0, (rows - r) as f32 - 0.5));
+        area.draw(&Text::new(label(spec.row_labels, r), (x - ox - 5, y - oy), anchored(HPos::Right, VPos::Center))).map_err(draw_err)?;
+    }
+    draw_colour_bar(&bar, spec.scale, spec.legend, font_px)?;
     Ok(Geometry { left: px.start - ox, top: py.start - oy, width: pw, height: ph, rows, cols })
 }
 

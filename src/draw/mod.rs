@@ -5,6 +5,7 @@ pub mod attention;
 pub mod colors;
 pub mod heatmap;
 pub mod layer_norm;
+pub mod pixels;
 pub mod position;
 pub mod residual;
 pub mod view;

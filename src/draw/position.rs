@@ -11,14 +11,14 @@ use super::{draw_err, FONT};
 use crate::error::Result;
 
 /// The table as a heatmap: rows are positions, columns features.
-pub fn draw_table<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, table: ArrayView2<f32>, title: &str) -> Result<Geometry> {
+pub fn draw_table<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, table: ArrayView2<f32>, title: &str, vector: bool) -> Result<Geometry> {
     area.fill(&WHITE).map_err(draw_err)?;
     let values: Vec<f32> = table.iter().copied().collect();
     let scale = Scale::fit_robust(&values, 0.99);
     draw_heatmap(
         area,
         table,
-        &Heatmap { title, x_desc: "feature i", y_desc: "position p", col_labels: &[], row_labels: &[], scale, legend: "value" },
+        &Heatmap { title, x_desc: "feature i", y_desc: "position p", col_labels: &[], row_labels: &[], scale, legend: "value", vector },
     )
 }
 
@@ -76,7 +76,7 @@ pub fn position_similarity(table: ArrayView2<f32>) -> Array2<f32> {
     unit.dot(&unit.t()) // (P, P)
 }
 
-pub fn draw_similarity<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, table: ArrayView2<f32>, title: &str) -> Result<Geometry> {
+pub fn draw_similarity<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, table: ArrayView2<f32>, title: &str, vector: bool) -> Result<Geometry> {
     area.fill(&WHITE).map_err(draw_err)?;
     let sim = position_similarity(table);
     draw_heatmap(
@@ -90,6 +90,7 @@ pub fn draw_similarity<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, table:
             row_labels: &[],
             scale: Scale::Diverging { limit: 1.0 },
             legend: "cosine",
+            vector,
         },
     )
 }

@@ -97,12 +97,13 @@ fn flat(m: ArrayView2<f32>) -> Vec<f32> {
 }
 
 /// Draws `view` of `trace` on `area`.
-pub fn draw_view<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, model: &Transformer, trace: &Trace, view: &View) -> Result<Drawn> {
+/// `vector`: one rectangle per cell (SVG) rather than one blitted image (canvas, PNG).
+pub fn draw_view<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, model: &Transformer, trace: &Trace, view: &View, vector: bool) -> Result<Drawn> {
     let tokens = trace.token_texts();
     let no_table = || VizError::Draw("this model adds no position table to its embeddings".into());
     match view {
         View::Head { layer, head } => {
-            let geometry = attention::draw_head(area, trace, *layer, *head)?;
+            let geometry = attention::draw_head(area, trace, *layer, *head, vector)?;
             Ok(Drawn {
                 geometry: Some(geometry),
                 values: flat(trace.attention(*layer, *head)?),
@@ -112,7 +113,7 @@ pub fn draw_view<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, model: &Tran
             })
         }
         View::Grid { layer, head } => {
-            let grid = attention::draw_grid(area, trace, Some((*layer, *head)))?;
+            let grid = attention::draw_grid(area, trace, Some((*layer, *head)), vector)?;
             Ok(Drawn { grid: Some(grid), ..Drawn::plain() })
         }
         View::Lines { layer, head, focus } => {
@@ -122,7 +123,7 @@ pub fn draw_view<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, model: &Tran
         View::PositionTable => {
             let table = position_table(model, shown_positions(trace)).ok_or_else(no_table)?;
             let kind = format!("{:?}", model.config.position).to_lowercase();
-            let geometry = position::draw_table(area, table.view(), &format!("Positional encoding ({kind}): position × feature"))?;
+            let geometry = position::draw_table(area, table.view(), &format!("Positional encoding ({kind}): position × feature"), vector)?;
             Ok(Drawn { geometry: Some(geometry), values: flat(table.view()), ..Drawn::plain() })
         }
         View::PositionWaves { dims } => {
@@ -132,12 +133,12 @@ pub fn draw_view<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, model: &Tran
         }
         View::PositionSimilarity => {
             let table = position_table(model, shown_positions(trace)).ok_or_else(no_table)?;
-            let geometry = position::draw_similarity(area, table.view(), "Cosine similarity between the model's position vectors")?;
+            let geometry = position::draw_similarity(area, table.view(), "Cosine similarity between the model's position vectors", vector)?;
             Ok(Drawn { geometry: Some(geometry), values: flat(position::position_similarity(table.view()).view()), ..Drawn::plain() })
         }
         View::SinusoidalSimilarity => {
             let table = sinusoidal_table(shown_positions(trace), model.config.d_model);
-            let geometry = position::draw_similarity(area, table.view(), "The sinusoidal table's similarity, for comparison")?;
+            let geometry = position::draw_similarity(area, table.view(), "The sinusoidal table's similarity, for comparison", vector)?;
             Ok(Drawn { geometry: Some(geometry), values: flat(position::position_similarity(table.view()).view()), ..Drawn::plain() })
         }
         View::Norm { index } => {
@@ -166,7 +167,7 @@ pub fn draw_view<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, model: &Tran
             let geometry = draw_heatmap(
                 area,
                 m.view(),
-                &Heatmap { title: &title, x_desc: &x_desc, y_desc: &y_desc, col_labels: &cols, row_labels: &rows, scale, legend: "value" },
+                &Heatmap { title: &title, x_desc: &x_desc, y_desc: &y_desc, col_labels: &cols, row_labels: &rows, scale, legend: "value", vector },
             )?;
             Ok(Drawn { geometry: Some(geometry), grid: None, values, row_labels: rows, col_labels: cols, note })
         }
@@ -178,7 +179,7 @@ pub fn view_svg(model: &Transformer, trace: &Trace, view: &View, size: (u32, u32
     let mut out = String::new();
     {
         let area = SVGBackend::with_string(&mut out, size).into_drawing_area();
-        draw_view(&area, model, trace, view)?;
+        draw_view(&area, model, trace, view, true)?;
         area.present().map_err(draw_err)?;
     }
     Ok(out)

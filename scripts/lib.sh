@@ -1,0 +1,78 @@
+# Shared set-up steps for scripts/serve.sh and scripts/test.sh. Each step installs what it
+# needs from the package registries (crates.io, PyPI, npm, Debian) and skips what is there.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+export PATH="$HOME/.cargo/bin:$ROOT/node_modules/.bin:$PATH"
+export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/tmp}"
+
+WASM_BINDGEN_VERSION=0.2.130
+TRUNK_VERSION=0.21.14
+
+step() { printf '\n==> %s\n' "$*"; }
+
+as_root() { if [[ $(id -u) -eq 0 ]]; then "$@"; else sudo "$@"; fi; }
+
+ensure_wasm_target() {
+  if rustup target list --installed | grep -qx wasm32-unknown-unknown; then
+    echo "wasm32 target present"
+  else
+    step "adding the wasm32-unknown-unknown target"
+    rustup target add wasm32-unknown-unknown
+  fi
+}
+
+ensure_wasm_bindgen() {
+  if [[ "$(wasm-bindgen --version 2>/dev/null)" == "wasm-bindgen $WASM_BINDGEN_VERSION" ]]; then
+    echo "wasm-bindgen $WASM_BINDGEN_VERSION present"
+  else
+    step "installing wasm-bindgen-cli $WASM_BINDGEN_VERSION (about 3 minutes)"
+    # Not --locked: one locked dependency version is missing from the registry.
+    cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION"
+  fi
+}
+
+ensure_trunk() {
+  if [[ "$(trunk --version 2>/dev/null)" == "trunk $TRUNK_VERSION" ]]; then
+    echo "trunk $TRUNK_VERSION present"
+  else
+    step "installing trunk $TRUNK_VERSION (about 11 minutes)"
+    cargo install trunk --version "$TRUNK_VERSION" --locked
+  fi
+}
+
+ensure_python_env() {
+  if [[ -x .venv/bin/python ]] && .venv/bin/python -c "import numpy, tokenizers" 2>/dev/null; then
+    echo "Python reference environment present"
+  else
+    step "creating the Python reference environment (.venv: numpy, tokenizers)"
+    python3 -m venv .venv
+    .venv/bin/pip install --quiet --disable-pip-version-check -r tests/reference/requirements.txt
+  fi
+}
+
+ensure_npm_packages() {
+  if [[ -x node_modules/.bin/wasm-opt && -d node_modules/playwright-core && -d node_modules/katex ]] \
+     && cmp -s package-lock.json node_modules/.package-lock.json 2>/dev/null; then
+    echo "npm packages present"
+  else
+    step "installing npm packages (binaryen's wasm-opt, KaTeX, playwright-core)"
+    npm ci --no-audit --no-fund --loglevel=error
+  fi
+}
+
+ensure_chromium() {
+  if [[ -x /usr/lib/chromium/chromium ]]; then
+    echo "chromium present"
+  else
+    step "installing Debian's chromium"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  fi
+}
+
+ensure_models() {
+  step "model files"
+  scripts/fetch-models.sh
+}

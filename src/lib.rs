@@ -20,6 +20,8 @@ pub mod transformer;
 
 #[cfg(target_arch = "wasm32")]
 pub mod web;
+#[cfg(target_arch = "wasm32")]
+mod web_canvas;
 
 pub use error::{Result, VizError};
 pub use trace::{Op, Trace};

@@ -11,6 +11,7 @@ use crate::draw::view::{draw_view, view_svg, View};
 use crate::error::VizError;
 use crate::model::ModelConfig;
 use crate::trace::{Op, Trace, TokenInfo, Truncation};
+use crate::web_canvas::FastCanvas;
 use crate::Transformer;
 
 fn js_err(e: VizError) -> JsError {
@@ -124,7 +125,7 @@ impl Viz {
     pub fn draw(&self, canvas: HtmlCanvasElement, spec: JsValue) -> Result<JsValue, JsError> {
         let view = Self::view(spec)?;
         let trace = self.current()?;
-        let backend = plotters_canvas::CanvasBackend::with_canvas_object(canvas).ok_or_else(|| JsError::new("the canvas has no 2D context"))?;
+        let backend = FastCanvas::new(canvas).ok_or_else(|| JsError::new("the canvas has no 2D context"))?;
         let area = plotters::drawing::IntoDrawingArea::into_drawing_area(backend);
         let drawn = draw_view(&area, &self.model, trace, &view, false).map_err(js_err)?;
         area.present().map_err(|e| JsError::new(&e.to_string()))?;

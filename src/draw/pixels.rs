@@ -36,21 +36,29 @@ impl<DB: DrawingBackend> Drawable<DB> for Pixels {
 }
 
 /// The matrix resampled (nearest cell) to width x height pixels, coloured by `scale`.
+/// Each cell is coloured once and each pixel row built once, then copied to the pixel rows
+/// that show the same matrix row.
 pub fn matrix_pixels(m: ArrayView2<f32>, scale: Scale, origin: (i32, i32), width: u32, height: u32) -> Pixels {
     let (rows, cols) = m.dim();
-    let mut rgb = vec![0u8; (width * height * 3) as usize];
-    if rows > 0 && cols > 0 {
-        let col_of: Vec<usize> = (0..width).map(|x| ((x as usize * cols) / width as usize).min(cols - 1)).collect();
-        for y in 0..height {
-            let r = ((y as usize * rows) / height as usize).min(rows - 1);
-            let row = m.row(r);
-            for (x, &c) in col_of.iter().enumerate() {
-                let colour = scale.color(row[c]);
-                let i = (y as usize * width as usize + x) * 3;
-                rgb[i] = colour.0;
-                rgb[i + 1] = colour.1;
-                rgb[i + 2] = colour.2;
+    let (w, h) = (width as usize, height as usize);
+    let mut rgb = vec![0u8; w * h * 3];
+    if rows > 0 && cols > 0 && w > 0 && h > 0 {
+        let col_of: Vec<usize> = (0..w).map(|x| ((x * cols) / w).min(cols - 1)).collect();
+        let mut line = vec![0u8; w * 3];
+        let mut line_row = usize::MAX;
+        for y in 0..h {
+            let r = ((y * rows) / h).min(rows - 1);
+            if r != line_row {
+                let colours: Vec<[u8; 3]> = m.row(r).iter().map(|&v| {
+                    let c = scale.color(v);
+                    [c.0, c.1, c.2]
+                }).collect();
+                for (x, &c) in col_of.iter().enumerate() {
+                    line[x * 3..x * 3 + 3].copy_from_slice(&colours[c]);
+                }
+                line_row = r;
             }
+            rgb[y * w * 3..(y + 1) * w * 3].copy_from_slice(&line);
         }
     }
     Pixels { origin, width, height, rgb }

@@ -7,6 +7,13 @@ use safetensors::tensor::{Dtype, SafeTensors, TensorView};
 use super::{RawTensor, TensorMap};
 use crate::error::{Result, VizError};
 
+/// Every f16 bit pattern widened to f32. Looking values up is several times faster than
+/// converting them in software, which is what WebAssembly would otherwise do for 22M weights.
+fn f16_table() -> &'static [f32] {
+    static TABLE: std::sync::OnceLock<Vec<f32>> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| (0..=u16::MAX).map(|bits| f16::from_bits(bits).to_f32()).collect())
+}
+
 /// Parses a whole safetensors file. F32, F16 and BF16 tensors are widened to f32; integer
 /// tensors are listed in `skipped` rather than rejected (BERT ships an int64 `position_ids`).
 pub fn read_safetensors(bytes: &[u8]) -> Result<TensorMap> {
@@ -18,7 +25,10 @@ pub fn read_safetensors(bytes: &[u8]) -> Result<TensorMap> {
         let count: usize = shape.iter().product();
         let widened: Vec<f32> = match view.dtype() {
             Dtype::F32 => data.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect(),
-            Dtype::F16 => data.chunks_exact(2).map(|b| f16::from_le_bytes([b[0], b[1]]).to_f32()).collect(),
+            Dtype::F16 => {
+                let table = f16_table();
+                data.chunks_exact(2).map(|b| table[u16::from_le_bytes([b[0], b[1]]) as usize]).collect()
+            }
             Dtype::BF16 => data.chunks_exact(2).map(|b| bf16::from_le_bytes([b[0], b[1]]).to_f32()).collect(),
             other => {
                 map.skipped.insert(name, format!("{other:?}"));

@@ -1,0 +1,70 @@
+// Browser benchmark of the release page (run scripts/build-page.sh first, or use
+// scripts/bench-page.sh which does). In headless Debian Chromium it measures:
+//   - time from navigation to the first complete view (model loaded, every chart drawn);
+//   - over 20 keystrokes, the time from each input event to all views drawn, at 8, 32 and
+//     128 tokens: median and p95.
+// Prints a table and writes tests/artifacts/bench-page.json.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { serve } from './static-server.mjs';
+import { launchChromium } from '../tests/e2e/browser.mjs';
+
+const ROOT = new URL('..', import.meta.url).pathname;
+const KEYSTROKES = 20;
+const WORDS = 'the cat sat on a mat and then it slept by the warm fire while rain fell on the roof of our old house near the quiet river bank in the town where we lived for many long years together'.split(' ');
+
+function sentence(tokens) {
+  // One-token words: [CLS] + (tokens - 2) words + [SEP].
+  return WORDS.concat(WORDS, WORDS, WORDS).slice(0, tokens - 2).join(' ');
+}
+
+function stats(values) {
+  const sorted = [...values].sort((a, b) => a - b);
+  const at = (q) => sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)];
+  return { median: at(0.5), p95: at(0.95), min: sorted[0], max: sorted[sorted.length - 1] };
+}
+
+const server = await serve(join(ROOT, 'dist'), 0);
+const url = `http://127.0.0.1:${server.address().port}/`;
+const browser = await launchChromium();
+const results = { url, keystrokes: KEYSTROKES, firstView: [], typing: {} };
+try {
+  for (let run = 0; run < 3; run += 1) {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 720 } });
+    const page = await context.newPage();
+    await page.goto(url);
+    await page.waitForFunction(() => window.__tviz?.firstViewAt !== undefined || window.__tviz?.failed, null, { timeout: 60000 });
+    results.firstView.push(await page.evaluate(() => window.__tviz.firstViewAt));
+    results.backend = await page.evaluate(() => window.__tviz.backend);
+    if (run === 0) {
+      for (const tokens of [8, 32, 128]) {
+        const base = sentence(tokens);
+        await page.fill('#text', base);
+        await page.waitForFunction((t) => document.querySelectorAll('#tokens li').length === t, tokens);
+        await page.evaluate(() => { window.__tviz.latencies = []; });
+        await page.focus('#text');
+        for (let i = 0; i < KEYSTROKES; i += 1) {
+          const before = await page.evaluate(() => window.__tviz.renders);
+          // Retype the last letter of the sentence: the token count stays the same.
+          await page.keyboard.press(i % 2 === 0 ? 'Backspace' : base.at(-1));
+          await page.waitForFunction((n) => window.__tviz.renders > n, before);
+        }
+        const latencies = await page.evaluate(() => window.__tviz.latencies);
+        results.typing[tokens] = { ...stats(latencies), samples: latencies.length };
+      }
+    }
+    await context.close();
+  }
+} finally {
+  await browser.close();
+  server.close();
+}
+results.firstViewStats = stats(results.firstView);
+mkdirSync(join(ROOT, 'tests/artifacts'), { recursive: true });
+writeFileSync(join(ROOT, 'tests/artifacts/bench-page.json'), JSON.stringify(results, null, 2));
+const ms = (v) => `${v.toFixed(1)} ms`;
+console.log(`backend: ${results.backend}`);
+console.log(`navigation to first complete view (3 loads): median ${ms(results.firstViewStats.median)}, max ${ms(results.firstViewStats.max)}`);
+for (const [tokens, s] of Object.entries(results.typing)) {
+  console.log(`${tokens} tokens, ${s.samples} keystrokes, input to all views drawn: median ${ms(s.median)}, p95 ${ms(s.p95)}`);
+}

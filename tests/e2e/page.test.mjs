@@ -1,0 +1,235 @@
+// End-to-end tests of the release page in Debian's headless Chromium, driven by
+// playwright-core. Run by scripts/test.sh after `trunk build --release`:
+//   node --test tests/e2e/
+// Screenshots go to tests/artifacts/.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { serve } from '../../scripts/static-server.mjs';
+import { launchChromium } from './browser.mjs';
+
+const ROOT = new URL('../..', import.meta.url).pathname;
+const ARTIFACTS = join(ROOT, 'tests/artifacts');
+mkdirSync(ARTIFACTS, { recursive: true });
+
+const CHARTS = ['attention', 'grid', 'pos-table', 'pos-waves', 'pos-sim', 'pos-sin', 'norm', 'residual', 'step'];
+// Views of the model itself (its position table), identical for every sentence under 64 tokens.
+const MODEL_ONLY = new Set(['pos-table', 'pos-waves', 'pos-sim', 'pos-sin']);
+
+let server;
+let browser;
+let base;
+
+before(async () => {
+  server = await serve(join(ROOT, 'dist'), 0);
+  base = `http://127.0.0.1:${server.address().port}/`;
+  browser = await launchChromium();
+});
+
+after(async () => {
+  await browser?.close();
+  server?.close();
+});
+
+async function openPage(url = base, viewport = { width: 1280, height: 720 }) {
+  const context = await browser.newContext({ viewport, acceptDownloads: true });
+  const page = await context.newPage();
+  const problems = [];
+  page.on('console', (msg) => { if (msg.type() === 'error') problems.push(msg.text()); });
+  page.on('pageerror', (err) => problems.push(String(err)));
+  page.on('request', (req) => {
+    if (!req.url().startsWith(base) && !req.url().startsWith('data:') && !req.url().startsWith('blob:')) problems.push(`request outside the page's origin: ${req.url()}`);
+  });
+  await page.goto(url);
+  await page.waitForFunction(() => window.__tviz?.ready !== undefined);
+  await page.evaluate(() => window.__tviz.ready);
+  const failed = await page.evaluate(() => window.__tviz.failed ?? null);
+  assert.equal(failed, null, `the page failed to load: ${failed}`);
+  return { page, context, problems };
+}
+
+async function snapshot(page) {
+  return page.evaluate((charts) => ({
+    tokens: [...document.querySelectorAll('#tokens li')].map((li) => li.textContent),
+    pixels: Object.fromEntries(charts.map((c) => [c, document.querySelector(`canvas[data-chart="${c}"]`).toDataURL()])),
+    shapes: document.getElementById('step-shapes').textContent,
+    title: document.getElementById('step-title').textContent,
+    renders: window.__tviz.renders,
+    error: document.getElementById('error').hidden ? null : document.getElementById('error').textContent,
+  }), CHARTS);
+}
+
+async function typeSentence(page, text) {
+  const before = await page.evaluate(() => window.__tviz.renders);
+  await page.fill('#text', text);
+  await page.waitForFunction((n) => window.__tviz.renders > n, before);
+}
+
+function blank(dataUrl) {
+  // A canvas that was never drawn on encodes to a tiny PNG.
+  return dataUrl.length < 3000;
+}
+
+test('two sentences give different tokens, views and shapes', async () => {
+  const { page, context, problems } = await openPage();
+  await page.keyboard.press('Tab'); // move focus off the text box so arrow keys drive the stepper
+  await page.click('#step-title');
+  for (let i = 0; i < 12; i += 1) await page.keyboard.press('ArrowRight');
+  const first = await snapshot(page);
+  assert.equal(first.error, null);
+  assert.ok(first.tokens.length > 5);
+  for (const c of CHARTS) assert.ok(!blank(first.pixels[c]), `${c} is blank`);
+  assert.match(first.title, /\(layer 0\)/, 'twelve steps in, the stepper is inside layer 0');
+
+  await typeSentence(page, 'Stock markets in Tokyo fell sharply on Monday after weak export data.');
+  const second = await snapshot(page);
+  assert.equal(second.error, null);
+  assert.notDeepEqual(second.tokens, first.tokens, 'token chips did not change');
+  assert.ok(second.tokens.some((t) => t.startsWith('tokyo')), `chips: ${second.tokens}`);
+  for (const c of CHARTS) {
+    if (MODEL_ONLY.has(c)) assert.equal(second.pixels[c], first.pixels[c], `${c} shows the model's table and should not change`);
+    else assert.notEqual(second.pixels[c], first.pixels[c], `${c} did not change with the sentence`);
+  }
+  assert.equal(second.title, first.title, 'the stepper stays on the same step');
+  assert.notEqual(second.shapes, first.shapes, 'the stepper shapes did not follow the new token count');
+  assert.match(second.shapes, new RegExp(`token ${second.tokens.length}`));
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
+test('hovering the heatmap shows the attention weight, and the grid selects heads', async () => {
+  const { page, context, problems } = await openPage();
+  await page.locator('#attention-canvas').scrollIntoViewIfNeeded();
+  const box = await page.locator('#attention-canvas').boundingBox();
+  await page.mouse.move(box.x + box.width * 0.5, box.y + box.height * 0.5);
+  const tip = page.locator('#tooltip');
+  await tip.waitFor({ state: 'visible' });
+  assert.match(await tip.textContent(), /"[^"]+" → "[^"]+": 0\.\d{4}/);
+
+  await page.locator('#grid-canvas').scrollIntoViewIfNeeded();
+  const grid = await page.locator('#grid-canvas').boundingBox();
+  const g = await page.evaluate(() => ({ ...window.__tvizDrawn.grid.grid, width: document.querySelector('#grid-canvas').width }));
+  const scale = grid.width / g.width;
+  const at = (layer, head) => [grid.x + (g.left + (head + 0.5) * g.cell_width) * scale, grid.y + (g.top + (layer + 0.5) * g.cell_height) * scale];
+  const before = await snapshot(page);
+  await page.mouse.click(...at(4, 10));
+  assert.equal(await page.inputValue('#layer'), '4', 'clicking a thumbnail selects its layer');
+  assert.equal(await page.inputValue('#head'), '10', 'clicking a thumbnail selects its head');
+  const after = await snapshot(page);
+  assert.notEqual(after.pixels.attention, before.pixels.attention, 'the large heatmap shows the chosen head');
+  const layer = 4;
+  await page.focus('#grid-canvas');
+  await page.keyboard.press('ArrowUp');
+  assert.equal(Number(await page.inputValue('#layer')), layer - 1, 'arrow keys move the grid selection');
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
+test('a shared URL restores sentence, layer, head and step', async () => {
+  const { page, context, problems } = await openPage();
+  await typeSentence(page, 'Colourless green ideas sleep furiously.');
+  await page.selectOption('#layer', '3');
+  await page.selectOption('#head', '7');
+  await page.click('#step-title');
+  for (let i = 0; i < 20; i += 1) await page.keyboard.press('ArrowRight');
+  const url = page.url();
+  const original = await snapshot(page);
+  assert.match(url, /layer=3/);
+  assert.match(url, /head=7/);
+  assert.match(url, /step=20/);
+
+  const reopened = await openPage(url);
+  const restored = await snapshot(reopened.page);
+  assert.equal(await reopened.page.inputValue('#text'), 'Colourless green ideas sleep furiously.');
+  assert.equal(await reopened.page.inputValue('#layer'), '3');
+  assert.equal(await reopened.page.inputValue('#head'), '7');
+  assert.equal(restored.title, original.title);
+  assert.equal(restored.shapes, original.shapes);
+  assert.deepEqual(restored.tokens, original.tokens);
+  assert.equal(restored.pixels.attention, original.pixels.attention, 'the same head is drawn');
+  assert.equal(restored.pixels.step, original.pixels.step, 'the same step is drawn');
+  assert.deepEqual([...problems, ...reopened.problems], []);
+  await reopened.context.close();
+  await context.close();
+});
+
+test('exports are valid PNG and SVG files', async () => {
+  const { page, context, problems } = await openPage();
+  const box = page.locator('.export[data-for="attention"]');
+  const [png] = await Promise.all([page.waitForEvent('download'), box.getByText('Export PNG').click()]);
+  const pngBytes = readFileSync(await png.path());
+  assert.deepEqual([...pngBytes.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+  assert.ok(pngBytes.length > 5000);
+  const [svg] = await Promise.all([page.waitForEvent('download'), box.getByText('Export SVG').click()]);
+  const svgText = readFileSync(await svg.path(), 'utf8');
+  assert.match(svgText, /^<svg[^>]*xmlns="http:\/\/www\.w3\.org\/2000\/svg"/);
+  assert.match(svgText, /<\/svg>\s*$/);
+  assert.ok((svgText.match(/<rect/g) ?? []).length > 50, 'the SVG has vector cells');
+  assert.match(svgText, /\[CLS\]/);
+  // The exported SVG parses as XML in the browser.
+  const parses = await page.evaluate((text) => !new DOMParser().parseFromString(text, 'image/svg+xml').querySelector('parsererror'), svgText);
+  assert.ok(parses);
+  const [norm] = await Promise.all([page.waitForEvent('download'), page.locator('.export[data-for="norm"]').getByText('Export SVG').click()]);
+  assert.match(readFileSync(await norm.path(), 'utf8'), /^<svg/);
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
+test('bad input gets a plain message and keeps the previous views', async () => {
+  const { page, context, problems } = await openPage();
+  const before = await snapshot(page);
+  await typeSentence(page, '   ');
+  const empty = await snapshot(page);
+  assert.match(empty.error, /empty/);
+  assert.equal(empty.pixels.attention, before.pixels.attention, 'the previous view stays');
+  await typeSentence(page, 'word '.repeat(600));
+  const long = await snapshot(page);
+  assert.equal(long.error, null);
+  assert.equal(long.tokens.length, 512);
+  assert.match(await page.textContent('#truncated'), /only the first 512/);
+  await typeSentence(page, '日本語 🎉 مرحبا \u0007 e\u0301');
+  const unicode = await snapshot(page);
+  assert.equal(unicode.error, null);
+  assert.ok(unicode.tokens.length >= 5);
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
+test('screenshots at projector and phone sizes', async () => {
+  for (const [name, viewport] of [['1280x720', { width: 1280, height: 720 }], ['390x844', { width: 390, height: 844 }]]) {
+    const { page, context, problems } = await openPage(base, viewport);
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+    assert.ok(overflow <= 1, `${name}: the page scrolls sideways by ${overflow}px`);
+    await page.screenshot({ path: join(ARTIFACTS, `page-${name}.png`) });
+    await page.screenshot({ path: join(ARTIFACTS, `page-${name}-full.png`), fullPage: true });
+    assert.deepEqual(problems, []);
+    await context.close();
+  }
+});
+
+test('a missing model file gives a plain message, not a blank page', async () => {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  await page.route('**/model.f16.safetensors', (route) => route.fulfill({ status: 404, body: 'gone' }));
+  const pageErrors = [];
+  page.on('pageerror', (err) => pageErrors.push(String(err)));
+  await page.goto(base);
+  await page.waitForFunction(() => window.__tviz?.failed);
+  const message = await page.textContent('#error');
+  assert.match(message, /could not be loaded/);
+  assert.match(message, /model\.f16\.safetensors/);
+  assert.deepEqual(pageErrors, []);
+  await context.close();
+});
+
+test('a corrupt model file is reported in plain words', async () => {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  await page.route('**/model.f16.safetensors', (route) => route.fulfill({ status: 200, body: Buffer.from('definitely not safetensors') }));
+  await page.goto(base);
+  await page.waitForFunction(() => window.__tviz?.failed);
+  assert.match(await page.textContent('#error'), /not valid safetensors/);
+  writeFileSync(join(ARTIFACTS, 'corrupt-model-message.txt'), await page.textContent('#error'));
+  await context.close();
+});

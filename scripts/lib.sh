@@ -53,8 +53,11 @@ ensure_python_env() {
 }
 
 ensure_npm_packages() {
-  if [[ -x node_modules/.bin/wasm-opt && -d node_modules/playwright-core && -d node_modules/katex ]] \
-     && cmp -s package-lock.json node_modules/.package-lock.json 2>/dev/null; then
+  if node -e '
+      const want = require("./package.json").devDependencies;
+      for (const [name, version] of Object.entries(want)) {
+        if (require(`./node_modules/${name}/package.json`).version !== version) process.exit(1);
+      }' 2>/dev/null; then
     echo "npm packages present"
   else
     step "installing npm packages (binaryen's wasm-opt, KaTeX, playwright-core)"
@@ -63,12 +66,12 @@ ensure_npm_packages() {
 }
 
 ensure_chromium() {
-  if [[ -x /usr/lib/chromium/chromium ]]; then
-    echo "chromium present"
+  if [[ -x /usr/lib/chromium/chromium && -x /usr/bin/chromedriver ]]; then
+    echo "chromium and chromedriver present"
   else
-    step "installing Debian's chromium"
+    step "installing Debian's chromium and chromedriver"
     as_root apt-get update -qq
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null
   fi
 }
 

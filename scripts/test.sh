@@ -1,13 +1,20 @@
 #!/usr/bin/env bash
 # Sets up everything the tests need on a fresh Debian machine with Rust, Node and apt, then
-# runs every test: native Rust tests (including parity with the numpy reference on the real
-# model), the wasm build, and the wasm-bindgen test of the forward pass in Node.js.
+# runs every test:
+#   1. native Rust tests: exact formulas, parity with the numpy reference on the real model,
+#      tokenizer parity with Hugging Face `tokenizers`, errors, rendering;
+#   2. the wasm build, and wasm-bindgen tests: the forward pass in Node.js against native
+#      numbers, and the page's wasm API on real canvases in headless Chromium;
+#   3. the release page built with Trunk, driven end to end in headless Chromium.
 source "$(dirname "$0")/lib.sh"
 
 step "set-up"
 ensure_wasm_target
 ensure_wasm_bindgen
+ensure_trunk
 ensure_python_env
+ensure_npm_packages
+ensure_chromium
 ensure_models
 
 step "native tests"
@@ -24,3 +31,13 @@ mkdir -p target/parity
 cargo run --quiet --release --bin transformer-viz -- trace \
   --text "The quick brown fox jumps over the lazy dog." > target/parity/native-trace.json
 cargo test --target wasm32-unknown-unknown --test wasm_parity
+
+step "wasm-bindgen test: the page's wasm API in headless Chromium"
+CHROMEDRIVER=/usr/bin/chromedriver cargo test --target wasm32-unknown-unknown --test web_api
+
+step "release page"
+cargo fetch --quiet
+TRUNK_SKIP_VERSION_CHECK=true trunk build --release
+
+step "end-to-end tests of the page in headless Chromium (screenshots in tests/artifacts/)"
+node --test tests/e2e/

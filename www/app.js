@@ -141,6 +141,11 @@ function sizeCanvas(name) {
   const [ratio, floor] = shapes[name];
   let height = Math.max(floor, Math.round(width * ratio));
   if (name === 'attention' && state.mode === 'lines') height = Math.max(height, summary.tokens.length * 22 + 90);
+  if (name === 'step') {
+    // A 1-D step (the token ids) is one row of cells: keep it short.
+    const rows = summary.steps[state.step].shape.length === 1 ? 1 : summary.tokens.length;
+    height = Math.min(height, Math.max(220, rows * 26 + 150));
+  }
   if (name === 'grid') {
     // Square thumbnails that fill the width (the grid leaves room for its labels).
     const config = viz.config();
@@ -361,7 +366,7 @@ function renderPrediction() {
   const config = viz.config();
   const el = $('prediction');
   if (config.lm_head === 'None') {
-    el.textContent = `${config.name} is an encoder: it reads the whole sentence in both directions and outputs one vector per token (averaged, they make a sentence embedding for search and similarity). It has no language-model head, so it makes no next-token prediction. A decoder model ends with an unembedding matrix and a softmax over the vocabulary instead.`;
+    el.textContent = `all-MiniLM-L6-v2 is an encoder: it reads the whole sentence in both directions and outputs one vector per token (averaged, they make a sentence embedding for search and similarity). It has no language-model head, so it makes no next-token prediction. A decoder model ends with an unembedding matrix and a softmax over the vocabulary instead.`;
   }
 }
 

@@ -31,7 +31,9 @@ pub fn draw_waves<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, table: Arra
         .iter()
         .flat_map(|&i| table.column(i).to_vec())
         .fold((f32::INFINITY, f32::NEG_INFINITY), |(a, b), v| (a.min(v), b.max(v)));
-    let (lo, hi) = if lo.is_finite() { (lo.min(-1.0) * 1.05, hi.max(1.0) * 1.05) } else { (-1.1, 1.1) };
+    // The data's own range: sinusoidal features fill [-1, 1], learned ones are much smaller.
+    let pad = ((hi - lo) * 0.08).max(1e-3);
+    let (lo, hi) = if lo.is_finite() { (lo - pad, hi + pad) } else { (-1.1, 1.1) };
     let small = area.dim_in_pixel().0 < 400;
     let font_px = if small { 10 } else { 13 };
     let mut chart = ChartBuilder::on(area)

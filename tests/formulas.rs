@@ -164,8 +164,8 @@ fn encoder_fixture_is_bidirectional_with_sinusoidal_positions() {
     assert!(matches!(trace.next_token_probabilities(), Err(transformer_viz::VizError::NoLmHead)));
     // Norm statistics: post-LN outputs have mean beta-ish; inputs recorded per token.
     for rec in trace.norms_of(Some(0)) {
-        assert_eq!(rec.input_mean.len(), trace.len());
-        assert_eq!(rec.gamma.len(), 16);
+        assert_eq!(rec.stats.input_mean.len(), trace.len());
+        assert_eq!(rec.stats.gamma.len(), 16);
     }
     let sums = trace.attention_layer(0).unwrap().sum_axis(Axis(2));
     assert!(sums.iter().all(|s| (s - 1.0).abs() < 1e-5));

@@ -74,8 +74,8 @@ fn trace_walks_the_bert_block_in_order() {
     // Norm statistics: 1 embedding norm + 2 per layer, each with per-token stats.
     assert_eq!(trace.norms.len(), 13);
     for n in &trace.norms {
-        assert_eq!(n.input_mean.len(), t);
-        assert!(n.beta.is_some());
+        assert_eq!(n.stats.input_mean.len(), t);
+        assert!(n.stats.beta.is_some());
     }
     // Residual stream: embedding + 2 points per layer; sublayer writes: 2 per layer.
     assert_eq!(trace.residual_stream().len(), 13);

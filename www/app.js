@@ -157,16 +157,49 @@ function sizeCanvas(name) {
   if (canvas.height !== height) canvas.height = height;
 }
 
+// Charts depend on the sentence, except the position views while it is under 64 tokens.
+const MODEL_ONLY = new Set(['pos-table', 'pos-waves', 'pos-sim', 'pos-sin']);
+const drawnKey = {};
+const dirty = new Set();
+
+function keyOf(name) {
+  const canvas = canvasOf(name);
+  const sentence = MODEL_ONLY.has(name) ? Math.max(64, summary.tokens.length) : summary;
+  return [JSON.stringify(charts[name]()), canvas.width, canvas.height, sentence];
+}
+
 function draw(name) {
   const t0 = performance.now();
   sizeCanvas(name);
+  const key = keyOf(name);
+  const old = drawnKey[name];
+  dirty.delete(name);
+  if (old && old.every((part, i) => part === key[i])) return; // nothing it shows has changed
   drawn[name] = viz.draw(canvasOf(name), charts[name]());
+  drawnKey[name] = key;
   window.__tviz.timings[name] = performance.now() - t0;
 }
 
-function drawAll() {
-  for (const name of Object.keys(charts)) draw(name);
+function onScreen(name) {
+  const r = canvasOf(name).getBoundingClientRect();
+  return r.bottom > -200 && r.top < innerHeight + 200;
 }
+
+// Every chart is brought up to date, but only those on screen right away: the others
+// are redrawn as they scroll into view (or are exported), so typing stays fast.
+function drawAll() {
+  for (const name of Object.keys(charts)) dirty.add(name);
+  drawVisible();
+}
+
+function drawVisible() {
+  for (const name of [...dirty]) if (onScreen(name)) draw(name);
+}
+
+function drawPending() {
+  for (const name of [...dirty]) draw(name);
+}
+window.__tvizFlush = drawPending;
 
 // ---------- the sentence ----------
 function renderTokens() {
@@ -258,10 +291,10 @@ function scheduleUpdate() {
   if (inputAt === null) inputAt = performance.now();
   if (pending) return;
   pending = true;
-  requestAnimationFrame(() => {
+  setTimeout(() => {
     pending = false;
     update();
-  });
+  }, 0);
 }
 
 // ---------- stepper ----------
@@ -460,7 +493,10 @@ function attachExport(name) {
   png.type = 'button';
   png.className = 'secondary';
   png.textContent = 'Export PNG';
-  png.addEventListener('click', () => canvasOf(name).toBlob((blob) => download(blob, `transformer-viz-${name}.png`), 'image/png'));
+  png.addEventListener('click', () => {
+    draw(name); // bring it up to date if it was off screen
+    canvasOf(name).toBlob((blob) => download(blob, `transformer-viz-${name}.png`), 'image/png');
+  });
   const svg = document.createElement('button');
   svg.type = 'button';
   svg.className = 'secondary';
@@ -522,6 +558,12 @@ function wire() {
   attachGrid();
   let resize = null;
   addEventListener('resize', () => { clearTimeout(resize); resize = setTimeout(() => summary && drawAll(), 150); });
+  let scrolling = false;
+  addEventListener('scroll', () => {
+    if (scrolling || !dirty.size) return;
+    scrolling = true;
+    requestAnimationFrame(() => { scrolling = false; drawVisible(); });
+  }, { passive: true });
 }
 
 async function main() {

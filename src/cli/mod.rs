@@ -1,7 +1,5 @@
 //! Command-line front end (native only): `trace`, `render`, `similarity`, `convert-f16`.
 
-mod render;
-
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -127,7 +125,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Render { model, text, out, layer } => {
             let m = model.load()?;
             let trace = m.trace(&text)?;
-            let written = render::render_all(&m, &trace, &out, layer)?;
+            let written = crate::draw::files::render_all(&m, &trace, &out, layer)?;
             eprintln!("wrote {} files to {}", written, out.display());
             Ok(())
         }

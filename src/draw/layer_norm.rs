@@ -5,7 +5,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::colors::CATEGORICAL;
-use super::{draw_err, short_label, FONT};
+use super::{category_labels, draw_err, draw_legend, short_label, FONT};
 use crate::error::Result;
 use crate::trace::NormRecord;
 
@@ -23,17 +23,13 @@ pub fn draw_norm<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, rec: &NormRe
     let (top, bottom) = area.split_vertically((h as f32 * 0.58) as u32);
     let t = tokens.len();
     let series: [(&str, &Vec<f32>, usize); 4] = [
-        ("input mean", &rec.input_mean, 0),
-        ("input std", &rec.input_std, 1),
-        ("output mean", &rec.output_mean, 2),
-        ("output std", &rec.output_std, 3),
+        ("input mean", &rec.stats.input_mean, 0),
+        ("input std", &rec.stats.input_std, 1),
+        ("output mean", &rec.stats.output_mean, 2),
+        ("output std", &rec.stats.output_std, 3),
     ];
     let (lo, hi) = range(series.iter().flat_map(|(_, v, _)| v.iter().copied()));
-    let step = (t as f32 / ((w as f32 - 60.0) / (font_px as f32 * 5.0)).max(1.0)).ceil().max(1.0) as usize;
-    let label = |x: &f32| {
-        let i = x.round() as usize;
-        if (x - x.round()).abs() > 1e-3 || i >= t || i % step != 0 { String::new() } else { short_label(&tokens[i], 7) }
-    };
+    let label = category_labels(tokens.iter().map(|s| short_label(s, 7)).collect(), w, font_px);
     let mut chart = ChartBuilder::on(&top)
         .caption(title, (FONT, font_px + 4))
         .margin(8)
@@ -64,20 +60,13 @@ pub fn draw_norm<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, rec: &NormRe
             .label(*name)
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], colour.filled()));
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font((FONT, font_px))
-        .position(SeriesLabelPosition::UpperRight)
-        .draw()
-        .map_err(draw_err)?;
+    draw_legend(&mut chart, SeriesLabelPosition::UpperRight, font_px)?;
 
-    let d = rec.gamma.len();
-    let beta = rec.beta.clone().unwrap_or_default();
-    let (lo, hi) = range(rec.gamma.iter().chain(beta.iter()).copied());
+    let d = rec.stats.gamma.len();
+    let beta = rec.stats.beta.clone().unwrap_or_default();
+    let (lo, hi) = range(rec.stats.gamma.iter().chain(beta.iter()).copied());
     let mut chart = ChartBuilder::on(&bottom)
-        .caption(if rec.beta.is_some() { "learned gamma (scale) and beta (shift) per feature" } else { "learned gamma (scale) per feature" }, (FONT, font_px + 2))
+        .caption(if rec.stats.beta.is_some() { "learned gamma (scale) and beta (shift) per feature" } else { "learned gamma (scale) per feature" }, (FONT, font_px + 2))
         .margin(8)
         .x_label_area_size(34)
         .y_label_area_size(48)
@@ -91,7 +80,7 @@ pub fn draw_norm<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, rec: &NormRe
         .light_line_style(RGBColor(235, 235, 235))
         .draw()
         .map_err(draw_err)?;
-    for (name, values, c) in [("gamma", &rec.gamma, 0usize), ("beta", &beta, 5)] {
+    for (name, values, c) in [("gamma", &rec.stats.gamma, 0usize), ("beta", &beta, 5)] {
         if values.is_empty() {
             continue;
         }
@@ -102,13 +91,6 @@ pub fn draw_norm<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, rec: &NormRe
             .label(name)
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], colour.stroke_width(2)));
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font((FONT, font_px))
-        .position(SeriesLabelPosition::UpperRight)
-        .draw()
-        .map_err(draw_err)?;
+    draw_legend(&mut chart, SeriesLabelPosition::UpperRight, font_px)?;
     Ok(())
 }

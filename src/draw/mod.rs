@@ -24,6 +24,35 @@ pub(crate) fn draw_err<E: std::fmt::Display>(e: E) -> VizError {
 /// `files::register_fonts`; in the browser the canvas uses the page's sans-serif.
 pub const FONT: &str = "sans-serif";
 
+/// The legend box every line and bar chart uses.
+pub(crate) fn draw_legend<'a, DB: plotters::prelude::DrawingBackend + 'a, CT: plotters::coord::CoordTranslate>(
+    chart: &mut plotters::prelude::ChartContext<'a, DB, CT>,
+    position: plotters::prelude::SeriesLabelPosition,
+    font_px: u32,
+) -> crate::error::Result<()> {
+    use plotters::prelude::*;
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font((FONT, font_px))
+        .position(position)
+        .draw()
+        .map_err(draw_err)
+}
+
+/// Labels for a category axis at x = 0, 1, 2, ...: every k-th one, so that labels of about
+/// five characters never overlap across `width_px`; blank at the other tick positions.
+pub(crate) fn category_labels(labels: Vec<String>, width_px: u32, font_px: u32) -> impl Fn(&f32) -> String {
+    let n = labels.len();
+    let fit = ((width_px as f32 - 60.0) / (font_px as f32 * 5.0)).max(1.0);
+    let step = (n as f32 / fit).ceil().max(1.0) as usize;
+    move |x: &f32| {
+        let i = x.round() as usize;
+        if (x - x.round()).abs() > 1e-3 || i >= n || i % step != 0 { String::new() } else { labels[i].clone() }
+    }
+}
+
 /// Shortens a token for an axis label.
 pub fn short_label(text: &str, max_chars: usize) -> String {
     if text.chars().count() <= max_chars {

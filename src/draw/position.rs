@@ -7,7 +7,7 @@ use plotters::prelude::*;
 
 use super::colors::{Scale, CATEGORICAL};
 use super::heatmap::{draw_heatmap, Geometry, Heatmap};
-use super::{draw_err, FONT};
+use super::{draw_err, draw_legend, FONT};
 use crate::error::Result;
 
 /// The table as a heatmap: rows are positions, columns features.
@@ -60,14 +60,7 @@ pub fn draw_waves<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, table: Arra
             .label(format!("feature {i}"))
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], colour.stroke_width(2)));
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font((FONT, font_px))
-        .position(SeriesLabelPosition::LowerRight)
-        .draw()
-        .map_err(draw_err)?;
+    draw_legend(&mut chart, SeriesLabelPosition::LowerRight, font_px)?;
     Ok(())
 }
 

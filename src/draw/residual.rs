@@ -6,7 +6,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::colors::CATEGORICAL;
-use super::{draw_err, short_label, FONT};
+use super::{category_labels, draw_err, draw_legend, short_label, FONT};
 use crate::error::Result;
 use crate::trace::Trace;
 
@@ -27,11 +27,7 @@ pub fn draw_residual<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, trace: &
     let t = trace.len();
     let max = norms.iter().flatten().copied().fold(0f32, f32::max) * 1.08;
     let n = labels.len();
-    let step = (n as f32 / ((w as f32 - 60.0) / (font_px as f32 * 5.0)).max(1.0)).ceil().max(1.0) as usize;
-    let x_label = |x: &f32| {
-        let i = x.round() as usize;
-        if (x - x.round()).abs() > 1e-3 || i >= n || i % step != 0 { String::new() } else { labels[i].clone() }
-    };
+    let x_label = category_labels(labels.clone(), w, font_px);
     let mut chart = ChartBuilder::on(&top)
         .caption("Residual stream: length of each token's vector", (FONT, font_px + 4))
         .margin(8)
@@ -59,14 +55,7 @@ pub fn draw_residual<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, trace: &
             s.label(short_label(&tokens[tok], 10)).legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], colour.stroke_width(2)));
         }
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font((FONT, font_px))
-        .position(SeriesLabelPosition::UpperLeft)
-        .draw()
-        .map_err(draw_err)?;
+    draw_legend(&mut chart, SeriesLabelPosition::UpperLeft, font_px)?;
 
     // Mean over tokens of the length of what each sublayer added.
     let added: Vec<(String, f32)> = writes
@@ -75,11 +64,7 @@ pub fn draw_residual<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, trace: &
         .collect();
     let m = added.len();
     let top_val = added.iter().map(|a| a.1).fold(0f32, f32::max) * 1.1;
-    let step = (m as f32 / ((w as f32 - 60.0) / (font_px as f32 * 5.0)).max(1.0)).ceil().max(1.0) as usize;
-    let bar_label = |x: &f32| {
-        let i = x.round() as usize;
-        if (x - x.round()).abs() > 1e-3 || i >= m || i % step != 0 { String::new() } else { added[i].0.clone() }
-    };
+    let bar_label = category_labels(added.iter().map(|a| a.0.clone()).collect(), w, font_px);
     let mut chart = ChartBuilder::on(&bottom)
         .caption("What each sublayer added (mean ‖output‖ over tokens)", (FONT, font_px + 2))
         .margin(8)

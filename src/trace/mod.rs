@@ -95,19 +95,14 @@ pub struct Step {
     pub tensor: Tensor,
 }
 
-/// Statistics of one normalisation, per token.
+/// One normalisation: which step holds its output, and its per-token statistics.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct NormRecord {
     /// The name of the step that holds the norm's output.
     pub step: String,
     pub layer: Option<usize>,
-    pub input_mean: Vec<f32>,
-    pub input_std: Vec<f32>,
-    pub output_mean: Vec<f32>,
-    pub output_std: Vec<f32>,
-    pub gamma: Vec<f32>,
-    /// Absent for RMSNorm.
-    pub beta: Option<Vec<f32>>,
+    #[serde(flatten)]
+    pub stats: NormStats,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

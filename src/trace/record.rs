@@ -3,17 +3,21 @@
 //! keeps everything as a `Trace`.
 
 use ndarray::ArrayD;
+use serde::{Deserialize, Serialize};
 
 use super::{describe, NormRecord, Op, Step, Tensor};
 use crate::model::config::ModelConfig;
 
-/// Statistics of a norm, computed only when someone records them.
+/// Statistics of a norm, per token, with the norm's learned parameters; computed only when
+/// someone records them.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct NormStats {
     pub input_mean: Vec<f32>,
     pub input_std: Vec<f32>,
     pub output_mean: Vec<f32>,
     pub output_std: Vec<f32>,
     pub gamma: Vec<f32>,
+    /// Absent for RMSNorm.
     pub beta: Option<Vec<f32>>,
 }
 
@@ -76,15 +80,6 @@ impl Recorder for TraceRecorder<'_> {
     fn norm_stats<F: FnOnce() -> NormStats>(&mut self, layer: Option<usize>, make: F) {
         let stats = make();
         let step = self.steps.last().map(|s| s.name.clone()).unwrap_or_default();
-        self.norms.push(NormRecord {
-            step,
-            layer,
-            input_mean: stats.input_mean,
-            input_std: stats.input_std,
-            output_mean: stats.output_mean,
-            output_std: stats.output_std,
-            gamma: stats.gamma,
-            beta: stats.beta,
-        });
+        self.norms.push(NormRecord { step, layer, stats });
     }
 }

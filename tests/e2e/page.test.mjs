@@ -50,6 +50,11 @@ async function openPage(url = base, viewport = { width: 1280, height: 720 }) {
 }
 
 async function snapshot(page) {
+  // Scroll every chart into view, as a student would, so that it is drawn.
+  for (const c of CHARTS) {
+    await page.locator(`canvas[data-chart="${c}"]`).scrollIntoViewIfNeeded();
+    await page.evaluate(() => new Promise((ok) => requestAnimationFrame(() => requestAnimationFrame(ok))));
+  }
   return page.evaluate((charts) => ({
     tokens: [...document.querySelectorAll('#tokens li')].map((li) => li.textContent),
     pixels: Object.fromEntries(charts.map((c) => [c, document.querySelector(`canvas[data-chart="${c}"]`).toDataURL()])),

@@ -112,12 +112,12 @@ test('hovering the heatmap shows the attention weight, and the grid selects head
   await tip.waitFor({ state: 'visible' });
   assert.match(await tip.textContent(), /"[^"]+" → "[^"]+": 0\.\d{4}/);
 
+  const before = await snapshot(page);
   await page.locator('#grid-canvas').scrollIntoViewIfNeeded();
   const grid = await page.locator('#grid-canvas').boundingBox();
   const g = await page.evaluate(() => ({ ...window.__tvizDrawn.grid.grid, width: document.querySelector('#grid-canvas').width }));
   const scale = grid.width / g.width;
   const at = (layer, head) => [grid.x + (g.left + (head + 0.5) * g.cell_width) * scale, grid.y + (g.top + (layer + 0.5) * g.cell_height) * scale];
-  const before = await snapshot(page);
   await page.mouse.click(...at(4, 10));
   assert.equal(await page.inputValue('#layer'), '4', 'clicking a thumbnail selects its layer');
   assert.equal(await page.inputValue('#head'), '10', 'clicking a thumbnail selects its head');

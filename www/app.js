@@ -185,11 +185,27 @@ function onScreen(name) {
   return r.bottom > -200 && r.top < innerHeight + 200;
 }
 
-// Every chart is brought up to date, but only those on screen right away: the others
-// are redrawn as they scroll into view (or are exported), so typing stays fast.
+// Every chart is brought up to date: those on screen right away, the others one per task
+// afterwards (or sooner, when they scroll into view or are exported), so a keystroke that
+// arrives meanwhile is handled first and typing stays fast.
+let background = null;
+let passStartedAt = null; // when the input that started this pass arrived
+function settled() {
+  if (window.__tviz.firstSettledAt === undefined) window.__tviz.firstSettledAt = performance.now();
+  if (passStartedAt !== null) window.__tviz.settledLatencies.push(performance.now() - passStartedAt);
+  passStartedAt = null;
+}
 function drawAll() {
   for (const name of Object.keys(charts)) dirty.add(name);
   drawVisible();
+  clearTimeout(background);
+  if (!dirty.size) { settled(); return; }
+  background = setTimeout(function next() {
+    if (pending || !dirty.size) return; // a new pass is coming, or all is drawn
+    draw(dirty.values().next().value);
+    if (dirty.size) background = setTimeout(next, 0);
+    else settled();
+  }, 0);
 }
 
 function drawVisible() {
@@ -200,6 +216,7 @@ function drawPending() {
   for (const name of [...dirty]) draw(name);
 }
 window.__tvizFlush = drawPending;
+window.__tvizSettled = () => dirty.size === 0;
 
 // ---------- the sentence ----------
 function renderTokens() {
@@ -250,7 +267,7 @@ function renderNormOptions() {
 let pending = false;
 let inputAt = null;
 // For tests and the benchmark: how many updates ran and how long input took to be drawn.
-window.__tviz = { renders: 0, lastRenderMs: null, latencies: [], timings: {}, ready: null, backend: null };
+window.__tviz = { renders: 0, lastRenderMs: null, latencies: [], settledLatencies: [], timings: {}, ready: null, backend: null };
 
 function update() {
   if (!viz) return;
@@ -268,6 +285,7 @@ function update() {
     inputAt = null;
     return;
   }
+  passStartedAt = inputAt ?? started;
   renderTokens();
   renderNormOptions();
   state.step = Math.min(state.step, summary.steps.length - 1);

@@ -204,6 +204,11 @@ test('bad input gets a plain message and keeps the previous views', async () => 
 test('screenshots at projector and phone sizes', async () => {
   for (const [name, viewport] of [['1280x720', { width: 1280, height: 720 }], ['390x844', { width: 390, height: 844 }]]) {
     const { page, context, problems } = await openPage(base, viewport);
+    await page.waitForFunction(() => window.__tvizSettled());
+    for (const c of CHARTS) {
+      const blankCanvas = await page.evaluate((name) => document.querySelector(`canvas[data-chart="${name}"]`).toDataURL().length < 3000, c);
+      assert.ok(!blankCanvas, `${name}: ${c} is still blank after the page settled`);
+    }
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
     assert.ok(overflow <= 1, `${name}: the page scrolls sideways by ${overflow}px`);
     await page.screenshot({ path: join(ARTIFACTS, `page-${name}.png`) });

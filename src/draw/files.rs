@@ -1,15 +1,16 @@
 //! Native rendering of every view to SVG and PNG files (the CLI's `render`), with the
-//! DejaVu Sans font embedded so the output does not depend on the machine's fonts.
+//! DejaVu Sans font embedded so the output does not depend on the machine's fonts. Each file
+//! is one `View` drawn by `draw_view`, the same code the page's canvases use.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Once;
 
 use plotters::prelude::*;
 
-use super::{attention, draw_err, layer_norm, position, residual};
-use crate::analysis::position::position_table;
+use super::draw_err;
+use super::view::{draw_view, View};
 use crate::error::{Result, VizError};
-use crate::model::position::sinusoidal_table;
+use crate::model::config::Position;
 use crate::trace::Trace;
 use crate::Transformer;
 
@@ -30,34 +31,28 @@ pub fn register_fonts() {
     });
 }
 
-/// Draws one view into `DIR/NAME.svg` and `DIR/NAME.png` at the given size.
-macro_rules! svg_and_png {
-    ($dir:expr, $name:expr, $size:expr, |$area:ident, $vector:ident| $body:expr) => {{
-        let svg_path = $dir.join(format!("{}.svg", $name));
-        {
-            #[allow(unused_variables)]
-            let $vector = true;
-            let $area = SVGBackend::new(&svg_path, $size).into_drawing_area();
-            $body?;
-            $area.present().map_err(draw_err)?;
-        }
-        let png_path = $dir.join(format!("{}.png", $name));
-        {
-            #[allow(unused_variables)]
-            let $vector = false;
-            let $area = BitMapBackend::new(&png_path, $size).into_drawing_area();
-            $body?;
-            $area.present().map_err(draw_err)?;
-        }
-        2usize
-    }};
+/// One file pair to write: `DIR/NAME.svg` and `DIR/NAME.png`.
+struct Job {
+    dir: PathBuf,
+    name: String,
+    view: View,
+    size: (u32, u32),
 }
 
-fn mkdir(dir: &Path) -> Result<()> {
-    std::fs::create_dir_all(dir).map_err(|e| VizError::Io { path: dir.display().to_string(), reason: e.to_string() })
+/// Draws one view as SVG (vector cells) and as PNG (blitted cells).
+fn svg_and_png(model: &Transformer, trace: &Trace, job: &Job) -> Result<()> {
+    let svg = job.dir.join(format!("{}.svg", job.name));
+    let area = SVGBackend::new(&svg, job.size).into_drawing_area();
+    draw_view(&area, model, trace, &job.view, true)?;
+    area.present().map_err(draw_err)?;
+    let png = job.dir.join(format!("{}.png", job.name));
+    let area = BitMapBackend::new(&png, job.size).into_drawing_area();
+    draw_view(&area, model, trace, &job.view, false)?;
+    area.present().map_err(draw_err)
 }
 
-/// Every view of the trace; returns how many files were written.
+/// Every view of the trace (head heatmaps and lines for `only_layer`, or for every layer);
+/// returns how many files were written.
 pub fn render_all(model: &Transformer, trace: &Trace, out: &Path, only_layer: Option<usize>) -> Result<usize> {
     register_fonts();
     let c = &trace.config;
@@ -67,73 +62,41 @@ pub fn render_all(model: &Transformer, trace: &Trace, out: &Path, only_layer: Op
         }
     }
     let layers: Vec<usize> = only_layer.map(|l| vec![l]).unwrap_or_else(|| (0..c.n_layers).collect());
-    let side = (trace.len() as u32 * 24 + 220).clamp(480, 1400);
-    let mut written = 0;
+    let t = trace.len() as u32;
+    let side = (t * 24 + 220).clamp(480, 1400);
+    let (attention_dir, norm_dir) = (out.join("attention"), out.join("layer_norm"));
+    let job = |dir: &Path, name: String, view: View, size: (u32, u32)| Job { dir: dir.to_path_buf(), name, view, size };
 
-    let dir = out.join("attention");
-    mkdir(&dir)?;
+    let mut jobs = Vec::new();
     for &layer in &layers {
         for head in 0..c.n_heads {
-            written += svg_and_png!(dir, format!("layer{layer}_head{head}"), (side + 70, side), |area, vector| attention::draw_head(&area, trace, layer, head, vector));
-            written += svg_and_png!(dir, format!("lines_layer{layer}_head{head}"), (640, (trace.len() as u32 * 20 + 80).clamp(300, 1400)), |area, vector| {
-                attention::draw_lines(&area, trace, layer, head, None)
-            });
+            jobs.push(job(&attention_dir, format!("layer{layer}_head{head}"), View::Head { layer, head }, (side + 70, side)));
+            let lines = View::Lines { layer, head, focus: None };
+            jobs.push(job(&attention_dir, format!("lines_layer{layer}_head{head}"), lines, (640, (t * 20 + 80).clamp(300, 1400))));
         }
     }
-    written += svg_and_png!(out, "attention_grid", (c.n_heads as u32 * 60 + 60, c.n_layers as u32 * 60 + 40), |area, vector| attention::draw_grid(
-        &area,
-        trace,
-        Some((layers[0], 0)),
-        vector
-    ));
+    let grid_size = (c.n_heads as u32 * 60 + 60, c.n_layers as u32 * 60 + 40);
+    jobs.push(job(out, "attention_grid".into(), View::Grid { layer: layers[0], head: 0 }, grid_size));
+    if matches!(c.position, Position::Learned | Position::Sinusoidal) {
+        jobs.push(job(out, "position_table".into(), View::PositionTable, (1100, 700)));
+        jobs.push(job(out, "position_waves".into(), View::PositionWaves { dims: vec![0, 1, 4, 5, 32, 33] }, (1000, 480)));
+        jobs.push(job(out, "position_similarity".into(), View::PositionSimilarity, (760, 700)));
+        if c.position == Position::Learned {
+            jobs.push(job(out, "position_sinusoidal_comparison".into(), View::SinusoidalSimilarity, (760, 700)));
+        }
+    }
+    for (index, rec) in trace.norms.iter().enumerate() {
+        if rec.layer.is_none_or(|l| layers.contains(&l)) {
+            jobs.push(job(&norm_dir, rec.step.replace('.', "_"), View::Norm { index }, (1000, 700)));
+        }
+    }
+    jobs.push(job(out, "residual_stream".into(), View::Residual, (1100, 760)));
 
-    let positions = trace.len().max(64).min(c.context);
-    if let Some(table) = position_table(model, positions) {
-        let kind = match c.position {
-            crate::model::config::Position::Learned => "learned",
-            _ => "sinusoidal",
-        };
-        written += svg_and_png!(out, "position_table", (1100, 700), |area, vector| position::draw_table(
-            &area,
-            table.view(),
-            &format!("Positional encoding ({kind}): position × feature"),
-            vector
-        ));
-        written += svg_and_png!(out, "position_waves", (1000, 480), |area, vector| position::draw_waves(
-            &area,
-            table.view(),
-            &[0, 1, 4, 5, 32, 33],
-            &format!("Positional encoding ({kind}): selected features across positions")
-        ));
-        written += svg_and_png!(out, "position_similarity", (760, 700), |area, vector| position::draw_similarity(
-            &area,
-            table.view(),
-            "Cosine similarity between positions",
-            vector
-        ));
-        if kind == "learned" {
-            let sin = sinusoidal_table(positions, c.d_model);
-            written += svg_and_png!(out, "position_sinusoidal_comparison", (760, 700), |area, vector| position::draw_similarity(
-                &area,
-                sin.view(),
-                "For comparison: the sinusoidal table's similarity",
-                vector
-            ));
-        }
+    for dir in [out, &attention_dir, &norm_dir] {
+        std::fs::create_dir_all(dir).map_err(|e| VizError::Io { path: dir.display().to_string(), reason: e.to_string() })?;
     }
-
-    let dir = out.join("layer_norm");
-    mkdir(&dir)?;
-    let tokens = trace.token_texts();
-    let mut norms: Vec<(String, &crate::trace::NormRecord)> = Vec::new();
-    for rec in &trace.norms {
-        if rec.layer.is_none() || layers.contains(&rec.layer.unwrap_or(usize::MAX)) {
-            norms.push((rec.step.replace('.', "_"), rec));
-        }
+    for j in &jobs {
+        svg_and_png(model, trace, j)?;
     }
-    for (name, rec) in norms {
-        written += svg_and_png!(dir, name, (1000, 700), |area, vector| layer_norm::draw_norm(&area, rec, &tokens, &format!("Norm statistics: {}", rec.step)));
-    }
-    written += svg_and_png!(out, "residual_stream", (1100, 760), |area, vector| residual::draw_residual(&area, trace));
-    Ok(written)
+    Ok(jobs.len() * 2)
 }

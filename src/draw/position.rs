@@ -71,12 +71,12 @@ pub fn position_similarity(table: ArrayView2<f32>) -> Array2<f32> {
     unit.dot(&unit.t()) // (P, P)
 }
 
-pub fn draw_similarity<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, table: ArrayView2<f32>, title: &str, vector: bool) -> Result<Geometry> {
+/// A (P, P) similarity matrix from `position_similarity` as a heatmap.
+pub fn draw_similarity<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, similarity: ArrayView2<f32>, title: &str, vector: bool) -> Result<Geometry> {
     area.fill(&WHITE).map_err(draw_err)?;
-    let sim = position_similarity(table);
     draw_heatmap(
         area,
-        sim.view(),
+        similarity,
         &Heatmap {
             title,
             x_desc: "position",

@@ -131,15 +131,15 @@ pub fn draw_view<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, model: &Tran
             position::draw_waves(area, table.view(), dims, "Selected features of the positional encoding across positions")?;
             Ok(Drawn::plain())
         }
-        View::PositionSimilarity => {
-            let table = position_table(model, shown_positions(trace)).ok_or_else(no_table)?;
-            let geometry = position::draw_similarity(area, table.view(), "Cosine similarity between the model's position vectors", vector)?;
-            Ok(Drawn { geometry: Some(geometry), values: flat(position::position_similarity(table.view()).view()), ..Drawn::plain() })
-        }
-        View::SinusoidalSimilarity => {
-            let table = sinusoidal_table(shown_positions(trace), model.config.d_model);
-            let geometry = position::draw_similarity(area, table.view(), "The sinusoidal table's similarity, for comparison", vector)?;
-            Ok(Drawn { geometry: Some(geometry), values: flat(position::position_similarity(table.view()).view()), ..Drawn::plain() })
+        View::PositionSimilarity | View::SinusoidalSimilarity => {
+            let (table, title) = if *view == View::PositionSimilarity {
+                (position_table(model, shown_positions(trace)).ok_or_else(no_table)?, "Cosine similarity between the model's position vectors")
+            } else {
+                (sinusoidal_table(shown_positions(trace), model.config.d_model), "The sinusoidal table's similarity, for comparison")
+            };
+            let similarity = position::position_similarity(table.view()); // (P, P)
+            let geometry = position::draw_similarity(area, similarity.view(), title, vector)?;
+            Ok(Drawn { geometry: Some(geometry), values: flat(similarity.view()), ..Drawn::plain() })
         }
         View::Norm { index } => {
             let rec = trace.norms.get(*index).ok_or_else(|| VizError::NoSuchStep(format!("norm {index}")))?;

@@ -107,7 +107,9 @@ function wasmBindings() {
 
 // ---------- charts ----------
 let viz = null;
+let config = null; // the model's config: fixed once the model is loaded
 let summary = null;
+let stepsByName = {}; // derived from summary, for the stepper's input shapes
 const drawn = {}; // chart name -> what Rust reported (geometry, values, labels)
 window.__tvizDrawn = drawn; // read by the browser tests to click a given thumbnail
 
@@ -148,7 +150,6 @@ function sizeCanvas(name) {
   }
   if (name === 'grid') {
     // Square thumbnails that fill the width (the grid leaves room for its labels).
-    const config = viz.config();
     const font = width < 400 ? 10 : 12;
     const side = Math.floor((width - (font * 3 + 6) - 4) / config.n_heads);
     height = font * 2 + 8 + side * config.n_layers + 4;
@@ -169,7 +170,6 @@ function keyOf(name) {
 }
 
 function draw(name) {
-  const t0 = performance.now();
   sizeCanvas(name);
   const key = keyOf(name);
   const old = drawnKey[name];
@@ -177,7 +177,6 @@ function draw(name) {
   if (old && old.every((part, i) => part === key[i])) return; // nothing it shows has changed
   drawn[name] = viz.draw(canvasOf(name), charts[name]());
   drawnKey[name] = key;
-  window.__tviz.timings[name] = performance.now() - t0;
 }
 
 function onScreen(name) {
@@ -232,7 +231,7 @@ function renderTokens() {
     li.append(text, id);
     return li;
   }));
-  const context = viz.config().context;
+  const { context } = config;
   $('token-count').textContent = `${summary.tokens.length} / ${context} tokens (the model's context limit)`;
   const warn = $('truncated');
   if (summary.truncated) {
@@ -267,21 +266,19 @@ function renderNormOptions() {
 let pending = false;
 let inputAt = null;
 // For tests and the benchmark: how many updates ran and how long input took to be drawn.
-window.__tviz = { renders: 0, lastRenderMs: null, latencies: [], settledLatencies: [], timings: {}, ready: null, backend: null };
+window.__tviz = { renders: 0, latencies: [], settledLatencies: [], ready: null, backend: null };
 
 function update() {
   if (!viz) return;
   const started = performance.now();
   try {
-    const next = viz.set_text(state.text);
-    window.__tviz.timings.forward = performance.now() - started;
-    summary = next;
+    summary = viz.set_text(state.text);
+    stepsByName = Object.fromEntries(summary.steps.map((s) => [s.name, s]));
     clearError();
   } catch (err) {
     // Keep the previous views; say what is wrong in plain words.
     showError(String(err.message ?? err));
     window.__tviz.renders += 1;
-    window.__tviz.lastRenderMs = performance.now() - started;
     inputAt = null;
     return;
   }
@@ -297,7 +294,6 @@ function update() {
   writeUrl();
   const done = performance.now();
   window.__tviz.renders += 1;
-  window.__tviz.lastRenderMs = done - started;
   if (inputAt !== null) window.__tviz.latencies.push(done - inputAt);
   inputAt = null;
   if (window.__tviz.firstViewAt === undefined) window.__tviz.firstViewAt = done;
@@ -343,7 +339,6 @@ function diagramKey(step, postLn) {
 }
 
 function renderDiagram(current) {
-  const config = viz.config();
   const postLn = config.norm_place === 'Post';
   const present = new Set(summary.steps.map((s) => diagramKey(s, postLn)));
   const items = [];
@@ -384,7 +379,6 @@ function shapeText(shape, axes) {
 
 function renderStep() {
   const step = summary.steps[state.step];
-  const byName = Object.fromEntries(summary.steps.map((s) => [s.name, s]));
   $('step-slider').value = state.step;
   $('step-count').textContent = `step ${state.step + 1} of ${summary.steps.length}`;
   $('back').disabled = state.step === 0;
@@ -392,7 +386,7 @@ function renderStep() {
   $('step-title').textContent = step.title;
   renderTex($('step-equation'), step.equation, true);
   $('step-explanation').textContent = step.explanation;
-  const ins = step.inputs.map((n) => `${n} ${shapeText(byName[n].shape, byName[n].axes)}`);
+  const ins = step.inputs.map((n) => `${n} ${shapeText(stepsByName[n].shape, stepsByName[n].axes)}`);
   $('step-shapes').textContent = `${ins.length ? `in: ${ins.join(' and ')}` : 'in: the text'}  →  out: ${step.name} ${shapeText(step.shape, step.axes)}`;
   const perHead = step.shape.length === 3;
   $('step-head-label').hidden = !perHead;
@@ -400,7 +394,7 @@ function renderStep() {
     state.stepHead = Math.min(state.stepHead, step.shape[0] - 1);
     fillSelect($('step-head'), [...Array(step.shape[0]).keys()], (h) => `${h}`, state.stepHead);
   }
-  renderDiagram(diagramKey(step, viz.config().norm_place === 'Post'));
+  renderDiagram(diagramKey(step, config.norm_place === 'Post'));
   const note = drawn.step?.note;
   $('step-caption').textContent = `${note ? `${note}. ` : ''}Hover for values.`;
 }
@@ -414,7 +408,6 @@ function goToStep(index) {
 }
 
 function renderPrediction() {
-  const config = viz.config();
   const el = $('prediction');
   if (config.lm_head === 'None') {
     el.textContent = `all-MiniLM-L6-v2 is an encoder: it reads the whole sentence in both directions and outputs one vector per token (averaged, they make a sentence embedding for search and similarity). It has no language-model head, so it makes no next-token prediction. A decoder model ends with an unembedding matrix and a softmax over the vocabulary instead.`;
@@ -462,7 +455,6 @@ function attachHover(name) {
 
 // ---------- grid selection ----------
 function selectHead(layer, head) {
-  const config = viz.config();
   state.layer = Math.max(0, Math.min(config.n_layers - 1, layer));
   state.head = Math.max(0, Math.min(config.n_heads - 1, head));
   $('layer').value = state.layer;
@@ -533,7 +525,6 @@ function attachExport(name) {
 
 // ---------- wiring ----------
 function wire() {
-  const config = viz.config();
   fillSelect($('layer'), [...Array(config.n_layers).keys()], (l) => `${l}`, Math.min(state.layer, config.n_layers - 1));
   fillSelect($('head'), [...Array(config.n_heads).keys()], (h) => `${h}`, Math.min(state.head, config.n_heads - 1));
   state.layer = Number($('layer').value);
@@ -587,25 +578,22 @@ function wire() {
 async function main() {
   readUrl();
   $('text').value = state.text;
-  const t0 = performance.now();
   // The model files download while the WebAssembly module starts.
   const files = Promise.all([
     fetchText(`${MODEL_FILES}/config.json`),
     fetchText(`${MODEL_FILES}/tokenizer.json`),
     fetchBytes(`${MODEL_FILES}/model.f16.safetensors`, (f) => { $('loading-progress').value = f; }),
   ]);
-  const [bindings, [config, tokenizer, weights]] = await Promise.all([wasmBindings(), files]);
-  window.__tviz.timings.fetched = performance.now();
+  const [bindings, [configJson, tokenizer, weights]] = await Promise.all([wasmBindings(), files]);
   $('loading-text').textContent = 'Preparing the model…';
-  viz = new bindings.Viz(MODEL, config, tokenizer, weights);
-  window.__tviz.timings.modelReady = performance.now();
+  viz = new bindings.Viz(MODEL, configJson, tokenizer, weights);
+  config = viz.config();
   $('backend').textContent = viz.backend();
   window.__tviz.backend = viz.backend();
   renderStaticMath();
   wire();
   update();
   $('loading').hidden = true;
-  window.__tviz.firstViewMs = performance.now() - t0;
 }
 
 window.__tviz.ready = main().catch((err) => {

@@ -3,12 +3,13 @@
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, VPos};
 use serde::Serialize;
 
-use super::colors::{sequential, Scale, CATEGORICAL};
+use super::colors::{Scale, CATEGORICAL};
 use super::heatmap::{draw_heatmap, Geometry, Heatmap};
 use super::pixels::matrix_pixels;
-use super::{draw_err, short_label, FONT};
+use super::{anchored_text, draw_err, short_label, FONT};
 use crate::error::Result;
 use crate::trace::Trace;
 
@@ -60,6 +61,7 @@ pub fn draw_grid<DB: DrawingBackend>(
     let cell_w = ((w as i32 - left - 4) / heads as i32).max(4);
     let cell_h = ((h as i32 - top - 4) / layers as i32).max(4);
     let side = cell_w.min(cell_h);
+    let scale = Scale::Sequential { min: 0.0, max: 1.0 };
     let style = TextStyle::from((FONT, font_px).into_font()).color(&BLACK);
     area.draw(&Text::new("head →", (left, 2), style.clone())).map_err(draw_err)?;
     for layer in 0..layers {
@@ -83,11 +85,10 @@ pub fn draw_grid<DB: DrawingBackend>(
                         let c = (xi as usize * m.ncols()) / cells as usize;
                         let (x, y) = (x0 + 1 + (xi as f32 * cell) as i32, y0 + 1 + (yi as f32 * cell) as i32);
                         let (x1, y1) = (x0 + 1 + ((xi + 1) as f32 * cell) as i32, y0 + 1 + ((yi + 1) as f32 * cell) as i32);
-                        area.draw(&Rectangle::new([(x, y), (x1.max(x + 1), y1.max(y + 1))], sequential(m[[r, c]]).filled())).map_err(draw_err)?;
+                        area.draw(&Rectangle::new([(x, y), (x1.max(x + 1), y1.max(y + 1))], scale.color(m[[r, c]]).filled())).map_err(draw_err)?;
                     }
                 }
             } else {
-                let scale = Scale::Sequential { min: 0.0, max: 1.0 };
                 area.draw(&matrix_pixels(m, scale, (x0 + 1, y0 + 1), inner as u32, inner as u32)).map_err(draw_err)?;
             }
             if selected == Some((layer, head)) {
@@ -123,16 +124,9 @@ pub fn draw_lines<DB: DrawingBackend>(
     for (i, label) in labels.iter().enumerate() {
         let y = top + (row_h * (i as f32 + 0.5)) as i32;
         if i % show_every == 0 {
-            let st = TextStyle::from((FONT, font_px).into_font()).color(&BLACK).pos(plotters::style::text_anchor::Pos::new(
-                plotters::style::text_anchor::HPos::Right,
-                plotters::style::text_anchor::VPos::Center,
-            ));
-            area.draw(&Text::new(short_label(label, 12), (xl - 6, y), st)).map_err(draw_err)?;
-            let st = TextStyle::from((FONT, font_px).into_font()).color(&BLACK).pos(plotters::style::text_anchor::Pos::new(
-                plotters::style::text_anchor::HPos::Left,
-                plotters::style::text_anchor::VPos::Center,
-            ));
-            area.draw(&Text::new(short_label(label, 12), (xr + 6, y), st)).map_err(draw_err)?;
+            let text = short_label(label, 12);
+            area.draw(&Text::new(text.clone(), (xl - 6, y), anchored_text(font_px, HPos::Right, VPos::Center))).map_err(draw_err)?;
+            area.draw(&Text::new(text, (xr + 6, y), anchored_text(font_px, HPos::Left, VPos::Center))).map_err(draw_err)?;
         }
     }
     let colour = CATEGORICAL[0];

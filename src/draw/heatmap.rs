@@ -4,13 +4,12 @@
 use ndarray::ArrayView2;
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, VPos};
 use serde::Serialize;
-
-use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::colors::Scale;
 use super::pixels::matrix_pixels;
-use super::{draw_err, short_label, FONT};
+use super::{anchored_text, draw_err, short_label, FONT};
 use crate::error::Result;
 
 /// Where the cells landed in pixels, so the page can map a mouse position to a cell.
@@ -90,14 +89,13 @@ pub fn draw_heatmap<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, m: ArrayV
     let x_step = label_step(cols, pw, char_px(widest_col) + 8);
     let y_step = label_step(rows, ph, font_px as i32 + 2);
     let label = |labels: &[String], i: usize| labels.get(i).map(|s| short_label(s, max_chars)).unwrap_or_else(|| i.to_string());
-    let anchored = |h: HPos, v: VPos| TextStyle::from((FONT, font_px).into_font()).color(&BLACK).pos(Pos::new(h, v));
     for c in (0..cols).step_by(x_step) {
         let (x, y) = chart.backend_coord(&(c as f32 + 0.5, 0.0));
-        area.draw(&Text::new(label(spec.col_labels, c), (x - ox, y - oy + 4), anchored(HPos::Center, VPos::Top))).map_err(draw_err)?;
+        area.draw(&Text::new(label(spec.col_labels, c), (x - ox, y - oy + 4), anchored_text(font_px, HPos::Center, VPos::Top))).map_err(draw_err)?;
     }
     for r in (0..rows).step_by(y_step) {
         let (x, y) = chart.backend_coord(&(0.0, (rows - r) as f32 - 0.5));
-        area.draw(&Text::new(label(spec.row_labels, r), (x - ox - 5, y - oy), anchored(HPos::Right, VPos::Center))).map_err(draw_err)?;
+        area.draw(&Text::new(label(spec.row_labels, r), (x - ox - 5, y - oy), anchored_text(font_px, HPos::Right, VPos::Center))).map_err(draw_err)?;
     }
     draw_colour_bar(&bar, spec.scale, spec.legend, font_px)?;
     Ok(Geometry { left: px.start - ox, top: py.start - oy, width: pw, height: ph, rows, cols })

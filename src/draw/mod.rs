@@ -53,6 +53,12 @@ pub(crate) fn category_labels(labels: Vec<String>, width_px: u32, font_px: u32) 
     }
 }
 
+/// Black label text of the views' font, anchored at `h`, `v` of its position.
+pub(crate) fn anchored_text(font_px: u32, h: plotters::style::text_anchor::HPos, v: plotters::style::text_anchor::VPos) -> plotters::style::TextStyle<'static> {
+    use plotters::prelude::*;
+    TextStyle::from((FONT, font_px).into_font()).color(&BLACK).pos(plotters::style::text_anchor::Pos::new(h, v))
+}
+
 /// Shortens a token for an axis label.
 pub fn short_label(text: &str, max_chars: usize) -> String {
     if text.chars().count() <= max_chars {

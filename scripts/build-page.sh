@@ -6,6 +6,4 @@ ensure_wasm_bindgen
 ensure_trunk
 ensure_npm_packages
 ensure_models
-step "building the page (release)"
-cargo fetch --quiet
-TRUNK_SKIP_VERSION_CHECK=true trunk build --release
+build_page

@@ -75,6 +75,12 @@ ensure_chromium() {
   fi
 }
 
+build_page() {
+  step "building the page (release) into dist/"
+  cargo fetch --quiet # Trunk builds offline
+  TRUNK_SKIP_VERSION_CHECK=true trunk build --release
+}
+
 ensure_models() {
   step "model files"
   scripts/fetch-models.sh

@@ -35,9 +35,7 @@ cargo test --target wasm32-unknown-unknown --test wasm_parity
 step "wasm-bindgen test: the page's wasm API in headless Chromium"
 CHROMEDRIVER=/usr/bin/chromedriver cargo test --target wasm32-unknown-unknown --test web_api
 
-step "release page"
-cargo fetch --quiet
-TRUNK_SKIP_VERSION_CHECK=true trunk build --release
+build_page
 
 step "end-to-end tests of the page in headless Chromium (screenshots in tests/artifacts/)"
 node --test tests/e2e/

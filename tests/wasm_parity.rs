@@ -52,3 +52,26 @@ fn minilm_forward_pass_in_wasm_matches_native() {
         assert!((row.sum() - 1.0).abs() < 1e-5);
     }
 }
+
+#[wasm_bindgen_test]
+fn vectorised_gelu_in_wasm_matches_the_exact_erf() {
+    // Every 1/1000 from -12 to 12, plus the far tails and zero.
+    let mut xs: Vec<f32> = (-12_000..=12_000).map(|i| i as f32 / 1000.0).collect();
+    xs.extend([-80.0, -30.0, -0.0, 0.0, 30.0, 80.0]);
+    let mut fast = xs.clone();
+    transformer_viz::model::ffn::gelu_in_place(&mut fast);
+    let mut worst = 0f64;
+    for (&x, &y) in xs.iter().zip(&fast) {
+        // The exact value in float64: 0.5 x (1 + erf(x / sqrt 2)).
+        let exact = 0.5 * x as f64 * (1.0 + libm::erf(x as f64 / std::f64::consts::SQRT_2));
+        let err = (y as f64 - exact).abs() / (x.abs() as f64).max(1.0);
+        worst = worst.max(err);
+        assert!(y.is_finite(), "gelu({x}) = {y}");
+    }
+    // Abramowitz and Stegun's erf is within 1.5e-7; float32 arithmetic adds a few ulp.
+    assert!(worst < 5e-7, "vectorised GELU is off by {worst} (relative to max(1, |x|))");
+    // Sign and shape: GELU(0) = 0, GELU(x) ~ x for large x, ~ 0 for very negative x.
+    assert_eq!(fast[12_000], 0.0);
+    assert!((fast[24_000] - 12.0).abs() < 1e-5);
+    assert!(fast[0].abs() < 1e-6);
+}

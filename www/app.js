@@ -179,9 +179,22 @@ function draw(name) {
   drawnKey[name] = key;
 }
 
+// Which charts are on screen (or within 200 px of it). An IntersectionObserver keeps this up
+// to date, so a keystroke never has to ask the layout where each canvas is; until its first
+// report, the canvas's position is read once.
+const visible = new Map();
 function onScreen(name) {
+  if (visible.has(name)) return visible.get(name);
   const r = canvasOf(name).getBoundingClientRect();
   return r.bottom > -200 && r.top < innerHeight + 200;
+}
+function observeCharts() {
+  const names = new Map(Object.keys(charts).map((name) => [canvasOf(name), name]));
+  const observer = new IntersectionObserver((entries) => {
+    for (const e of entries) visible.set(names.get(e.target), e.isIntersecting);
+    if (summary && dirty.size) drawVisible(); // scrolled into view before its turn
+  }, { rootMargin: '200px 0px' });
+  for (const canvas of names.keys()) observer.observe(canvas);
 }
 
 // Every chart is brought up to date: those on screen right away, the others one per task
@@ -189,7 +202,7 @@ function onScreen(name) {
 // arrives meanwhile is handled first and typing stays fast.
 let background = null;
 let passStartedAt = null; // when the input that started this pass arrived
-function settled() {
+function settled() { // once a pass has drawn every chart (a second call changes nothing)
   if (window.__tviz.firstSettledAt === undefined) window.__tviz.firstSettledAt = performance.now();
   if (passStartedAt !== null) window.__tviz.settledLatencies.push(performance.now() - passStartedAt);
   passStartedAt = null;
@@ -198,7 +211,7 @@ function drawAll() {
   for (const name of Object.keys(charts)) dirty.add(name);
   drawVisible();
   clearTimeout(background);
-  if (!dirty.size) { settled(); return; }
+  if (!dirty.size) return;
   background = setTimeout(function next() {
     if (pending || !dirty.size) return; // a new pass is coming, or all is drawn
     draw(dirty.values().next().value);
@@ -209,10 +222,12 @@ function drawAll() {
 
 function drawVisible() {
   for (const name of [...dirty]) if (onScreen(name)) draw(name);
+  if (!dirty.size) settled();
 }
 
 function drawPending() {
   for (const name of [...dirty]) draw(name);
+  settled();
 }
 window.__tvizFlush = drawPending;
 window.__tvizSettled = () => dirty.size === 0;
@@ -296,14 +311,23 @@ function update() {
   window.__tviz.renders += 1;
   if (inputAt !== null) window.__tviz.latencies.push(done - inputAt);
   inputAt = null;
+  lastPassEnd = done;
   if (window.__tviz.firstViewAt === undefined) window.__tviz.firstViewAt = done;
 }
 
-// Debounce to the display: however fast the student types, at most one forward pass runs
-// per frame, on the latest text, and the previous views stay until the new ones are drawn.
-function scheduleUpdate() {
-  if (inputAt === null) inputAt = performance.now();
+// Keystrokes typed while the page is idle are handled at once. Keystrokes that arrive while
+// a forward pass runs wait in the browser's queue; the first of them to be handled lets the
+// others through (one task) and a single pass then runs on the latest text, so fast typing
+// never builds a backlog and the previous views stay until the new ones are drawn.
+let lastPassEnd = -Infinity;
+function scheduleUpdate(event) {
+  const at = event?.timeStamp ?? performance.now(); // when the key was pressed
+  if (inputAt === null) inputAt = at;
   if (pending) return;
+  if (at > lastPassEnd) {
+    update();
+    return;
+  }
   pending = true;
   setTimeout(() => {
     pending = false;
@@ -532,7 +556,7 @@ function wire() {
   document.querySelector(`input[name=mode][value=${state.mode}]`).checked = true;
   $('dims').value = state.dims.join(', ');
 
-  $('text').addEventListener('input', () => { state.text = $('text').value; scheduleUpdate(); });
+  $('text').addEventListener('input', (event) => { state.text = $('text').value; scheduleUpdate(event); });
   $('layer').addEventListener('change', () => selectHead(Number($('layer').value), state.head));
   $('head').addEventListener('change', () => selectHead(state.layer, Number($('head').value)));
   document.querySelectorAll('input[name=mode]').forEach((r) => r.addEventListener('change', () => {
@@ -567,12 +591,7 @@ function wire() {
   attachGrid();
   let resize = null;
   addEventListener('resize', () => { clearTimeout(resize); resize = setTimeout(() => summary && drawAll(), 150); });
-  let scrolling = false;
-  addEventListener('scroll', () => {
-    if (scrolling || !dirty.size) return;
-    scrolling = true;
-    requestAnimationFrame(() => { scrolling = false; drawVisible(); });
-  }, { passive: true });
+  observeCharts();
 }
 
 async function main() {

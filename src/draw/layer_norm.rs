@@ -5,7 +5,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::colors::CATEGORICAL;
-use super::{category_labels, draw_err, draw_legend, short_label, FONT};
+use super::{category_labels, draw_err, draw_legend, short_label, LegendEntry, LegendMark, FONT};
 use crate::error::Result;
 use crate::trace::NormRecord;
 
@@ -48,6 +48,7 @@ pub fn draw_norm<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, rec: &NormRe
         .draw()
         .map_err(draw_err)?;
     let bar_w = 0.8 / 4.0;
+    let mut legend = Vec::new();
     for (k, (name, values, c)) in series.iter().enumerate() {
         let colour = CATEGORICAL[*c];
         let offset = -0.4 + bar_w * k as f32;
@@ -56,11 +57,10 @@ pub fn draw_norm<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, rec: &NormRe
                 let x0 = i as f32 + offset;
                 Rectangle::new([(x0, 0.0), (x0 + bar_w * 0.9, v)], colour.filled())
             }))
-            .map_err(draw_err)?
-            .label(*name)
-            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], colour.filled()));
+            .map_err(draw_err)?;
+        legend.push(LegendEntry::new(*name, colour, LegendMark::Swatch));
     }
-    draw_legend(&mut chart, SeriesLabelPosition::UpperRight, font_px)?;
+    draw_legend(&chart, &legend, SeriesLabelPosition::UpperRight, font_px)?;
 
     let d = rec.stats.gamma.len();
     let beta = rec.stats.beta.clone().unwrap_or_default();
@@ -80,6 +80,7 @@ pub fn draw_norm<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, rec: &NormRe
         .light_line_style(RGBColor(235, 235, 235))
         .draw()
         .map_err(draw_err)?;
+    let mut legend = Vec::new();
     for (name, values, c) in [("gamma", &rec.stats.gamma, 0usize), ("beta", &beta, 5)] {
         if values.is_empty() {
             continue;
@@ -87,10 +88,9 @@ pub fn draw_norm<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, rec: &NormRe
         let colour = CATEGORICAL[c];
         chart
             .draw_series(LineSeries::new(values.iter().enumerate().map(|(i, &v)| (i as f32, v)), colour.stroke_width(1)))
-            .map_err(draw_err)?
-            .label(name)
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], colour.stroke_width(2)));
+            .map_err(draw_err)?;
+        legend.push(LegendEntry::new(name, colour, LegendMark::Line));
     }
-    draw_legend(&mut chart, SeriesLabelPosition::UpperRight, font_px)?;
+    draw_legend(&chart, &legend, SeriesLabelPosition::UpperRight, font_px)?;
     Ok(())
 }

@@ -24,21 +24,69 @@ pub(crate) fn draw_err<E: std::fmt::Display>(e: E) -> VizError {
 /// `files::register_fonts`; in the browser the canvas uses the page's sans-serif.
 pub const FONT: &str = "sans-serif";
 
-/// The legend box every line and bar chart uses.
+/// How a legend entry shows its series: a filled square (bars) or a short line (lines).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum LegendMark {
+    Swatch,
+    Line,
+}
+
+/// One row of a legend.
+pub(crate) struct LegendEntry {
+    pub label: String,
+    pub colour: plotters::style::RGBColor,
+    pub mark: LegendMark,
+}
+
+impl LegendEntry {
+    pub fn new(label: impl Into<String>, colour: plotters::style::RGBColor, mark: LegendMark) -> Self {
+        Self { label: label.into(), colour, mark }
+    }
+}
+
+/// The legend box every line and bar chart uses, in a corner of the chart's plotting area.
+/// Drawn here rather than with plotters' series labels, which measure their text by adding
+/// an element to the web page: that forces a layout of the whole document for every legend.
 pub(crate) fn draw_legend<'a, DB: plotters::prelude::DrawingBackend + 'a, CT: plotters::coord::CoordTranslate>(
-    chart: &mut plotters::prelude::ChartContext<'a, DB, CT>,
+    chart: &plotters::prelude::ChartContext<'a, DB, CT>,
+    entries: &[LegendEntry],
     position: plotters::prelude::SeriesLabelPosition,
     font_px: u32,
 ) -> crate::error::Result<()> {
     use plotters::prelude::*;
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font((FONT, font_px))
-        .position(position)
-        .draw()
-        .map_err(draw_err)
+    use plotters::style::text_anchor::{HPos, VPos};
+    if entries.is_empty() {
+        return Ok(());
+    }
+    let area = chart.plotting_area().strip_coord_spec();
+    let style = anchored_text(font_px, HPos::Left, VPos::Center);
+    let mut text_w = 0;
+    for e in entries {
+        text_w = text_w.max(area.estimate_text_size(&e.label, &style).map_err(draw_err)?.0 as i32);
+    }
+    let (pad, mark_w, gap, margin) = (6, 16, 6, 8);
+    let row_h = (font_px as f32 * 1.4).ceil() as i32;
+    let (box_w, box_h) = (pad * 2 + mark_w + gap + text_w, pad * 2 + row_h * entries.len() as i32);
+    let (w, h) = area.dim_in_pixel();
+    let (w, h) = (w as i32, h as i32);
+    let (x0, y0) = match position {
+        SeriesLabelPosition::UpperLeft => (margin, margin),
+        SeriesLabelPosition::LowerLeft => (margin, h - margin - box_h),
+        SeriesLabelPosition::LowerRight => (w - margin - box_w, h - margin - box_h),
+        _ => (w - margin - box_w, margin),
+    };
+    area.draw(&Rectangle::new([(x0, y0), (x0 + box_w, y0 + box_h)], WHITE.mix(0.85).filled())).map_err(draw_err)?;
+    area.draw(&Rectangle::new([(x0, y0), (x0 + box_w, y0 + box_h)], BLACK.stroke_width(1))).map_err(draw_err)?;
+    for (k, e) in entries.iter().enumerate() {
+        let (x, y) = (x0 + pad, y0 + pad + row_h * k as i32 + row_h / 2);
+        match e.mark {
+            LegendMark::Swatch => area.draw(&Rectangle::new([(x + 3, y - 5), (x + 13, y + 5)], e.colour.filled())),
+            LegendMark::Line => area.draw(&PathElement::new(vec![(x, y), (x + mark_w, y)], e.colour.stroke_width(2))),
+        }
+        .map_err(draw_err)?;
+        area.draw(&Text::new(e.label.clone(), (x + mark_w + gap, y), style.clone())).map_err(draw_err)?;
+    }
+    Ok(())
 }
 
 /// Labels for a category axis at x = 0, 1, 2, ...: every k-th one, so that labels of about

@@ -7,7 +7,7 @@ use plotters::prelude::*;
 
 use super::colors::{Scale, CATEGORICAL};
 use super::heatmap::{draw_heatmap, Geometry, Heatmap};
-use super::{draw_err, draw_legend, FONT};
+use super::{draw_err, draw_legend, LegendEntry, LegendMark, FONT};
 use crate::error::Result;
 
 /// The table as a heatmap: rows are positions, columns features.
@@ -52,15 +52,15 @@ pub fn draw_waves<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, table: Arra
         .light_line_style(RGBColor(235, 235, 235))
         .draw()
         .map_err(draw_err)?;
+    let mut legend = Vec::new();
     for (k, &i) in dims.iter().enumerate() {
         let colour = CATEGORICAL[k % CATEGORICAL.len()];
         chart
             .draw_series(LineSeries::new((0..positions).map(|p| (p as f32, table[[p, i]])), colour.stroke_width(2)))
-            .map_err(draw_err)?
-            .label(format!("feature {i}"))
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], colour.stroke_width(2)));
+            .map_err(draw_err)?;
+        legend.push(LegendEntry::new(format!("feature {i}"), colour, LegendMark::Line));
     }
-    draw_legend(&mut chart, SeriesLabelPosition::LowerRight, font_px)?;
+    draw_legend(&chart, &legend, SeriesLabelPosition::LowerRight, font_px)?;
     Ok(())
 }
 

@@ -6,7 +6,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::colors::CATEGORICAL;
-use super::{category_labels, draw_err, draw_legend, short_label, FONT};
+use super::{category_labels, draw_err, draw_legend, short_label, LegendEntry, LegendMark, FONT};
 use crate::error::Result;
 use crate::trace::Trace;
 
@@ -46,16 +46,17 @@ pub fn draw_residual<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, trace: &
         .draw()
         .map_err(draw_err)?;
     let tokens = trace.token_texts();
+    let mut legend = Vec::new();
     for tok in 0..t {
         let colour = CATEGORICAL[tok % CATEGORICAL.len()];
-        let s = chart
+        chart
             .draw_series(LineSeries::new((0..n).map(|p| (p as f32, norms[p][tok])), colour.stroke_width(2)))
             .map_err(draw_err)?;
         if tok < 8 {
-            s.label(short_label(&tokens[tok], 10)).legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], colour.stroke_width(2)));
+            legend.push(LegendEntry::new(short_label(&tokens[tok], 10), colour, LegendMark::Line));
         }
     }
-    draw_legend(&mut chart, SeriesLabelPosition::UpperLeft, font_px)?;
+    draw_legend(&chart, &legend, SeriesLabelPosition::UpperLeft, font_px)?;
 
     // Mean over tokens of the length of what each sublayer added.
     let added: Vec<(String, f32)> = writes

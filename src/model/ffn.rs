@@ -11,6 +11,23 @@ pub fn gelu(x: f32) -> f32 {
     0.5 * x * (1.0 + libm::erff(x / std::f32::consts::SQRT_2))
 }
 
+/// GELU over a whole tensor. In WebAssembly it runs four lanes at a time with an erf
+/// accurate to 1.5e-7 (below), since one call per element to the exact scalar erf took a
+/// tenth of a forward pass there; natively it is the exact `gelu` above.
+pub fn gelu_in_place(values: &mut [f32]) {
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    {
+        let whole = values.len() / 4 * 4;
+        let (head, tail) = values.split_at_mut(whole);
+        for chunk in head.chunks_exact_mut(4) {
+            simd_gelu::gelu4(chunk);
+        }
+        tail.iter_mut().for_each(|v| *v = gelu(*v));
+    }
+    #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+    values.iter_mut().for_each(|v| *v = gelu(*v));
+}
+
 /// x * sigmoid(x)
 pub fn silu(x: f32) -> f32 {
     x / (1.0 + (-x).exp())
@@ -29,7 +46,10 @@ pub fn feed_forward<R: Recorder>(
     rec.step(Op::FfnUp, l, &[input], || hidden.clone().into_dyn());
     match (activation, &w.gate) {
         (Activation::Relu, _) => hidden.mapv_inplace(|v| v.max(0.0)),
-        (Activation::Gelu, _) => hidden.mapv_inplace(gelu),
+        (Activation::Gelu, _) => match hidden.as_slice_mut() {
+            Some(values) => gelu_in_place(values),
+            None => hidden.mapv_inplace(gelu),
+        },
         (Activation::SwiGlu, Some(gate)) => {
             let g = gate.forward(x); // (T, d_ff)
             rec.step(Op::FfnGate, l, &[input], || g.clone().into_dyn());
@@ -41,4 +61,51 @@ pub fn feed_forward<R: Recorder>(
     let out = w.down.forward(hidden.view()); // (T, d_model)
     rec.step(Op::FfnDown, l, &[Op::FfnActivation], || out.clone().into_dyn());
     out
+}
+
+/// GELU four lanes at a time: 0.5 x (1 + erf(x / sqrt 2)), with erf from Abramowitz and
+/// Stegun's formula 7.1.26, erf(z) = 1 - t (a1 + t (a2 + ... + t a5)) exp(-z^2) with
+/// t = 1 / (1 + p |z|) (absolute error at most 1.5e-7), and exp from a degree-6 Taylor
+/// polynomial after splitting off a power of two.
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+mod simd_gelu {
+    use core::arch::wasm32::*;
+
+    const P: f32 = 0.327_591_1;
+    const A: [f32; 5] = [0.254_829_6, -0.284_496_74, 1.421_413_7, -1.453_152_1, 1.061_405_4];
+
+    /// exp(y) for y in [-87, 0].
+    fn exp4(y: v128) -> v128 {
+        let y = f32x4_max(y, f32x4_splat(-87.0));
+        let n = f32x4_nearest(f32x4_mul(y, f32x4_splat(std::f32::consts::LOG2_E)));
+        // r = y - n ln 2, with ln 2 in two parts so that r keeps its low bits.
+        let r = f32x4_sub(f32x4_sub(y, f32x4_mul(n, f32x4_splat(0.693_145_75))), f32x4_mul(n, f32x4_splat(1.428_606_8e-6)));
+        let mut p = f32x4_splat(1.0 / 720.0);
+        for c in [1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5, 1.0, 1.0] {
+            p = f32x4_add(f32x4_mul(p, r), f32x4_splat(c));
+        }
+        // 2^n from its exponent bits.
+        let two_n = i32x4_shl(i32x4_add(i32x4_trunc_sat_f32x4(n), i32x4_splat(127)), 23);
+        f32x4_mul(p, two_n)
+    }
+
+    pub fn gelu4(chunk: &mut [f32]) {
+        // SAFETY: the caller passes exactly four values; wasm loads and stores need no alignment.
+        let x = unsafe { v128_load(chunk.as_ptr() as *const v128) };
+        let z = f32x4_mul(x, f32x4_splat(std::f32::consts::FRAC_1_SQRT_2));
+        let az = f32x4_abs(z);
+        let t = f32x4_div(f32x4_splat(1.0), f32x4_add(f32x4_splat(1.0), f32x4_mul(f32x4_splat(P), az)));
+        let mut poly = f32x4_splat(A[4]);
+        for &a in A[..4].iter().rev() {
+            poly = f32x4_add(f32x4_mul(poly, t), f32x4_splat(a));
+        }
+        poly = f32x4_mul(poly, t);
+        let erf_abs = f32x4_sub(f32x4_splat(1.0), f32x4_mul(poly, exp4(f32x4_neg(f32x4_mul(z, z)))));
+        // erf is odd: give erf(|z|) the sign of z.
+        let sign = v128_and(z, f32x4_splat(-0.0));
+        let erf = v128_or(erf_abs, sign);
+        let y = f32x4_mul(f32x4_mul(f32x4_splat(0.5), x), f32x4_add(f32x4_splat(1.0), erf));
+        // SAFETY: as for the load above.
+        unsafe { v128_store(chunk.as_mut_ptr() as *mut v128, y) };
+    }
 }

@@ -14,6 +14,12 @@ pub struct Linear {
 /// that first copies (packs) the whole weight matrix on every call.
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 const STREAMING_MAX_TOKENS: usize = 96;
+/// The streaming kernel's block: four tokens by two weight rows, eight accumulators. Larger
+/// blocks run out of the sixteen SIMD registers browsers compile WebAssembly to on x86-64.
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+const TOKENS_PER_BLOCK: usize = 4;
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+const ROWS_PER_BLOCK: usize = 2;
 
 impl Linear {
     pub fn in_features(&self) -> usize {
@@ -39,10 +45,12 @@ impl Linear {
         y
     }
 
-    /// Four weight rows at a time, each read once from memory and kept in cache while every
-    /// token's dot products with them are taken, four SIMD lanes wide.
+    /// A block of weight rows at a time, each read once from memory and kept in cache while
+    /// every token's dot products with them are taken, four tokens and four SIMD lanes wide.
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
     fn forward_streaming(&self, x: ArrayView2<f32>) -> Option<Array2<f32>> {
+        const TB: usize = TOKENS_PER_BLOCK;
+        const RB: usize = ROWS_PER_BLOCK;
         let x = x.as_standard_layout(); // (T, in)
         let (t, inp) = x.dim();
         let out = self.out_features();
@@ -51,22 +59,22 @@ impl Linear {
         let mut y = Array2::<f32>::zeros((t, out)); // (T, out)
         let ys = y.as_slice_mut()?;
         let mut o = 0;
-        while o + 4 <= out {
-            let rows = [&ws[o * inp..(o + 1) * inp], &ws[(o + 1) * inp..(o + 2) * inp], &ws[(o + 2) * inp..(o + 3) * inp], &ws[(o + 3) * inp..(o + 4) * inp]];
+        while o + RB <= out {
+            let rows: [&[f32]; RB] = core::array::from_fn(|k| &ws[(o + k) * inp..(o + k + 1) * inp]);
             let mut tok = 0;
-            while tok + 4 <= t {
-                let xrows = [0, 1, 2, 3].map(|k| &xs[(tok + k) * inp..(tok + k + 1) * inp]);
-                let dots = simd::dot4x4(xrows, rows);
+            while tok + TB <= t {
+                let xrows: [&[f32]; TB] = core::array::from_fn(|k| &xs[(tok + k) * inp..(tok + k + 1) * inp]);
+                let dots = simd::dot_block::<TB, RB>(xrows, rows);
                 for (k, d) in dots.iter().enumerate() {
-                    ys[(tok + k) * out + o..(tok + k) * out + o + 4].copy_from_slice(d);
+                    ys[(tok + k) * out + o..(tok + k) * out + o + RB].copy_from_slice(d);
                 }
-                tok += 4;
+                tok += TB;
             }
             for tok in tok..t {
-                let dots = simd::dot4(&xs[tok * inp..(tok + 1) * inp], rows);
-                ys[tok * out + o..tok * out + o + 4].copy_from_slice(&dots);
+                let dots = simd::dot_block::<1, RB>([&xs[tok * inp..(tok + 1) * inp]], rows);
+                ys[tok * out + o..tok * out + o + RB].copy_from_slice(&dots[0]);
             }
-            o += 4;
+            o += RB;
         }
         for o in o..out {
             let row = &ws[o * inp..(o + 1) * inp];
@@ -89,17 +97,18 @@ mod simd {
         f32x4_extract_lane::<0>(a) + f32x4_extract_lane::<1>(a) + f32x4_extract_lane::<2>(a) + f32x4_extract_lane::<3>(a)
     }
 
-    /// Sixteen dot products: four token rows `x` with four weight rows `w`, each load of
-    /// either shared by four multiply-adds.
-    pub fn dot4x4(x: [&[f32]; 4], w: [&[f32]; 4]) -> [[f32; 4]; 4] {
+    /// The TB x RB dot products of token rows `x` with weight rows `w`: each load of a
+    /// vector of either is shared by the multiply-adds of the other's rows.
+    #[inline(always)]
+    pub fn dot_block<const TB: usize, const RB: usize>(x: [&[f32]; TB], w: [&[f32]; RB]) -> [[f32; RB]; TB] {
         let n = x[0].len();
         let whole = n / 4 * 4;
-        let mut acc = [[f32x4_splat(0.0); 4]; 4];
+        let mut acc = [[f32x4_splat(0.0); RB]; TB];
         let mut i = 0;
         while i < whole {
             // SAFETY: i + 4 <= whole <= n = every row's length; wasm loads need no alignment.
             unsafe {
-                let wv = w.map(|r| v128_load(r.as_ptr().add(i) as *const v128));
+                let wv: [v128; RB] = core::array::from_fn(|k| v128_load(w[k].as_ptr().add(i) as *const v128));
                 for (acc_t, xr) in acc.iter_mut().zip(x.iter()) {
                     let xv = v128_load(xr.as_ptr().add(i) as *const v128);
                     for (a, wv) in acc_t.iter_mut().zip(wv.iter()) {
@@ -109,42 +118,15 @@ mod simd {
             }
             i += 4;
         }
-        let mut out = [[0f32; 4]; 4];
-        for t in 0..4 {
-            for k in 0..4 {
+        let mut out = [[0f32; RB]; TB];
+        for t in 0..TB {
+            for k in 0..RB {
                 let mut s = hsum(acc[t][k]);
                 for j in whole..n {
                     s += x[t][j] * w[k][j];
                 }
                 out[t][k] = s;
             }
-        }
-        out
-    }
-
-    /// The dot products of `x` with four rows at once, sharing each load of `x`.
-    pub fn dot4(x: &[f32], rows: [&[f32]; 4]) -> [f32; 4] {
-        let n = x.len();
-        let whole = n / 4 * 4;
-        let mut acc = [f32x4_splat(0.0); 4];
-        let mut i = 0;
-        while i < whole {
-            // SAFETY: i + 4 <= whole <= n = every row's length; wasm loads need no alignment.
-            unsafe {
-                let xv = v128_load(x.as_ptr().add(i) as *const v128);
-                for (a, row) in acc.iter_mut().zip(rows.iter()) {
-                    *a = f32x4_add(*a, f32x4_mul(xv, v128_load(row.as_ptr().add(i) as *const v128)));
-                }
-            }
-            i += 4;
-        }
-        let mut out = [0f32; 4];
-        for (k, a) in acc.iter().enumerate() {
-            let mut s = hsum(*a);
-            for j in whole..n {
-                s += x[j] * rows[k][j];
-            }
-            out[k] = s;
         }
         out
     }

@@ -3,7 +3,8 @@
 //   - time from navigation to the first complete view (model loaded, every chart drawn);
 //   - over 20 keystrokes, the time from each input event to the charts on screen drawn, and
 //     to all nine charts drawn (the page draws off-screen charts one per task after the
-//     on-screen ones), at 8, 32 and 128 tokens: median and p95.
+//     on-screen ones), at 8, 32 and 128 tokens: median and p95, and the same for the traced
+//     forward pass alone (inside the first figure).
 // Prints a table and writes tests/artifacts/bench-page.json.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -44,7 +45,7 @@ try {
         await page.fill('#text', base);
         await page.waitForFunction((t) => document.querySelectorAll('#tokens li').length === t, tokens);
         await page.waitForFunction(() => window.__tvizSettled());
-        await page.evaluate(() => { window.__tviz.latencies = []; window.__tviz.settledLatencies = []; });
+        await page.evaluate(() => { window.__tviz.latencies = []; window.__tviz.settledLatencies = []; window.__tviz.passes = []; });
         await page.focus('#text');
         for (let i = 0; i < KEYSTROKES; i += 1) {
           const before = await page.evaluate(() => window.__tviz.settledLatencies.length);
@@ -53,8 +54,8 @@ try {
           // Wait until every chart of this keystroke's pass is drawn, before the next key.
           await page.waitForFunction((n) => window.__tviz.settledLatencies.length > n, before);
         }
-        const [latencies, everything] = await page.evaluate(() => [window.__tviz.latencies, window.__tviz.settledLatencies]);
-        results.typing[tokens] = { onScreen: { ...stats(latencies), samples: latencies.length }, allNine: stats(everything) };
+        const [latencies, everything, passes] = await page.evaluate(() => [window.__tviz.latencies, window.__tviz.settledLatencies, window.__tviz.passes]);
+        results.typing[tokens] = { onScreen: { ...stats(latencies), samples: latencies.length }, allNine: stats(everything), forwardPass: stats(passes) };
       }
     }
     await context.close();
@@ -71,5 +72,5 @@ const ms = (v) => `${v.toFixed(1)} ms`;
 console.log(`backend: ${results.backend}`);
 console.log(`navigation to first complete view (3 loads): on-screen charts median ${ms(results.firstViewStats.median)}, max ${ms(results.firstViewStats.max)}; all nine charts median ${ms(results.firstAllChartsStats.median)}, max ${ms(results.firstAllChartsStats.max)}`);
 for (const [tokens, s] of Object.entries(results.typing)) {
-  console.log(`${tokens} tokens, ${s.onScreen.samples} keystrokes: input to on-screen views drawn median ${ms(s.onScreen.median)}, p95 ${ms(s.onScreen.p95)}; input to all nine charts drawn median ${ms(s.allNine.median)}, p95 ${ms(s.allNine.p95)}`);
+  console.log(`${tokens} tokens, ${s.onScreen.samples} keystrokes: input to on-screen views drawn median ${ms(s.onScreen.median)}, p95 ${ms(s.onScreen.p95)}; input to all nine charts drawn median ${ms(s.allNine.median)}, p95 ${ms(s.allNine.p95)}; of which the traced forward pass median ${ms(s.forwardPass.median)}, p95 ${ms(s.forwardPass.p95)}`);
 }

@@ -62,6 +62,8 @@ window.addEventListener('unhandledrejection', (e) => { showError(`Something went
 
 // ---------- maths ----------
 function renderTex(el, tex, display = false) {
+  if (el.dataset.rendered === tex) return; // typing leaves most equations as they are
+  el.dataset.rendered = tex;
   if (window.katex) {
     window.katex.render(tex, el, { displayMode: display, throwOnError: false, output: 'htmlAndMathml' });
   } else {
@@ -197,9 +199,10 @@ function observeCharts() {
   for (const canvas of names.keys()) observer.observe(canvas);
 }
 
-// Every chart is brought up to date: those on screen right away, the others one per task
-// afterwards (or sooner, when they scroll into view or are exported), so a keystroke that
-// arrives meanwhile is handled first and typing stays fast.
+// Every chart is brought up to date: those on screen right away, the others in the next
+// task, after the browser has shown the first ones (or sooner, when they scroll into view or
+// are exported). A keystroke that arrives meanwhile is handled first: the off-screen charts
+// give way as soon as the browser reports pending input, so typing stays fast.
 let background = null;
 let passStartedAt = null; // when the input that started this pass arrived
 function settled() { // once a pass has drawn every chart (a second call changes nothing)
@@ -214,7 +217,10 @@ function drawAll() {
   if (!dirty.size) return;
   background = setTimeout(function next() {
     if (pending || !dirty.size) return; // a new pass is coming, or all is drawn
-    draw(dirty.values().next().value);
+    for (const name of [...dirty]) {
+      draw(name);
+      if (navigator.scheduling?.isInputPending?.()) break;
+    }
     if (dirty.size) background = setTimeout(next, 0);
     else settled();
   }, 0);
@@ -258,6 +264,12 @@ function renderTokens() {
 }
 
 function fillSelect(select, values, label, selected) {
+  const labels = values.map((v) => `${v}\t${label(v)}`).join('\n');
+  if (select.dataset.options === labels) { // the same choices: keep the elements
+    select.value = String(selected);
+    return;
+  }
+  select.dataset.options = labels;
   const options = values.map((v) => {
     const o = document.createElement('option');
     o.value = v;
@@ -281,7 +293,7 @@ function renderNormOptions() {
 let pending = false;
 let inputAt = null;
 // For tests and the benchmark: how many updates ran and how long input took to be drawn.
-window.__tviz = { renders: 0, latencies: [], settledLatencies: [], ready: null, backend: null };
+window.__tviz = { renders: 0, latencies: [], settledLatencies: [], passes: [], ready: null, backend: null };
 
 function update() {
   if (!viz) return;
@@ -309,7 +321,10 @@ function update() {
   writeUrl();
   const done = performance.now();
   window.__tviz.renders += 1;
-  if (inputAt !== null) window.__tviz.latencies.push(done - inputAt);
+  if (inputAt !== null) {
+    window.__tviz.latencies.push(done - inputAt);
+    window.__tviz.passes.push(summary.milliseconds);
+  }
   inputAt = null;
   lastPassEnd = done;
   if (window.__tviz.firstViewAt === undefined) window.__tviz.firstViewAt = done;
@@ -362,9 +377,13 @@ function diagramKey(step, postLn) {
   return null;
 }
 
+let diagramShown = null;
 function renderDiagram(current) {
   const postLn = config.norm_place === 'Post';
   const present = new Set(summary.steps.map((s) => diagramKey(s, postLn)));
+  const shown = `${current}|${[...present].join(',')}`;
+  if (shown === diagramShown) return; // typing does not move the current operation
+  diagramShown = shown;
   const items = [];
   let inLayer = false;
   for (const group of DIAGRAM) {

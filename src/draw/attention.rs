@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::colors::{Scale, CATEGORICAL};
 use super::heatmap::{draw_heatmap, Geometry, Heatmap};
-use super::pixels::matrix_pixels;
+use super::pixels::{matrix_pixels, Pixels};
 use super::{anchored_text, draw_err, short_label, FONT};
 use crate::error::Result;
 use crate::trace::Trace;
@@ -64,6 +64,8 @@ pub fn draw_grid<DB: DrawingBackend>(
     let scale = Scale::Sequential { min: 0.0, max: 1.0 };
     let style = TextStyle::from((FONT, font_px).into_font()).color(&BLACK);
     area.draw(&Text::new("head →", (left, 2), style.clone())).map_err(draw_err)?;
+    // Raster output: every thumbnail goes into one image, blitted once.
+    let mut raster = (!vector).then(|| Pixels::white((left, top), (side * heads as i32) as u32, (side * layers as i32) as u32));
     for layer in 0..layers {
         let a = trace.attention_layer(layer)?; // (heads, T, T)
         let y0 = top + layer as i32 * side;
@@ -75,7 +77,9 @@ pub fn draw_grid<DB: DrawingBackend>(
             }
             let m = a.index_axis(ndarray::Axis(0), head); // (T, T)
             let inner = (side - 2).max(1);
-            if vector {
+            if let Some(raster) = raster.as_mut() {
+                raster.paste(&matrix_pixels(m, scale, (x0 + 1, y0 + 1), inner as u32, inner as u32));
+            } else {
                 // At most 24 x 24 rectangles a thumbnail, so an exported SVG stays small.
                 let cells = m.nrows().min(24) as i32;
                 let cell = inner as f32 / cells as f32;
@@ -88,13 +92,15 @@ pub fn draw_grid<DB: DrawingBackend>(
                         area.draw(&Rectangle::new([(x, y), (x1.max(x + 1), y1.max(y + 1))], scale.color(m[[r, c]]).filled())).map_err(draw_err)?;
                     }
                 }
-            } else {
-                area.draw(&matrix_pixels(m, scale, (x0 + 1, y0 + 1), inner as u32, inner as u32)).map_err(draw_err)?;
-            }
-            if selected == Some((layer, head)) {
-                area.draw(&Rectangle::new([(x0, y0), (x0 + side, y0 + side)], CATEGORICAL[5].stroke_width(3))).map_err(draw_err)?;
             }
         }
+    }
+    if let Some(raster) = raster {
+        area.draw(&raster).map_err(draw_err)?;
+    }
+    if let Some((layer, head)) = selected.filter(|&(l, h)| l < layers && h < heads) {
+        let (x0, y0) = (left + head as i32 * side, top + layer as i32 * side);
+        area.draw(&Rectangle::new([(x0, y0), (x0 + side, y0 + side)], CATEGORICAL[5].stroke_width(3))).map_err(draw_err)?;
     }
     Ok(GridGeometry { left, top, cell_width: side, cell_height: side, layers, heads })
 }

@@ -35,6 +35,33 @@ impl<DB: DrawingBackend> Drawable<DB> for Pixels {
     }
 }
 
+impl Pixels {
+    /// A white image.
+    pub fn white(origin: (i32, i32), width: u32, height: u32) -> Self {
+        Pixels { origin, width, height, rgb: vec![255; width as usize * height as usize * 3] }
+    }
+
+    /// Copies `other` into this image where their positions overlap.
+    pub fn paste(&mut self, other: &Pixels) {
+        let (dx, dy) = (other.origin.0 - self.origin.0, other.origin.1 - self.origin.1);
+        for y in 0..other.height as i32 {
+            let ty = y + dy;
+            if ty < 0 || ty >= self.height as i32 {
+                continue;
+            }
+            let x0 = dx.max(0);
+            let x1 = (dx + other.width as i32).min(self.width as i32);
+            if x1 <= x0 {
+                continue;
+            }
+            let src = (y as usize * other.width as usize + (x0 - dx) as usize) * 3;
+            let dst = (ty as usize * self.width as usize + x0 as usize) * 3;
+            let n = (x1 - x0) as usize * 3;
+            self.rgb[dst..dst + n].copy_from_slice(&other.rgb[src..src + n]);
+        }
+    }
+}
+
 /// The matrix resampled (nearest cell) to width x height pixels, coloured by `scale`.
 /// Each cell is coloured once and each pixel row built once, then copied to the pixel rows
 /// that show the same matrix row.

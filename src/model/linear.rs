@@ -10,10 +10,10 @@ pub struct Linear {
     pub bias: Option<Array1<f32>>,
 }
 
-/// Up to this many tokens, WebAssembly uses the streaming kernel below rather than a GEMM
-/// that first copies (packs) the whole weight matrix on every call.
+/// The streaming kernel takes the tokens this many at a time, so that their rows stay in
+/// the CPU's cache while every weight row passes by.
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-const STREAMING_MAX_TOKENS: usize = 96;
+const TOKENS_PER_CHUNK: usize = 64;
 /// The streaming kernel's block: four tokens by two weight rows, eight accumulators. Larger
 /// blocks run out of the sixteen SIMD registers browsers compile WebAssembly to on x86-64.
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
@@ -32,11 +32,11 @@ impl Linear {
 
     /// y = x W^T + b
     pub fn forward(&self, x: ArrayView2<f32>) -> Array2<f32> {
+        // In WebAssembly, a kernel that streams the weights beats a GEMM that first copies
+        // (packs) the whole weight matrix on every call.
         #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-        if x.nrows() <= STREAMING_MAX_TOKENS {
-            if let Some(y) = self.forward_streaming(x) {
-                return y;
-            }
+        if let Some(y) = self.forward_streaming(x) {
+            return y;
         }
         let mut y = x.dot(&self.weight.t()); // (T, out) = (T, in) · (in, out)
         if let Some(b) = &self.bias {
@@ -58,28 +58,31 @@ impl Linear {
         let ws = self.weight.as_slice()?;
         let mut y = Array2::<f32>::zeros((t, out)); // (T, out)
         let ys = y.as_slice_mut()?;
-        let mut o = 0;
-        while o + RB <= out {
-            let rows: [&[f32]; RB] = core::array::from_fn(|k| &ws[(o + k) * inp..(o + k + 1) * inp]);
-            let mut tok = 0;
-            while tok + TB <= t {
-                let xrows: [&[f32]; TB] = core::array::from_fn(|k| &xs[(tok + k) * inp..(tok + k + 1) * inp]);
-                let dots = simd::dot_block::<TB, RB>(xrows, rows);
-                for (k, d) in dots.iter().enumerate() {
-                    ys[(tok + k) * out + o..(tok + k) * out + o + RB].copy_from_slice(d);
+        for start in (0..t).step_by(TOKENS_PER_CHUNK) {
+            let end = (start + TOKENS_PER_CHUNK).min(t);
+            let mut o = 0;
+            while o + RB <= out {
+                let rows: [&[f32]; RB] = core::array::from_fn(|k| &ws[(o + k) * inp..(o + k + 1) * inp]);
+                let mut tok = start;
+                while tok + TB <= end {
+                    let xrows: [&[f32]; TB] = core::array::from_fn(|k| &xs[(tok + k) * inp..(tok + k + 1) * inp]);
+                    let dots = simd::dot_block::<TB, RB>(xrows, rows);
+                    for (k, d) in dots.iter().enumerate() {
+                        ys[(tok + k) * out + o..(tok + k) * out + o + RB].copy_from_slice(d);
+                    }
+                    tok += TB;
                 }
-                tok += TB;
+                for tok in tok..end {
+                    let dots = simd::dot_block::<1, RB>([&xs[tok * inp..(tok + 1) * inp]], rows);
+                    ys[tok * out + o..tok * out + o + RB].copy_from_slice(&dots[0]);
+                }
+                o += RB;
             }
-            for tok in tok..t {
-                let dots = simd::dot_block::<1, RB>([&xs[tok * inp..(tok + 1) * inp]], rows);
-                ys[tok * out + o..tok * out + o + RB].copy_from_slice(&dots[0]);
-            }
-            o += RB;
-        }
-        for o in o..out {
-            let row = &ws[o * inp..(o + 1) * inp];
-            for tok in 0..t {
-                ys[tok * out + o] = xs[tok * inp..(tok + 1) * inp].iter().zip(row).map(|(a, b)| a * b).sum();
+            for o in o..out {
+                let row = &ws[o * inp..(o + 1) * inp];
+                for tok in start..end {
+                    ys[tok * out + o] = xs[tok * inp..(tok + 1) * inp].iter().zip(row).map(|(a, b)| a * b).sum();
+                }
             }
         }
         if let Some(b) = &self.bias {

@@ -23,7 +23,7 @@ export function serve(dir = root, listenPort = port) {
       if (statSync(file).isDirectory()) file = join(file, 'index.html');
       const size = statSync(file).size;
       res.writeHead(200, { 'content-type': types[extname(file)] ?? 'application/octet-stream', 'content-length': size, 'cache-control': 'no-cache' });
-      createReadStream(file).pipe(res);
+      createReadStream(file, { highWaterMark: 1 << 20 }).pipe(res); // 1 MiB reads: the model file is large
     } catch {
       res.writeHead(404, { 'content-type': 'text/plain' }).end('not found');
     }

@@ -50,6 +50,9 @@ struct Summary<'a> {
     steps: Vec<StepInfo<'a>>,
     norms: Vec<NormInfo<'a>>,
     milliseconds: f64,
+    /// False when the new text gave the same tokens as the last one, so the last forward
+    /// pass (the same numbers) was kept.
+    recomputed: bool,
 }
 
 fn now_ms() -> f64 {
@@ -86,12 +89,23 @@ impl Viz {
 
     /// Runs the traced forward pass on `text` and describes the result: tokens, truncation,
     /// and every step's title, equation and shape (the values stay in wasm until drawn).
+    /// Text that splits into the same tokens as before (a trailing space, say) keeps the
+    /// last pass: its numbers would be the same.
     pub fn set_text(&mut self, text: &str) -> Result<JsValue, JsError> {
         let start = now_ms();
-        let trace = self.model.trace(text).map_err(js_err)?;
+        let encoding = self.model.encode(text).map_err(js_err)?;
+        let recomputed = match self.trace.as_mut() {
+            Some(last) if last.tokens == encoding.tokens && last.truncated == encoding.truncated => {
+                last.text = text.to_string();
+                false
+            }
+            _ => {
+                self.trace = Some(self.model.trace_ids(encoding, text));
+                true
+            }
+        };
         let milliseconds = now_ms() - start;
-        self.trace = Some(trace);
-        let trace = self.trace.as_ref().expect("just set");
+        let trace = self.trace.as_ref().expect("set above");
         let steps = trace
             .steps
             .iter()
@@ -110,7 +124,7 @@ impl Viz {
             })
             .collect();
         let norms = trace.norms.iter().enumerate().map(|(index, n)| NormInfo { index, step: &n.step, layer: n.layer }).collect();
-        to_js(&Summary { tokens: &trace.tokens, truncated: &trace.truncated, steps, norms, milliseconds })
+        to_js(&Summary { tokens: &trace.tokens, truncated: &trace.truncated, steps, norms, milliseconds, recomputed })
     }
 
     fn current(&self) -> Result<&Trace, JsError> {

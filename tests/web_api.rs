@@ -99,3 +99,23 @@ fn bad_input_and_bad_files_are_errors_not_panics() {
     assert!(Viz::new("minilm-l6", CONFIG, TOKENIZER, &WEIGHTS[..1000]).is_err());
     assert!(Viz::new("gpt-9", CONFIG, TOKENIZER, WEIGHTS).is_err());
 }
+
+#[wasm_bindgen_test]
+fn text_with_the_same_tokens_keeps_the_last_pass() {
+    let field = |summary: &JsValue, name: &str| js_sys::Reflect::get(summary, &name.into()).unwrap();
+    let mut viz = Viz::new("minilm-l6", CONFIG, TOKENIZER, WEIGHTS).unwrap();
+    let first = viz.set_text("The cat sat").unwrap();
+    assert_eq!(field(&first, "recomputed"), JsValue::TRUE);
+    let before = viz.attention(3, 1).unwrap();
+    // A trailing space and a different case split into the same tokens (the model lowercases).
+    for same in ["The cat sat ", "the CAT sat"] {
+        let summary = viz.set_text(same).unwrap();
+        assert_eq!(field(&summary, "recomputed"), JsValue::FALSE, "{same:?}");
+        assert_eq!(viz.attention(3, 1).unwrap(), before);
+        let trace: serde_json::Value = serde_json::from_str(&viz.trace_json().unwrap()).unwrap();
+        assert_eq!(trace["text"], same, "the trace keeps the text as typed");
+    }
+    let other = viz.set_text("The cat sat down").unwrap();
+    assert_eq!(field(&other, "recomputed"), JsValue::TRUE);
+    assert_ne!(viz.attention(3, 1).unwrap().len(), before.len());
+}

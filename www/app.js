@@ -317,13 +317,15 @@ function update() {
   drawAll();
   renderStep();
   renderPrediction();
-  $('timing').textContent = `${summary.milliseconds.toFixed(0)} ms for ${summary.tokens.length} tokens`;
+  $('timing').textContent = summary.recomputed
+    ? `${summary.milliseconds.toFixed(0)} ms for ${summary.tokens.length} tokens`
+    : `same ${summary.tokens.length} tokens as before: numbers unchanged`;
   writeUrl();
   const done = performance.now();
   window.__tviz.renders += 1;
   if (inputAt !== null) {
     window.__tviz.latencies.push(done - inputAt);
-    window.__tviz.passes.push(summary.milliseconds);
+    if (summary.recomputed) window.__tviz.passes.push(summary.milliseconds);
   }
   inputAt = null;
   lastPassEnd = done;

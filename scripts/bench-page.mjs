@@ -1,7 +1,8 @@
 // Browser benchmark of the release page (run scripts/build-page.sh first, or use
 // scripts/bench-page.sh which does). In headless Debian Chromium it measures:
 //   - time from navigation to the first complete view (model loaded, every chart drawn);
-//   - over 20 keystrokes, the time from each input event to the charts on screen drawn, and
+//   - over 20 keystrokes, with the helper thread and (at 32 tokens) without it (?threads=1),
+//     the time from each input event to the charts on screen drawn, and
 //     to all nine charts drawn (the page draws off-screen charts one per task after the
 //     on-screen ones), at 8, 32 and 128 tokens: median and p95, and the same for the traced
 //     forward pass alone (inside the first figure).
@@ -30,33 +31,44 @@ const server = await serve(join(ROOT, 'dist'), 0);
 const url = `http://127.0.0.1:${server.address().port}/`;
 const browser = await launchChromium();
 const results = { url, keystrokes: KEYSTROKES, firstView: [], firstAllCharts: [], typing: {} };
+
+async function typing(page, tokens) {
+  const base = sentence(tokens);
+  await page.fill('#text', base);
+  await page.waitForFunction((t) => document.querySelectorAll('#tokens li').length === t, tokens);
+  await page.waitForFunction(() => window.__tvizSettled());
+  await page.evaluate(() => { window.__tviz.latencies = []; window.__tviz.settledLatencies = []; window.__tviz.passes = []; });
+  await page.focus('#text');
+  for (let i = 0; i < KEYSTROKES; i += 1) {
+    const before = await page.evaluate(() => window.__tviz.settledLatencies.length);
+    // Retype the last letter of the sentence: the token count stays the same.
+    await page.keyboard.press(i % 2 === 0 ? 'Backspace' : base.at(-1));
+    // Wait until every chart of this keystroke's pass is drawn, before the next key.
+    await page.waitForFunction((n) => window.__tviz.settledLatencies.length > n, before);
+  }
+  const [latencies, everything, passes] = await page.evaluate(() => [window.__tviz.latencies, window.__tviz.settledLatencies, window.__tviz.passes]);
+  return { onScreen: { ...stats(latencies), samples: latencies.length }, allNine: stats(everything), forwardPass: stats(passes) };
+}
+
 try {
-  for (let run = 0; run < 3; run += 1) {
+  // Three loads of the default page (with the helper thread where the page is cross-origin
+  // isolated, as served here), typing at 8/32/128 tokens in the first; then one load computing
+  // alone (?threads=1), typing at 32 tokens, for comparison.
+  for (const [run, query] of [[0, ''], [1, ''], [2, ''], [3, '?threads=1']]) {
     const context = await browser.newContext({ viewport: { width: 1280, height: 720 } });
     const page = await context.newPage();
-    await page.goto(url);
+    await page.goto(url + query);
     await page.waitForFunction(() => window.__tviz?.firstSettledAt !== undefined || window.__tviz?.failed, null, { timeout: 60000 });
-    results.firstView.push(await page.evaluate(() => window.__tviz.firstViewAt));
-    results.firstAllCharts.push(await page.evaluate(() => window.__tviz.firstSettledAt));
-    results.backend = await page.evaluate(() => window.__tviz.backend);
-    if (run === 0) {
-      for (const tokens of [8, 32, 128]) {
-        const base = sentence(tokens);
-        await page.fill('#text', base);
-        await page.waitForFunction((t) => document.querySelectorAll('#tokens li').length === t, tokens);
-        await page.waitForFunction(() => window.__tvizSettled());
-        await page.evaluate(() => { window.__tviz.latencies = []; window.__tviz.settledLatencies = []; window.__tviz.passes = []; });
-        await page.focus('#text');
-        for (let i = 0; i < KEYSTROKES; i += 1) {
-          const before = await page.evaluate(() => window.__tviz.settledLatencies.length);
-          // Retype the last letter of the sentence: the token count stays the same.
-          await page.keyboard.press(i % 2 === 0 ? 'Backspace' : base.at(-1));
-          // Wait until every chart of this keystroke's pass is drawn, before the next key.
-          await page.waitForFunction((n) => window.__tviz.settledLatencies.length > n, before);
-        }
-        const [latencies, everything, passes] = await page.evaluate(() => [window.__tviz.latencies, window.__tviz.settledLatencies, window.__tviz.passes]);
-        results.typing[tokens] = { onScreen: { ...stats(latencies), samples: latencies.length }, allNine: stats(everything), forwardPass: stats(passes) };
-      }
+    if (run < 3) {
+      results.firstView.push(await page.evaluate(() => window.__tviz.firstViewAt));
+      results.firstAllCharts.push(await page.evaluate(() => window.__tviz.firstSettledAt));
+    }
+    await page.waitForFunction(() => window.__tviz.helper !== 'starting', null, { timeout: 60000 });
+    const backend = await page.evaluate(() => window.__tviz.backend);
+    if (run === 0 || run === 3) {
+      const counts = run === 0 ? [8, 32, 128] : [32];
+      results.typing[backend] = {};
+      for (const tokens of counts) results.typing[backend][tokens] = await typing(page, tokens);
     }
     await context.close();
   }
@@ -69,8 +81,10 @@ results.firstAllChartsStats = stats(results.firstAllCharts);
 mkdirSync(join(ROOT, 'tests/artifacts'), { recursive: true });
 writeFileSync(join(ROOT, 'tests/artifacts/bench-page.json'), JSON.stringify(results, null, 2));
 const ms = (v) => `${v.toFixed(1)} ms`;
-console.log(`backend: ${results.backend}`);
 console.log(`navigation to first complete view (3 loads): on-screen charts median ${ms(results.firstViewStats.median)}, max ${ms(results.firstViewStats.max)}; all nine charts median ${ms(results.firstAllChartsStats.median)}, max ${ms(results.firstAllChartsStats.max)}`);
-for (const [tokens, s] of Object.entries(results.typing)) {
-  console.log(`${tokens} tokens, ${s.onScreen.samples} keystrokes: input to on-screen views drawn median ${ms(s.onScreen.median)}, p95 ${ms(s.onScreen.p95)}; input to all nine charts drawn median ${ms(s.allNine.median)}, p95 ${ms(s.allNine.p95)}; of which the traced forward pass median ${ms(s.forwardPass.median)}, p95 ${ms(s.forwardPass.p95)}`);
+for (const [backend, byTokens] of Object.entries(results.typing)) {
+  console.log(`${backend}:`);
+  for (const [tokens, s] of Object.entries(byTokens)) {
+    console.log(`  ${tokens} tokens, ${s.onScreen.samples} keystrokes: input to on-screen views drawn median ${ms(s.onScreen.median)}, p95 ${ms(s.onScreen.p95)}; input to all nine charts drawn median ${ms(s.allNine.median)}, p95 ${ms(s.allNine.p95)}; of which the traced forward pass median ${ms(s.forwardPass.median)}, p95 ${ms(s.forwardPass.p95)}`);
+  }
 }

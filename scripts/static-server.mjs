@@ -1,5 +1,7 @@
 // A static file server for the built page (dist/), bound to 127.0.0.1 only. The page needs
-// nothing but its own files: this is all the "server" there is.
+// nothing but its own files: this is all the "server" there is. It sends the two headers that
+// make the page cross-origin isolated (for the helper thread); any static server will do
+// without them, with one thread.
 //   node scripts/static-server.mjs [DIR] [PORT]
 import { createServer } from 'node:http';
 import { createReadStream, statSync } from 'node:fs';
@@ -22,7 +24,12 @@ export function serve(dir = root, listenPort = port) {
     try {
       if (statSync(file).isDirectory()) file = join(file, 'index.html');
       const size = statSync(file).size;
-      res.writeHead(200, { 'content-type': types[extname(file)] ?? 'application/octet-stream', 'content-length': size, 'cache-control': 'no-cache' });
+      res.writeHead(200, {
+        'content-type': types[extname(file)] ?? 'application/octet-stream', 'content-length': size, 'cache-control': 'no-cache',
+        // Cross-origin isolation: lets the page share memory with its helper worker (two
+        // threads per forward pass). Served without these headers, the page computes alone.
+        'cross-origin-opener-policy': 'same-origin', 'cross-origin-embedder-policy': 'require-corp',
+      });
       createReadStream(file, { highWaterMark: 1 << 20 }).pipe(res); // 1 MiB reads: the model file is large
     } catch {
       res.writeHead(404, { 'content-type': 'text/plain' }).end('not found');

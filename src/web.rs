@@ -9,6 +9,7 @@ use web_sys::HtmlCanvasElement;
 use crate::checkpoints::minilm;
 use crate::draw::view::{draw_view, view_svg, View};
 use crate::error::VizError;
+use crate::model::team::{self, Team};
 use crate::model::ModelConfig;
 use crate::trace::{Op, Trace, TokenInfo, Truncation};
 use crate::web_canvas::FastCanvas;
@@ -53,6 +54,39 @@ struct Summary<'a> {
     /// False when the new text gave the same tokens as the last one, so the last forward
     /// pass (the same numbers) was kept.
     recomputed: bool,
+    /// Threads that computed the pass: 2 while a helper worker shares it, else 1.
+    threads: usize,
+}
+
+// The page's side of `model::team` (www/team.js): halves travel through a SharedArrayBuffer.
+#[wasm_bindgen(module = "/www/team.js")]
+extern "C" {
+    fn team_buffer_bytes(max_floats: usize) -> usize;
+    fn team_init(buffer: &js_sys::SharedArrayBuffer, member: usize, helper: &JsValue);
+    fn team_begin(ids: &[u32]);
+    fn team_exchange(mine: &[f32], theirs: &mut [f32]) -> bool;
+}
+
+/// A member of a team whose partner runs in another thread of the browser.
+struct BrowserTeam {
+    member: usize,
+}
+
+impl Team for BrowserTeam {
+    fn member(&self) -> usize {
+        self.member
+    }
+    fn exchange(&self, mine: &[f32], theirs: &mut [f32]) -> bool {
+        team_exchange(mine, theirs)
+    }
+}
+
+fn threads() -> usize {
+    if team::current().is_some() {
+        2
+    } else {
+        1
+    }
 }
 
 fn now_ms() -> f64 {
@@ -84,7 +118,47 @@ impl Viz {
 
     /// Where the numbers are computed.
     pub fn backend(&self) -> String {
-        "CPU (WebAssembly)".into()
+        match threads() {
+            1 => "CPU (WebAssembly)".into(),
+            n => format!("CPU (WebAssembly, {n} threads)"),
+        }
+    }
+
+    /// Bytes of shared memory a team of two needs for this model's longest halves.
+    pub fn team_buffer_bytes(&self) -> usize {
+        let c = &self.model.config;
+        let widest = c.d_ff.max(c.d_model).max(c.n_heads * c.head_dim).max(c.n_kv_heads * c.head_dim);
+        team_buffer_bytes(c.context * (widest / 2 + 2))
+    }
+
+    /// Joins a team of two through `buffer`: member 0 is the page, which tells `helper` (its
+    /// Worker) when a pass starts; member 1 is the worker, which runs `help`.
+    pub fn join_team(&mut self, buffer: &js_sys::SharedArrayBuffer, member: usize, helper: JsValue) -> Result<(), JsError> {
+        if member > 1 {
+            return Err(JsError::new("a team has members 0 and 1"));
+        }
+        if (buffer.byte_length() as usize) < self.team_buffer_bytes() {
+            return Err(JsError::new("the team's shared buffer is too small for this model"));
+        }
+        team_init(buffer, member, &helper);
+        team::join(std::rc::Rc::new(BrowserTeam { member }));
+        Ok(())
+    }
+
+    /// Leaves the team: every product is computed here again.
+    pub fn leave_team(&mut self) {
+        team::leave();
+    }
+
+    /// Member 1: runs the (untraced) pass on the page's tokens, computing its half of every
+    /// dense layer.
+    pub fn help(&self, ids: Vec<u32>) -> Result<(), JsError> {
+        let c = &self.model.config;
+        if ids.is_empty() || ids.len() > c.context || ids.iter().any(|&i| i as usize >= c.vocab_size) {
+            return Err(JsError::new("the page sent tokens this model cannot read"));
+        }
+        self.model.run_ids(&ids);
+        Ok(())
     }
 
     /// Runs the traced forward pass on `text` and describes the result: tokens, truncation,
@@ -100,6 +174,9 @@ impl Viz {
                 false
             }
             _ => {
+                if team::current().is_some_and(|t| t.member() == 0) {
+                    team_begin(&encoding.ids()); // the helper runs the same pass alongside
+                }
                 self.trace = Some(self.model.trace_ids(encoding, text));
                 true
             }
@@ -124,7 +201,7 @@ impl Viz {
             })
             .collect();
         let norms = trace.norms.iter().enumerate().map(|(index, n)| NormInfo { index, step: &n.step, layer: n.layer }).collect();
-        to_js(&Summary { tokens: &trace.tokens, truncated: &trace.truncated, steps, norms, milliseconds, recomputed })
+        to_js(&Summary { tokens: &trace.tokens, truncated: &trace.truncated, steps, norms, milliseconds, recomputed, threads: threads() })
     }
 
     fn current(&self) -> Result<&Trace, JsError> {

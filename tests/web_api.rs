@@ -98,6 +98,12 @@ fn bad_input_and_bad_files_are_errors_not_panics() {
     assert!(viz.draw(canvas(300, 300), view(r#"{"kind":"no_such_view"}"#)).is_err());
     assert!(Viz::new("minilm-l6", CONFIG, TOKENIZER, &WEIGHTS[..1000]).is_err());
     assert!(Viz::new("gpt-9", CONFIG, TOKENIZER, WEIGHTS).is_err());
+    // The helper thread's entry point refuses tokens the model cannot read.
+    assert!(viz.help(vec![]).is_err());
+    assert!(viz.help(vec![101, 30_522]).is_err());
+    assert!(viz.help(vec![101; 513]).is_err());
+    assert!(viz.help(vec![101, 7_592, 102]).is_ok());
+    assert_eq!(viz.backend(), "CPU (WebAssembly)", "no team was joined");
 }
 
 #[wasm_bindgen_test]

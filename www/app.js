@@ -16,6 +16,7 @@ const state = {
   stepHead: 0,
   norm: 1,
   dims: [0, 1, 4, 5, 32, 33],
+  threads: 2, // 1: no helper thread (`?threads=1`)
 };
 
 function readUrl() {
@@ -32,6 +33,7 @@ function readUrl() {
   state.norm = int('norm', state.norm);
   if (q.get('mode') === 'lines') state.mode = 'lines';
   if (q.has('dims')) state.dims = parseDims(q.get('dims')) ?? state.dims;
+  if (q.get('threads') === '1') state.threads = 1;
 }
 
 function writeUrl() {
@@ -39,6 +41,7 @@ function writeUrl() {
     model: MODEL, text: state.text, layer: state.layer, head: state.head, mode: state.mode,
     step: state.step, stephead: state.stepHead, norm: state.norm, dims: state.dims.join(','),
   });
+  if (state.threads === 1) q.set('threads', '1');
   history.replaceState(null, '', `${location.pathname}?${q}${location.hash}`);
 }
 
@@ -205,8 +208,12 @@ function observeCharts() {
 // give way as soon as the browser reports pending input, so typing stays fast.
 let background = null;
 let passStartedAt = null; // when the input that started this pass arrived
+let afterFirstView = null; // starts the helper thread once the first view is complete
 function settled() { // once a pass has drawn every chart (a second call changes nothing)
-  if (window.__tviz.firstSettledAt === undefined) window.__tviz.firstSettledAt = performance.now();
+  if (window.__tviz.firstSettledAt === undefined) {
+    window.__tviz.firstSettledAt = performance.now();
+    setTimeout(() => afterFirstView?.(), 0);
+  }
   if (passStartedAt !== null) window.__tviz.settledLatencies.push(performance.now() - passStartedAt);
   passStartedAt = null;
 }
@@ -293,7 +300,7 @@ function renderNormOptions() {
 let pending = false;
 let inputAt = null;
 // For tests and the benchmark: how many updates ran and how long input took to be drawn.
-window.__tviz = { renders: 0, latencies: [], settledLatencies: [], passes: [], ready: null, backend: null };
+window.__tviz = { renders: 0, latencies: [], settledLatencies: [], passes: [], ready: null, backend: null, helper: 'off' };
 
 function update() {
   if (!viz) return;
@@ -317,6 +324,7 @@ function update() {
   drawAll();
   renderStep();
   renderPrediction();
+  if (summary.threads !== window.__tviz.threads) showBackend(); // the helper joined or left
   $('timing').textContent = summary.recomputed
     ? `${summary.milliseconds.toFixed(0)} ms for ${summary.tokens.length} tokens`
     : `same ${summary.tokens.length} tokens as before: numbers unchanged`;
@@ -615,6 +623,52 @@ function wire() {
   observeCharts();
 }
 
+// ---------- the helper thread ----------
+// A second copy of the model in a Web Worker computes half of every dense layer of each pass
+// (team-worker.js, `model::team`), so a pass uses two cores. The halves travel through shared
+// memory, which browsers give only to cross-origin isolated pages (the README's server sends
+// the two headers); elsewhere, on one core, or with ?threads=1, the page computes alone.
+function showBackend() {
+  const backend = viz.backend();
+  if ($('backend').textContent !== backend) $('backend').textContent = backend;
+  window.__tviz.backend = backend;
+  window.__tviz.threads = backend.includes('2 threads') ? 2 : 1;
+}
+
+function startHelper(configJson, tokenizer, weights) {
+  window.__tviz.helper = 'off';
+  const isolated = window.crossOriginIsolated && typeof SharedArrayBuffer === 'function';
+  if (state.threads === 1 || !isolated || (navigator.hardwareConcurrency ?? 1) < 2) return;
+  const glue = document.querySelector('link[rel=modulepreload][href*="transformer-viz"]')?.href;
+  const wasm = document.querySelector('link[rel=preload][href$="_bg.wasm"]')?.href;
+  if (!glue || !wasm) return;
+  let worker;
+  try {
+    worker = new Worker('team-worker.js', { type: 'module' });
+  } catch {
+    return;
+  }
+  window.__tviz.helper = 'starting';
+  const buffer = new SharedArrayBuffer(viz.team_buffer_bytes());
+  const stop = () => {
+    viz.leave_team();
+    worker.terminate();
+    window.__tviz.helper = 'failed';
+    showBackend();
+  };
+  worker.onmessage = ({ data }) => {
+    if (data.ready) {
+      viz.join_team(buffer, 0, worker);
+      window.__tviz.helper = 'ready';
+      showBackend();
+    }
+    if (data.failed) stop();
+  };
+  worker.onerror = (event) => { event.preventDefault(); stop(); };
+  // The worker gets the weights' bytes (the page's model already holds its own copy).
+  worker.postMessage({ start: { glue, wasm, model: MODEL, config: configJson, tokenizer, weights: weights.buffer, buffer } }, [weights.buffer]);
+}
+
 async function main() {
   readUrl();
   $('text').value = state.text;
@@ -628,10 +682,12 @@ async function main() {
   $('loading-text').textContent = 'Preparing the model…';
   viz = new bindings.Viz(MODEL, configJson, tokenizer, weights);
   config = viz.config();
-  $('backend').textContent = viz.backend();
-  window.__tviz.backend = viz.backend();
+  showBackend();
   renderStaticMath();
   wire();
+  // The helper starts after the first complete view, so that it does not delay it.
+  afterFirstView = () => startHelper(configJson, tokenizer, weights);
+  window.__tviz.helper = 'starting';
   update();
   $('loading').hidden = true;
 }

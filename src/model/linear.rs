@@ -1,6 +1,8 @@
 //! A dense layer, with the weight stored (out, in) as PyTorch and safetensors keep it.
 
-use ndarray::{Array1, Array2, ArrayView2};
+use ndarray::{s, Array1, Array2, ArrayView2};
+
+use super::team::{self, Team};
 
 #[derive(Debug, Clone)]
 pub struct Linear {
@@ -18,7 +20,7 @@ const TOKENS_PER_CHUNK: usize = 64;
 /// blocks run out of the sixteen SIMD registers browsers compile WebAssembly to on x86-64.
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 const TOKENS_PER_BLOCK: usize = 4;
-#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+/// Also where a team splits the output features, so that both halves keep whole blocks.
 const ROWS_PER_BLOCK: usize = 2;
 
 impl Linear {
@@ -32,30 +34,59 @@ impl Linear {
 
     /// y = x W^T + b
     pub fn forward(&self, x: ArrayView2<f32>) -> Array2<f32> {
+        if let Some(team) = team::current() {
+            if let Some(y) = self.forward_shared(x, &*team) {
+                return y;
+            }
+        }
+        self.forward_features(x, 0, self.out_features())
+    }
+
+    /// Output features [lo, hi) only: x W[lo..hi]^T + b[lo..hi].
+    pub fn forward_features(&self, x: ArrayView2<f32>, lo: usize, hi: usize) -> Array2<f32> {
         // In WebAssembly, a kernel that streams the weights beats a GEMM that first copies
         // (packs) the whole weight matrix on every call.
         #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-        if let Some(y) = self.forward_streaming(x) {
+        if let Some(y) = self.forward_streaming(x, lo, hi) {
             return y;
         }
-        let mut y = x.dot(&self.weight.t()); // (T, out) = (T, in) · (in, out)
+        let w = self.weight.slice(s![lo..hi, ..]); // (hi - lo, in)
+        let mut y = x.dot(&w.t()); // (T, hi - lo) = (T, in) · (in, hi - lo)
         if let Some(b) = &self.bias {
-            y += b; // (T, out) + (out)
+            y += &b.slice(s![lo..hi]); // (T, hi - lo) + (hi - lo)
         }
         y
+    }
+
+    /// This member's half of the output features, swapped with the partner's half.
+    fn forward_shared(&self, x: ArrayView2<f32>, team: &dyn Team) -> Option<Array2<f32>> {
+        let (t, out) = (x.nrows(), self.out_features());
+        let halves = team::halves(out, ROWS_PER_BLOCK);
+        let member = team.member().min(1);
+        let ((lo, hi), (other_lo, other_hi)) = (halves[member], halves[1 - member]);
+        let mine = self.forward_features(x, lo, hi); // (T, hi - lo)
+        let mut theirs = Array2::<f32>::zeros((t, other_hi - other_lo)); // (T, other half)
+        if !team.exchange(mine.as_slice()?, theirs.as_slice_mut()?) {
+            team::leave();
+            theirs = self.forward_features(x, other_lo, other_hi);
+        }
+        let mut y = Array2::<f32>::zeros((t, out)); // (T, out)
+        y.slice_mut(s![.., lo..hi]).assign(&mine);
+        y.slice_mut(s![.., other_lo..other_hi]).assign(&theirs);
+        Some(y)
     }
 
     /// A block of weight rows at a time, each read once from memory and kept in cache while
     /// every token's dot products with them are taken, four tokens and four SIMD lanes wide.
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-    fn forward_streaming(&self, x: ArrayView2<f32>) -> Option<Array2<f32>> {
+    fn forward_streaming(&self, x: ArrayView2<f32>, lo: usize, hi: usize) -> Option<Array2<f32>> {
         const TB: usize = TOKENS_PER_BLOCK;
         const RB: usize = ROWS_PER_BLOCK;
         let x = x.as_standard_layout(); // (T, in)
         let (t, inp) = x.dim();
-        let out = self.out_features();
+        let out = hi - lo;
         let xs = x.as_slice()?;
-        let ws = self.weight.as_slice()?;
+        let ws = &self.weight.as_slice()?[lo * inp..hi * inp]; // rows lo..hi of (out, in)
         let mut y = Array2::<f32>::zeros((t, out)); // (T, out)
         let ys = y.as_slice_mut()?;
         for start in (0..t).step_by(TOKENS_PER_CHUNK) {
@@ -86,7 +117,7 @@ impl Linear {
             }
         }
         if let Some(b) = &self.bias {
-            y += b; // (T, out) + (out)
+            y += &b.slice(s![lo..hi]); // (T, hi - lo) + (hi - lo)
         }
         Some(y)
     }

@@ -8,6 +8,7 @@ pub mod forward;
 pub mod linear;
 pub mod norm;
 pub mod position;
+pub mod team;
 pub mod weights;
 
 pub use config::ModelConfig;

@@ -243,3 +243,31 @@ test('a corrupt model file is reported in plain words', async () => {
   writeFileSync(join(ARTIFACTS, 'corrupt-model-message.txt'), await page.textContent('#error'));
   await context.close();
 });
+
+test('a pass shared with the helper thread gives the numbers of a pass computed alone', async () => {
+  const sentence = 'Two threads share every dense layer of this forward pass.';
+  const read = async (query) => {
+    const { page, context, problems } = await openPage(`${base}?layer=5&head=3&step=100${query}`);
+    await page.waitForFunction(() => window.__tviz.helper !== 'starting', null, { timeout: 60000 });
+    const helper = await page.evaluate(() => window.__tviz.helper);
+    await typeSentence(page, sentence);
+    await page.evaluate(() => window.__tvizFlush());
+    const result = await page.evaluate(() => ({
+      backend: document.getElementById('backend').textContent,
+      attention: Array.from(window.__tvizDrawn.attention.values),
+      step: Array.from(window.__tvizDrawn.step.values),
+    }));
+    assert.deepEqual(problems, []);
+    await context.close();
+    return { helper, ...result };
+  };
+  const shared = await read('');
+  const alone = await read('&threads=1');
+  assert.equal(shared.helper, 'ready', 'the README server makes the page cross-origin isolated, so the helper starts');
+  assert.equal(shared.backend, 'CPU (WebAssembly, 2 threads)');
+  assert.equal(alone.helper, 'off');
+  assert.equal(alone.backend, 'CPU (WebAssembly)');
+  assert.ok(shared.attention.length > 100 && shared.step.length > 100);
+  assert.deepEqual(shared.attention, alone.attention, 'layer 5 attention differs between one and two threads');
+  assert.deepEqual(shared.step, alone.step, 'the last layer\'s output differs between one and two threads');
+});

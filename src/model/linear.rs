@@ -35,9 +35,7 @@ impl Linear {
     /// y = x W^T + b
     pub fn forward(&self, x: ArrayView2<f32>) -> Array2<f32> {
         if let Some(team) = team::current() {
-            if let Some(y) = self.forward_shared(x, &*team) {
-                return y;
-            }
+            return self.forward_shared(x, &*team);
         }
         self.forward_features(x, 0, self.out_features())
     }
@@ -59,21 +57,26 @@ impl Linear {
     }
 
     /// This member's half of the output features, swapped with the partner's half.
-    fn forward_shared(&self, x: ArrayView2<f32>, team: &dyn Team) -> Option<Array2<f32>> {
+    fn forward_shared(&self, x: ArrayView2<f32>, team: &dyn Team) -> Array2<f32> {
         let (t, out) = (x.nrows(), self.out_features());
         let halves = team::halves(out, ROWS_PER_BLOCK);
         let member = team.member().min(1);
         let ((lo, hi), (other_lo, other_hi)) = (halves[member], halves[1 - member]);
-        let mine = self.forward_features(x, lo, hi); // (T, hi - lo)
+        let mine = self.forward_features(x, lo, hi); // (T, hi - lo), standard layout
         let mut theirs = Array2::<f32>::zeros((t, other_hi - other_lo)); // (T, other half)
-        if !team.exchange(mine.as_slice()?, theirs.as_slice_mut()?) {
+        let swapped = match (mine.as_slice(), theirs.as_slice_mut()) {
+            (Some(m), Some(o)) => team.exchange(m, o),
+            _ => false,
+        };
+        if !swapped {
+            // The partner did not answer (or this half could not be sent): finish alone.
             team::leave();
             theirs = self.forward_features(x, other_lo, other_hi);
         }
         let mut y = Array2::<f32>::zeros((t, out)); // (T, out)
         y.slice_mut(s![.., lo..hi]).assign(&mine);
         y.slice_mut(s![.., other_lo..other_hi]).assign(&theirs);
-        Some(y)
+        y
     }
 
     /// A block of weight rows at a time, each read once from memory and kept in cache while

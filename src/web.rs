@@ -124,6 +124,11 @@ impl Viz {
         }
     }
 
+    /// How many threads compute a pass: 2 while the helper worker shares it, else 1.
+    pub fn threads(&self) -> usize {
+        threads()
+    }
+
     /// Bytes of shared memory a team of two needs for this model's longest halves.
     pub fn team_buffer_bytes(&self) -> usize {
         let c = &self.model.config;

@@ -632,7 +632,7 @@ function showBackend() {
   const backend = viz.backend();
   if ($('backend').textContent !== backend) $('backend').textContent = backend;
   window.__tviz.backend = backend;
-  window.__tviz.threads = backend.includes('2 threads') ? 2 : 1;
+  window.__tviz.threads = viz.threads();
 }
 
 function startHelper(configJson, tokenizer, weights) {

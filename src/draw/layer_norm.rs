@@ -5,7 +5,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::colors::CATEGORICAL;
-use super::{category_labels, draw_err, draw_legend, short_label, LegendEntry, LegendMark, FONT};
+use super::{category_labels, draw_err, draw_legend, house_mesh, short_label, LegendEntry, LegendMark, FONT};
 use crate::error::Result;
 use crate::trace::NormRecord;
 
@@ -37,14 +37,10 @@ pub fn draw_norm<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, rec: &NormRe
         .y_label_area_size(48)
         .build_cartesian_2d(-0.5f32..t as f32 - 0.5, lo..hi)
         .map_err(draw_err)?;
-    chart
-        .configure_mesh()
+    house_mesh(&mut chart.configure_mesh(), font_px)
         .x_labels(t.min(200))
         .x_label_formatter(&label)
-        .label_style((FONT, font_px))
         .y_desc("per-token statistic")
-        .axis_desc_style((FONT, font_px + 1))
-        .light_line_style(RGBColor(235, 235, 235))
         .draw()
         .map_err(draw_err)?;
     let bar_w = 0.8 / 4.0;
@@ -72,12 +68,8 @@ pub fn draw_norm<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, rec: &NormRe
         .y_label_area_size(48)
         .build_cartesian_2d(0f32..d as f32, lo..hi)
         .map_err(draw_err)?;
-    chart
-        .configure_mesh()
+    house_mesh(&mut chart.configure_mesh(), font_px)
         .x_desc("feature")
-        .label_style((FONT, font_px))
-        .axis_desc_style((FONT, font_px + 1))
-        .light_line_style(RGBColor(235, 235, 235))
         .draw()
         .map_err(draw_err)?;
     let mut legend = Vec::new();

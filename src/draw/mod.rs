@@ -89,6 +89,20 @@ pub(crate) fn draw_legend<'a, DB: plotters::prelude::DrawingBackend + 'a, CT: pl
     Ok(())
 }
 
+/// The axes of every line and bar chart: labels and axis names in the views' font, light
+/// grid lines. The caller adds what is particular to its chart and draws.
+pub(crate) fn house_mesh<'m, 'a, 'b, X, Y, DB>(
+    mesh: &'m mut plotters::chart::MeshStyle<'a, 'b, X, Y, DB>,
+    font_px: u32,
+) -> &'m mut plotters::chart::MeshStyle<'a, 'b, X, Y, DB>
+where
+    X: plotters::coord::ranged1d::Ranged,
+    Y: plotters::coord::ranged1d::Ranged,
+    DB: plotters::prelude::DrawingBackend,
+{
+    mesh.label_style((FONT, font_px)).axis_desc_style((FONT, font_px + 1)).light_line_style(plotters::style::RGBColor(235, 235, 235))
+}
+
 /// Labels for a category axis at x = 0, 1, 2, ...: every k-th one, so that labels of about
 /// five characters never overlap across `width_px`; blank at the other tick positions.
 pub(crate) fn category_labels(labels: Vec<String>, width_px: u32, font_px: u32) -> impl Fn(&f32) -> String {

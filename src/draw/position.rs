@@ -7,7 +7,7 @@ use plotters::prelude::*;
 
 use super::colors::{Scale, CATEGORICAL};
 use super::heatmap::{draw_heatmap, Geometry, Heatmap};
-use super::{draw_err, draw_legend, LegendEntry, LegendMark, FONT};
+use super::{draw_err, draw_legend, house_mesh, LegendEntry, LegendMark, FONT};
 use crate::error::Result;
 
 /// The table as a heatmap: rows are positions, columns features.
@@ -43,13 +43,9 @@ pub fn draw_waves<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, table: Arra
         .y_label_area_size(44)
         .build_cartesian_2d(0f32..(positions.max(2) - 1) as f32, lo..hi)
         .map_err(draw_err)?;
-    chart
-        .configure_mesh()
+    house_mesh(&mut chart.configure_mesh(), font_px)
         .x_desc("position p")
         .y_desc("value")
-        .label_style((FONT, font_px))
-        .axis_desc_style((FONT, font_px + 1))
-        .light_line_style(RGBColor(235, 235, 235))
         .draw()
         .map_err(draw_err)?;
     let mut legend = Vec::new();

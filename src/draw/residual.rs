@@ -6,7 +6,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::colors::CATEGORICAL;
-use super::{category_labels, draw_err, draw_legend, short_label, LegendEntry, LegendMark, FONT};
+use super::{category_labels, draw_err, draw_legend, house_mesh, short_label, LegendEntry, LegendMark, FONT};
 use crate::error::Result;
 use crate::trace::Trace;
 
@@ -35,14 +35,10 @@ pub fn draw_residual<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, trace: &
         .y_label_area_size(48)
         .build_cartesian_2d(-0.3f32..(n as f32 - 0.7), 0f32..max.max(1e-3))
         .map_err(draw_err)?;
-    chart
-        .configure_mesh()
+    house_mesh(&mut chart.configure_mesh(), font_px)
         .x_labels(n)
         .x_label_formatter(&x_label)
-        .label_style((FONT, font_px))
         .y_desc("‖x‖ (L2 norm)")
-        .axis_desc_style((FONT, font_px + 1))
-        .light_line_style(RGBColor(235, 235, 235))
         .draw()
         .map_err(draw_err)?;
     let tokens = trace.token_texts();
@@ -73,13 +69,9 @@ pub fn draw_residual<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, trace: &
         .y_label_area_size(48)
         .build_cartesian_2d(-0.5f32..(m as f32 - 0.5), 0f32..top_val.max(1e-3))
         .map_err(draw_err)?;
-    chart
-        .configure_mesh()
+    house_mesh(&mut chart.configure_mesh(), font_px)
         .x_labels(m)
         .x_label_formatter(&bar_label)
-        .label_style((FONT, font_px))
-        .axis_desc_style((FONT, font_px + 1))
-        .light_line_style(RGBColor(235, 235, 235))
         .draw()
         .map_err(draw_err)?;
     chart

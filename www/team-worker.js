@@ -1,6 +1,6 @@
 // The page's helper thread (`model::team`, member 1): a second copy of the model that computes
 // the second half of every dense layer of each forward pass the page runs, so that a pass uses
-// both of the machine's cores. Started by app.js once the first view is drawn; the page works
+// both of the machine's cores. Started by js/helper-thread.js once the first view is drawn; the page works
 // alone if this worker cannot start or stops answering.
 let viz = null;
 

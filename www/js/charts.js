@@ -1,0 +1,138 @@
+// Every chart on the page: what it asks Rust to draw, its size, and when it is redrawn.
+// Charts on screen are drawn at once after a pass; the others in the next task (giving way
+// to pending input), or sooner when they scroll into view or are exported.
+import { state } from './state.js';
+import { session } from './session.js';
+
+export const charts = {
+  attention: () => (state.mode === 'lines'
+    ? { kind: 'lines', layer: state.layer, head: state.head, focus: null }
+    : { kind: 'head', layer: state.layer, head: state.head }),
+  grid: () => ({ kind: 'grid', layer: state.layer, head: state.head }),
+  'pos-table': () => ({ kind: 'position_table' }),
+  'pos-waves': () => ({ kind: 'position_waves', dims: state.dims }),
+  'pos-sim': () => ({ kind: 'position_similarity' }),
+  'pos-sin': () => ({ kind: 'sinusoidal_similarity' }),
+  norm: () => ({ kind: 'norm', index: state.norm }),
+  residual: () => ({ kind: 'residual' }),
+  step: () => ({ kind: 'step', index: state.step, head: state.stepHead }),
+};
+
+// Height as a fraction of width, and a floor, per chart.
+const shapes = {
+  attention: [0.9, 340], grid: [0.62, 240], 'pos-table': [0.72, 300], 'pos-waves': [0.72, 300],
+  'pos-sim': [0.9, 340], 'pos-sin': [0.9, 340], norm: [0.56, 420], residual: [0.62, 460], step: [0.55, 340],
+};
+
+export function canvasOf(name) {
+  return document.querySelector(`canvas[data-chart="${name}"]`);
+}
+
+function sizeCanvas(name) {
+  const { summary, config } = session;
+  const canvas = canvasOf(name);
+  const width = Math.max(300, Math.round(canvas.getBoundingClientRect().width || canvas.width));
+  const [ratio, floor] = shapes[name];
+  let height = Math.max(floor, Math.round(width * ratio));
+  if (name === 'attention' && state.mode === 'lines') height = Math.max(height, summary.tokens.length * 22 + 90);
+  if (name === 'step') {
+    // A 1-D step (the token ids) is one row of cells: keep it short.
+    const rows = summary.steps[state.step].shape.length === 1 ? 1 : summary.tokens.length;
+    height = Math.min(height, Math.max(220, rows * 26 + 150));
+  }
+  if (name === 'grid') {
+    // Square thumbnails that fill the width (the grid leaves room for its labels).
+    const font = width < 400 ? 10 : 12;
+    const side = Math.floor((width - (font * 3 + 6) - 4) / config.n_heads);
+    height = font * 2 + 8 + side * config.n_layers + 4;
+  }
+  if (canvas.width !== width) canvas.width = width;
+  if (canvas.height !== height) canvas.height = height;
+}
+
+// Charts depend on the sentence, except the position views while it is under 64 tokens.
+const MODEL_ONLY = new Set(['pos-table', 'pos-waves', 'pos-sim', 'pos-sin']);
+const drawnKey = {};
+const dirty = new Set();
+
+function keyOf(name) {
+  const { summary } = session;
+  const canvas = canvasOf(name);
+  const sentence = MODEL_ONLY.has(name) ? Math.max(64, summary.tokens.length) : summary;
+  return [JSON.stringify(charts[name]()), canvas.width, canvas.height, sentence];
+}
+
+/** Draws chart `name` now, unless nothing it shows has changed. */
+export function draw(name) {
+  sizeCanvas(name);
+  const key = keyOf(name);
+  const old = drawnKey[name];
+  dirty.delete(name);
+  if (old && old.every((part, i) => part === key[i])) return; // nothing it shows has changed
+  session.drawn[name] = session.viz.draw(canvasOf(name), charts[name]());
+  drawnKey[name] = key;
+}
+
+// Which charts are on screen (or within 200 px of it). An IntersectionObserver keeps this up
+// to date, so a keystroke never has to ask the layout where each canvas is; until its first
+// report, the canvas's position is read once.
+const visible = new Map();
+function onScreen(name) {
+  if (visible.has(name)) return visible.get(name);
+  const r = canvasOf(name).getBoundingClientRect();
+  return r.bottom > -200 && r.top < innerHeight + 200;
+}
+
+export function observeCharts() {
+  const names = new Map(Object.keys(charts).map((name) => [canvasOf(name), name]));
+  const observer = new IntersectionObserver((entries) => {
+    for (const e of entries) visible.set(names.get(e.target), e.isIntersecting);
+    if (session.summary && dirty.size) drawVisible(); // scrolled into view before its turn
+  }, { rootMargin: '200px 0px' });
+  for (const canvas of names.keys()) observer.observe(canvas);
+}
+
+// Every chart is brought up to date: those on screen right away, the others in the next
+// task, after the browser has shown the first ones (or sooner, when they scroll into view or
+// are exported). A keystroke that arrives meanwhile is handled first: the off-screen charts
+// give way as soon as the browser reports pending input, so typing stays fast.
+let background = null;
+const timing = { passStartedAt: null, passPending: () => false, afterFirstView: null };
+export const drawTiming = timing; // set by pass.js and main.js
+
+function settled() { // once a pass has drawn every chart (a second call changes nothing)
+  if (window.__tviz.firstSettledAt === undefined) {
+    window.__tviz.firstSettledAt = performance.now();
+    setTimeout(() => timing.afterFirstView?.(), 0);
+  }
+  if (timing.passStartedAt !== null) window.__tviz.settledLatencies.push(performance.now() - timing.passStartedAt);
+  timing.passStartedAt = null;
+}
+
+export function drawAll() {
+  for (const name of Object.keys(charts)) dirty.add(name);
+  drawVisible();
+  clearTimeout(background);
+  if (!dirty.size) return;
+  background = setTimeout(function next() {
+    if (timing.passPending() || !dirty.size) return; // a new pass is coming, or all is drawn
+    for (const name of [...dirty]) {
+      draw(name);
+      if (navigator.scheduling?.isInputPending?.()) break;
+    }
+    if (dirty.size) background = setTimeout(next, 0);
+    else settled();
+  }, 0);
+}
+
+function drawVisible() {
+  for (const name of [...dirty]) if (onScreen(name)) draw(name);
+  if (!dirty.size) settled();
+}
+
+function drawPending() {
+  for (const name of [...dirty]) draw(name);
+  settled();
+}
+window.__tvizFlush = drawPending;
+window.__tvizSettled = () => dirty.size === 0;

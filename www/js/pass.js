@@ -1,0 +1,79 @@
+// One forward pass on the latest text, then every view brought up to date.
+// Keystrokes typed while the page is idle are handled at once. Keystrokes that arrive while
+// a forward pass runs wait in the browser's queue; the first of them to be handled lets the
+// others through (one task) and a single pass then runs on the latest text, so fast typing
+// never builds a backlog and the previous views stay until the new ones are drawn.
+import { $ } from './dom.js';
+import { state, writeUrl } from './state.js';
+import { session } from './session.js';
+import { showError, clearError } from './messages.js';
+import { drawAll, drawTiming } from './charts.js';
+import { renderTokens } from './tokens.js';
+import { renderNormOptions } from './norm.js';
+import { renderStep } from './stepper.js';
+import { renderPrediction } from './prediction.js';
+import { showBackend } from './helper-thread.js';
+
+// For tests and the benchmark: how many updates ran and how long input took to be drawn.
+window.__tviz = { renders: 0, latencies: [], settledLatencies: [], passes: [], ready: null, backend: null, helper: 'off' };
+
+let pending = false;
+let inputAt = null;
+let lastPassEnd = -Infinity;
+drawTiming.passPending = () => pending;
+
+export function update() {
+  const { viz } = session;
+  if (!viz) return;
+  const started = performance.now();
+  let summary;
+  try {
+    summary = viz.set_text(state.text);
+    clearError();
+  } catch (err) {
+    // Keep the previous views; say what is wrong in plain words.
+    showError(String(err.message ?? err));
+    window.__tviz.renders += 1;
+    inputAt = null;
+    return;
+  }
+  session.summary = summary;
+  session.stepsByName = Object.fromEntries(summary.steps.map((s) => [s.name, s]));
+  drawTiming.passStartedAt = inputAt ?? started;
+  renderTokens();
+  renderNormOptions();
+  state.step = Math.min(state.step, summary.steps.length - 1);
+  $('step-slider').max = summary.steps.length - 1;
+  drawAll();
+  renderStep();
+  renderPrediction();
+  if (summary.threads !== window.__tviz.threads) showBackend(); // the helper joined or left
+  $('timing').textContent = summary.recomputed
+    ? `${summary.milliseconds.toFixed(0)} ms for ${summary.tokens.length} tokens`
+    : `same ${summary.tokens.length} tokens as before: numbers unchanged`;
+  writeUrl();
+  const done = performance.now();
+  window.__tviz.renders += 1;
+  if (inputAt !== null) {
+    window.__tviz.latencies.push(done - inputAt);
+    if (summary.recomputed) window.__tviz.passes.push(summary.milliseconds);
+  }
+  inputAt = null;
+  lastPassEnd = done;
+  if (window.__tviz.firstViewAt === undefined) window.__tviz.firstViewAt = done;
+}
+
+export function scheduleUpdate(event) {
+  const at = event?.timeStamp ?? performance.now(); // when the key was pressed
+  if (inputAt === null) inputAt = at;
+  if (pending) return;
+  if (at > lastPassEnd) {
+    update();
+    return;
+  }
+  pending = true;
+  setTimeout(() => {
+    pending = false;
+    update();
+  }, 0);
+}

@@ -1,0 +1,10 @@
+// The loaded model and the latest forward pass: what every section reads to draw itself.
+// Set by main.js (model) and pass.js (each pass); read everywhere else.
+export const session = {
+  viz: null, // the wasm `Viz`: model, last trace, drawing
+  config: null, // the model's config, fixed once the model is loaded
+  summary: null, // the last pass: tokens, steps, norms, timing
+  stepsByName: {}, // summary.steps by name, for the stepper's input shapes
+  drawn: {}, // chart name -> what Rust reported when drawing it (geometry, values, labels)
+};
+window.__tvizDrawn = session.drawn; // read by the browser tests to click a given thumbnail

@@ -1,0 +1,122 @@
+// The stepper: one operation of the forward pass at a time, with its equation, shapes,
+// numbers, and its place on a diagram of the block.
+import { $, fillSelect } from './dom.js';
+import { state, writeUrl } from './state.js';
+import { session } from './session.js';
+import { renderTex } from './math.js';
+import { draw } from './charts.js';
+
+const DIAGRAM = [
+  ['Tokenize'], ['TokenEmbedding', 'SegmentEmbedding'], ['PositionEncoding', 'AddPosition'], ['EmbeddingNorm'],
+  ['AttentionNorm@pre'], ['Query', 'Key', 'Value'], ['RotaryQuery', 'RotaryKey'], ['Scores'], ['Mask'], ['Softmax'],
+  ['WeightedSum'], ['Concat'], ['OutputProjection'], ['AttentionResidual'], ['AttentionNorm@post'], ['FfnNorm@pre'],
+  ['FfnUp', 'FfnGate'], ['FfnActivation'], ['FfnDown'], ['FfnResidual'], ['FfnNorm@post'], ['FinalNorm'], ['Unembed'],
+  ['NextTokenProbabilities'],
+];
+const DIAGRAM_LABELS = {
+  Tokenize: 'tokenize', TokenEmbedding: 'embed', PositionEncoding: 'add position', EmbeddingNorm: 'norm',
+  'AttentionNorm@pre': 'norm', Query: 'Q, K, V', RotaryQuery: 'rotate Q, K', Scores: 'scores', Mask: 'mask',
+  Softmax: 'softmax', WeightedSum: 'weighted sum', Concat: 'concat heads', OutputProjection: 'output proj.',
+  AttentionResidual: 'residual add', 'AttentionNorm@post': 'norm', 'FfnNorm@pre': 'norm', FfnUp: 'FFN expand',
+  FfnActivation: 'activation', FfnDown: 'FFN project', FfnResidual: 'residual add', 'FfnNorm@post': 'norm',
+  FinalNorm: 'final norm', Unembed: 'unembed', NextTokenProbabilities: 'softmax → next token',
+};
+
+function diagramKey(step, postLn) {
+  for (const group of DIAGRAM) {
+    for (const key of group) {
+      const [op, place] = key.split('@');
+      if (op === step.op && (!place || (place === 'post') === postLn)) return group[0];
+    }
+  }
+  return null;
+}
+
+let diagramShown = null;
+function renderDiagram(current) {
+  const { summary, config } = session;
+  const postLn = config.norm_place === 'Post';
+  const present = new Set(summary.steps.map((s) => diagramKey(s, postLn)));
+  const shown = `${current}|${[...present].join(',')}`;
+  if (shown === diagramShown) return; // typing does not move the current operation
+  diagramShown = shown;
+  const items = [];
+  let inLayer = false;
+  for (const group of DIAGRAM) {
+    const key = group[0];
+    const [op, place] = key.split('@');
+    if (place && (place === 'post') !== postLn) continue;
+    const isLayerOp = !['Tokenize', 'TokenEmbedding', 'PositionEncoding', 'EmbeddingNorm', 'FinalNorm', 'Unembed', 'NextTokenProbabilities'].includes(op);
+    if (isLayerOp && !inLayer) {
+      const li = document.createElement('li');
+      li.className = 'group';
+      li.textContent = `× ${config.n_layers} layers:`;
+      items.push(li);
+      inLayer = true;
+    } else if (!isLayerOp) {
+      inLayer = false;
+    }
+    if (!present.has(key) && ['RotaryQuery', 'FinalNorm'].includes(op)) continue; // not part of this architecture
+    const li = document.createElement('li');
+    li.textContent = DIAGRAM_LABELS[key];
+    if (!present.has(key)) {
+      li.classList.add('absent');
+      li.title = 'this model has no language-model head';
+    }
+    if (key === current) {
+      li.classList.add('current');
+      li.setAttribute('aria-current', 'step');
+    }
+    items.push(li);
+  }
+  $('diagram').replaceChildren(...items);
+}
+
+function shapeText(shape, axes) {
+  return `(${shape.map((n, i) => `${axes[i] ?? ''} ${n}`.trim()).join(', ')})`;
+}
+
+export function renderStep() {
+  const { summary, stepsByName, config, drawn } = session;
+  const step = summary.steps[state.step];
+  $('step-slider').value = state.step;
+  $('step-count').textContent = `step ${state.step + 1} of ${summary.steps.length}`;
+  $('back').disabled = state.step === 0;
+  $('forward').disabled = state.step === summary.steps.length - 1;
+  $('step-title').textContent = step.title;
+  renderTex($('step-equation'), step.equation, true);
+  $('step-explanation').textContent = step.explanation;
+  const ins = step.inputs.map((n) => `${n} ${shapeText(stepsByName[n].shape, stepsByName[n].axes)}`);
+  $('step-shapes').textContent = `${ins.length ? `in: ${ins.join(' and ')}` : 'in: the text'}  →  out: ${step.name} ${shapeText(step.shape, step.axes)}`;
+  const perHead = step.shape.length === 3;
+  $('step-head-label').hidden = !perHead;
+  if (perHead) {
+    state.stepHead = Math.min(state.stepHead, step.shape[0] - 1);
+    fillSelect($('step-head'), [...Array(step.shape[0]).keys()], (h) => `${h}`, state.stepHead);
+  }
+  renderDiagram(diagramKey(step, config.norm_place === 'Post'));
+  const note = drawn.step?.note;
+  $('step-caption').textContent = `${note ? `${note}. ` : ''}Hover for values.`;
+}
+
+export function goToStep(index) {
+  const { summary } = session;
+  if (!summary) return;
+  state.step = Math.max(0, Math.min(summary.steps.length - 1, index));
+  draw('step');
+  renderStep();
+  writeUrl();
+}
+
+export function wireStepper() {
+  $('back').addEventListener('click', () => goToStep(state.step - 1));
+  $('forward').addEventListener('click', () => goToStep(state.step + 1));
+  $('step-slider').addEventListener('input', () => goToStep(Number($('step-slider').value)));
+  $('step-head').addEventListener('change', () => { state.stepHead = Number($('step-head').value); draw('step'); renderStep(); writeUrl(); });
+  document.addEventListener('keydown', (event) => {
+    const typing = ['TEXTAREA', 'INPUT', 'SELECT'].includes(document.activeElement?.tagName);
+    if (typing || event.altKey || event.ctrlKey || event.metaKey) return;
+    if (event.key === 'ArrowRight') { goToStep(state.step + 1); event.preventDefault(); }
+    if (event.key === 'ArrowLeft') { goToStep(state.step - 1); event.preventDefault(); }
+  });
+}

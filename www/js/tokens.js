@@ -1,0 +1,28 @@
+// The token chips under the text box, and the count against the model's context.
+import { $ } from './dom.js';
+import { session } from './session.js';
+
+export function renderTokens() {
+  const { summary, config } = session;
+  const list = $('tokens');
+  list.replaceChildren(...summary.tokens.map((t, i) => {
+    const li = document.createElement('li');
+    li.className = t.special ? 'special' : '';
+    li.title = `position ${i}, id ${t.id}`;
+    const text = document.createElement('span');
+    text.textContent = t.text;
+    const id = document.createElement('small');
+    id.textContent = t.id;
+    li.append(text, id);
+    return li;
+  }));
+  const { context } = config;
+  $('token-count').textContent = `${summary.tokens.length} / ${context} tokens (the model's context limit)`;
+  const warn = $('truncated');
+  if (summary.truncated) {
+    warn.hidden = false;
+    warn.textContent = `Your text is ${summary.truncated.original_tokens} tokens long; the model reads at most ${context}, so only the first ${summary.truncated.kept_tokens} are used.`;
+  } else {
+    warn.hidden = true;
+  }
+}

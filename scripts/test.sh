@@ -20,6 +20,9 @@ ensure_models
 step "native tests"
 cargo test --release
 
+step "property tests of the page's link format (Node.js, fast-check)"
+node --test tests/js/
+
 step "benchmarks compile"
 cargo bench --no-run --quiet
 

@@ -34,6 +34,9 @@ pub fn describe(op: Op, layer: Option<usize>, config: &ModelConfig) -> StepText 
     let tokens_model = ax(&["token", "feature"]);
     let heads_tt = ax(&["head", "query token", "key token"]);
     let post = config.norm_place == crate::model::config::NormPlace::Post;
+    // "kv head" only means something with grouped-query attention (fewer key/value heads
+    // than query heads); otherwise keys and values have one head per query head.
+    let kv_head_axis = if config.n_kv_heads < config.n_heads { "kv head" } else { "head" };
     let (key, title, equation, explanation, axes): (&str, String, String, String, Vec<String>) = match op {
         Op::Tokenize => (
             "tokens",
@@ -100,9 +103,9 @@ pub fn describe(op: Op, layer: Option<usize>, config: &ModelConfig) -> StepText 
             } else {
                 "Each token projects itself into a key per head: what it offers to be found by.".into()
             },
-            ax(&["kv head", "token", "dim"]),
+            ax(&[kv_head_axis, "token", "dim"]),
         ),
-        Op::Value => ("v", "Values".into(), r"V_h = X W_V^h + b_V^h".into(), "Each token projects itself into a value per head: what it hands over when attended to.".into(), ax(&["kv head", "token", "dim"])),
+        Op::Value => ("v", "Values".into(), r"V_h = X W_V^h + b_V^h".into(), "Each token projects itself into a value per head: what it hands over when attended to.".into(), ax(&[kv_head_axis, "token", "dim"])),
         Op::RotaryQuery | Op::RotaryKey => {
             let (key, title) = if op == Op::RotaryQuery { ("q_rot", "Rotate queries") } else { ("k_rot", "Rotate keys") };
             (

@@ -61,7 +61,7 @@ async function snapshot(page) {
     shapes: document.getElementById('step-shapes').textContent,
     title: document.getElementById('step-title').textContent,
     renders: window.__tviz.renders,
-    error: document.getElementById('error').hidden ? null : document.getElementById('error').textContent,
+    error: ['error', 'text-error'].map((id) => document.getElementById(id)).filter((e) => !e.hidden).map((e) => e.textContent).join(' ') || null,
   }), CHARTS);
 }
 
@@ -81,6 +81,7 @@ test('two sentences give different tokens, views and shapes', async () => {
   await page.keyboard.press('Tab'); // move focus off the text box so arrow keys drive the stepper
   await page.click('#step-title');
   for (let i = 0; i < 12; i += 1) await page.keyboard.press('ArrowRight');
+  await page.waitForFunction(() => /step 13 of/.test(document.getElementById('step-count').textContent));
   const first = await snapshot(page);
   assert.equal(first.error, null);
   assert.ok(first.tokens.length > 5);
@@ -119,14 +120,13 @@ test('hovering the heatmap shows the attention weight, and the grid selects head
   const scale = grid.width / g.width;
   const at = (layer, head) => [grid.x + (g.left + (head + 0.5) * g.cell_width) * scale, grid.y + (g.top + (layer + 0.5) * g.cell_height) * scale];
   await page.mouse.click(...at(4, 10));
-  assert.equal(await page.inputValue('#layer'), '4', 'clicking a thumbnail selects its layer');
-  assert.equal(await page.inputValue('#head'), '10', 'clicking a thumbnail selects its head');
+  await page.waitForFunction(() => document.getElementById('layer').value === '4' && document.getElementById('head').value === '10');
   const after = await snapshot(page);
   assert.notEqual(after.pixels.attention, before.pixels.attention, 'the large heatmap shows the chosen head');
   const layer = 4;
   await page.focus('#grid-canvas');
   await page.keyboard.press('ArrowUp');
-  assert.equal(Number(await page.inputValue('#layer')), layer - 1, 'arrow keys move the grid selection');
+  await page.waitForFunction((want) => document.getElementById('layer').value === want, String(layer - 1));
   assert.deepEqual(problems, []);
   await context.close();
 });
@@ -138,6 +138,9 @@ test('a shared URL restores sentence, layer, head and step', async () => {
   await page.selectOption('#head', '7');
   await page.click('#step-title');
   for (let i = 0; i < 20; i += 1) await page.keyboard.press('ArrowRight');
+  // Wait for the state asserted: the label, then the address bar (never read right after input).
+  await page.waitForFunction(() => /step 21 of/.test(document.getElementById('step-count').textContent));
+  await page.waitForFunction(() => /[?&]step=20(&|$)/.test(location.search) && /[?&]head=7(&|$)/.test(location.search));
   const url = page.url();
   const original = await snapshot(page);
   assert.match(url, /layer=3/);

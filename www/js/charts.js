@@ -50,6 +50,11 @@ function sizeCanvas(name) {
   if (canvas.height !== height) canvas.height = height;
 }
 
+// How much bigger than normal chart text is drawn (presenter mode makes it bigger).
+let textZoom = 1;
+export function setTextZoom(zoom) { textZoom = zoom; }
+export function getTextZoom() { return textZoom; }
+
 // Charts depend on the sentence, except the position views while it is under 64 tokens.
 const MODEL_ONLY = new Set(['pos-table', 'pos-waves', 'pos-sim', 'pos-sin']);
 const drawnKey = {};
@@ -59,7 +64,7 @@ function keyOf(name) {
   const { summary } = session;
   const canvas = canvasOf(name);
   const sentence = MODEL_ONLY.has(name) ? Math.max(64, summary.tokens.length) : summary;
-  return [JSON.stringify(charts[name]()), canvas.width, canvas.height, sentence];
+  return [JSON.stringify(charts[name]()), canvas.width, canvas.height, sentence, textZoom];
 }
 
 /** Draws chart `name` now, unless nothing it shows has changed. */

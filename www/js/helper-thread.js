@@ -7,33 +7,46 @@ import { $ } from './dom.js';
 import { MODEL, state } from './state.js';
 import { session } from './session.js';
 
+// Why the page computes with one thread, in the status line's words (null: two threads).
+let oneThreadBecause = 'the helper thread starts after the first view';
+
 export function showBackend() {
   const { viz } = session;
   const backend = viz.backend();
   if ($('backend').textContent !== backend) $('backend').textContent = backend;
+  const why = viz.threads() > 1 ? '' : `(one thread: ${oneThreadBecause})`;
+  if ($('backend-why').textContent !== why) $('backend-why').textContent = why;
   window.__tviz.backend = backend;
   window.__tviz.threads = viz.threads();
 }
 
+function computeAlone(because) {
+  oneThreadBecause = because;
+  window.__tviz.helper = 'off';
+  showBackend();
+}
+
 export function startHelper(configJson, tokenizer, weights) {
   const { viz } = session;
-  window.__tviz.helper = 'off';
   const isolated = window.crossOriginIsolated && typeof SharedArrayBuffer === 'function';
-  if (state.threads === 1 || !isolated || (navigator.hardwareConcurrency ?? 1) < 2) return;
+  if (state.threads === 1) return computeAlone('the link asks for threads=1');
+  if (!isolated) return computeAlone('the server did not send the cross-origin isolation headers that shared memory needs');
+  if ((navigator.hardwareConcurrency ?? 1) < 2) return computeAlone('this device reports one core');
   const glue = document.querySelector('link[rel=modulepreload][href*="transformer-viz"]')?.href;
   const wasm = document.querySelector('link[rel=preload][href$="_bg.wasm"]')?.href;
-  if (!glue || !wasm) return;
+  if (!glue || !wasm) return computeAlone('the WebAssembly files were not found for a worker');
   let worker;
   try {
     worker = new Worker('team-worker.js', { type: 'module' });
   } catch {
-    return;
+    return computeAlone('this browser could not start a worker');
   }
   window.__tviz.helper = 'starting';
   const buffer = new SharedArrayBuffer(viz.team_buffer_bytes());
   const stop = () => {
     viz.leave_team();
     worker.terminate();
+    oneThreadBecause = 'the helper thread stopped answering';
     window.__tviz.helper = 'failed';
     showBackend();
   };

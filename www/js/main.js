@@ -3,14 +3,16 @@
 // views by name, and handle hover, export, the URL and the keyboard. One module a section:
 //   state.js (choices + URL)   session.js (model + last pass)   pass.js (text -> pass -> views)
 //   charts.js (sizes, when to draw)   tokens.js  attention.js  position.js  norm.js  stepper.js
-//   prediction.js  hover.js  export.js  helper-thread.js   loading.js  messages.js  math.js  dom.js
+//   prediction.js  hover.js  export.js  helper-thread.js  presenter.js   url-state.js (link format)
+//   loading.js  messages.js  math.js  dom.js
 import { $ } from './dom.js';
-import { MODEL, state, readUrl } from './state.js';
+import { MODEL, state, fromLink, readUrl, checkAgainst, onHistoryMove, keepLinksOutOfHistory, writeUrl } from './state.js';
 import { session } from './session.js';
-import { showError } from './messages.js';
+import { showError, wireNotice } from './messages.js';
 import { renderStaticMath } from './math.js';
 import { fetchBytes, fetchText, wasmBindings } from './loading.js';
 import { charts, drawAll, drawTiming, observeCharts } from './charts.js';
+import { renderStep } from './stepper.js';
 import { update, scheduleUpdate } from './pass.js';
 import { wireAttention } from './attention.js';
 import { wirePosition } from './position.js';
@@ -19,14 +21,36 @@ import { wireStepper } from './stepper.js';
 import { attachHover } from './hover.js';
 import { attachExport } from './export.js';
 import { showBackend, startHelper } from './helper-thread.js';
+import { wirePresenter } from './presenter.js';
 
 const MODEL_FILES = `models/${MODEL}`;
 
+// Back/Forward landed on another view: show it.
+function showHistoryView(before) {
+  $('text').value = state.text;
+  $('layer').value = state.layer;
+  $('head').value = state.head;
+  document.querySelector(`input[name=mode][value=${state.mode}]`).checked = true;
+  $('dims').value = state.dims.join(', ');
+  $('norm').value = state.norm;
+  if (state.text !== before.text) {
+    update(); // a new pass, then every chart
+  } else {
+    drawAll();
+    renderStep();
+    writeUrl();
+  }
+}
+
 function wire() {
+  wireNotice();
+  keepLinksOutOfHistory();
+  onHistoryMove(showHistoryView);
   wireAttention();
   wirePosition();
   wireNorm();
   wireStepper();
+  wirePresenter();
   $('text').addEventListener('input', (event) => { state.text = $('text').value; scheduleUpdate(event); });
   for (const name of Object.keys(charts)) attachExport(name);
   for (const name of ['attention', 'pos-table', 'pos-sim', 'pos-sin', 'step']) attachHover(name);
@@ -36,7 +60,7 @@ function wire() {
 }
 
 async function main() {
-  readUrl();
+  await readUrl();
   $('text').value = state.text;
   // The model files download while the WebAssembly module starts.
   const files = Promise.all([
@@ -48,6 +72,8 @@ async function main() {
   $('loading-text').textContent = 'Preparing the model…';
   session.viz = new bindings.Viz(MODEL, configJson, tokenizer, weights);
   session.config = session.viz.config();
+  const { config } = session;
+  checkAgainst({ layer: config.n_layers, head: config.n_heads, stepHead: config.n_heads, dims: config.d_model });
   showBackend();
   renderStaticMath();
   wire();
@@ -55,6 +81,13 @@ async function main() {
   drawTiming.afterFirstView = () => startHelper(configJson, tokenizer, weights);
   window.__tviz.helper = 'starting';
   update();
+  if (session.summary) {
+    // The first pass has already kept step and norm in range; say so if the link asked for more.
+    const asked = Object.fromEntries(['step', 'norm'].filter((k) => fromLink[k] !== undefined).map((k) => [k, fromLink[k]]));
+    checkAgainst({ step: session.summary.steps.length, norm: session.summary.norms.length }, asked);
+    renderStep();
+    writeUrl();
+  }
   $('loading').hidden = true;
 }
 

@@ -29,14 +29,20 @@ export function update() {
   let summary;
   try {
     summary = viz.set_text(state.text);
-    clearError();
   } catch (err) {
-    // Keep the previous views; say what is wrong in plain words.
-    showError(String(err.message ?? err));
+    // Say what is wrong beside the text box; the charts keep the last sentence's pass, and
+    // the chips and count say so instead of showing tokens that are no longer typed.
+    showError(String(err.message ?? err), 'text-error');
+    $('tokens').replaceChildren();
+    $('token-count').textContent = 'No tokens. The charts below still show the last sentence.';
+    $('truncated').hidden = true;
+    document.body.classList.add('stale');
     window.__tviz.renders += 1;
     inputAt = null;
     return;
   }
+  clearError('text-error');
+  document.body.classList.remove('stale');
   session.summary = summary;
   session.stepsByName = Object.fromEntries(summary.steps.map((s) => [s.name, s]));
   drawTiming.passStartedAt = inputAt ?? started;

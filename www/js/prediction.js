@@ -5,6 +5,7 @@ import { session } from './session.js';
 export function renderPrediction() {
   const el = $('prediction');
   if (session.config.lm_head === 'None') {
-    el.textContent = `all-MiniLM-L6-v2 is an encoder: it reads the whole sentence in both directions and outputs one vector per token (averaged, they make a sentence embedding for search and similarity). It has no language-model head, so it makes no next-token prediction. A decoder model ends with an unembedding matrix and a softmax over the vocabulary instead.`;
+    // Static words with links into the glossary (no text from outside goes into this HTML).
+    el.innerHTML = 'all-MiniLM-L6-v2 is an <a class="term" href="#g-encoder" title="Every token sees every other token; one vector out per token">encoder</a>: it reads the whole sentence in both directions and outputs one vector per token (averaged, they make a sentence embedding for search and similarity). It has no language-model head, so it makes no next-token prediction. A decoder model ends with an <a class="term" href="#g-unembed" title="Maps the final vector to one raw score (logit) per vocabulary word">unembedding</a> matrix, whose <a class="term" href="#g-logits" title="Raw scores for every vocabulary word, before the softmax">logits</a> a softmax turns into next-token probabilities.';
   }
 }

@@ -1,7 +1,9 @@
-// What the student chose (sentence, layer, head, step, ...), mirrored in the URL so that a
-// shared link reopens the same view.
+// What the student chose (sentence, layer, head, step, ...), mirrored in the address bar so
+// that a shared link reopens the same view, and Back/Forward move between the views the
+// student chose. The link format itself is in url-state.js.
 import { $ } from './dom.js';
-import { showError } from './messages.js';
+import { showNotice, setLinkNote } from './messages.js';
+import { parseLink, clampToLimits, textFragment, queryFor, parseDims as parseDimsText } from './url-state.js';
 
 export const MODEL = 'minilm-l6';
 
@@ -17,34 +19,101 @@ export const state = {
   threads: 2, // 1: no helper thread (`?threads=1`)
 };
 
-export function readUrl() {
-  const q = new URLSearchParams(location.search);
-  const int = (k, d) => (q.has(k) && /^\d+$/.test(q.get(k)) ? Number(q.get(k)) : d);
-  if (q.has('text')) state.text = q.get('text');
-  if (q.has('model') && q.get('model') !== MODEL) {
-    showError(`This page only ships the model "${MODEL}"; the link asked for "${q.get('model')}", so ${MODEL} is shown.`);
+/** What the opening link stated (before any clamping), for `checkAgainst`. */
+export const fromLink = {};
+
+export const parseDims = parseDimsText;
+
+/** Reads the opening link into `state`; notes what it had to ignore. */
+export async function readUrl() {
+  const { values, notes } = await parseLink(location.search, location.hash);
+  if (values.model !== undefined && values.model !== MODEL) {
+    notes.push(`This page only ships the model "${MODEL}"; the link asked for "${values.model.slice(0, 40)}", so ${MODEL} is shown.`);
   }
-  state.layer = int('layer', state.layer);
-  state.head = int('head', state.head);
-  state.step = int('step', state.step);
-  state.stepHead = int('stephead', state.stepHead);
-  state.norm = int('norm', state.norm);
-  if (q.get('mode') === 'lines') state.mode = 'lines';
-  if (q.has('dims')) state.dims = parseDims(q.get('dims')) ?? state.dims;
-  if (q.get('threads') === '1') state.threads = 1;
+  delete values.model;
+  Object.assign(fromLink, values);
+  Object.assign(state, values);
+  if (notes.length) showNotice(notes);
 }
 
-export function writeUrl() {
-  const q = new URLSearchParams({
-    model: MODEL, text: state.text, layer: state.layer, head: state.head, mode: state.mode,
-    step: state.step, stephead: state.stepHead, norm: state.norm, dims: state.dims.join(','),
+/**
+ * Brings the state inside the model's ranges (`limits`: how many layers, heads, ... there
+ * are) and says what a link asked for that the model does not have.
+ */
+export function checkAgainst(limits, asked = state) {
+  const { values, notes } = clampToLimits({ ...state, ...asked }, limits);
+  for (const key of Object.keys(limits)) if (values[key] !== undefined) state[key] = values[key];
+  if (notes.length) showNotice(notes);
+}
+
+// ---------- the address bar ----------
+const KEYS = ['text', 'layer', 'head', 'mode', 'step', 'stepHead', 'norm', 'dims'];
+let written = null; // the state the current history entry shows
+let lastChange = { keys: '', at: -Infinity };
+let linkSeq = 0;
+let textLink = { text: null, fragment: '' };
+const SAME_CHOICE_MS = 1500; // changes of the same kind this close together make one entry
+
+function snapshot() {
+  return Object.fromEntries(KEYS.map((k) => [k, Array.isArray(state[k]) ? [...state[k]] : state[k]]));
+}
+
+/**
+ * Writes the state into the address bar. A new choice (another head, another step, a new
+ * sentence) makes a new history entry, so Back returns to the view before it; a run of the
+ * same kind of change (typing, stepping) updates one entry.
+ */
+export async function writeUrl() {
+  const seq = ++linkSeq;
+  if (state.text !== textLink.text) {
+    const text = state.text;
+    const link = await textFragment(text);
+    if (seq !== linkSeq) return; // a newer call will write
+    textLink = { text, fragment: link.fragment };
+    setLinkNote(link.keptChars < link.totalChars
+      ? `This text is too long to share whole in a link: a link keeps its first ${link.keptChars.toLocaleString('en')} of ${link.totalChars.toLocaleString('en')} characters.`
+      : null);
+  }
+  const url = `${location.pathname}${queryFor(state, MODEL)}#t=${textLink.fragment}`;
+  const now = snapshot();
+  const changed = written ? KEYS.filter((k) => JSON.stringify(now[k]) !== JSON.stringify(written[k])).join(',') : '';
+  const here = `${location.pathname}${location.search}${location.hash}`;
+  if (url === here && changed === '') return;
+  const t = performance.now();
+  const sameChoice = changed === lastChange.keys && t - lastChange.at < SAME_CHOICE_MS;
+  if (written === null || changed === '' || sameChoice) history.replaceState(now, '', url);
+  else history.pushState(now, '', url);
+  if (changed) lastChange = { keys: changed, at: t };
+  written = now;
+}
+
+/** Calls `apply(previousState)` when Back or Forward lands on another view. */
+export function onHistoryMove(apply) {
+  addEventListener('popstate', async (event) => {
+    const before = snapshot();
+    if (event.state && typeof event.state === 'object') {
+      for (const k of KEYS) if (event.state[k] !== undefined) state[k] = event.state[k];
+    } else {
+      const { values } = await parseLink(location.search, location.hash);
+      delete values.model;
+      Object.assign(state, values);
+    }
+    written = snapshot();
+    lastChange = { keys: '', at: -Infinity };
+    apply(before);
   });
-  if (state.threads === 1) q.set('threads', '1');
-  history.replaceState(null, '', `${location.pathname}?${q}${location.hash}`);
 }
 
-export function parseDims(text) {
-  const dims = text.split(/[\s,]+/).filter(Boolean).map(Number);
-  if (!dims.length || dims.some((d) => !Number.isInteger(d) || d < 0)) return null;
-  return dims.slice(0, 8);
+/** In-page links (contents, skip link) scroll without touching the address bar. */
+export function keepLinksOutOfHistory() {
+  document.addEventListener('click', (event) => {
+    const a = event.target.closest?.('a[href^="#"]');
+    if (!a || event.defaultPrevented || event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey) return;
+    const target = document.getElementById(decodeURIComponent(a.getAttribute('href').slice(1)));
+    if (!target) return;
+    event.preventDefault();
+    target.scrollIntoView({ block: 'start' });
+    if (!target.hasAttribute('tabindex')) target.setAttribute('tabindex', '-1');
+    target.focus({ preventScroll: true });
+  });
 }

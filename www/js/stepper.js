@@ -22,6 +22,14 @@ const DIAGRAM_LABELS = {
   FinalNorm: 'final norm', Unembed: 'unembed', NextTokenProbabilities: 'softmax → next token',
 };
 
+// Short explanations of the diagram's less obvious words (the glossary has more).
+const DIAGRAM_TITLES = {
+  Unembed: 'unembedding: maps the final vector to one logit (raw score) per vocabulary word',
+  NextTokenProbabilities: 'softmax of the logits: a probability for every word of the vocabulary',
+  Concat: 'the heads\' outputs laid side by side into one vector',
+  FfnActivation: 'the feed-forward network\'s non-linearity',
+};
+
 function diagramKey(step, postLn) {
   for (const group of DIAGRAM) {
     for (const key of group) {
@@ -59,9 +67,10 @@ function renderDiagram(current) {
     if (!present.has(key) && ['RotaryQuery', 'FinalNorm'].includes(op)) continue; // not part of this architecture
     const li = document.createElement('li');
     li.textContent = DIAGRAM_LABELS[key];
+    if (DIAGRAM_TITLES[op]) li.title = DIAGRAM_TITLES[op];
     if (!present.has(key)) {
       li.classList.add('absent');
-      li.title = 'this model has no language-model head';
+      li.title = `${li.title ? `${li.title}; ` : ''}this model has no language-model head`;
     }
     if (key === current) {
       li.classList.add('current');
@@ -108,15 +117,29 @@ export function goToStep(index) {
   writeUrl();
 }
 
+const OWN_KEYS = 'a[href], button, input, select, textarea, summary, canvas[tabindex], [contenteditable]';
+
+function stepperKeysApply(focused) {
+  const section = $('stepper-section');
+  const own = focused && focused !== document.body && focused.closest(OWN_KEYS);
+  if (own && !(section.contains(own) && own.tagName === 'BUTTON')) return false; // the stepper's own buttons step too
+  const r = section.getBoundingClientRect();
+  return r.bottom > 0 && r.top < innerHeight; // the stepper is in view
+}
+
 export function wireStepper() {
   $('back').addEventListener('click', () => goToStep(state.step - 1));
   $('forward').addEventListener('click', () => goToStep(state.step + 1));
   $('step-slider').addEventListener('input', () => goToStep(Number($('step-slider').value)));
   $('step-head').addEventListener('change', () => { state.stepHead = Number($('step-head').value); draw('step'); renderStep(); writeUrl(); });
+  // The left and right arrow keys step only while the stepper is on screen and no other
+  // control has the focus (a focused control keeps its own keys: the grid moves heads, a
+  // select changes its value, a button ignores them).
   document.addEventListener('keydown', (event) => {
-    const typing = ['TEXTAREA', 'INPUT', 'SELECT'].includes(document.activeElement?.tagName);
-    if (typing || event.altKey || event.ctrlKey || event.metaKey) return;
-    if (event.key === 'ArrowRight') { goToStep(state.step + 1); event.preventDefault(); }
-    if (event.key === 'ArrowLeft') { goToStep(state.step - 1); event.preventDefault(); }
+    if (event.key !== 'ArrowRight' && event.key !== 'ArrowLeft') return;
+    if (event.defaultPrevented || event.altKey || event.ctrlKey || event.metaKey || event.shiftKey) return;
+    if (!stepperKeysApply(document.activeElement)) return;
+    goToStep(state.step + (event.key === 'ArrowRight' ? 1 : -1));
+    event.preventDefault();
   });
 }

@@ -1,0 +1,118 @@
+// Property tests of the link format (www/js/url-state.js), run in Node with fast-check:
+// any text survives a link, no link can make the reader throw or hand the page a number
+// outside the model's ranges, and a hostile fragment cannot expand without bound.
+//   node --test tests/js/                       (bounded: a few hundred cases per property)
+//   FC_NUM_RUNS=200000 node --test tests/js/    (the long mode)
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { deflateRawSync } from 'node:zlib';
+import fc from 'fast-check';
+import {
+  encodeText, decodeText, textFragment, parseLink, clampToLimits, parseDims, queryFor, shorten,
+  MAX_TEXT_FRAGMENT, MAX_DECODED_TEXT_BYTES, MAX_DIMS,
+} from '../../www/js/url-state.js';
+
+const runs = Number(process.env.FC_NUM_RUNS ?? 300);
+const LIMITS = { layer: 6, head: 12, stepHead: 12, step: 102, norm: 13, dims: 384 };
+const base64url = (bytes) => Buffer.from(bytes).toString('base64url');
+
+test('any text survives the fragment byte for byte', async () => {
+  await fc.assert(fc.asyncProperty(fc.string({ unit: 'grapheme', maxLength: 400 }), async (text) => {
+    assert.equal(await decodeText(await encodeText(text)), text);
+  }), { numRuns: runs });
+  await fc.assert(fc.asyncProperty(fc.string({ unit: 'binary', maxLength: 400 }), async (text) => {
+    const wellFormed = text.toWellFormed(); // lone surrogates cannot be UTF-8 encoded
+    assert.equal(await decodeText(await encodeText(wellFormed)), wellFormed);
+  }), { numRuns: runs });
+});
+
+test('a long text gives a short link that holds a prefix of it, and says how much', async () => {
+  const words = ['the', 'animal', 'street', 'tired', 'because', 'ünïcødé', '日本語', '🎉', 'مرحبا'];
+  let text = '';
+  let seed = 7;
+  const next = () => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed; };
+  while (text.length < 100_000) text += `${words[next() % words.length]}${next() % 100000} `; // compresses poorly, like a real long paste
+  const link = await textFragment(text);
+  assert.ok(link.fragment.length <= MAX_TEXT_FRAGMENT, `fragment of ${link.fragment.length} characters`);
+  assert.ok(link.keptChars < link.totalChars);
+  assert.ok(link.keptChars > 1000, `only ${link.keptChars} characters kept`);
+  assert.equal(await decodeText(link.fragment), [...text].slice(0, link.keptChars).join(''));
+  const short = await textFragment('The animal didn\'t cross the street because it was too tired.');
+  assert.equal(short.keptChars, short.totalChars);
+});
+
+test('a fragment that would expand past the limit is refused (no zip bomb)', async () => {
+  const bomb = base64url(deflateRawSync(Buffer.alloc(MAX_DECODED_TEXT_BYTES * 8, 0x61)));
+  await assert.rejects(decodeText(bomb));
+  const { values, notes } = await parseLink('?layer=1', `#t=${bomb}`);
+  assert.equal(values.text, undefined);
+  assert.equal(values.layer, 1);
+  assert.match(notes.join(' '), /could not be read/);
+});
+
+test('damaged fragments are noted, never thrown', async () => {
+  for (const t of ['', '%%%', '!!', 'AAAA', base64url(Buffer.from([0xff, 0xfe])), base64url(deflateRawSync(Buffer.from([0xc3, 0x28])))]) {
+    const { values, notes } = await parseLink('', `#t=${t}`);
+    if (values.text === undefined) assert.ok(notes.length > 0, `no note for fragment ${t}`);
+  }
+});
+
+test('no link makes the reader throw or hand out a bad value', async () => {
+  const keys = ['text', 'model', 'layer', 'head', 'mode', 'step', 'stephead', 'norm', 'dims', 'threads', 'x'];
+  const value = fc.oneof(fc.string(), fc.string({ unit: 'grapheme' }), fc.bigInt({ min: -(10n ** 30n), max: 10n ** 30n }).map(String),
+    fc.double().map(String), fc.constantFrom('4294967296', '1e18', '-1', '0x10', ' 3', '3 ', '', '1,2,3', '0,999999999', 'NaN'));
+  const search = fc.array(fc.tuple(fc.constantFrom(...keys), value), { maxLength: 12 })
+    .map((pairs) => `?${pairs.map(([k, v]) => `${k}=${encodeURIComponent(v)}`).join('&')}`);
+  const raw = fc.string({ unit: 'binary', maxLength: 200 });
+  await fc.assert(fc.asyncProperty(fc.oneof(search, raw), fc.oneof(raw, fc.string().map((s) => `#t=${s}`)), async (q, h) => {
+    const { values, notes } = await parseLink(q, h);
+    assert.ok(Array.isArray(notes));
+    for (const k of ['layer', 'head', 'step', 'stepHead', 'norm']) {
+      if (values[k] !== undefined) assert.ok(Number.isSafeInteger(values[k]) && values[k] >= 0, `${k}=${values[k]}`);
+    }
+    if (values.mode !== undefined) assert.ok(['heatmap', 'lines'].includes(values.mode));
+    if (values.dims !== undefined) assert.ok(values.dims.length >= 1 && values.dims.length <= MAX_DIMS && values.dims.every(Number.isSafeInteger));
+    if (values.text !== undefined) assert.equal(typeof values.text, 'string');
+    const clamped = clampToLimits(values, LIMITS).values;
+    for (const k of ['layer', 'head', 'step', 'stepHead', 'norm']) {
+      if (clamped[k] !== undefined) assert.ok(clamped[k] < LIMITS[k], `${k}=${clamped[k]} after clamping`);
+    }
+    if (clamped.dims !== undefined) assert.ok(clamped.dims.length > 0 && clamped.dims.every((d) => d < LIMITS.dims));
+    for (const note of notes) assert.ok(note.length < 400, `a note of ${note.length} characters`);
+  }), { numRuns: runs });
+});
+
+test('out-of-range numbers are clamped or dropped, with a note each', async () => {
+  const { values, notes } = await parseLink('?stephead=4294967296&dims=4294967296,1&layer=99&head=3&step=100000', '');
+  const out = clampToLimits(values, LIMITS);
+  assert.deepEqual([out.values.stepHead, out.values.layer, out.values.head, out.values.step], [11, 5, 3, 101]);
+  assert.deepEqual(out.values.dims, [1]);
+  assert.equal(notes.length, 0);
+  assert.equal(out.notes.length, 4, out.notes.join('\n'));
+  assert.match(out.notes.join('\n'), /4294967296/);
+  const none = clampToLimits((await parseLink('?dims=999,1000', '')).values, LIMITS);
+  assert.equal(none.values.dims, undefined, 'no feature in range: the page keeps its own');
+});
+
+test('the query round-trips through parseLink', async () => {
+  await fc.assert(fc.asyncProperty(fc.record({
+    layer: fc.nat(5), head: fc.nat(11), mode: fc.constantFrom('heatmap', 'lines'), step: fc.nat(101), stepHead: fc.nat(11),
+    norm: fc.nat(12), dims: fc.uniqueArray(fc.nat(383), { minLength: 1, maxLength: MAX_DIMS }), threads: fc.constantFrom(1, 2),
+  }), async (s) => {
+    const { values, notes } = await parseLink(queryFor(s, 'minilm-l6'), '');
+    assert.deepEqual(notes, []);
+    for (const k of ['layer', 'head', 'mode', 'step', 'stepHead', 'norm', 'dims']) assert.deepEqual(values[k], s[k], k);
+    assert.equal(values.threads, s.threads === 1 ? 1 : undefined);
+  }), { numRuns: runs });
+});
+
+test('features parse as a short list of whole numbers or not at all', () => {
+  assert.deepEqual(parseDims('0, 1, 4'), [0, 1, 4]);
+  assert.deepEqual(parseDims('3 3 3'), [3]);
+  assert.equal(parseDims('1, -2'), null);
+  assert.equal(parseDims('1.5'), null);
+  assert.equal(parseDims(''), null);
+  assert.equal(parseDims('1,'.repeat(100)), null);
+  assert.equal(parseDims('0,1,2,3,4,5,6,7,8,9').length, MAX_DIMS);
+  assert.equal(shorten('x'.repeat(1000)).length, 41);
+});

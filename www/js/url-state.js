@@ -1,0 +1,176 @@
+// The link format: what a URL holds and how it is read back. Pure functions (no page, no
+// DOM), so that Node runs the same code in tests/e2e/url-state.test.mjs.
+//
+//   ?model=minilm-l6&layer=3&head=1&mode=heatmap&step=12&stephead=0&norm=1&dims=0,1,4
+//   #t=<the text, UTF-8, deflate-raw compressed, base64url>
+//
+// The text lives in the fragment, which browsers never send to a server, so a long text
+// cannot make a link fail with "431 Request Header Fields Too Large"; compressed, a 512-token
+// text takes a few thousand characters. Older links with `?text=` still open.
+
+/** Longest fragment a link carries; past it the link keeps a shorter prefix of the text. */
+export const MAX_TEXT_FRAGMENT = 8000;
+/** Longest text a link is allowed to expand to (a hostile link could hold a zip bomb). */
+export const MAX_DECODED_TEXT_BYTES = 1 << 20;
+/** Most features the waves chart plots at once. */
+export const MAX_DIMS = 8;
+
+const MODES = new Set(['heatmap', 'lines']);
+
+function toBase64Url(bytes) {
+  let binary = '';
+  for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  return btoa(binary).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+}
+
+function fromBase64Url(text) {
+  if (!/^[A-Za-z0-9_-]*$/.test(text)) throw new Error('not base64url');
+  const binary = atob(text.replace(/-/g, '+').replace(/_/g, '/'));
+  return Uint8Array.from(binary, (c) => c.charCodeAt(0));
+}
+
+async function pipeBytes(bytes, transform, maxBytes) {
+  const stream = new Blob([bytes]).stream().pipeThrough(transform);
+  const reader = stream.getReader();
+  const chunks = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.length;
+    if (total > maxBytes) {
+      await reader.cancel();
+      throw new Error(`longer than ${maxBytes} bytes`);
+    }
+    chunks.push(value);
+  }
+  const out = new Uint8Array(total);
+  let at = 0;
+  for (const c of chunks) { out.set(c, at); at += c.length; }
+  return out;
+}
+
+/** The text as a fragment value: UTF-8, deflate-raw, base64url. */
+export async function encodeText(text) {
+  const bytes = new TextEncoder().encode(text);
+  return toBase64Url(await pipeBytes(bytes, new CompressionStream('deflate-raw'), Infinity));
+}
+
+/** Reverses `encodeText`; throws on anything that is not such a value. */
+export async function decodeText(value) {
+  const bytes = await pipeBytes(fromBase64Url(value), new DecompressionStream('deflate-raw'), MAX_DECODED_TEXT_BYTES);
+  return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+}
+
+/**
+ * The fragment for `text`, cut to a prefix when the whole text would make the link longer
+ * than `maxChars`. Returns `{ fragment, keptChars, totalChars }` (counts in code points).
+ */
+export async function textFragment(text, maxChars = MAX_TEXT_FRAGMENT) {
+  const chars = [...text];
+  const whole = await encodeText(text);
+  if (whole.length <= maxChars) return { fragment: whole, keptChars: chars.length, totalChars: chars.length };
+  // Binary search for the longest prefix whose compressed form fits.
+  let lo = 0;
+  let hi = chars.length;
+  let best = '';
+  while (lo < hi) {
+    const mid = Math.ceil((lo + hi) / 2);
+    const encoded = await encodeText(chars.slice(0, mid).join(''));
+    if (encoded.length <= maxChars) { lo = mid; best = encoded; } else { hi = mid - 1; }
+  }
+  return { fragment: best, keptChars: lo, totalChars: chars.length };
+}
+
+/** A whole number from a URL value: digits only, at most 15 of them (else null). */
+function wholeNumber(value) {
+  return value !== null && /^\d{1,15}$/.test(value) ? Number(value) : null;
+}
+
+/**
+ * Reads a link's query and fragment. Returns `{ values, notes }`: `values` holds only what
+ * the link states in a valid form (numbers not yet checked against the model), `notes` says
+ * in plain words what was ignored.
+ */
+export async function parseLink(search, hash) {
+  const q = new URLSearchParams(search);
+  const values = {};
+  const notes = [];
+  const fragment = new URLSearchParams(hash.startsWith('#') ? hash.slice(1) : hash);
+  if (fragment.has('t')) {
+    try {
+      values.text = await decodeText(fragment.get('t'));
+    } catch {
+      notes.push('The link\'s text could not be read (it is damaged or too long), so the default sentence is shown.');
+    }
+  } else if (q.has('text')) {
+    values.text = q.get('text'); // links made before the text moved to the fragment
+  }
+  if (q.has('model')) values.model = q.get('model');
+  for (const [key, param] of [['layer', 'layer'], ['head', 'head'], ['step', 'step'], ['stepHead', 'stephead'], ['norm', 'norm']]) {
+    if (!q.has(param)) continue;
+    const n = wholeNumber(q.get(param));
+    if (n === null) notes.push(`The link's ${param}=${shorten(q.get(param))} is not a whole number, so it was ignored.`);
+    else values[key] = n;
+  }
+  if (q.has('mode')) {
+    if (MODES.has(q.get('mode'))) values.mode = q.get('mode');
+    else notes.push(`The link's mode=${shorten(q.get('mode'))} is not one of heatmap or lines, so it was ignored.`);
+  }
+  if (q.has('dims')) {
+    const dims = parseDims(q.get('dims'));
+    if (dims) values.dims = dims;
+    else notes.push(`The link's dims=${shorten(q.get('dims'))} is not a list of whole numbers, so it was ignored.`);
+  }
+  if (q.get('threads') === '1') values.threads = 1;
+  return { values, notes };
+}
+
+/**
+ * The numbers of `values` brought inside the model's ranges: `limits` gives, for each key,
+ * how many choices there are (`layer: n_layers`, ...). Out-of-range values are clamped to
+ * the last choice and noted; out-of-range features are dropped and noted.
+ */
+export function clampToLimits(values, limits) {
+  const out = { ...values };
+  const notes = [];
+  for (const [key, count] of Object.entries(limits)) {
+    if (key === 'dims' || out[key] === undefined || count === undefined) continue;
+    if (out[key] >= count) {
+      notes.push(`The link asked for ${key === 'stepHead' ? 'step head' : key} ${shorten(String(out[key]))}, but there are only ${count} (0–${count - 1}); ${count - 1} is shown.`);
+      out[key] = count - 1;
+    }
+  }
+  if (out.dims && limits.dims !== undefined) {
+    const kept = out.dims.filter((d) => d < limits.dims);
+    if (kept.length < out.dims.length) {
+      notes.push(`The link's features ${out.dims.filter((d) => d >= limits.dims).map((d) => shorten(String(d))).join(', ')} are beyond the model's ${limits.dims} features (0–${limits.dims - 1}), so they were dropped.`);
+    }
+    if (kept.length) out.dims = kept;
+    else delete out.dims;
+  }
+  return { values: out, notes };
+}
+
+/** Features typed as "0, 1, 4": whole numbers, at most `MAX_DIMS` of them (else null). */
+export function parseDims(text) {
+  const parts = String(text).split(/[\s,]+/).filter(Boolean);
+  if (!parts.length || parts.length > 64 || parts.some((p) => !/^\d{1,15}$/.test(p))) return null;
+  return [...new Set(parts.map(Number))].slice(0, MAX_DIMS);
+}
+
+/** The query string for the chosen view (the text goes in the fragment, see `textFragment`). */
+export function queryFor(state, model) {
+  const q = new URLSearchParams({
+    model, layer: state.layer, head: state.head, mode: state.mode, step: state.step,
+    stephead: state.stepHead, norm: state.norm, dims: state.dims.join(','),
+  });
+  if (state.threads === 1) q.set('threads', '1');
+  return `?${q}`;
+}
+
+/** A value from a link, short enough to quote in a message. */
+export function shorten(value, max = 40) {
+  const chars = [...String(value)];
+  return chars.length > max ? `${chars.slice(0, max).join('')}…` : chars.join('');
+}

@@ -8,7 +8,7 @@ import { MODEL, state } from './state.js';
 import { session } from './session.js';
 
 // Why the page computes with one thread, in the status line's words (null: two threads).
-let oneThreadBecause = 'the helper thread starts after the first view';
+let oneThreadBecause = 'a helper thread is starting';
 
 export function showBackend() {
   const { viz } = session;

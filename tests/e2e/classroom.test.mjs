@@ -1,0 +1,132 @@
+// End-to-end tests of the page as a class sees it: the first screen shows a chart, the
+// contents bar never covers what it jumps to, presenter mode shows one section at a time in
+// bigger text, every piece of jargon links to the glossary, and an error appears beside the
+// control that caused it.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { mkdirSync } from 'node:fs';
+import { serve } from '../../scripts/static-server.mjs';
+import { launchChromium } from './browser.mjs';
+
+const ROOT = new URL('../..', import.meta.url).pathname;
+const ARTIFACTS = join(ROOT, 'tests/artifacts');
+mkdirSync(ARTIFACTS, { recursive: true });
+let server;
+let browser;
+let base;
+
+before(async () => {
+  server = await serve(join(ROOT, 'dist'), 0);
+  base = `http://127.0.0.1:${server.address().port}/`;
+  browser = await launchChromium();
+});
+
+after(async () => {
+  await browser?.close();
+  server?.close();
+});
+
+async function openPage(viewport = { width: 1280, height: 720 }) {
+  const context = await browser.newContext({ viewport });
+  const page = await context.newPage();
+  const problems = [];
+  page.on('console', (msg) => { if (msg.type() === 'error') problems.push(msg.text()); });
+  page.on('pageerror', (err) => problems.push(String(err)));
+  await page.goto(base);
+  await page.waitForFunction(() => window.__tviz?.ready !== undefined);
+  await page.evaluate(() => window.__tviz.ready);
+  assert.equal(await page.evaluate(() => window.__tviz.failed ?? null), null);
+  return { page, context, problems };
+}
+
+test('the first screen shows a chart at 1280x720 and at 1920x1080, and wide windows use their width', async () => {
+  for (const viewport of [{ width: 1280, height: 720 }, { width: 1920, height: 1080 }]) {
+    const { page, context, problems } = await openPage(viewport);
+    const box = await page.locator('#attention-canvas').boundingBox();
+    assert.ok(box.y + 150 < viewport.height, `${viewport.width}: the heatmap starts at ${box.y}px`);
+    const main = await page.locator('main').boundingBox();
+    assert.ok(main.width > viewport.width * 0.9, `${viewport.width}: the content is only ${main.width}px wide`);
+    assert.deepEqual(problems, []);
+    await context.close();
+  }
+});
+
+test('a contents jump leaves the section heading below the sticky bar', async () => {
+  const { page, context, problems } = await openPage();
+  for (const id of ['norm-section', 'stepper-section', 'glossary']) {
+    await page.click(`nav.toc a[href="#${id}"]`);
+    await page.waitForFunction((s) => Math.abs(document.getElementById(s).getBoundingClientRect().top - 64) < 30, id);
+    const [bar, heading] = await page.evaluate((s) => [
+      document.querySelector('nav.toc').getBoundingClientRect().bottom,
+      document.querySelector(`#${s} h2`).getBoundingClientRect().top,
+    ], id);
+    assert.ok(heading >= bar, `${id}: heading at ${heading}px under a bar ending at ${bar}px`);
+  }
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
+test('presenter mode: one section at a time, bigger text, keys move between sections', async () => {
+  const { page, context, problems } = await openPage({ width: 1280, height: 720 });
+  const normalSize = await page.evaluate(() => parseFloat(getComputedStyle(document.querySelector('#attention-section .explain')).fontSize));
+  await page.click('#presenter');
+  await page.waitForFunction(() => document.body.classList.contains('presenter'));
+  const visible = () => page.evaluate(() => [...document.querySelectorAll('main > section.view')].filter((s) => s.offsetParent !== null).map((s) => s.id));
+  assert.deepEqual(await visible(), ['attention-section']);
+  const bigSize = await page.evaluate(() => parseFloat(getComputedStyle(document.querySelector('#attention-section .explain')).fontSize));
+  assert.ok(bigSize >= normalSize * 1.3, `text ${normalSize}px -> ${bigSize}px`);
+  await page.evaluate(() => document.activeElement?.blur());
+  await page.keyboard.press('PageDown');
+  await page.waitForFunction(() => document.getElementById('position-section').classList.contains('presenting'));
+  assert.deepEqual(await visible(), ['position-section']);
+  await page.evaluate(() => window.__tvizFlush());
+  const blank = await page.evaluate(() => document.querySelector('canvas[data-chart="pos-table"]').toDataURL().length < 3000);
+  assert.ok(!blank, 'the shown section has its charts drawn');
+  await page.screenshot({ path: join(ARTIFACTS, 'presenter-1280x720.png') });
+  await page.keyboard.press(']');
+  await page.waitForFunction(() => document.getElementById('norm-section').classList.contains('presenting'));
+  await page.keyboard.press('PageUp');
+  await page.waitForFunction(() => document.getElementById('position-section').classList.contains('presenting'));
+  await page.keyboard.press('Escape');
+  await page.waitForFunction(() => !document.body.classList.contains('presenter'));
+  assert.ok((await visible()).length >= 6, 'every section is back');
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
+test('jargon links to the glossary, and every glossary link has an entry', async () => {
+  const { page, context, problems } = await openPage();
+  const links = await page.evaluate(() => [...document.querySelectorAll('a.term')].map((a) => ({ href: a.getAttribute('href'), title: a.title, ok: !!document.getElementById(a.getAttribute('href').slice(1)) })));
+  assert.ok(links.length >= 8, `${links.length} term links`);
+  for (const l of links) {
+    assert.ok(l.ok, `${l.href} has no glossary entry`);
+    assert.ok(l.title.length > 10, `${l.href} has no short explanation on hover`);
+  }
+  const terms = await page.locator('.glossary dt').allTextContents();
+  for (const word of ['kv head', 'L2 norm', 'cosine', 'logits', 'unembedding', 'feature', 'softmax', 'residual stream']) {
+    assert.ok(terms.some((t) => t.includes(word)), `the glossary does not explain "${word}"`);
+  }
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
+test('empty text: the message sits beside the text box and the chips go', async () => {
+  const { page, context, problems } = await openPage();
+  const renders = await page.evaluate(() => window.__tviz.renders);
+  await page.fill('#text', '   ');
+  await page.waitForFunction((n) => window.__tviz.renders > n, renders);
+  await page.waitForFunction(() => !document.getElementById('text-error').hidden);
+  const [text, error] = [await page.locator('#text').boundingBox(), await page.locator('#text-error').boundingBox()];
+  assert.ok(error.y >= text.y + text.height - 1 && error.y - (text.y + text.height) < 40, 'the error is right under the text box');
+  assert.match(await page.textContent('#text-error'), /empty/i);
+  assert.equal(await page.locator('#tokens li').count(), 0);
+  assert.match(await page.textContent('#token-count'), /No tokens/);
+  assert.equal(await page.isVisible('#error'), false, 'nothing in the box at the top');
+  const again = await page.evaluate(() => window.__tviz.renders);
+  await page.fill('#text', 'Back to a real sentence.');
+  await page.waitForFunction((n) => window.__tviz.renders > n, again);
+  await page.waitForFunction(() => document.getElementById('text-error').hidden && document.querySelectorAll('#tokens li').length > 3);
+  assert.deepEqual(problems, []);
+  await context.close();
+});

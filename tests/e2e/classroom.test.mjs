@@ -67,6 +67,20 @@ test('a contents jump leaves the section heading below the sticky bar', async ()
   await context.close();
 });
 
+test('while stepping at 1280x720 the step\'s chart is on screen beside its equation', async () => {
+  const { page, context, problems } = await openPage();
+  await page.click('nav.toc a[href="#stepper-section"]');
+  await page.waitForFunction(() => Math.abs(document.getElementById('stepper-section').getBoundingClientRect().top - 64) < 30);
+  for (let i = 0; i < 3; i += 1) await page.click('#forward');
+  await page.waitForFunction(() => /step 4 of/.test(document.getElementById('step-count').textContent));
+  const chart = await page.locator('#step-canvas').boundingBox();
+  const card = await page.locator('.step-card').boundingBox();
+  assert.ok(chart.y + 150 < 720, `the step chart starts at ${chart.y}px`);
+  assert.ok(Math.abs(chart.y - card.y) < 40, 'the chart sits beside the step card');
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
 test('presenter mode: one section at a time, bigger text, keys move between sections', async () => {
   const { page, context, problems } = await openPage({ width: 1280, height: 720 });
   const normalSize = await page.evaluate(() => parseFloat(getComputedStyle(document.querySelector('#attention-section .explain')).fontSize));

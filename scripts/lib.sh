@@ -60,7 +60,7 @@ ensure_npm_packages() {
       }' 2>/dev/null; then
     echo "npm packages present"
   else
-    step "installing npm packages (binaryen's wasm-opt, KaTeX, playwright-core)"
+    step "installing npm packages (binaryen's wasm-opt, KaTeX, playwright-core, serve-static, fast-check)"
     npm ci --no-audit --no-fund --loglevel=error
   fi
 }

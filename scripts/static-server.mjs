@@ -1,44 +1,60 @@
 // A static file server for the built page (dist/), bound to 127.0.0.1 only. The page needs
-// nothing but its own files: this is all the "server" there is. It sends the two headers that
-// make the page cross-origin isolated (for the helper thread); any static server will do
-// without them, with one thread.
+// nothing but its own files: this is all the "server" there is.
 //   node scripts/static-server.mjs [DIR] [PORT]
+// The files are served by the Express team's serve-static (paths, ranges, caching, closing the
+// file of an aborted download); errors (400 malformed path, 403 a path out of DIR, 404) are
+// answered by their finalhandler. What is ours is the headers every response carries.
 import { createServer } from 'node:http';
-import { createReadStream, statSync } from 'node:fs';
-import { extname, join, normalize, resolve } from 'node:path';
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import finalhandler from 'finalhandler';
+import serveStatic from 'serve-static';
 
-const root = resolve(process.argv[2] ?? 'dist');
-const port = Number(process.argv[3] ?? 8080);
-const types = {
-  '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.mjs': 'text/javascript; charset=utf-8',
-  '.css': 'text/css; charset=utf-8', '.wasm': 'application/wasm', '.json': 'application/json; charset=utf-8',
-  '.safetensors': 'application/octet-stream', '.svg': 'image/svg+xml', '.png': 'image/png',
-  '.woff2': 'font/woff2', '.woff': 'font/woff', '.ttf': 'font/ttf', '.txt': 'text/plain; charset=utf-8',
+// The page's Content-Security-Policy, the same as the <meta> in www/index.html (a test compares
+// them): its own files only; WebAssembly; its helper worker; KaTeX's inline style attributes;
+// data: (the favicon) and blob: (exports) images. The wasm is started by www/start-wasm.js, not
+// by an inline script (Trunk.toml's pattern_script), so script-src needs no hash or nonce.
+export const CONTENT_SECURITY_POLICY = [
+  "default-src 'self'",
+  "script-src 'self' 'wasm-unsafe-eval'",
+  "worker-src 'self'",
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data: blob:",
+  "connect-src 'self'",
+  "object-src 'none'",
+  "base-uri 'none'",
+].join('; ');
+
+const HEADERS = {
+  // Cross-origin isolation: lets the page share memory with its helper worker (two threads per
+  // forward pass). Served without these headers, the page computes alone.
+  'Cross-Origin-Opener-Policy': 'same-origin',
+  'Cross-Origin-Embedder-Policy': 'require-corp',
+  'X-Content-Type-Options': 'nosniff',
+  // Error pages get finalhandler's stricter "default-src 'none'" instead.
+  'Content-Security-Policy': CONTENT_SECURITY_POLICY,
 };
 
-export function serve(dir = root, listenPort = port) {
-  const server = createServer((req, res) => {
-    const path = decodeURIComponent(new URL(req.url, 'http://localhost').pathname);
-    let file = normalize(join(dir, path));
-    if (!file.startsWith(dir)) { res.writeHead(403).end(); return; }
-    try {
-      if (statSync(file).isDirectory()) file = join(file, 'index.html');
-      const size = statSync(file).size;
-      res.writeHead(200, {
-        'content-type': types[extname(file)] ?? 'application/octet-stream', 'content-length': size, 'cache-control': 'no-cache',
-        // Cross-origin isolation: lets the page share memory with its helper worker (two
-        // threads per forward pass). Served without these headers, the page computes alone.
-        'cross-origin-opener-policy': 'same-origin', 'cross-origin-embedder-policy': 'require-corp',
-      });
-      createReadStream(file, { highWaterMark: 1 << 20 }).pipe(res); // 1 MiB reads: the model file is large
-    } catch {
-      res.writeHead(404, { 'content-type': 'text/plain' }).end('not found');
-    }
+/** Serves `dir` on 127.0.0.1:`port` (0: any free port); resolves to the listening http.Server. */
+export function serve(dir = 'dist', port = 8080) {
+  const files = serveStatic(resolve(dir), {
+    fallthrough: false, // other methods than GET and HEAD: 405 with `Allow: GET, HEAD`
+    index: ['index.html'],
+    maxAge: 0, // revalidate every time: the page's own js/ and models/ names carry no hash
   });
-  return new Promise((ok) => server.listen(listenPort, '127.0.0.1', () => ok(server)));
+  const server = createServer((req, res) => {
+    for (const [name, value] of Object.entries(HEADERS)) res.setHeader(name, value);
+    // 'production': error pages say "Not Found", not a stack trace with the server's paths.
+    files(req, res, finalhandler(req, res, { env: 'production' }));
+  });
+  return new Promise((ok, fail) => {
+    server.once('error', fail);
+    server.listen(port, '127.0.0.1', () => ok(server));
+  });
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
-  const server = await serve();
-  console.log(`transformer-viz: serving ${root} at http://127.0.0.1:${server.address().port}/ (Ctrl-C to stop)`);
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const dir = process.argv[2] ?? 'dist';
+  const server = await serve(dir, Number(process.argv[3] ?? 8080));
+  console.log(`transformer-viz: serving ${resolve(dir)} at http://127.0.0.1:${server.address().port}/ (Ctrl-C to stop)`);
 }

@@ -1,6 +1,6 @@
 //! Command-line front end (native only): `trace`, `render`, `similarity`, `convert-f16`.
 
-use std::io::Write;
+use std::io::{BufWriter, ErrorKind, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -107,10 +107,22 @@ fn summary(trace: &Trace) -> Result<TraceSummary<'_>> {
     })
 }
 
+/// Writes a command's result to stdout. A reader that closes the pipe early (`| head -c 100`)
+/// has all it wants: that ends the command normally, with no message and exit status 0.
+fn print_stdout(write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<()> {
+    let mut out = BufWriter::new(std::io::stdout().lock()); // one write a buffer, not one a token of JSON
+    match write(&mut out).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != ErrorKind::BrokenPipe => Err(VizError::Io { path: "stdout".into(), reason: e.to_string() }),
+        _ => Ok(()),
+    }
+}
+
 fn print_json<T: Serialize>(value: &T) -> Result<()> {
-    let mut out = std::io::stdout().lock();
-    serde_json::to_writer(&mut out, value).map_err(|e| VizError::Io { path: "stdout".into(), reason: e.to_string() })?;
-    writeln!(out).map_err(|e| VizError::Io { path: "stdout".into(), reason: e.to_string() })
+    // serde_json's error converts back to the io::Error it wraps, keeping its kind (BrokenPipe).
+    print_stdout(|out| {
+        serde_json::to_writer(&mut *out, value)?;
+        writeln!(out)
+    })
 }
 
 fn run(cli: Cli) -> Result<()> {
@@ -132,12 +144,14 @@ fn run(cli: Cli) -> Result<()> {
         Command::Similarity { model, text } => {
             let m = model.load()?;
             let pooled: Vec<_> = text.iter().map(|t| m.run(t).map(|o| mean_pool(o.hidden.view()))).collect::<Result<_>>()?;
-            for i in 0..text.len() {
-                for j in i + 1..text.len() {
-                    println!("{:.4}\t{}\t{}", cosine(&pooled[i], &pooled[j]), text[i], text[j]);
+            print_stdout(|out| {
+                for i in 0..text.len() {
+                    for j in i + 1..text.len() {
+                        writeln!(out, "{:.4}\t{}\t{}", cosine(&pooled[i], &pooled[j]), text[i], text[j])?;
+                    }
                 }
-            }
-            Ok(())
+                Ok(())
+            })
         }
         Command::ConvertF16 { input, output } => {
             let halves = crate::formats::safetensors::convert_to_f16(&read_file(&input)?)?;

@@ -41,9 +41,17 @@ async function openPage(url = base, viewport = { width: 1280, height: 720 }) {
   page.on('request', (req) => {
     if (!req.url().startsWith(base) && !req.url().startsWith('data:') && !req.url().startsWith('blob:')) problems.push(`request outside the page's origin: ${req.url()}`);
   });
+  // Every Content-Security-Policy violation, recorded by the page from before its first script.
+  await page.addInitScript(() => {
+    window.__cspViolations = [];
+    document.addEventListener('securitypolicyviolation', (e) => {
+      window.__cspViolations.push(`${e.effectiveDirective} blocked ${e.blockedURI || '(inline)'} at ${e.sourceFile}:${e.lineNumber}`);
+    });
+  });
   await page.goto(url);
   await page.waitForFunction(() => window.__tviz?.ready !== undefined);
   await page.evaluate(() => window.__tviz.ready);
+  assert.deepEqual(await page.evaluate(() => window.__cspViolations), [], 'the page broke its own Content-Security-Policy');
   const failed = await page.evaluate(() => window.__tviz.failed ?? null);
   assert.equal(failed, null, `the page failed to load: ${failed}`);
   return { page, context, problems };
@@ -75,6 +83,36 @@ function blank(dataUrl) {
   // A canvas that was never drawn on encodes to a tiny PNG.
   return dataUrl.length < 3000;
 }
+
+test('one Content-Security-Policy in the page and from the server: it holds, and the page keeps it', async () => {
+  const res = await fetch(base);
+  const header = res.headers.get('content-security-policy');
+  const html = await res.text();
+  const meta = html.match(/<meta http-equiv="Content-Security-Policy" content="([^"]*)">/)?.[1];
+  assert.equal(meta, header, 'the <meta> policy (for any server) and the served header differ');
+  for (const directive of ["default-src 'self'", "script-src 'self' 'wasm-unsafe-eval'", "object-src 'none'", "base-uri 'none'"]) {
+    assert.ok(header.split('; ').includes(directive), `${directive} is missing from ${header}`);
+  }
+  assert.doesNotMatch(html, /<script(?![^>]*\ssrc=)[^>]*>/, 'an inline script: the policy would block it');
+
+  const { page, context, problems } = await openPage(); // asserts no violation while loading
+  await page.waitForFunction(() => window.__tviz.helper !== 'starting', null, { timeout: 60000 });
+  assert.equal(await page.evaluate(() => window.__tviz.helper), 'ready', 'the helper worker runs its wasm under the policy');
+  await typeSentence(page, 'A policy that holds for every pass.');
+  assert.deepEqual(await page.evaluate(() => window.__cspViolations), []);
+  assert.deepEqual(problems, []);
+
+  // The policy is enforced, and the recorder sees it: an injected inline script does not run.
+  await page.evaluate(() => {
+    const script = document.createElement('script');
+    script.textContent = 'window.__injected = true;';
+    document.head.append(script);
+  });
+  await page.waitForFunction(() => window.__cspViolations.length > 0);
+  assert.equal(await page.evaluate(() => window.__injected), undefined);
+  assert.match((await page.evaluate(() => window.__cspViolations))[0], /^script-src-elem blocked inline/);
+  await context.close();
+});
 
 test('two sentences give different tokens, views and shapes', async () => {
   const { page, context, problems } = await openPage();

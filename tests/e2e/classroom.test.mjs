@@ -2,43 +2,13 @@
 // contents bar never covers what it jumps to, presenter mode shows one section at a time in
 // bigger text, every piece of jargon links to the glossary, and an error appears beside the
 // control that caused it.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { mkdirSync } from 'node:fs';
-import { serve } from '../../scripts/static-server.mjs';
-import { launchChromium } from './browser.mjs';
+import { usePage, openPage as open, ARTIFACTS } from './helpers.mjs';
 
-const ROOT = new URL('../..', import.meta.url).pathname;
-const ARTIFACTS = join(ROOT, 'tests/artifacts');
-mkdirSync(ARTIFACTS, { recursive: true });
-let server;
-let browser;
-let base;
-
-before(async () => {
-  server = await serve(join(ROOT, 'dist'), 0);
-  base = `http://127.0.0.1:${server.address().port}/`;
-  browser = await launchChromium();
-});
-
-after(async () => {
-  await browser?.close();
-  server?.close();
-});
-
-async function openPage(viewport = { width: 1280, height: 720 }) {
-  const context = await browser.newContext({ viewport });
-  const page = await context.newPage();
-  const problems = [];
-  page.on('console', (msg) => { if (msg.type() === 'error') problems.push(msg.text()); });
-  page.on('pageerror', (err) => problems.push(String(err)));
-  await page.goto(base);
-  await page.waitForFunction(() => window.__tviz?.ready !== undefined);
-  await page.evaluate(() => window.__tviz.ready);
-  assert.equal(await page.evaluate(() => window.__tviz.failed ?? null), null);
-  return { page, context, problems };
-}
+const env = usePage();
+const openPage = (viewport = { width: 1280, height: 720 }) => open(env, env.base, { viewport });
 
 test('the first screen shows a chart at 1280x720 and at 1920x1080, and wide windows use their width', async () => {
   for (const viewport of [{ width: 1280, height: 720 }, { width: 1920, height: 1080 }]) {

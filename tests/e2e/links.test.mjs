@@ -2,43 +2,12 @@
 // makes a short link that reopens, the address bar always equals the view (also after Back
 // and Forward), in-page links leave history alone, arrow keys act only where they should,
 // and the status line says why the page computes with one thread.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
-import { serve } from '../../scripts/static-server.mjs';
-import { launchChromium } from './browser.mjs';
+import { usePage, openPage as open, CHARTS } from './helpers.mjs';
 
-const ROOT = new URL('../..', import.meta.url).pathname;
-const CHARTS = ['attention', 'grid', 'pos-table', 'pos-waves', 'pos-sim', 'pos-sin', 'norm', 'residual', 'step'];
-let server;
-let browser;
-let base;
-
-before(async () => {
-  server = await serve(join(ROOT, 'dist'), 0);
-  base = `http://127.0.0.1:${server.address().port}/`;
-  browser = await launchChromium();
-});
-
-after(async () => {
-  await browser?.close();
-  server?.close();
-});
-
-async function openPage(url = base, { route } = {}) {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 720 } });
-  const page = await context.newPage();
-  const problems = [];
-  page.on('console', (msg) => { if (msg.type() === 'error') problems.push(msg.text()); });
-  page.on('pageerror', (err) => problems.push(String(err)));
-  if (route) await route(page);
-  const response = await page.goto(url);
-  assert.equal(response.status(), 200, `opening the link gave HTTP ${response.status()}`);
-  await page.waitForFunction(() => window.__tviz?.ready !== undefined);
-  await page.evaluate(() => window.__tviz.ready);
-  assert.equal(await page.evaluate(() => window.__tviz.failed ?? null), null);
-  return { page, context, problems };
-}
+const env = usePage();
+const openPage = (url = env.base, options) => open(env, url, options);
 
 /** What the address bar says, read as the page reads it. */
 async function addressBar(page) {
@@ -67,7 +36,7 @@ async function waitForAddress(page, want) {
 }
 
 test('a hostile link is clamped with notes that stay, and every chart is drawn', async () => {
-  const { page, context, problems } = await openPage(`${base}?model=gpt2&stephead=4294967296&dims=4294967296,1&layer=99&head=3&step=100000&norm=1e18`);
+  const { page, context, problems } = await openPage(`${env.base}?model=gpt2&stephead=4294967296&dims=4294967296,1&layer=99&head=3&step=100000&norm=1e18`);
   await page.waitForFunction(() => window.__tvizSettled());
   const notes = await page.locator('#notice-list li').allTextContents();
   assert.ok(notes.some((n) => /gpt2/.test(n)), notes.join('\n'));
@@ -123,7 +92,7 @@ test('a 100,000-character text gives a short link that reopens its text', async 
 });
 
 test('Back and Forward move between chosen views, and the address bar equals the view', async () => {
-  const { page, context, problems } = await openPage(`${base}?layer=0&head=0`);
+  const { page, context, problems } = await openPage(`${env.base}?layer=0&head=0`);
   const agree = async () => {
     const [a, s] = [await addressBar(page), await shown(page)];
     assert.deepEqual([a.layer, a.head, a.step], [s.layer, s.head, s.step], 'the address bar differs from the view');
@@ -195,19 +164,19 @@ test('arrow keys step only when no other control has the focus', async () => {
 });
 
 test('the status line says why the page computes with one thread', async () => {
-  const forced = await openPage(`${base}?threads=1`);
+  const forced = await openPage(`${env.base}?threads=1`);
   await forced.page.waitForFunction(() => window.__tviz.helper === 'off' && document.getElementById('backend-why').textContent.length > 0);
   assert.match(await forced.page.textContent('#backend-why'), /threads=1/);
   await forced.context.close();
   // Served without the isolation headers, the page says that is why.
-  const stripHeaders = (page) => page.route(base, async (route) => {
+  const stripHeaders = (page) => page.route(env.base, async (route) => {
     const response = await route.fetch();
     const headers = { ...response.headers() };
     delete headers['cross-origin-opener-policy'];
     delete headers['cross-origin-embedder-policy'];
     await route.fulfill({ response, headers });
   });
-  const plain = await openPage(base, { route: stripHeaders });
+  const plain = await openPage(env.base, { route: stripHeaders });
   assert.equal(await plain.page.evaluate(() => window.crossOriginIsolated), false);
   await plain.page.waitForFunction(() => window.__tviz.helper === 'off' && /isolation/.test(document.getElementById('backend-why').textContent));
   assert.equal(await plain.page.textContent('#backend'), 'CPU (WebAssembly)');

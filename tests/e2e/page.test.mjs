@@ -2,60 +2,17 @@
 // playwright-core. Run by scripts/test.sh after `trunk build --release`:
 //   node --test tests/e2e/
 // Screenshots go to tests/artifacts/.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { serve } from '../../scripts/static-server.mjs';
-import { launchChromium } from './browser.mjs';
+import { usePage, openPage as open, typeSentence, ARTIFACTS, CHARTS } from './helpers.mjs';
 
-const ROOT = new URL('../..', import.meta.url).pathname;
-const ARTIFACTS = join(ROOT, 'tests/artifacts');
-mkdirSync(ARTIFACTS, { recursive: true });
-
-const CHARTS = ['attention', 'grid', 'pos-table', 'pos-waves', 'pos-sim', 'pos-sin', 'norm', 'residual', 'step'];
 // Views of the model itself (its position table), identical for every sentence under 64 tokens.
 const MODEL_ONLY = new Set(['pos-table', 'pos-waves', 'pos-sim', 'pos-sin']);
 
-let server;
-let browser;
-let base;
-
-before(async () => {
-  server = await serve(join(ROOT, 'dist'), 0);
-  base = `http://127.0.0.1:${server.address().port}/`;
-  browser = await launchChromium();
-});
-
-after(async () => {
-  await browser?.close();
-  server?.close();
-});
-
-async function openPage(url = base, viewport = { width: 1280, height: 720 }) {
-  const context = await browser.newContext({ viewport, acceptDownloads: true });
-  const page = await context.newPage();
-  const problems = [];
-  page.on('console', (msg) => { if (msg.type() === 'error') problems.push(msg.text()); });
-  page.on('pageerror', (err) => problems.push(String(err)));
-  page.on('request', (req) => {
-    if (!req.url().startsWith(base) && !req.url().startsWith('data:') && !req.url().startsWith('blob:')) problems.push(`request outside the page's origin: ${req.url()}`);
-  });
-  // Every Content-Security-Policy violation, recorded by the page from before its first script.
-  await page.addInitScript(() => {
-    window.__cspViolations = [];
-    document.addEventListener('securitypolicyviolation', (e) => {
-      window.__cspViolations.push(`${e.effectiveDirective} blocked ${e.blockedURI || '(inline)'} at ${e.sourceFile}:${e.lineNumber}`);
-    });
-  });
-  await page.goto(url);
-  await page.waitForFunction(() => window.__tviz?.ready !== undefined);
-  await page.evaluate(() => window.__tviz.ready);
-  assert.deepEqual(await page.evaluate(() => window.__cspViolations), [], 'the page broke its own Content-Security-Policy');
-  const failed = await page.evaluate(() => window.__tviz.failed ?? null);
-  assert.equal(failed, null, `the page failed to load: ${failed}`);
-  return { page, context, problems };
-}
+const env = usePage();
+const openPage = (url = env.base, viewport) => open(env, url, { viewport });
 
 async function snapshot(page) {
   // Scroll every chart into view, as a student would, so that it is drawn.
@@ -73,19 +30,13 @@ async function snapshot(page) {
   }), CHARTS);
 }
 
-async function typeSentence(page, text) {
-  const before = await page.evaluate(() => window.__tviz.renders);
-  await page.fill('#text', text);
-  await page.waitForFunction((n) => window.__tviz.renders > n, before);
-}
-
 function blank(dataUrl) {
   // A canvas that was never drawn on encodes to a tiny PNG.
   return dataUrl.length < 3000;
 }
 
 test('one Content-Security-Policy in the page and from the server: it holds, and the page keeps it', async () => {
-  const res = await fetch(base);
+  const res = await fetch(env.base);
   const header = res.headers.get('content-security-policy');
   const html = await res.text();
   const meta = html.match(/<meta http-equiv="Content-Security-Policy" content="([^"]*)">/)?.[1];
@@ -244,7 +195,7 @@ test('bad input gets a plain message and keeps the previous views', async () => 
 
 test('screenshots at projector and phone sizes', async () => {
   for (const [name, viewport] of [['1280x720', { width: 1280, height: 720 }], ['390x844', { width: 390, height: 844 }]]) {
-    const { page, context, problems } = await openPage(base, viewport);
+    const { page, context, problems } = await openPage(env.base, viewport);
     await page.waitForFunction(() => window.__tvizSettled());
     for (const c of CHARTS) {
       const blankCanvas = await page.evaluate((name) => document.querySelector(`canvas[data-chart="${name}"]`).toDataURL().length < 3000, c);
@@ -260,12 +211,12 @@ test('screenshots at projector and phone sizes', async () => {
 });
 
 test('a missing model file gives a plain message, not a blank page', async () => {
-  const context = await browser.newContext();
+  const context = await env.browser.newContext();
   const page = await context.newPage();
   await page.route('**/model.f16.safetensors', (route) => route.fulfill({ status: 404, body: 'gone' }));
   const pageErrors = [];
   page.on('pageerror', (err) => pageErrors.push(String(err)));
-  await page.goto(base);
+  await page.goto(env.base);
   await page.waitForFunction(() => window.__tviz?.failed);
   const message = await page.textContent('#error');
   assert.match(message, /could not be loaded/);
@@ -275,10 +226,10 @@ test('a missing model file gives a plain message, not a blank page', async () =>
 });
 
 test('a corrupt model file is reported in plain words', async () => {
-  const context = await browser.newContext();
+  const context = await env.browser.newContext();
   const page = await context.newPage();
   await page.route('**/model.f16.safetensors', (route) => route.fulfill({ status: 200, body: Buffer.from('definitely not safetensors') }));
-  await page.goto(base);
+  await page.goto(env.base);
   await page.waitForFunction(() => window.__tviz?.failed);
   assert.match(await page.textContent('#error'), /not valid safetensors/);
   writeFileSync(join(ARTIFACTS, 'corrupt-model-message.txt'), await page.textContent('#error'));
@@ -288,7 +239,7 @@ test('a corrupt model file is reported in plain words', async () => {
 test('a pass shared with the helper thread gives the numbers of a pass computed alone', async () => {
   const sentence = 'Two threads share every dense layer of this forward pass.';
   const read = async (query) => {
-    const { page, context, problems } = await openPage(`${base}?layer=5&head=3&step=100${query}`);
+    const { page, context, problems } = await openPage(`${env.base}?layer=5&head=3&step=100${query}`);
     await page.waitForFunction(() => window.__tviz.helper !== 'starting', null, { timeout: 60000 });
     const helper = await page.evaluate(() => window.__tviz.helper);
     await typeSentence(page, sentence);

@@ -1,0 +1,75 @@
+// What every end-to-end test file shares: the release page served from dist/, one headless
+// Chromium, and `openPage`, which fails a test on any console error, uncaught exception,
+// Content-Security-Policy violation or request outside the page's origin.
+import { before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { serve } from '../../scripts/static-server.mjs';
+import { launchChromium } from './browser.mjs';
+
+export const ROOT = new URL('../..', import.meta.url).pathname;
+export const ARTIFACTS = join(ROOT, 'tests/artifacts');
+mkdirSync(ARTIFACTS, { recursive: true });
+
+/** Every chart canvas of the page, by its `data-chart` name. */
+export const CHARTS = ['attention', 'grid', 'pos-table', 'pos-waves', 'pos-sim', 'pos-sin', 'norm', 'residual', 'step'];
+
+/** Starts the server and the browser before this file's tests and stops them after. */
+export function usePage() {
+  const env = { base: null, browser: null, server: null };
+  before(async () => {
+    env.server = await serve(join(ROOT, 'dist'), 0);
+    env.base = `http://127.0.0.1:${env.server.address().port}/`;
+    env.browser = await launchChromium();
+  });
+  after(async () => {
+    await env.browser?.close();
+    env.server?.close();
+  });
+  return env;
+}
+
+/**
+ * Opens `url` (default: the page) in a new browser context and waits until the model is
+ * loaded and the first pass drawn. `problems` collects what must never happen; each test
+ * ends with `assert.deepEqual(problems, [])`.
+ */
+export async function openPage(env, url = env.base, { viewport = { width: 1280, height: 720 }, deviceScaleFactor = 1, route = null } = {}) {
+  const context = await env.browser.newContext({ viewport, deviceScaleFactor, acceptDownloads: true });
+  const page = await context.newPage();
+  const problems = [];
+  page.on('console', (msg) => { if (msg.type() === 'error') problems.push(msg.text()); });
+  page.on('pageerror', (err) => problems.push(String(err)));
+  page.on('request', (req) => {
+    if (!req.url().startsWith(env.base) && !req.url().startsWith('data:') && !req.url().startsWith('blob:')) problems.push(`request outside the page's origin: ${req.url()}`);
+  });
+  // Every Content-Security-Policy violation, recorded by the page from before its first script.
+  await page.addInitScript(() => {
+    window.__cspViolations = [];
+    document.addEventListener('securitypolicyviolation', (e) => {
+      window.__cspViolations.push(`${e.effectiveDirective} blocked ${e.blockedURI || '(inline)'} at ${e.sourceFile}:${e.lineNumber}`);
+    });
+  });
+  if (route) await route(page);
+  const response = await page.goto(url);
+  assert.equal(response.status(), 200, `opening ${url.slice(0, 80)} gave HTTP ${response.status()}`);
+  await page.waitForFunction(() => window.__tviz?.ready !== undefined);
+  await page.evaluate(() => window.__tviz.ready);
+  assert.deepEqual(await page.evaluate(() => window.__cspViolations), [], 'the page broke its own Content-Security-Policy');
+  const failed = await page.evaluate(() => window.__tviz.failed ?? null);
+  assert.equal(failed, null, `the page failed to load: ${failed}`);
+  return { page, context, problems };
+}
+
+/** Replaces the sentence and waits until the page has handled it (a pass or an error). */
+export async function typeSentence(page, text) {
+  const before = await page.evaluate(() => window.__tviz.renders);
+  await page.fill('#text', text);
+  await page.waitForFunction((n) => window.__tviz.renders > n, before);
+}
+
+/** Whether a canvas was never drawn on (it encodes to a tiny PNG). */
+export async function isBlank(page, chart) {
+  return page.evaluate((name) => document.querySelector(`canvas[data-chart="${name}"]`).toDataURL().length < 3000, chart);
+}

@@ -165,10 +165,10 @@ fn ordinal(n: usize) -> String {
 
 /// A colour-bar number: short, and in scientific form when very large or small.
 fn bar_number(v: f32) -> String {
-    if v.abs() >= 100.0 || (v != 0.0 && v.abs() < 0.01) {
-        format!("{v:.1e}")
-    } else {
-        format!("{v:.2}")
+    match v.abs() {
+        a if a >= 10_000.0 || (a != 0.0 && a < 0.01) => format!("{v:.1e}"),
+        a if a >= 100.0 => format!("{v:.1}"),
+        _ => format!("{v:.2}"),
     }
 }
 
@@ -230,13 +230,12 @@ pub fn draw_heatmap<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, m: ArrayV
     // The note under the chart: which labels are thinned, what the colours clip.
     let notes = |l: &Layout| -> Vec<String> {
         let mut notes = Vec::new();
-        let thinned: Vec<usize> = [(&row_texts, l.row.step, rows), (&col_texts, l.col.step, cols)]
-            .iter()
+        let thinned = [(&row_texts, l.row.step, rows), (&col_texts, l.col.step, cols)]
+            .into_iter()
             .filter(|(t, step, _)| !t.numbered && *step > 1)
-            .map(|(_, step, _)| *step)
-            .collect();
-        if let Some(&step) = thinned.iter().max() {
-            let count = rows.max(cols);
+            .map(|(_, step, count)| (step, count))
+            .max();
+        if let Some((step, count)) = thinned {
             notes.push(if small {
                 format!("Every {} token labelled ({count}).", ordinal(step))
             } else {

@@ -199,7 +199,7 @@ fn draw_view_parts<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, model: &Tr
             let step = trace.steps.get(*index).ok_or_else(|| VizError::NoSuchStep(format!("step {index}")))?;
             if step.op == crate::Op::Tokenize {
                 // Token ids are names, not amounts: shown as text, never as colours.
-                token_ids::draw_token_ids(area, &trace.tokens, &step.title)?;
+                token_ids::draw_token_ids(area, &trace.tokens, &format!("{}: each token with its id in the vocabulary", step.title))?;
                 return Ok(Drawn::plain());
             }
             let (m, rows, cols, cut) = step_matrix(trace, *index, *head, 512)?;

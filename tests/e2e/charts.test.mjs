@@ -55,6 +55,12 @@ async function typeSentence(page, text) {
   await page.evaluate(() => window.__tvizFlush());
 }
 
+// Scrolls a chart to the middle of the window, clear of the sticky navigation bar.
+async function centre(page, selector) {
+  await page.evaluate((sel) => document.querySelector(sel).scrollIntoView({ block: 'center' }), selector);
+  await page.evaluate(() => window.__tvizFlush());
+}
+
 const drawnOf = (page, name) => page.evaluate((n) => JSON.parse(JSON.stringify(window.__tvizDrawn[n])), name);
 
 function overlaps(a, b) {
@@ -114,7 +120,7 @@ test('a long sentence labels every n-th token, says so, and hovering a label hig
   assert.ok(similarity.labels.row_step > 1 && similarity.labels.rows.length > 5);
   assertLabelsApart(similarity, 'position similarity');
 
-  await page.locator('#attention-canvas').scrollIntoViewIfNeeded();
+  await centre(page, '#attention-canvas');
   const box = await page.locator('#attention-canvas').boundingBox();
   const label = drawn.labels.cols[3];
   const k = box.width / drawn.width;
@@ -144,7 +150,7 @@ test('clipped colour scales say so, hover shows the true value, and token ids ar
   const at = step.values.reduce((best, v, i) => (Math.abs(v) > Math.abs(step.values[best]) ? i : best), 0);
   assert.ok(Math.abs(step.values[at]) > Math.max(Math.abs(step.clipped.low), step.clipped.high), 'the extreme value lies beyond the bar');
   const [row, col] = [Math.floor(at / g.cols), at % g.cols];
-  await page.locator('#step-canvas').scrollIntoViewIfNeeded();
+  await centre(page, '#step-canvas');
   const box = await page.locator('#step-canvas').boundingBox();
   const k = box.width / step.width;
   await page.mouse.move(box.x + (g.left + ((col + 0.5) * g.width) / g.cols) * k, box.y + (g.top + ((row + 0.5) * g.height) / g.rows) * k);
@@ -180,7 +186,7 @@ test('on a 2x screen every chart is drawn at twice its CSS size, and hover and g
   assert.equal(drawn.scale, 2);
   assertEveryToken(drawn, 'attention at 2x');
   const g = drawn.geometry;
-  await page.locator('#attention-canvas').scrollIntoViewIfNeeded();
+  await centre(page, '#attention-canvas');
   const box = await page.locator('#attention-canvas').boundingBox();
   const k = box.width / drawn.width;
   for (const [row, col] of [[2, 8], [13, 1], [15, 15]]) {
@@ -188,7 +194,7 @@ test('on a 2x screen every chart is drawn at twice its CSS size, and hover and g
     const expected = `"${SIXTEEN[row]}" → "${SIXTEEN[col]}": ${drawn.values[row * g.cols + col].toFixed(4)}`;
     await page.waitForFunction((t) => document.getElementById('tooltip').textContent === t, expected);
   }
-  await page.locator('#grid-canvas').scrollIntoViewIfNeeded();
+  await centre(page, '#grid-canvas');
   const grid = await drawnOf(page, 'grid');
   const gridBox = await page.locator('#grid-canvas').boundingBox();
   const gk = gridBox.width / grid.width;
@@ -244,13 +250,24 @@ test('screenshots of the attention heatmap at classroom sizes', async () => {
   for (const [name, viewport, scale] of sizes) {
     const { page, context, problems } = await openPage('', viewport, scale);
     const figure = page.locator('#attention-canvas');
-    await figure.scrollIntoViewIfNeeded();
+    await centre(page, '#attention-canvas');
     const drawn = await drawnOf(page, 'attention');
     assertEveryToken(drawn, name);
     assertLabelsApart(drawn, name);
     await figure.screenshot({ path: join(ARTIFACTS, `attention-${name}.png`) });
-    await page.locator('#step-canvas').scrollIntoViewIfNeeded();
+    await centre(page, '#step-canvas');
     await page.locator('#step-canvas').screenshot({ path: join(ARTIFACTS, `step-${name}.png`) });
+    if (name === '1280x720') {
+      // A long sentence, a clipped colour scale and the position table, as a student sees them.
+      await page.goto(`${base}?step=19`);
+      await page.evaluate(() => window.__tviz.ready);
+      await typeSentence(page, LONG);
+      for (const [chart, file] of [['attention', 'attention-71-tokens'], ['step', 'step-ffn-down'], ['pos-table', 'position-table']]) {
+        await page.evaluate((c) => document.querySelector(`canvas[data-chart="${c}"]`).scrollIntoView({ block: 'center' }), chart);
+        await page.evaluate(() => window.__tvizFlush());
+        await page.locator(`canvas[data-chart="${chart}"]`).screenshot({ path: join(ARTIFACTS, `${file}-${name}.png`) });
+      }
+    }
     assert.deepEqual(problems, []);
     await context.close();
   }

@@ -252,11 +252,31 @@ pub fn draw_heatmap<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, m: ArrayV
         }
         notes
     };
-    let mut l = layout(clipped.is_some() as i32);
-    let mut foot = notes(&l);
-    if foot.len() as i32 > clipped.is_some() as i32 {
-        l = layout(foot.len() as i32);
-        foot = notes(&l);
+    // Notes are wrapped to the chart's width.
+    let foot_style = anchored_text(base - 1, HPos::Left, VPos::Top).color(&RGBColor(60, 60, 60));
+    let wrap = |notes: Vec<String>| -> Result<Vec<String>> {
+        let mut lines = Vec::new();
+        for note in notes {
+            let mut line = String::new();
+            for word in note.split(' ') {
+                let longer = if line.is_empty() { word.to_string() } else { format!("{line} {word}") };
+                if !line.is_empty() && area.estimate_text_size(&longer, &foot_style).map_err(draw_err)?.0 as i32 > w - 2 * margin {
+                    lines.push(std::mem::replace(&mut line, word.to_string()));
+                } else {
+                    line = longer;
+                }
+            }
+            lines.push(line);
+        }
+        Ok(lines)
+    };
+    let mut foot_lines = if clipped.is_some() { wrap(notes(&layout(1)))?.len() as i32 } else { 0 };
+    let mut l = layout(foot_lines);
+    let mut foot = wrap(notes(&l))?;
+    if foot.len() as i32 > foot_lines {
+        foot_lines = foot.len() as i32;
+        l = layout(foot_lines);
+        foot = wrap(notes(&l))?;
     }
 
     let (ox, oy) = area.get_base_pixel();
@@ -323,8 +343,7 @@ pub fn draw_heatmap<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, m: ArrayV
     area.draw(&Text::new(spec.y_desc.to_string(), (margin + desc_h / 2, top + ph / 2), desc.transform(FontTransform::Rotate270))).map_err(draw_err)?;
     let foot_top = h - margin - foot.len() as i32 * line_h;
     for (i, line) in foot.iter().enumerate() {
-        let style = anchored_text(base - 1, HPos::Left, VPos::Top).color(&RGBColor(60, 60, 60));
-        area.draw(&Text::new(line.clone(), (margin, foot_top + i as i32 * line_h), style)).map_err(draw_err)?;
+        area.draw(&Text::new(line.clone(), (margin, foot_top + i as i32 * line_h), foot_style.clone())).map_err(draw_err)?;
     }
 
     draw_colour_bar(area, (main_w, top, bar_w, ph), spec.scale, clipped, spec.legend, base)?;

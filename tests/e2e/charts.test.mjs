@@ -215,6 +215,7 @@ test('exports: PNG at twice the chart with its settings in the name, small SVG o
   const width = bytes.readUInt32BE(16);
   assert.ok(width >= 2 * cssWidth - 1, `the PNG is ${width} px wide for a ${cssWidth} px chart`);
   assert.equal(first.suggestedFilename(), 'transformer-viz_attention_L3-H1_the-animal-didnt.png');
+  await first.saveAs(join(ARTIFACTS, first.suggestedFilename()));
   await page.selectOption('#head', '2');
   const [second] = await Promise.all([page.waitForEvent('download'), box.getByText('Export PNG').click()]);
   assert.notEqual(second.suggestedFilename(), first.suggestedFilename(), 'two heads export to the same file name');

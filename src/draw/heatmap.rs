@@ -281,8 +281,19 @@ pub fn draw_heatmap<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, m: ArrayV
 
     let (ox, oy) = area.get_base_pixel();
     let main_w = w - bar_w;
-    area.draw(&Text::new(spec.title.to_string(), (main_w / 2, margin + (base as i32 + 4) / 2 + 2), anchored_text(base + 4, HPos::Center, VPos::Center)))
-        .map_err(draw_err)?;
+    // The title, smaller (down to the labels' size) and then shortened when the chart is narrow.
+    let room = w - 2 * margin;
+    let mut title = spec.title.to_string();
+    let mut title_font = base + 4;
+    let title_w = |t: &str, f: u32| -> Result<i32> { Ok(area.estimate_text_size(t, &anchored_text(f, HPos::Left, VPos::Top)).map_err(draw_err)?.0 as i32) };
+    while title_font > base && title_w(&title, title_font)? > room {
+        title_font -= 1;
+    }
+    while title.chars().count() > 4 && title_w(&title, title_font)? > room {
+        title = short_label(&title, title.chars().count() - 1);
+    }
+    let title_x = if title_w(&title, title_font)? > main_w { w / 2 } else { main_w / 2 };
+    area.draw(&Text::new(title, (title_x, margin + (base as i32 + 4) / 2 + 2), anchored_text(title_font, HPos::Center, VPos::Center))).map_err(draw_err)?;
 
     // The cells.
     let (left, top, pw, ph) = (l.left, l.top, l.width, l.height);

@@ -217,18 +217,23 @@ impl Viz {
         serde_wasm_bindgen::from_value(spec).map_err(|e| JsError::new(&format!("unknown view: {e}")))
     }
 
-    /// Draws a view on a canvas; returns where its cells are and their values, for hover.
+    /// Draws a view on a canvas; returns where its cells and labels are (in CSS pixels) and
+    /// their values, for hover. A canvas whose `data-scale` attribute is 2 has two backing
+    /// pixels a CSS pixel (a HiDPI screen, or a PNG export at twice the size): the view is
+    /// laid out at its CSS size and drawn at the full resolution.
     pub fn draw(&self, canvas: HtmlCanvasElement, spec: JsValue) -> Result<JsValue, JsError> {
         let view = Self::view(spec)?;
         let trace = self.current()?;
-        let backend = FastCanvas::new(canvas).ok_or_else(|| JsError::new("the canvas has no 2D context"))?;
+        let scale = canvas.get_attribute("data-scale").and_then(|s| s.parse::<f64>().ok()).unwrap_or(1.0);
+        let backend = FastCanvas::new(canvas, scale).ok_or_else(|| JsError::new("the canvas has no 2D context"))?;
         let area = plotters::drawing::IntoDrawingArea::into_drawing_area(backend);
-        let drawn = draw_view(&area, &self.model, trace, &view, false).map_err(js_err)?;
+        let mut drawn = draw_view(&area, &self.model, trace, &view, false).map_err(js_err)?;
         area.present().map_err(|e| JsError::new(&e.to_string()))?;
+        drawn.scale = scale;
         to_js(&drawn)
     }
 
-    /// A view as SVG text, for export.
+    /// A view as SVG text, for export: text stays text; large heatmaps are one embedded PNG.
     pub fn svg(&self, spec: JsValue, width: u32, height: u32) -> Result<String, JsError> {
         let view = Self::view(spec)?;
         view_svg(&self.model, self.current()?, &view, (width, height)).map_err(js_err)

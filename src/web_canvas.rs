@@ -1,6 +1,11 @@
 //! A canvas backend for plotters that draws like `plotters_canvas::CanvasBackend` but blits
 //! bitmaps (heatmap cells, thumbnails) with one `putImageData` instead of a rectangle per
 //! pixel, which is what makes redrawing every view on each keystroke affordable.
+//!
+//! On a HiDPI screen the canvas has `scale` device pixels a CSS pixel. The backend then
+//! reports its size in CSS pixels and scales the context, so every view is laid out as on a
+//! plain screen (same text sizes, margins and strokes, same geometry for the page's hover
+//! code) while the browser renders text and lines at the full device resolution.
 
 use plotters_backend::{BackendColor, BackendCoord, BackendStyle, BackendTextStyle, DrawingBackend, DrawingErrorKind};
 use plotters_canvas::CanvasBackend;
@@ -30,13 +35,21 @@ fn lift<E: std::error::Error + Send + Sync>(r: Result<(), DrawingErrorKind<E>>) 
 pub struct FastCanvas {
     inner: CanvasBackend,
     context: CanvasRenderingContext2d,
+    /// Device pixels a CSS pixel.
+    scale: f64,
+    /// The canvas's size in CSS pixels.
+    size: (u32, u32),
 }
 
 impl FastCanvas {
-    pub fn new(canvas: HtmlCanvasElement) -> Option<Self> {
+    /// A backend for `canvas`, whose backing store has `scale` pixels a CSS pixel.
+    pub fn new(canvas: HtmlCanvasElement, scale: f64) -> Option<Self> {
+        let scale = if scale.is_finite() && scale >= 0.25 { scale } else { 1.0 };
         let context = canvas.get_context("2d").ok()??.dyn_into::<CanvasRenderingContext2d>().ok()?;
+        let size = ((canvas.width() as f64 / scale).round() as u32, (canvas.height() as f64 / scale).round() as u32);
+        context.set_transform(scale, 0.0, 0.0, scale, 0.0, 0.0).ok()?;
         let inner = CanvasBackend::with_canvas_object(canvas)?;
-        Some(Self { inner, context })
+        Some(Self { inner, context, scale, size })
     }
 }
 
@@ -44,7 +57,7 @@ impl DrawingBackend for FastCanvas {
     type ErrorType = WebDrawError;
 
     fn get_size(&self) -> (u32, u32) {
-        self.inner.get_size()
+        self.size
     }
     fn ensure_prepared(&mut self) -> Res {
         lift(self.inner.ensure_prepared())
@@ -82,13 +95,28 @@ impl DrawingBackend for FastCanvas {
         Ok((metrics.width().ceil().max(0.0) as u32, (style.size() * 1.2).round().max(1.0) as u32))
     }
 
+    /// `putImageData` ignores the context's scale, so the bitmap (in CSS pixels) is enlarged
+    /// here to device pixels, each pixel copied to the device pixels it covers.
     fn blit_bitmap(&mut self, pos: BackendCoord, (w, h): (u32, u32), src: &[u8]) -> Res {
-        let mut rgba = Vec::with_capacity((w * h * 4) as usize);
-        for px in src.chunks_exact(3) {
-            rgba.extend_from_slice(&[px[0], px[1], px[2], 255]);
+        let s = self.scale;
+        let (dx, dy) = ((pos.0 as f64 * s).round() as i64, (pos.1 as f64 * s).round() as i64);
+        let (dw, dh) = (((pos.0 as f64 + w as f64) * s).round() as i64 - dx, ((pos.1 as f64 + h as f64) * s).round() as i64 - dy);
+        let (dw, dh) = (dw.max(0) as usize, dh.max(0) as usize);
+        if dw == 0 || dh == 0 {
+            return Ok(());
+        }
+        let source_x: Vec<usize> = (0..dw).map(|x| (((x as f64 + 0.5) / s) as usize).min(w as usize - 1)).collect();
+        let mut rgba = vec![255u8; dw * dh * 4];
+        for y in 0..dh {
+            let sy = (((y as f64 + 0.5) / s) as usize).min(h as usize - 1);
+            let row = &src[sy * w as usize * 3..(sy + 1) * w as usize * 3];
+            let out = &mut rgba[y * dw * 4..(y + 1) * dw * 4];
+            for (x, &sx) in source_x.iter().enumerate() {
+                out[x * 4..x * 4 + 3].copy_from_slice(&row[sx * 3..sx * 3 + 3]);
+            }
         }
         let fail = |e: wasm_bindgen::JsValue| DrawingErrorKind::DrawingError(WebDrawError(format!("{e:?}")));
-        let image = ImageData::new_with_u8_clamped_array_and_sh(Clamped(&rgba), w, h).map_err(fail)?;
-        self.context.put_image_data(&image, pos.0 as f64, pos.1 as f64).map_err(fail)
+        let image = ImageData::new_with_u8_clamped_array_and_sh(Clamped(&rgba), dw as u32, dh as u32).map_err(fail)?;
+        self.context.put_image_data(&image, dx as f64, dy as f64).map_err(fail)
     }
 }

@@ -61,9 +61,59 @@ fn every_view_is_written_and_changes_with_the_sentence() {
     let svg = svg_ok(&a.join("attention/layer1_head3.svg"));
     let texts = svg_texts(&svg);
     assert!(texts.iter().any(|t| t == "cat") && texts.iter().any(|t| t == "[CLS]"), "token labels missing: {texts:?}");
+    // Every token names its row and its column (9 tokens: nothing is thinned).
+    for token in ta.token_texts() {
+        assert_eq!(texts.iter().filter(|t| **t == token).count(), 2 * ta.token_texts().iter().filter(|t| **t == token).count(), "{token} is not on both axes");
+    }
+    // Large heatmaps and the grid are one embedded image with text around it: small files.
+    for (view, most_kb) in [("position_table", 400), ("attention_grid", 400), ("position_similarity", 200)] {
+        let svg = svg_ok(&a.join(format!("{view}.svg")));
+        assert!(svg.len() < most_kb * 1024, "{view}.svg is {} KB", svg.len() / 1024);
+        assert!(svg.contains("<image ") && svg.contains("data:image/png;base64,"), "{view}.svg has no embedded cells");
+        assert!(!svg.contains("tviz-cells"), "{view}.svg kept the placeholder of its cells");
+    }
+    let table = svg_texts(&svg_ok(&a.join("position_table.svg")));
+    assert!(table.iter().any(|t| t == "position p") && table.iter().any(|t| t == "feature i"), "axis names missing: {table:?}");
+    assert!(table.iter().any(|t| t.starts_with("Colours clipped")), "the clipped colour scale is not said: {table:?}");
     // The learned position table is the model's, so it does not depend on the sentence.
     let pa = png_pixels(&a.join("position_table.png")).2;
     let pb = png_pixels(&b.join("position_table.png")).2;
     assert_eq!(pa, pb);
     std::fs::remove_dir_all(&base).ok();
+}
+
+/// Every step of the stepper draws at a projector's and a phone's size; at 16 tokens the
+/// per-token heatmaps name every row and column, and the token ids are text, not colours.
+#[test]
+fn every_step_draws_with_every_token_named() {
+    use plotters::prelude::*;
+    use transformer_viz::draw::view::{draw_view, View};
+    transformer_viz::draw::files::register_fonts();
+    let model = minilm();
+    let trace = model.trace("The animal didn't cross the street because it was too tired.").unwrap();
+    let tokens = trace.token_texts();
+    assert_eq!(tokens.len(), 16);
+    for (w, h) in [(1000u32, 550u32), (360, 340)] {
+        let mut buffer = vec![0u8; (w * h * 3) as usize];
+        for (index, step) in trace.steps.iter().enumerate() {
+            let area = BitMapBackend::with_buffer(&mut buffer, (w, h)).into_drawing_area();
+            let drawn = draw_view(&area, model, &trace, &View::Step { index, head: 0 }, false).unwrap_or_else(|e| panic!("step {index} at {w}px: {e}"));
+            drop(area);
+            if index == 0 {
+                assert!(drawn.geometry.is_none() && drawn.values.is_empty(), "token ids are drawn as a heatmap");
+                continue;
+            }
+            let labels = drawn.labels.expect("a heatmap reports its labels");
+            if drawn.row_labels.len() == 16 {
+                assert_eq!(labels.rows.len(), 16, "{} at {w}px: rows without their token", step.name);
+            }
+            if drawn.col_labels.len() == 16 {
+                assert_eq!(labels.cols.len(), 16, "{} at {w}px: columns without their token", step.name);
+            }
+            if let Some(c) = drawn.clipped {
+                assert!(drawn.note.as_deref().is_some_and(|n| n.contains("clipped")), "{}: clipped but not said", step.name);
+                assert!(c.min < c.low || c.max > c.high);
+            }
+        }
+    }
 }

@@ -7,14 +7,14 @@ use plotters::style::text_anchor::{HPos, VPos};
 use serde::Serialize;
 
 use super::colors::{Scale, CATEGORICAL};
-use super::heatmap::{draw_heatmap, Geometry, Heatmap};
-use super::pixels::{matrix_pixels, Pixels};
+use super::heatmap::{draw_heatmap, Heatmap, HeatmapDrawn};
+use super::pixels::{matrix_pixels, EmbeddedImage, Pixels};
 use super::{anchored_text, draw_err, short_label, FONT};
 use crate::error::Result;
 use crate::trace::Trace;
 
 /// One head, tokens on both axes: rows are queries, columns are keys.
-pub fn draw_head<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, trace: &Trace, layer: usize, head: usize, vector: bool) -> Result<Geometry> {
+pub fn draw_head<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, trace: &Trace, layer: usize, head: usize, vector: bool) -> Result<HeatmapDrawn> {
     area.fill(&WHITE).map_err(draw_err)?;
     let a = trace.attention(layer, head)?; // (T, T)
     let labels = trace.token_texts();
@@ -52,7 +52,7 @@ pub fn draw_grid<DB: DrawingBackend>(
     trace: &Trace,
     selected: Option<(usize, usize)>,
     vector: bool,
-) -> Result<GridGeometry> {
+) -> Result<(GridGeometry, Option<EmbeddedImage>)> {
     area.fill(&WHITE).map_err(draw_err)?;
     let (layers, heads) = (trace.config.n_layers, trace.config.n_heads);
     let (w, h) = area.dim_in_pixel();
@@ -64,8 +64,9 @@ pub fn draw_grid<DB: DrawingBackend>(
     let scale = Scale::Sequential { min: 0.0, max: 1.0 };
     let style = TextStyle::from((FONT, font_px).into_font()).color(&BLACK);
     area.draw(&Text::new("head →", (left, 2), style.clone())).map_err(draw_err)?;
-    // Raster output: every thumbnail goes into one image, blitted once.
-    let mut raster = (!vector).then(|| Pixels::white((left, top), (side * heads as i32) as u32, (side * layers as i32) as u32));
+    // Every thumbnail goes into one image: blitted once on a canvas or PNG, embedded once in
+    // an SVG (72 thumbnails of rectangles made a 1.6 MB file).
+    let mut raster = Pixels::white((left, top), (side * heads as i32) as u32, (side * layers as i32) as u32);
     for layer in 0..layers {
         let a = trace.attention_layer(layer)?; // (heads, T, T)
         let y0 = top + layer as i32 * side;
@@ -77,32 +78,24 @@ pub fn draw_grid<DB: DrawingBackend>(
             }
             let m = a.index_axis(ndarray::Axis(0), head); // (T, T)
             let inner = (side - 2).max(1);
-            if let Some(raster) = raster.as_mut() {
-                raster.paste(&matrix_pixels(m, scale, (x0 + 1, y0 + 1), inner as u32, inner as u32));
-            } else {
-                // At most 24 x 24 rectangles a thumbnail, so an exported SVG stays small.
-                let cells = m.nrows().min(24) as i32;
-                let cell = inner as f32 / cells as f32;
-                for yi in 0..cells {
-                    let r = (yi as usize * m.nrows()) / cells as usize;
-                    for xi in 0..cells {
-                        let c = (xi as usize * m.ncols()) / cells as usize;
-                        let (x, y) = (x0 + 1 + (xi as f32 * cell) as i32, y0 + 1 + (yi as f32 * cell) as i32);
-                        let (x1, y1) = (x0 + 1 + ((xi + 1) as f32 * cell) as i32, y0 + 1 + ((yi + 1) as f32 * cell) as i32);
-                        area.draw(&Rectangle::new([(x, y), (x1.max(x + 1), y1.max(y + 1))], scale.color(m[[r, c]]).filled())).map_err(draw_err)?;
-                    }
-                }
-            }
+            raster.paste(&matrix_pixels(m, scale, (x0 + 1, y0 + 1), inner as u32, inner as u32));
         }
     }
-    if let Some(raster) = raster {
+    let image = if vector {
+        let (ox, oy) = area.get_base_pixel();
+        let marker = format!("tviz-cells-{}-{}", ox + left, oy + top);
+        let place = (ox + left, oy + top, raster.width as i32, raster.height as i32);
+        area.draw(&Text::new(marker.clone(), (left, top), style.clone())).map_err(draw_err)?;
+        Some(EmbeddedImage::new(marker, place, &raster)?)
+    } else {
         area.draw(&raster).map_err(draw_err)?;
-    }
+        None
+    };
     if let Some((layer, head)) = selected.filter(|&(l, h)| l < layers && h < heads) {
         let (x0, y0) = (left + head as i32 * side, top + layer as i32 * side);
         area.draw(&Rectangle::new([(x0, y0), (x0 + side, y0 + side)], CATEGORICAL[5].stroke_width(3))).map_err(draw_err)?;
     }
-    Ok(GridGeometry { left, top, cell_width: side, cell_height: side, layers, heads })
+    Ok((GridGeometry { left, top, cell_width: side, cell_height: side, layers, heads }, image))
 }
 
 /// Tokens in two columns, queries on the left and keys on the right, joined by lines whose

@@ -96,3 +96,51 @@ impl Scale {
         }
     }
 }
+
+/// A colour scale narrower than its data: values beyond `low`/`high` take the end colours.
+/// Reported with the chart, so the legend and the page can say so.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Clipped {
+    /// The ends of the colour bar.
+    pub low: f32,
+    pub high: f32,
+    /// The finite data's true range.
+    pub min: f32,
+    pub max: f32,
+}
+
+impl Clipped {
+    /// Some when a finite value of `data` lies outside the scale's range.
+    pub fn of(scale: Scale, data: &[f32]) -> Option<Clipped> {
+        let (min, max) = data.iter().copied().filter(|v| v.is_finite()).fold((f32::INFINITY, f32::NEG_INFINITY), |(a, b), v| (a.min(v), b.max(v)));
+        let (low, high) = scale.range();
+        // A hair of tolerance: the scale's end may be the extreme value itself, rounded.
+        let slack = (high - low).abs() * 1e-4;
+        (min.is_finite() && (min < low - slack || max > high + slack)).then_some(Clipped { low, high, min, max })
+    }
+
+    pub fn below(&self) -> bool {
+        self.min < self.low
+    }
+
+    pub fn above(&self) -> bool {
+        self.max > self.high
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn robust_scale_reports_what_it_clips() {
+        let mut data = vec![0.01f32; 200];
+        data[0] = 1.87;
+        data[1] = -0.2;
+        let scale = Scale::fit_robust(&data, 0.99);
+        let clipped = Clipped::of(scale, &data).expect("the outliers are beyond the scale");
+        assert!(clipped.below() && clipped.above());
+        assert_eq!((clipped.min, clipped.max), (-0.2, 1.87));
+        assert_eq!(Clipped::of(Scale::fit(&data), &data), None, "a fitted scale clips nothing");
+    }
+}

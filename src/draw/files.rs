@@ -8,7 +8,7 @@ use std::sync::Once;
 use plotters::prelude::*;
 
 use super::draw_err;
-use super::view::{draw_view, View};
+use super::view::{draw_view, view_svg, View};
 use crate::error::{Result, VizError};
 use crate::model::config::Position;
 use crate::trace::Trace;
@@ -39,12 +39,12 @@ struct Job {
     size: (u32, u32),
 }
 
-/// Draws one view as SVG (vector cells) and as PNG (blitted cells).
+/// Draws one view as SVG (vector text; cells as rectangles, or one embedded image when there
+/// are many) and as PNG (blitted cells).
 fn svg_and_png(model: &Transformer, trace: &Trace, job: &Job) -> Result<()> {
     let svg = job.dir.join(format!("{}.svg", job.name));
-    let area = SVGBackend::new(&svg, job.size).into_drawing_area();
-    draw_view(&area, model, trace, &job.view, true)?;
-    area.present().map_err(draw_err)?;
+    let text = view_svg(model, trace, &job.view, job.size)?;
+    std::fs::write(&svg, text).map_err(|e| VizError::Io { path: svg.display().to_string(), reason: e.to_string() })?;
     let png = job.dir.join(format!("{}.png", job.name));
     let area = BitMapBackend::new(&png, job.size).into_drawing_area();
     draw_view(&area, model, trace, &job.view, false)?;

@@ -1,15 +1,22 @@
 //! A labelled heatmap with a colour bar: attention weights, score matrices, position tables
 //! and every matrix the stepper shows.
+//!
+//! Up to 40 tokens, every row and column carries its token: column labels turn vertical when
+//! they do not fit side by side, and the text shrinks (down to 8 px) before any label is
+//! dropped. Longer axes label every n-th token and say so in a note under the chart; numbered
+//! axes (positions, features) label round numbers. A colour scale narrower than the data says
+//! so with triangles at the bar's ends and a note giving the data's true range.
 
 use ndarray::ArrayView2;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
+use plotters::style::FontTransform;
 use serde::Serialize;
 
-use super::colors::Scale;
-use super::pixels::matrix_pixels;
-use super::{anchored_text, draw_err, short_label, FONT};
+use super::colors::{Clipped, Scale};
+use super::pixels::{matrix_blocks, matrix_pixels, EmbeddedImage};
+use super::{anchored_text, draw_err, short_label};
 use crate::error::Result;
 
 /// Where the cells landed in pixels, so the page can map a mouse position to a cell.
@@ -33,95 +40,400 @@ pub struct Heatmap<'a> {
     pub scale: Scale,
     /// Legend caption next to the colour bar.
     pub legend: &'a str,
-    /// One vector rectangle per cell (SVG) instead of one blitted image (canvas, PNG).
+    /// SVG output: small matrices as one rectangle a cell, larger ones as one embedded PNG.
+    /// Otherwise (canvas, PNG) the cells are one blitted image.
     pub vector: bool,
 }
 
-/// Label every k-th row/column so the labels never overlap.
-fn label_step(count: usize, pixels: i32, min_px: i32) -> usize {
-    let fit = (pixels / min_px.max(1)).max(1) as usize;
-    count.div_ceil(fit).max(1)
+/// One axis label as drawn: the row or column it names and its box in the chart's pixels.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct LabelBox {
+    pub index: usize,
+    pub text: String,
+    pub x: i32,
+    pub y: i32,
+    pub width: i32,
+    pub height: i32,
 }
 
-pub fn draw_heatmap<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, m: ArrayView2<f32>, spec: &Heatmap) -> Result<Geometry> {
+/// The labels of both axes, for the page (hovering a label highlights its row or column)
+/// and the tests (every token named, no two labels overlapping).
+#[derive(Debug, Clone, Serialize, PartialEq, Default)]
+pub struct AxisLabels {
+    pub rows: Vec<LabelBox>,
+    pub cols: Vec<LabelBox>,
+    /// Every `row_step`-th row carries a label (1: all of them); likewise columns.
+    pub row_step: usize,
+    pub col_step: usize,
+    pub row_font_px: u32,
+    pub col_font_px: u32,
+    /// Column labels written bottom to top.
+    pub cols_rotated: bool,
+}
+
+/// What `draw_heatmap` drew, beyond the pixels.
+#[derive(Debug, Clone)]
+pub struct HeatmapDrawn {
+    pub geometry: Geometry,
+    pub labels: AxisLabels,
+    /// Set when the colour scale is narrower than the data.
+    pub clipped: Option<Clipped>,
+    /// The note written under the chart (labels thinned, colours clipped), if any.
+    pub note: Option<String>,
+    /// The cells as one image, for an SVG (see `pixels::embed_images`).
+    pub image: Option<EmbeddedImage>,
+}
+
+/// Label text is never smaller than this.
+const MIN_FONT_PX: u32 = 8;
+/// Axes with more tokens than this label every n-th one.
+const MAX_LABELLED: usize = 40;
+/// Up to this many cells an SVG draws one rectangle a cell; beyond, one embedded image.
+const MAX_VECTOR_CELLS: usize = 2500;
+
+/// How one axis is labelled: text size and every how many rows/columns.
+#[derive(Debug, Clone, Copy)]
+struct AxisPlan {
+    font: u32,
+    step: usize,
+}
+
+/// The smallest "round" step (1, 2, 5, 10, 20, 25, 50, ...) that is at least `at_least`.
+fn round_step(at_least: usize) -> usize {
+    let mut scale = 1;
+    loop {
+        for s in [1, 2, 5, 10, 20, 25, 50] {
+            if s * scale >= at_least {
+                return s * scale;
+            }
+        }
+        scale *= 100;
+    }
+}
+
+/// Labels along an axis of `count` cells of `cell_px` each. `extent(font)` is the room one
+/// label needs along the axis. Token axes keep every label while they fit at 8 px or more;
+/// numbered axes step by round numbers.
+fn plan_axis(count: usize, cell_px: f32, base_font: u32, numbered: bool, extent: impl Fn(u32) -> f32) -> AxisPlan {
+    if !numbered && count <= MAX_LABELLED {
+        for font in (MIN_FONT_PX..=base_font).rev() {
+            if extent(font) <= cell_px {
+                return AxisPlan { font, step: 1 };
+            }
+        }
+    }
+    let font = if numbered { base_font } else { base_font.min(11) };
+    let fit = (extent(font) / cell_px.max(0.01)).ceil().max(1.0) as usize;
+    let step = if numbered { round_step(fit) } else { fit.max(count.div_ceil(MAX_LABELLED)) };
+    AxisPlan { font, step }
+}
+
+/// The positions of the chart's parts, in the area's pixels.
+struct Layout {
+    left: i32,
+    top: i32,
+    width: i32,
+    height: i32,
+    row: AxisPlan,
+    col: AxisPlan,
+    rotated: bool,
+    col_area: i32,
+}
+
+/// Text sizes of an axis's labels, measured once at the base font size.
+struct LabelTexts {
+    texts: Vec<String>,
+    widths: Vec<f32>,
+    numbered: bool,
+    base_font: u32,
+}
+
+impl LabelTexts {
+    fn widest(&self, font: u32, step: usize) -> f32 {
+        self.widths.iter().step_by(step.max(1)).fold(0.0f32, |a, &w| a.max(w)) * font as f32 / self.base_font as f32
+    }
+}
+
+fn ordinal(n: usize) -> String {
+    match (n % 10, n % 100) {
+        (1, x) if x != 11 => format!("{n}st"),
+        (2, x) if x != 12 => format!("{n}nd"),
+        (3, x) if x != 13 => format!("{n}rd"),
+        _ => format!("{n}th"),
+    }
+}
+
+/// A colour-bar number: short, and in scientific form when very large or small.
+fn bar_number(v: f32) -> String {
+    match v.abs() {
+        a if a >= 10_000.0 || (a != 0.0 && a < 0.01) => format!("{v:.1e}"),
+        a if a >= 100.0 => format!("{v:.1}"),
+        _ => format!("{v:.2}"),
+    }
+}
+
+pub fn draw_heatmap<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, m: ArrayView2<f32>, spec: &Heatmap) -> Result<HeatmapDrawn> {
     let (rows, cols) = m.dim();
-    let (w, _) = area.dim_in_pixel();
-    let small = w < 360;
-    let bar_width = if small { 48 } else { 70 };
-    let (main, bar) = area.split_horizontally(w.saturating_sub(bar_width));
-    let font_px = if small { 10 } else { 13 };
-    let max_chars = if small { 6 } else { 9 };
-    let char_px = |n: usize| n as i32 * font_px as i32 * 62 / 100;
-    let longest_row = spec.row_labels.iter().map(|s| s.chars().count().min(max_chars)).max().unwrap_or(rows.to_string().len()).max(2);
-    let mut chart = ChartBuilder::on(&main)
-        .caption(spec.title, (FONT, font_px + 4))
-        .margin(6)
-        .x_label_area_size(font_px * 3 + 10)
-        .y_label_area_size(char_px(longest_row) as u32 + font_px + 18)
-        .build_cartesian_2d(0f32..cols.max(1) as f32, 0f32..rows.max(1) as f32)
-        .map_err(draw_err)?;
-    chart
-        .configure_mesh()
-        .disable_mesh()
-        .x_labels(0)
-        .y_labels(0)
-        .x_desc(spec.x_desc)
-        .y_desc(spec.y_desc)
-        .axis_desc_style((FONT, font_px + 1))
-        .draw()
-        .map_err(draw_err)?;
-    let (px, py) = chart.plotting_area().get_pixel_range();
-    let (pw, ph) = (px.end - px.start, py.end - py.start);
-    if spec.vector {
-        chart
-            .draw_series(m.indexed_iter().map(|((r, c), &v)| {
-                let y = (rows - 1 - r) as f32;
-                Rectangle::new([(c as f32, y), (c as f32 + 1.0, y + 1.0)], spec.scale.color(v).filled())
-            }))
-            .map_err(draw_err)?;
-    } else {
-        let plot = chart.plotting_area().strip_coord_spec();
-        plot.draw(&matrix_pixels(m, spec.scale, (0, 0), pw.max(1) as u32, ph.max(1) as u32)).map_err(draw_err)?;
+    let (w, h) = area.dim_in_pixel();
+    let (w, h) = (w as i32, h as i32);
+    let small = w < 420;
+    let base = if small { 10u32 } else { 13 };
+    let values: Vec<f32> = m.iter().copied().collect();
+    let clipped = Clipped::of(spec.scale, &values);
+    // The colour bar's column: the gradient, then its widest number or its caption.
+    let bar_texts = bar_labels(spec.scale, clipped);
+    let mut bar_text_w = area.estimate_text_size(spec.legend, &anchored_text(base, HPos::Left, VPos::Top)).map_err(draw_err)?.0 as i32 - 18;
+    for t in &bar_texts {
+        bar_text_w = bar_text_w.max(area.estimate_text_size(&t.0, &anchored_text(base, HPos::Left, VPos::Top)).map_err(draw_err)?.0 as i32);
     }
-    // Labels at cell centres, thinned so that they never overlap.
+    let bar_w = 8 + 14 + 4 + bar_text_w + 6;
+    let max_chars = if small { 7 } else { 10 };
+    let margin = 6;
+
+    let texts = |labels: &[String], count: usize| -> Result<LabelTexts> {
+        let numbered = labels.is_empty();
+        let texts: Vec<String> = (0..count).map(|i| labels.get(i).map(|s| short_label(s, max_chars)).unwrap_or_else(|| i.to_string())).collect();
+        let style = anchored_text(base, HPos::Left, VPos::Top);
+        let mut widths = Vec::with_capacity(count);
+        for t in &texts {
+            widths.push(area.estimate_text_size(t, &style).map_err(draw_err)?.0 as f32);
+        }
+        Ok(LabelTexts { texts, widths, numbered, base_font: base })
+    };
+    let row_texts = texts(spec.row_labels, rows)?;
+    let col_texts = texts(spec.col_labels, cols)?;
+
+    let title_h = (base + 4) as i32 + 10;
+    let desc_h = (base + 1) as i32 + 8;
+    let line_h = base as i32 + 4;
+    let layout = |foot_lines: i32| -> Layout {
+        let top = margin + title_h;
+        let foot_h = foot_lines * line_h;
+        let left_of = |font: u32, step: usize| margin + desc_h + row_texts.widest(font, step).ceil() as i32 + 8;
+        let plot_w = |left: i32| (w - bar_w - left - margin).max(10);
+        let width = plot_w(left_of(base, 1));
+        let col_px = width as f32 / cols.max(1) as f32;
+        // Token columns side by side when every one fits, else written bottom to top.
+        let across = col_texts.numbered || (cols <= MAX_LABELLED && col_texts.widest(base, 1) + 6.0 <= col_px);
+        let col = if across {
+            plan_axis(cols, col_px, base, col_texts.numbered, |f| col_texts.widest(f, 1) + 6.0)
+        } else {
+            plan_axis(cols, col_px, base, false, |f| f as f32 + 3.0)
+        };
+        let col_area = if across { col.font as i32 + 8 } else { col_texts.widest(col.font, col.step).ceil() as i32 + 10 };
+        let height = (h - top - col_area - desc_h - foot_h - margin).max(10);
+        let row = plan_axis(rows, height as f32 / rows.max(1) as f32, base, row_texts.numbered, |f| f as f32 + 3.0);
+        let left = left_of(row.font, row.step);
+        Layout { left, top, width: plot_w(left), height, row, col, rotated: !across, col_area }
+    };
+
+    // The note under the chart: which labels are thinned, what the colours clip.
+    let notes = |l: &Layout| -> Vec<String> {
+        let mut notes = Vec::new();
+        let thinned = [(&row_texts, l.row.step, rows), (&col_texts, l.col.step, cols)]
+            .into_iter()
+            .filter(|(t, step, _)| !t.numbered && *step > 1)
+            .map(|(_, step, count)| (step, count))
+            .max();
+        if let Some((step, count)) = thinned {
+            notes.push(if small {
+                format!("Every {} token labelled ({count}).", ordinal(step))
+            } else {
+                format!("Every {} token is labelled ({count} tokens); hover a cell for its tokens.", ordinal(step))
+            });
+        }
+        if let Some(c) = clipped {
+            let range = format!("from {} to {}", bar_number(c.min), bar_number(c.max));
+            notes.push(if small {
+                format!("Colours clipped; data run {range}")
+            } else {
+                format!("Colours clipped: values beyond the bar's ends (triangles) take its end colours; the data run {range}")
+            });
+        }
+        notes
+    };
+    // Notes are wrapped to the chart's width.
+    let foot_style = anchored_text(base - 1, HPos::Left, VPos::Top).color(&RGBColor(60, 60, 60));
+    let wrap = |notes: Vec<String>| -> Result<Vec<String>> {
+        let mut lines = Vec::new();
+        for note in notes {
+            let mut line = String::new();
+            for word in note.split(' ') {
+                let longer = if line.is_empty() { word.to_string() } else { format!("{line} {word}") };
+                if !line.is_empty() && area.estimate_text_size(&longer, &foot_style).map_err(draw_err)?.0 as i32 > w - 2 * margin {
+                    lines.push(std::mem::replace(&mut line, word.to_string()));
+                } else {
+                    line = longer;
+                }
+            }
+            lines.push(line);
+        }
+        Ok(lines)
+    };
+    let mut foot_lines = if clipped.is_some() { wrap(notes(&layout(1)))?.len() as i32 } else { 0 };
+    let mut l = layout(foot_lines);
+    let mut foot = wrap(notes(&l))?;
+    if foot.len() as i32 > foot_lines {
+        foot_lines = foot.len() as i32;
+        l = layout(foot_lines);
+        foot = wrap(notes(&l))?;
+    }
+
     let (ox, oy) = area.get_base_pixel();
-    let widest_col = spec.col_labels.iter().map(|s| s.chars().count().min(max_chars)).max().unwrap_or(cols.to_string().len()).max(2);
-    let x_step = label_step(cols, pw, char_px(widest_col) + 8);
-    let y_step = label_step(rows, ph, font_px as i32 + 2);
-    let label = |labels: &[String], i: usize| labels.get(i).map(|s| short_label(s, max_chars)).unwrap_or_else(|| i.to_string());
-    for c in (0..cols).step_by(x_step) {
-        let (x, y) = chart.backend_coord(&(c as f32 + 0.5, 0.0));
-        area.draw(&Text::new(label(spec.col_labels, c), (x - ox, y - oy + 4), anchored_text(font_px, HPos::Center, VPos::Top))).map_err(draw_err)?;
+    let main_w = w - bar_w;
+    // The title, smaller (down to the labels' size) and then shortened when the chart is narrow.
+    let room = w - 2 * margin;
+    let mut title = spec.title.to_string();
+    let mut title_font = base + 4;
+    let title_w = |t: &str, f: u32| -> Result<i32> { Ok(area.estimate_text_size(t, &anchored_text(f, HPos::Left, VPos::Top)).map_err(draw_err)?.0 as i32) };
+    while title_font > base && title_w(&title, title_font)? > room {
+        title_font -= 1;
     }
-    for r in (0..rows).step_by(y_step) {
-        let (x, y) = chart.backend_coord(&(0.0, (rows - r) as f32 - 0.5));
-        area.draw(&Text::new(label(spec.row_labels, r), (x - ox - 5, y - oy), anchored_text(font_px, HPos::Right, VPos::Center))).map_err(draw_err)?;
+    while title.chars().count() > 4 && title_w(&title, title_font)? > room {
+        title = short_label(&title, title.chars().count() - 1);
     }
-    draw_colour_bar(&bar, spec.scale, spec.legend, font_px)?;
-    Ok(Geometry { left: px.start - ox, top: py.start - oy, width: pw, height: ph, rows, cols })
+    let title_x = if title_w(&title, title_font)? > main_w { w / 2 } else { main_w / 2 };
+    area.draw(&Text::new(title, (title_x, margin + (base as i32 + 4) / 2 + 2), anchored_text(title_font, HPos::Center, VPos::Center))).map_err(draw_err)?;
+
+    // The cells.
+    let (left, top, pw, ph) = (l.left, l.top, l.width, l.height);
+    let mut image = None;
+    if spec.vector && rows * cols <= MAX_VECTOR_CELLS {
+        let edge = |i: usize, n: usize, px: i32| (i as i64 * px as i64 / n.max(1) as i64) as i32;
+        for ((r, c), &v) in m.indexed_iter() {
+            let (x0, x1) = (left + edge(c, cols, pw), left + edge(c + 1, cols, pw));
+            let (y0, y1) = (top + edge(r, rows, ph), top + edge(r + 1, rows, ph));
+            area.draw(&Rectangle::new([(x0, y0), (x1, y1)], spec.scale.color(v).filled())).map_err(draw_err)?;
+        }
+    } else if spec.vector {
+        let marker = format!("tviz-cells-{}-{}", ox + left, oy + top);
+        let block = |px: i32, n: usize| (px as f32 / n.max(1) as f32).ceil().clamp(1.0, 8.0) as u32;
+        let pixels = matrix_blocks(m, spec.scale, (block(pw, cols), block(ph, rows)));
+        image = Some(EmbeddedImage::new(marker.clone(), (ox + left, oy + top, pw, ph), &pixels)?);
+        area.draw(&Text::new(marker, (left, top), anchored_text(base, HPos::Left, VPos::Top))).map_err(draw_err)?;
+    } else {
+        area.draw(&matrix_pixels(m, spec.scale, (left, top), pw as u32, ph as u32)).map_err(draw_err)?;
+    }
+    area.draw(&Rectangle::new([(left - 1, top - 1), (left + pw, top + ph)], RGBColor(160, 160, 160).stroke_width(1))).map_err(draw_err)?;
+
+    // Labels at cell centres.
+    let mut labels = AxisLabels {
+        row_step: l.row.step,
+        col_step: l.col.step,
+        row_font_px: l.row.font,
+        col_font_px: l.col.font,
+        cols_rotated: l.rotated,
+        ..AxisLabels::default()
+    };
+    let centre = |i: usize, n: usize, px: i32| ((i as f32 + 0.5) * px as f32 / n.max(1) as f32).round() as i32;
+    for r in (0..rows).step_by(l.row.step) {
+        let (text, f) = (&row_texts.texts[r], l.row.font);
+        let width = (row_texts.widths[r] * f as f32 / base as f32).ceil() as i32;
+        let (x, y) = (left - 6, top + centre(r, rows, ph));
+        area.draw(&Text::new(text.clone(), (x, y), anchored_text(f, HPos::Right, VPos::Center))).map_err(draw_err)?;
+        labels.rows.push(LabelBox { index: r, text: text.clone(), x: x - width, y: y - (f as i32 + 2) / 2, width, height: f as i32 + 2 });
+    }
+    for c in (0..cols).step_by(l.col.step) {
+        let (text, f) = (&col_texts.texts[c], l.col.font);
+        let length = (col_texts.widths[c] * f as f32 / base as f32).ceil() as i32;
+        let (x, y) = (left + centre(c, cols, pw), top + ph + 5);
+        let label = if l.rotated {
+            let style = anchored_text(f, HPos::Right, VPos::Center).transform(FontTransform::Rotate270);
+            area.draw(&Text::new(text.clone(), (x, y), style)).map_err(draw_err)?;
+            LabelBox { index: c, text: text.clone(), x: x - (f as i32 + 2) / 2, y, width: f as i32 + 2, height: length }
+        } else {
+            area.draw(&Text::new(text.clone(), (x, y), anchored_text(f, HPos::Center, VPos::Top))).map_err(draw_err)?;
+            LabelBox { index: c, text: text.clone(), x: x - length / 2, y, width: length, height: f as i32 + 2 }
+        };
+        labels.cols.push(label);
+    }
+
+    // Axis names, and the note at the bottom.
+    let desc = anchored_text(base + 1, HPos::Center, VPos::Center);
+    area.draw(&Text::new(spec.x_desc.to_string(), (left + pw / 2, top + ph + l.col_area + desc_h / 2), desc.clone())).map_err(draw_err)?;
+    area.draw(&Text::new(spec.y_desc.to_string(), (margin + desc_h / 2, top + ph / 2), desc.transform(FontTransform::Rotate270))).map_err(draw_err)?;
+    let foot_top = h - margin - foot.len() as i32 * line_h;
+    for (i, line) in foot.iter().enumerate() {
+        area.draw(&Text::new(line.clone(), (margin, foot_top + i as i32 * line_h), foot_style.clone())).map_err(draw_err)?;
+    }
+
+    draw_colour_bar(area, (main_w, top, bar_w, ph), spec.scale, clipped, spec.legend, base)?;
+    let note = (!foot.is_empty()).then(|| foot.join(" "));
+    Ok(HeatmapDrawn { geometry: Geometry { left, top, width: pw, height: ph, rows, cols }, labels, clipped, note, image })
 }
 
-/// A vertical gradient with its range, on the right of a heatmap.
-pub fn draw_colour_bar<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, scale: Scale, legend: &str, font_px: u32) -> Result<()> {
+/// The colour bar's numbers, each with its height on the bar (0 top, 1 bottom): the ends,
+/// with ≥ / ≤ when the scale clips there, and 0 on a diverging scale.
+fn bar_labels(scale: Scale, clipped: Option<Clipped>) -> Vec<(String, f32)> {
     let (lo, hi) = scale.range();
-    let (_, h) = area.dim_in_pixel();
-    let top = 40i32;
-    let bottom = h as i32 - 60;
-    if bottom <= top + 10 {
+    let (above, below) = clipped.map(|c| (c.above(), c.below())).unwrap_or((false, false));
+    let number = |v: f32, clipped: bool, sign: &str| if clipped { format!("{sign}{}", bar_number(v)) } else { bar_number(v) };
+    let mut labels = vec![(number(hi, above, "≥"), 0.0), (number(lo, below, "≤"), 1.0)];
+    if lo < 0.0 && hi > 0.0 {
+        labels.push(("0".to_string(), hi / (hi - lo)));
+    }
+    labels
+}
+
+/// A vertical gradient beside the cells (`x, top, width, height` of its column), with its
+/// range; a clipped end gets a triangle and a ≥ / ≤ on its number.
+fn draw_colour_bar<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    (x, top, _width, height): (i32, i32, i32, i32),
+    scale: Scale,
+    clipped: Option<Clipped>,
+    legend: &str,
+    font_px: u32,
+) -> Result<()> {
+    let (lo, hi) = scale.range();
+    let tip = 10; // triangle height
+    let (bar_top, bar_bottom) = (top + tip + 2, top + height - tip - 2);
+    if bar_bottom <= bar_top + 10 {
         return Ok(());
     }
+    let (x0, x1) = (x + 8, x + 22);
     let steps = 64;
     for s in 0..steps {
         let t0 = s as f32 / steps as f32;
         let v = hi - (hi - lo) * (t0 + 0.5 / steps as f32);
-        let y0 = top + ((bottom - top) as f32 * t0) as i32;
-        let y1 = top + ((bottom - top) as f32 * (t0 + 1.0 / steps as f32)).ceil() as i32;
-        area.draw(&Rectangle::new([(8, y0), (22, y1)], scale.color(v).filled())).map_err(draw_err)?;
+        let y0 = bar_top + ((bar_bottom - bar_top) as f32 * t0) as i32;
+        let y1 = bar_top + ((bar_bottom - bar_top) as f32 * (t0 + 1.0 / steps as f32)).ceil() as i32;
+        area.draw(&Rectangle::new([(x0, y0), (x1, y1)], scale.color(v).filled())).map_err(draw_err)?;
     }
-    let style = TextStyle::from((FONT, font_px).into_font()).color(&BLACK);
-    let fmt = |v: f32| if v.abs() >= 100.0 || (v != 0.0 && v.abs() < 0.01) { format!("{v:.1e}") } else { format!("{v:.2}") };
-    area.draw(&Text::new(fmt(hi), (26, top - 4), style.clone())).map_err(draw_err)?;
-    area.draw(&Text::new(fmt(lo), (26, bottom - 10), style.clone())).map_err(draw_err)?;
-    area.draw(&Text::new(legend.to_string(), (4, bottom + 12), style)).map_err(draw_err)?;
+    let (above, below) = clipped.map(|c| (c.above(), c.below())).unwrap_or((false, false));
+    if above {
+        let triangle = vec![(x0, bar_top), (x1, bar_top), ((x0 + x1) / 2, bar_top - tip)];
+        area.draw(&Polygon::new(triangle, scale.color(hi).filled())).map_err(draw_err)?;
+    }
+    if below {
+        let triangle = vec![(x0, bar_bottom), (x1, bar_bottom), ((x0 + x1) / 2, bar_bottom + tip)];
+        area.draw(&Polygon::new(triangle, scale.color(lo).filled())).map_err(draw_err)?;
+    }
+    let style = anchored_text(font_px, HPos::Left, VPos::Center);
+    for (text, at) in bar_labels(scale, clipped) {
+        let y = bar_top + ((bar_bottom - bar_top) as f32 * at) as i32;
+        area.draw(&Text::new(text, (x1 + 4, y), style.clone())).map_err(draw_err)?;
+    }
+    area.draw(&Text::new(legend.to_string(), (x + 4, bar_bottom + tip + 6), anchored_text(font_px, HPos::Left, VPos::Top))).map_err(draw_err)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_steps() {
+        let steps: Vec<usize> = [1, 2, 3, 6, 11, 21, 26, 51, 120].iter().map(|&n| round_step(n)).collect();
+        assert_eq!(steps, [1, 2, 5, 10, 20, 25, 50, 100, 200]);
+    }
+
+    #[test]
+    fn sixteen_tokens_keep_every_label_and_long_axes_thin_out() {
+        assert_eq!(plan_axis(16, 14.0, 13, false, |f| f as f32 + 3.0).step, 1, "11 px text fits a 14 px row");
+        assert_eq!(plan_axis(16, 14.0, 13, false, |f| f as f32 + 3.0).font, 11);
+        let long = plan_axis(71, 7.0, 13, false, |f| f as f32 + 3.0);
+        assert!(long.step >= 2 && 71usize.div_ceil(long.step) <= MAX_LABELLED);
+        assert_eq!(plan_axis(64, 8.0, 13, true, |f| f as f32 + 3.0).step, 2);
+    }
 }

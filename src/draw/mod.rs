@@ -8,6 +8,7 @@ pub mod layer_norm;
 pub mod pixels;
 pub mod position;
 pub mod residual;
+pub mod token_ids;
 pub mod view;
 
 #[cfg(not(target_arch = "wasm32"))]

@@ -1,6 +1,8 @@
 //! Heatmap cells as one block of pixels. Drawing thousands of rectangles one by one is slow
 //! on a canvas, so raster outputs (canvas, PNG) get the cells as a single RGB image that
-//! the backend blits at once; SVG output keeps one vector rectangle per cell.
+//! the backend blits at once. SVG output keeps one vector rectangle per cell for small
+//! matrices and embeds larger ones (and the grid's thumbnails) as one PNG image, which keeps
+//! an exported file small enough for slides.
 
 use ndarray::ArrayView2;
 use plotters::element::{Drawable, PointCollection};
@@ -8,6 +10,7 @@ use plotters::prelude::*;
 use plotters_backend::{BackendCoord, DrawingErrorKind};
 
 use super::colors::Scale;
+use crate::error::VizError;
 
 /// An RGB image placed with its top-left corner at `origin` (pixels of the area).
 pub struct Pixels {
@@ -89,4 +92,75 @@ pub fn matrix_pixels(m: ArrayView2<f32>, scale: Scale, origin: (i32, i32), width
         }
     }
     Pixels { origin, width, height, rgb }
+}
+
+impl Pixels {
+    /// The image as PNG file bytes.
+    pub fn png(&self) -> crate::error::Result<Vec<u8>> {
+        let fail = |e: png::EncodingError| VizError::Draw(format!("PNG encoding: {e}"));
+        let mut out = Vec::new();
+        let mut encoder = png::Encoder::new(&mut out, self.width.max(1), self.height.max(1));
+        encoder.set_color(png::ColorType::Rgb);
+        encoder.set_depth(png::BitDepth::Eight);
+        encoder.set_compression(png::Compression::Best);
+        encoder.set_adaptive_filter(png::AdaptiveFilterType::Adaptive);
+        let mut writer = encoder.write_header().map_err(fail)?;
+        if self.width == 0 || self.height == 0 {
+            writer.write_image_data(&[255, 255, 255]).map_err(fail)?;
+        } else {
+            writer.write_image_data(&self.rgb).map_err(fail)?;
+        }
+        writer.finish().map_err(fail)?;
+        Ok(out)
+    }
+}
+
+/// Cells that an SVG shows as one embedded PNG rather than as rectangles. The drawing code
+/// writes `marker` as a text element where the image belongs (so that what is drawn after it,
+/// a frame say, stays on top), and `embed_images` swaps the marker for the image.
+#[derive(Debug, Clone)]
+pub struct EmbeddedImage {
+    pub marker: String,
+    /// Where the image goes, in the SVG's pixels; the PNG may have more pixels than that.
+    pub x: i32,
+    pub y: i32,
+    pub width: i32,
+    pub height: i32,
+    pub png: Vec<u8>,
+}
+
+impl EmbeddedImage {
+    /// `pixels` shown over the box (x, y, width, height); `marker` names its place.
+    pub fn new(marker: String, (x, y, width, height): (i32, i32, i32, i32), pixels: &Pixels) -> crate::error::Result<Self> {
+        Ok(EmbeddedImage { marker, x, y, width, height, png: pixels.png()? })
+    }
+
+    /// The SVG `<image>` element. Cells are blocks of equal pixels, so viewers are asked not
+    /// to smooth them when they scale the image.
+    pub fn svg_element(&self) -> String {
+        use base64::Engine;
+        let data = base64::engine::general_purpose::STANDARD.encode(&self.png);
+        format!(
+            r#"<image x="{}" y="{}" width="{}" height="{}" preserveAspectRatio="none" style="image-rendering:pixelated" href="data:image/png;base64,{data}"/>"#,
+            self.x, self.y, self.width, self.height
+        )
+    }
+}
+
+/// Replaces the text element holding each image's marker in `svg` by the image itself.
+pub fn embed_images(svg: &str, images: &[EmbeddedImage]) -> String {
+    let mut out = svg.to_string();
+    for image in images {
+        let Some(at) = out.find(&image.marker) else { continue };
+        let (Some(start), Some(end)) = (out[..at].rfind("<text"), out[at..].find("</text>")) else { continue };
+        out.replace_range(start..at + end + "</text>".len(), &image.svg_element());
+    }
+    out
+}
+
+/// The matrix as blocks of `block.0 x block.1` equal pixels a cell: an image for an SVG that
+/// stays sharp when the slide is scaled, and compresses to little (rows and runs repeat).
+pub fn matrix_blocks(m: ArrayView2<f32>, scale: Scale, block: (u32, u32)) -> Pixels {
+    let (rows, cols) = m.dim();
+    matrix_pixels(m, scale, (0, 0), cols as u32 * block.0.max(1), rows as u32 * block.1.max(1))
 }

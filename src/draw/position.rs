@@ -6,12 +6,12 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::colors::{Scale, CATEGORICAL};
-use super::heatmap::{draw_heatmap, Geometry, Heatmap};
+use super::heatmap::{draw_heatmap, Heatmap, HeatmapDrawn};
 use super::{draw_err, draw_legend, house_mesh, LegendEntry, LegendMark, FONT};
 use crate::error::Result;
 
 /// The table as a heatmap: rows are positions, columns features.
-pub fn draw_table<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, table: ArrayView2<f32>, title: &str, vector: bool) -> Result<Geometry> {
+pub fn draw_table<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, table: ArrayView2<f32>, title: &str, vector: bool) -> Result<HeatmapDrawn> {
     area.fill(&WHITE).map_err(draw_err)?;
     let values: Vec<f32> = table.iter().copied().collect();
     let scale = Scale::fit_robust(&values, 0.99);
@@ -68,7 +68,7 @@ pub fn position_similarity(table: ArrayView2<f32>) -> Array2<f32> {
 }
 
 /// A (P, P) similarity matrix from `position_similarity` as a heatmap.
-pub fn draw_similarity<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, similarity: ArrayView2<f32>, title: &str, vector: bool) -> Result<Geometry> {
+pub fn draw_similarity<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, similarity: ArrayView2<f32>, title: &str, vector: bool) -> Result<HeatmapDrawn> {
     area.fill(&WHITE).map_err(draw_err)?;
     draw_heatmap(
         area,

@@ -6,9 +6,10 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::colors::Scale;
-use super::heatmap::{draw_heatmap, Geometry, Heatmap};
-use super::{attention, draw_err, layer_norm, position, residual};
+use super::colors::{Clipped, Scale};
+use super::heatmap::{draw_heatmap, AxisLabels, Geometry, Heatmap, HeatmapDrawn};
+use super::pixels::{embed_images, EmbeddedImage};
+use super::{attention, draw_err, layer_norm, position, residual, token_ids};
 use crate::analysis::position::position_table;
 use crate::error::{Result, VizError};
 use crate::model::position::sinusoidal_table;
@@ -42,13 +43,54 @@ pub struct Drawn {
     pub values: Vec<f32>,
     pub row_labels: Vec<String>,
     pub col_labels: Vec<String>,
-    /// A caption for the chart (e.g. "showing the first 512 of 30522 columns").
+    /// A caption for the chart (e.g. "showing the first 512 of 30522 columns"; which labels
+    /// are thinned; what the colour scale clips).
     pub note: Option<String>,
+    /// A heatmap's axis labels as drawn (their boxes, and every how many rows/columns).
+    pub labels: Option<AxisLabels>,
+    /// Set when a heatmap's colour scale is narrower than its values (which stay unclipped).
+    pub clipped: Option<Clipped>,
+    /// The chart's size in the pixels every box above is given in: CSS pixels on the page.
+    pub width: u32,
+    pub height: u32,
+    /// Device pixels a chart pixel (2 on a HiDPI screen): set by the page's `Viz::draw`.
+    pub scale: f64,
+    /// Cells an SVG embeds as images (see `pixels::embed_images`).
+    #[serde(skip)]
+    pub images: Vec<EmbeddedImage>,
 }
 
 impl Drawn {
     fn plain() -> Self {
-        Drawn { geometry: None, grid: None, values: Vec::new(), row_labels: Vec::new(), col_labels: Vec::new(), note: None }
+        Drawn {
+            geometry: None,
+            grid: None,
+            values: Vec::new(),
+            row_labels: Vec::new(),
+            col_labels: Vec::new(),
+            note: None,
+            labels: None,
+            clipped: None,
+            width: 0,
+            height: 0,
+            scale: 1.0,
+            images: Vec::new(),
+        }
+    }
+
+    /// A heatmap of `values` (row-major) with the labels the page shows on hover.
+    fn heatmap(drawn: HeatmapDrawn, values: Vec<f32>, row_labels: Vec<String>, col_labels: Vec<String>) -> Self {
+        Drawn {
+            geometry: Some(drawn.geometry),
+            values,
+            row_labels,
+            col_labels,
+            note: drawn.note,
+            labels: Some(drawn.labels),
+            clipped: drawn.clipped,
+            images: drawn.image.into_iter().collect(),
+            ..Drawn::plain()
+        }
     }
 }
 
@@ -98,23 +140,25 @@ fn flat(m: ArrayView2<f32>) -> Vec<f32> {
 
 /// Draws `view` of `trace` on `area`.
 /// `vector`: one rectangle per cell (SVG) rather than one blitted image (canvas, PNG).
+/// `vector`: SVG output (small heatmaps as rectangles, large ones as one embedded image that
+/// `view_svg` puts in); otherwise cells are blitted as one image (canvas, PNG).
 pub fn draw_view<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, model: &Transformer, trace: &Trace, view: &View, vector: bool) -> Result<Drawn> {
+    let mut drawn = draw_view_parts(area, model, trace, view, vector)?;
+    (drawn.width, drawn.height) = area.dim_in_pixel();
+    Ok(drawn)
+}
+
+fn draw_view_parts<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, model: &Transformer, trace: &Trace, view: &View, vector: bool) -> Result<Drawn> {
     let tokens = trace.token_texts();
     let no_table = || VizError::Draw("this model adds no position table to its embeddings".into());
     match view {
         View::Head { layer, head } => {
-            let geometry = attention::draw_head(area, trace, *layer, *head, vector)?;
-            Ok(Drawn {
-                geometry: Some(geometry),
-                values: flat(trace.attention(*layer, *head)?),
-                row_labels: tokens.clone(),
-                col_labels: tokens,
-                ..Drawn::plain()
-            })
+            let drawn = attention::draw_head(area, trace, *layer, *head, vector)?;
+            Ok(Drawn::heatmap(drawn, flat(trace.attention(*layer, *head)?), tokens.clone(), tokens))
         }
         View::Grid { layer, head } => {
-            let grid = attention::draw_grid(area, trace, Some((*layer, *head)), vector)?;
-            Ok(Drawn { grid: Some(grid), ..Drawn::plain() })
+            let (grid, image) = attention::draw_grid(area, trace, Some((*layer, *head)), vector)?;
+            Ok(Drawn { grid: Some(grid), images: image.into_iter().collect(), ..Drawn::plain() })
         }
         View::Lines { layer, head, focus } => {
             attention::draw_lines(area, trace, *layer, *head, *focus)?;
@@ -123,8 +167,8 @@ pub fn draw_view<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, model: &Tran
         View::PositionTable => {
             let table = position_table(model, shown_positions(trace)).ok_or_else(no_table)?;
             let kind = format!("{:?}", model.config.position).to_lowercase();
-            let geometry = position::draw_table(area, table.view(), &format!("Positional encoding ({kind}): position × feature"), vector)?;
-            Ok(Drawn { geometry: Some(geometry), values: flat(table.view()), ..Drawn::plain() })
+            let drawn = position::draw_table(area, table.view(), &format!("Positional encoding ({kind}): position × feature"), vector)?;
+            Ok(Drawn::heatmap(drawn, flat(table.view()), Vec::new(), Vec::new()))
         }
         View::PositionWaves { dims } => {
             let table = position_table(model, shown_positions(trace)).ok_or_else(no_table)?;
@@ -138,8 +182,8 @@ pub fn draw_view<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, model: &Tran
                 (sinusoidal_table(shown_positions(trace), model.config.d_model), "The sinusoidal table's similarity, for comparison")
             };
             let similarity = position::position_similarity(table.view()); // (P, P)
-            let geometry = position::draw_similarity(area, similarity.view(), title, vector)?;
-            Ok(Drawn { geometry: Some(geometry), values: flat(similarity.view()), ..Drawn::plain() })
+            let drawn = position::draw_similarity(area, similarity.view(), title, vector)?;
+            Ok(Drawn::heatmap(drawn, flat(similarity.view()), Vec::new(), Vec::new()))
         }
         View::Norm { index } => {
             let rec = trace.norms.get(*index).ok_or_else(|| VizError::NoSuchStep(format!("norm {index}")))?;
@@ -152,24 +196,33 @@ pub fn draw_view<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, model: &Tran
         }
         View::Step { index, head } => {
             area.fill(&WHITE).map_err(draw_err)?;
-            let (m, rows, cols, note) = step_matrix(trace, *index, *head, 512)?;
-            let step = &trace.steps[*index];
+            let step = trace.steps.get(*index).ok_or_else(|| VizError::NoSuchStep(format!("step {index}")))?;
+            if step.op == crate::Op::Tokenize {
+                // Token ids are names, not amounts: shown as text, never as colours.
+                token_ids::draw_token_ids(area, &trace.tokens, &format!("{}: each token with its id in the vocabulary", step.title))?;
+                return Ok(Drawn::plain());
+            }
+            let (m, rows, cols, cut) = step_matrix(trace, *index, *head, 512)?;
             let values = flat(m.view());
             let scale = match step.op {
                 crate::Op::Softmax => Scale::Sequential { min: 0.0, max: 1.0 },
-                crate::Op::Tokenize => Scale::fit(&values),
                 _ => Scale::fit_robust(&values, 0.99),
             };
             let per_head = step.tensor.shape.len() == 3;
             let title = if per_head { format!("{}, head {head}", step.title) } else { step.title.clone() };
             let x_desc = step.axes.last().cloned().unwrap_or_default();
             let y_desc = if step.tensor.shape.len() >= 2 { step.axes[step.axes.len() - 2].clone() } else { String::new() };
-            let geometry = draw_heatmap(
+            let drawn = draw_heatmap(
                 area,
                 m.view(),
                 &Heatmap { title: &title, x_desc: &x_desc, y_desc: &y_desc, col_labels: &cols, row_labels: &rows, scale, legend: "value", vector },
             )?;
-            Ok(Drawn { geometry: Some(geometry), grid: None, values, row_labels: rows, col_labels: cols, note })
+            let mut drawn = Drawn::heatmap(drawn, values, rows, cols);
+            drawn.note = match (cut, drawn.note) {
+                (Some(cut), Some(more)) => Some(format!("{cut}. {more}")),
+                (cut, more) => cut.or(more),
+            };
+            Ok(drawn)
         }
     }
 }
@@ -177,10 +230,11 @@ pub fn draw_view<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, model: &Tran
 /// Any view as an SVG document (the page's "export SVG").
 pub fn view_svg(model: &Transformer, trace: &Trace, view: &View, size: (u32, u32)) -> Result<String> {
     let mut out = String::new();
+    let drawn;
     {
         let area = SVGBackend::with_string(&mut out, size).into_drawing_area();
-        draw_view(&area, model, trace, view, true)?;
+        drawn = draw_view(&area, model, trace, view, true)?;
         area.present().map_err(draw_err)?;
     }
-    Ok(out)
+    Ok(embed_images(&out, &drawn.images))
 }

@@ -18,11 +18,12 @@ export function selectHead(layer, head) {
 function attachGrid() {
   const canvas = canvasOf('grid');
   canvas.addEventListener('click', (event) => {
-    const g = session.drawn.grid?.grid;
+    const drawn = session.drawn.grid;
+    const g = drawn?.grid;
     if (!g) return;
-    const rect = canvas.getBoundingClientRect();
-    const x = (event.clientX - rect.left) * (canvas.width / rect.width) - g.left;
-    const y = (event.clientY - rect.top) * (canvas.height / rect.height) - g.top;
+    const rect = canvas.getBoundingClientRect(); // the grid's boxes are in CSS pixels of the chart
+    const x = (event.clientX - rect.left) * (drawn.width / rect.width) - g.left;
+    const y = (event.clientY - rect.top) * (drawn.height / rect.height) - g.top;
     const head = Math.floor(x / g.cell_width);
     const layer = Math.floor(y / g.cell_height);
     if (x >= 0 && y >= 0 && head < g.heads && layer < g.layers) selectHead(layer, head);

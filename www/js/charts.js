@@ -28,10 +28,14 @@ export function canvasOf(name) {
   return document.querySelector(`canvas[data-chart="${name}"]`);
 }
 
+// Sizes the canvas for its place on the page. The chart is laid out in CSS pixels (`width`,
+// `height`) and drawn at the screen's pixel density: the backing store has devicePixelRatio
+// pixels a CSS pixel (data-scale tells Rust), so charts are sharp on 2x and 3x screens.
 function sizeCanvas(name) {
   const { summary, config } = session;
   const canvas = canvasOf(name);
-  const width = Math.max(300, Math.round(canvas.getBoundingClientRect().width || canvas.width));
+  const scale = window.devicePixelRatio || 1;
+  const width = Math.max(300, Math.round(canvas.getBoundingClientRect().width || canvas.width / scale));
   const [ratio, floor] = shapes[name];
   let height = Math.max(floor, Math.round(width * ratio));
   if (name === 'attention' && state.mode === 'lines') height = Math.max(height, summary.tokens.length * 22 + 90);
@@ -46,8 +50,11 @@ function sizeCanvas(name) {
     const side = Math.floor((width - (font * 3 + 6) - 4) / config.n_heads);
     height = font * 2 + 8 + side * config.n_layers + 4;
   }
-  if (canvas.width !== width) canvas.width = width;
-  if (canvas.height !== height) canvas.height = height;
+  const [backingWidth, backingHeight] = [Math.round(width * scale), Math.round(height * scale)];
+  if (canvas.width !== backingWidth) canvas.width = backingWidth;
+  if (canvas.height !== backingHeight) canvas.height = backingHeight;
+  if (canvas.dataset.scale !== String(scale)) canvas.dataset.scale = String(scale);
+  if (canvas.style.height !== `${height}px`) canvas.style.height = `${height}px`;
 }
 
 // How much bigger than normal chart text is drawn (presenter mode makes it bigger).

@@ -28,14 +28,26 @@ export function canvasOf(name) {
   return document.querySelector(`canvas[data-chart="${name}"]`);
 }
 
-// Sizes the canvas for its place on the page. The chart is laid out in CSS pixels (`width`,
-// `height`) and drawn at the screen's pixel density: the backing store has devicePixelRatio
-// pixels a CSS pixel (data-scale tells Rust), so charts are sharp on 2x and 3x screens.
+// How much bigger than normal the charts' text and marks are drawn: the page's own text size
+// (it grows with wide windows, for a projector) times presenter mode's zoom.
+let presenterZoom = 1;
+export function setTextZoom(zoom) { presenterZoom = zoom; }
+function chartZoom() {
+  const rootFont = parseFloat(getComputedStyle(document.documentElement).fontSize) || 16;
+  return (rootFont / 16) * presenterZoom;
+}
+
+// Sizes the canvas for its place on the page. The chart is laid out in its own pixels
+// (`width`, `height`: CSS pixels divided by the zoom, so a zoomed chart has bigger text and
+// marks) and drawn at the screen's pixel density: the backing store has devicePixelRatio x zoom
+// pixels a layout pixel (data-scale tells Rust), so charts are sharp on 2x and 3x screens.
 function sizeCanvas(name) {
   const { summary, config } = session;
   const canvas = canvasOf(name);
-  const scale = window.devicePixelRatio || 1;
-  const width = Math.max(300, Math.round(canvas.getBoundingClientRect().width || canvas.width / scale));
+  const zoom = chartZoom();
+  const scale = (window.devicePixelRatio || 1) * zoom;
+  const cssWidth = canvas.getBoundingClientRect().width || canvas.width / scale;
+  const width = Math.max(300, Math.round(cssWidth / zoom));
   const [ratio, floor] = shapes[name];
   let height = Math.max(floor, Math.round(width * ratio));
   if (name === 'attention' && state.mode === 'lines') height = Math.max(height, summary.tokens.length * 22 + 90);
@@ -54,13 +66,9 @@ function sizeCanvas(name) {
   if (canvas.width !== backingWidth) canvas.width = backingWidth;
   if (canvas.height !== backingHeight) canvas.height = backingHeight;
   if (canvas.dataset.scale !== String(scale)) canvas.dataset.scale = String(scale);
-  if (canvas.style.height !== `${height}px`) canvas.style.height = `${height}px`;
+  const cssHeight = `${Math.round(height * zoom)}px`;
+  if (canvas.style.height !== cssHeight) canvas.style.height = cssHeight;
 }
-
-// How much bigger than normal chart text is drawn (presenter mode makes it bigger).
-let textZoom = 1;
-export function setTextZoom(zoom) { textZoom = zoom; }
-export function getTextZoom() { return textZoom; }
 
 // Charts depend on the sentence, except the position views while it is under 64 tokens.
 const MODEL_ONLY = new Set(['pos-table', 'pos-waves', 'pos-sim', 'pos-sin']);
@@ -71,7 +79,7 @@ function keyOf(name) {
   const { summary } = session;
   const canvas = canvasOf(name);
   const sentence = MODEL_ONLY.has(name) ? Math.max(64, summary.tokens.length) : summary;
-  return [JSON.stringify(charts[name]()), canvas.width, canvas.height, sentence, textZoom];
+  return [JSON.stringify(charts[name]()), canvas.width, canvas.height, canvas.dataset.scale, sentence];
 }
 
 /** Draws chart `name` now, unless nothing it shows has changed. */

@@ -105,10 +105,13 @@ export function attachExport(name) {
   png.textContent = 'Export PNG';
   png.addEventListener('click', () => {
     try {
-      const scale = Math.max(2, Math.ceil(window.devicePixelRatio || 1));
+      // At least twice the chart's size on screen, which is its layout size times the zoom.
+      draw(name);
+      const onScreen = canvasOf(name).getBoundingClientRect().width / (session.drawn[name]?.width || 1) || 1;
+      const scale = Math.max(2, Math.ceil(window.devicePixelRatio || 1)) * Math.max(1, onScreen);
       slideImage(name, scale).toBlob((blob) => download(blob, fileName(name, 'png')), 'image/png');
     } catch (err) {
-      showError(`Could not export: ${err.message ?? err}`);
+      showError(`Could not export: ${err.message ?? err}`, `export-error-${name}`);
     }
   });
   const svg = document.createElement('button');
@@ -123,8 +126,13 @@ export function attachExport(name) {
       const text = session.viz.svg(charts[name](), info?.width || canvas.width, info?.height || canvas.height);
       download(new Blob([text], { type: 'image/svg+xml' }), fileName(name, 'svg'));
     } catch (err) {
-      showError(`Could not export: ${err.message ?? err}`);
+      showError(`Could not export: ${err.message ?? err}`, `export-error-${name}`);
     }
   });
-  box.append(png, svg);
+  const error = document.createElement('p'); // an export that fails says so beside its buttons
+  error.id = `export-error-${name}`;
+  error.className = 'field-error';
+  error.setAttribute('role', 'alert');
+  error.hidden = true;
+  box.append(png, svg, error);
 }

@@ -21,7 +21,17 @@ use crate::Transformer;
 pub enum View {
     Head { layer: usize, head: usize },
     Grid { layer: usize, head: usize },
-    Lines { layer: usize, head: usize, focus: Option<usize> },
+    /// BertViz's head view. `focus`: only that query's lines; `focus_key`: only the lines into
+    /// that key; `heads`: several heads of the layer at once, each in its colour (empty: `head`).
+    Lines {
+        layer: usize,
+        head: usize,
+        focus: Option<usize>,
+        #[serde(default)]
+        focus_key: Option<usize>,
+        #[serde(default)]
+        heads: Vec<usize>,
+    },
     PositionTable,
     PositionWaves { dims: Vec<usize> },
     PositionSimilarity,
@@ -44,11 +54,14 @@ pub struct Drawn {
     pub col_labels: Vec<String>,
     /// A caption for the chart (e.g. "showing the first 512 of 30522 columns").
     pub note: Option<String>,
+    /// The lines view: where its tokens are and which lines it drew.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lines: Option<attention::LinesGeometry>,
 }
 
 impl Drawn {
-    fn plain() -> Self {
-        Drawn { geometry: None, grid: None, values: Vec::new(), row_labels: Vec::new(), col_labels: Vec::new(), note: None }
+    pub(crate) fn plain() -> Self {
+        Drawn { geometry: None, grid: None, values: Vec::new(), row_labels: Vec::new(), col_labels: Vec::new(), note: None, lines: None }
     }
 }
 
@@ -116,9 +129,15 @@ pub fn draw_view<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, model: &Tran
             let grid = attention::draw_grid(area, trace, Some((*layer, *head)), vector)?;
             Ok(Drawn { grid: Some(grid), ..Drawn::plain() })
         }
-        View::Lines { layer, head, focus } => {
-            attention::draw_lines(area, trace, *layer, *head, *focus)?;
-            Ok(Drawn::plain())
+        View::Lines { layer, head, focus, focus_key, heads } => {
+            let heads = if heads.is_empty() { vec![*head] } else { heads.clone() };
+            let focus = match (focus, focus_key) {
+                (Some(q), _) => attention::LineFocus::From(*q),
+                (None, Some(k)) => attention::LineFocus::To(*k),
+                (None, None) => attention::LineFocus::All,
+            };
+            let lines = attention::draw_lines(area, trace, *layer, &heads, focus)?;
+            Ok(Drawn { lines: Some(lines), ..Drawn::plain() })
         }
         View::PositionTable => {
             let table = position_table(model, shown_positions(trace)).ok_or_else(no_table)?;
@@ -169,7 +188,7 @@ pub fn draw_view<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, model: &Tran
                 m.view(),
                 &Heatmap { title: &title, x_desc: &x_desc, y_desc: &y_desc, col_labels: &cols, row_labels: &rows, scale, legend: "value", vector },
             )?;
-            Ok(Drawn { geometry: Some(geometry), grid: None, values, row_labels: rows, col_labels: cols, note })
+            Ok(Drawn { geometry: Some(geometry), values, row_labels: rows, col_labels: cols, note, ..Drawn::plain() })
         }
     }
 }

@@ -2,7 +2,7 @@
 // All model work and all chart drawing happen in Rust; these modules only keep state, ask for
 // views by name, and handle hover, export, the URL and the keyboard. One module a section:
 //   state.js (choices + URL)   session.js (model + last pass)   pass.js (text -> pass -> views)
-//   charts.js (sizes, when to draw)   tokens.js  attention.js  position.js  norm.js  stepper.js
+//   charts.js (sizes, when to draw)   tokens.js  attention.js  head-finder.js  compare.js  position.js  norm.js  stepper.js
 //   prediction.js  hover.js  export.js  helper-thread.js   loading.js  messages.js  math.js  dom.js
 import { $ } from './dom.js';
 import { MODEL, state, readUrl } from './state.js';
@@ -13,6 +13,8 @@ import { fetchBytes, fetchText, wasmBindings } from './loading.js';
 import { charts, drawAll, drawTiming, observeCharts } from './charts.js';
 import { update, scheduleUpdate } from './pass.js';
 import { wireAttention } from './attention.js';
+import { wireHeadFinder } from './head-finder.js';
+import { wireCompare } from './compare.js';
 import { wirePosition } from './position.js';
 import { wireNorm } from './norm.js';
 import { wireStepper } from './stepper.js';
@@ -24,6 +26,8 @@ const MODEL_FILES = `models/${MODEL}`;
 
 function wire() {
   wireAttention();
+  wireHeadFinder();
+  wireCompare();
   wirePosition();
   wireNorm();
   wireStepper();

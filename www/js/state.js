@@ -15,6 +15,7 @@ export const state = {
   norm: 1,
   dims: [0, 1, 4, 5, 32, 33],
   threads: 2, // 1: no helper thread (`?threads=1`)
+  layerHeadFromUrl: false, // else the head finder picks an informative head to open on
 };
 
 export function readUrl() {
@@ -24,6 +25,7 @@ export function readUrl() {
   if (q.has('model') && q.get('model') !== MODEL) {
     showError(`This page only ships the model "${MODEL}"; the link asked for "${q.get('model')}", so ${MODEL} is shown.`);
   }
+  state.layerHeadFromUrl = q.has('layer') || q.has('head');
   state.layer = int('layer', state.layer);
   state.head = int('head', state.head);
   state.step = int('step', state.step);

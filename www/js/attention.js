@@ -158,7 +158,8 @@ function attachLinesHover() {
       return;
     }
     setFocus(null);
-    if (target?.line) showTip(describeLine(target.line, heads), event);
+    const line = linesTarget(session.drawn.attention.lines, x, y)?.line; // among every line again
+    if (line) showTip(describeLine(line, heads), event);
     else $('tooltip').hidden = true;
   });
   canvas.addEventListener('mouseleave', () => { if (state.mode === 'lines') setFocus(null); });

@@ -45,6 +45,9 @@ pub enum VizError {
     #[error("layer {layer} or head {head} is out of range (the model has {layers} layers and {heads} heads)")]
     OutOfRange { layer: usize, head: usize, layers: usize, heads: usize },
 
+    #[error("token {index} is out of range (the sentence has {tokens} tokens)")]
+    NoSuchToken { index: usize, tokens: usize },
+
     #[error("the trace has no step named `{0}`")]
     NoSuchStep(String),
 

@@ -6,8 +6,11 @@ use serde::Serialize;
 use wasm_bindgen::prelude::*;
 use web_sys::HtmlCanvasElement;
 
+use crate::analysis::heads::{head_scores, heads_from};
 use crate::checkpoints::minilm;
-use crate::draw::view::{draw_view, view_svg, View};
+use crate::draw::compare::{draw_compare_view, CompareView};
+use crate::draw::draw_err;
+use crate::draw::view::{draw_view, view_svg, Drawn, View};
 use crate::error::VizError;
 use crate::model::team::{self, Team};
 use crate::model::ModelConfig;
@@ -97,6 +100,24 @@ fn now_ms() -> f64 {
 pub struct Viz {
     model: Transformer,
     trace: Option<Trace>,
+    /// A second sentence's pass, to compare with the first (same model, same weights).
+    compare: Option<Trace>,
+}
+
+/// Any chart the page can ask for: one of the sentence's views, or a compare chart that also
+/// reads the second sentence.
+#[derive(serde::Deserialize)]
+#[serde(untagged)]
+enum AnyView {
+    Compare(CompareView),
+    Single(View),
+}
+
+#[derive(Serialize)]
+struct CompareSummary<'a> {
+    tokens: &'a [TokenInfo],
+    truncated: &'a Option<Truncation>,
+    recomputed: bool,
 }
 
 #[wasm_bindgen]
@@ -108,7 +129,7 @@ impl Viz {
             "minilm-l6" => minilm::from_bytes(name, config_json, tokenizer_json, weights).map_err(js_err)?,
             other => return Err(js_err(VizError::UnknownModel(other.into(), crate::checkpoints::KNOWN_MODELS.join(", ")))),
         };
-        Ok(Viz { model, trace: None })
+        Ok(Viz { model, trace: None, compare: None })
     }
 
     /// The model's config (layers, heads, widths, architecture choices).
@@ -213,8 +234,17 @@ impl Viz {
         self.trace.as_ref().ok_or_else(|| js_err(VizError::EmptyText))
     }
 
-    fn view(spec: JsValue) -> Result<View, JsError> {
+    fn view(spec: JsValue) -> Result<AnyView, JsError> {
         serde_wasm_bindgen::from_value(spec).map_err(|e| JsError::new(&format!("unknown view: {e}")))
+    }
+
+    fn draw_any<DB: plotters::prelude::DrawingBackend>(&self, area: &plotters::drawing::DrawingArea<DB, plotters::coord::Shift>, view: &AnyView, vector: bool) -> Result<Drawn, JsError> {
+        let trace = self.current()?;
+        match view {
+            AnyView::Single(view) => draw_view(area, &self.model, trace, view, vector),
+            AnyView::Compare(view) => draw_compare_view(area, trace, self.compare.as_ref(), view, vector),
+        }
+        .map_err(js_err)
     }
 
     /// Draws a view on a canvas; returns where its cells and labels are (in CSS pixels) and
@@ -223,11 +253,10 @@ impl Viz {
     /// laid out at its CSS size and drawn at the full resolution.
     pub fn draw(&self, canvas: HtmlCanvasElement, spec: JsValue) -> Result<JsValue, JsError> {
         let view = Self::view(spec)?;
-        let trace = self.current()?;
         let scale = canvas.get_attribute("data-scale").and_then(|s| s.parse::<f64>().ok()).unwrap_or(1.0);
         let backend = FastCanvas::new(canvas, scale).ok_or_else(|| JsError::new("the canvas has no 2D context"))?;
         let area = plotters::drawing::IntoDrawingArea::into_drawing_area(backend);
-        let mut drawn = draw_view(&area, &self.model, trace, &view, false).map_err(js_err)?;
+        let mut drawn = self.draw_any(&area, &view, false)?;
         area.present().map_err(|e| JsError::new(&e.to_string()))?;
         drawn.scale = scale;
         to_js(&drawn)
@@ -235,8 +264,18 @@ impl Viz {
 
     /// A view as SVG text, for export: text stays text; large heatmaps are one embedded PNG.
     pub fn svg(&self, spec: JsValue, width: u32, height: u32) -> Result<String, JsError> {
-        let view = Self::view(spec)?;
-        view_svg(&self.model, self.current()?, &view, (width, height)).map_err(js_err)
+        match Self::view(spec)? {
+            AnyView::Single(view) => view_svg(&self.model, self.current()?, &view, (width, height)).map_err(js_err),
+            compare => {
+                let mut out = String::new();
+                {
+                    let area = plotters::drawing::IntoDrawingArea::into_drawing_area(plotters::prelude::SVGBackend::with_string(&mut out, (width, height)));
+                    self.draw_any(&area, &compare, true)?;
+                    area.present().map_err(|e| js_err(draw_err(e)))?;
+                }
+                Ok(out)
+            }
+        }
     }
 
     /// The whole trace as JSON, for export.
@@ -247,5 +286,44 @@ impl Viz {
     /// Softmax weights of one head, row-major (T x T).
     pub fn attention(&self, layer: usize, head: usize) -> Result<Vec<f32>, JsError> {
         Ok(self.current()?.attention(layer, head).map_err(js_err)?.iter().copied().collect())
+    }
+
+    /// What every head of the current sentence does: for each (layer, head), its
+    /// previous-token, next-token, first-token and final-[SEP] scores (mean weights).
+    pub fn head_scores(&self) -> Result<JsValue, JsError> {
+        to_js(&head_scores(self.current()?).map_err(js_err)?)
+    }
+
+    /// The heads that attend most strongly from token `token` to another ordinary token,
+    /// strongest first: layer, head, key and weight. `beyond_neighbours` leaves out the
+    /// tokens right before and after it (the previous/next-token heads' targets).
+    pub fn heads_from(&self, token: usize, beyond_neighbours: bool) -> Result<JsValue, JsError> {
+        to_js(&heads_from(self.current()?, token, beyond_neighbours).map_err(js_err)?)
+    }
+
+    /// Runs the traced pass on a second sentence, kept beside the first for the compare
+    /// charts (the same model: no second copy of the weights). Same-token text keeps its pass.
+    pub fn set_compare_text(&mut self, text: &str) -> Result<JsValue, JsError> {
+        let encoding = self.model.encode(text).map_err(js_err)?;
+        let recomputed = match self.compare.as_mut() {
+            Some(last) if last.tokens == encoding.tokens && last.truncated == encoding.truncated => {
+                last.text = text.to_string();
+                false
+            }
+            _ => {
+                if team::current().is_some_and(|t| t.member() == 0) {
+                    team_begin(&encoding.ids()); // the helper runs the same pass alongside
+                }
+                self.compare = Some(self.model.trace_ids(encoding, text));
+                true
+            }
+        };
+        let compare = self.compare.as_ref().expect("set above");
+        to_js(&CompareSummary { tokens: &compare.tokens, truncated: &compare.truncated, recomputed })
+    }
+
+    /// Forgets the second sentence.
+    pub fn clear_compare(&mut self) {
+        self.compare = None;
     }
 }

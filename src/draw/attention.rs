@@ -98,51 +98,123 @@ pub fn draw_grid<DB: DrawingBackend>(
     Ok((GridGeometry { left, top, cell_width: side, cell_height: side, layers, heads }, image))
 }
 
+/// Which lines the lines view draws: all of them, or only those of one token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LineFocus {
+    All,
+    /// Only the lines from this query (a token of the left column).
+    From(usize),
+    /// Only the lines into this key (a token of the right column).
+    To(usize),
+}
+
+/// One line the lines view drew: query `query` (left) to key `key` (right) in head `head`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct DrawnLine {
+    pub head: usize,
+    pub query: usize,
+    pub key: usize,
+    pub weight: f32,
+}
+
+/// Where the lines view put its tokens and which lines it drew, so the page can tell which
+/// token or line is under the mouse. Token i's row is centred at `top + row_height * (i + 0.5)`;
+/// query labels end at `left_x`, key labels start at `right_x`, each `label_width` wide.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LinesGeometry {
+    pub left_x: i32,
+    pub right_x: i32,
+    pub label_width: i32,
+    pub top: f32,
+    pub row_height: f32,
+    pub tokens: usize,
+    pub heads: Vec<usize>,
+    pub lines: Vec<DrawnLine>,
+}
+
+/// Line colours for several heads at once: Okabe-Ito (colour-blind safe), the yellow last
+/// because it is the hardest to see on white.
+pub const HEAD_COLOURS: [usize; 8] = [0, 5, 2, 3, 4, 1, 7, 6];
+
+/// Lines lighter than this are not drawn (nor reported): they would be invisible.
+const MIN_WEIGHT: f32 = 0.01;
+
 /// Tokens in two columns, queries on the left and keys on the right, joined by lines whose
-/// opacity is the attention weight. `focus` draws only one query's lines.
+/// opacity is the attention weight. Several heads of one layer can be drawn at once, each in
+/// its own colour with a legend; `focus` keeps only one token's lines.
 pub fn draw_lines<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     trace: &Trace,
     layer: usize,
-    head: usize,
-    focus: Option<usize>,
-) -> Result<()> {
+    heads: &[usize],
+    focus: LineFocus,
+) -> Result<LinesGeometry> {
     area.fill(&WHITE).map_err(draw_err)?;
-    let a = trace.attention(layer, head)?; // (T, T)
-    let t = a.nrows();
+    if heads.is_empty() || heads.len() > HEAD_COLOURS.len() {
+        return Err(crate::error::VizError::Draw(format!("the lines view draws 1 to {} heads at once, not {}", HEAD_COLOURS.len(), heads.len())));
+    }
+    let patterns = heads.iter().map(|&h| trace.attention(layer, h)).collect::<Result<Vec<_>>>()?; // each (T, T)
+    let t = trace.len();
     let (w, h) = area.dim_in_pixel();
     let font_px = if w < 400 { 10 } else { 13 };
-    let title = TextStyle::from((FONT, font_px + 3).into_font()).color(&BLACK);
-    area.draw(&Text::new(format!("Attention lines, layer {layer}, head {head}"), (8, 4), title)).map_err(draw_err)?;
-    let top = font_px as i32 * 2 + 14;
+    let title_style = TextStyle::from((FONT, font_px + 3).into_font()).color(&BLACK);
+    let title = match heads {
+        [one] => format!("Attention lines, layer {layer}, head {one}"),
+        _ => format!("Attention lines, layer {layer}, {} heads", heads.len()),
+    };
+    area.draw(&Text::new(title, (8, 4), title_style)).map_err(draw_err)?;
+    let mut top = font_px as i32 * 2 + 14;
+    let colour_of = |i: usize| if heads.len() == 1 { CATEGORICAL[0] } else { CATEGORICAL[HEAD_COLOURS[i]] };
+    if heads.len() > 1 {
+        // The legend: one short line and "head N" per head, in a row under the title.
+        let y = top - 4;
+        let mut x = 8;
+        for (i, head) in heads.iter().enumerate() {
+            area.draw(&PathElement::new(vec![(x, y), (x + 18, y)], colour_of(i).stroke_width(3))).map_err(draw_err)?;
+            let label = format!("head {head}");
+            area.draw(&Text::new(label.clone(), (x + 22, y), anchored_text(font_px, HPos::Left, VPos::Center))).map_err(draw_err)?;
+            x += 22 + (label.len() as i32 * font_px as i32 * 62 / 100) + 14;
+        }
+        top += font_px as i32 + 6;
+    }
     let row_h = ((h as i32 - top - 8) as f32 / t as f32).max(1.0);
     let text_w = (w as i32 / 4).min(120);
     let (xl, xr) = (8 + text_w, w as i32 - 8 - text_w);
     let labels = trace.token_texts();
     let show_every = ((font_px as f32 + 1.0) / row_h).ceil().max(1.0) as usize;
+    let row_y = |i: usize| top + (row_h * (i as f32 + 0.5)) as i32;
     for (i, label) in labels.iter().enumerate() {
-        let y = top + (row_h * (i as f32 + 0.5)) as i32;
         if i % show_every == 0 {
             let text = short_label(label, 12);
-            area.draw(&Text::new(text.clone(), (xl - 6, y), anchored_text(font_px, HPos::Right, VPos::Center))).map_err(draw_err)?;
-            area.draw(&Text::new(text, (xr + 6, y), anchored_text(font_px, HPos::Left, VPos::Center))).map_err(draw_err)?;
-        }
-    }
-    let colour = CATEGORICAL[0];
-    for q in 0..t {
-        if focus.is_some_and(|f| f != q) {
-            continue;
-        }
-        let yq = top + (row_h * (q as f32 + 0.5)) as i32;
-        for k in 0..t {
-            let weight = a[[q, k]];
-            if weight < 0.01 {
-                continue;
+            // The focused token is marked with a bar beside its label.
+            let (from, to) = (focus == LineFocus::From(i), focus == LineFocus::To(i));
+            if from || to {
+                let x = if from { xl - 3 } else { xr + 1 };
+                area.draw(&Rectangle::new([(x, row_y(i) - font_px as i32 / 2 - 2), (x + 2, row_y(i) + font_px as i32 / 2 + 2)], BLACK.filled()))
+                    .map_err(draw_err)?;
             }
-            let yk = top + (row_h * (k as f32 + 0.5)) as i32;
-            let style = ShapeStyle { color: colour.mix(weight as f64), filled: false, stroke_width: 2 };
-            area.draw(&PathElement::new(vec![(xl, yq), (xr, yk)], style)).map_err(draw_err)?;
+            area.draw(&Text::new(text.clone(), (xl - 6, row_y(i)), anchored_text(font_px, HPos::Right, VPos::Center))).map_err(draw_err)?;
+            area.draw(&Text::new(text, (xr + 6, row_y(i)), anchored_text(font_px, HPos::Left, VPos::Center))).map_err(draw_err)?;
         }
     }
-    Ok(())
+    let mut drawn = Vec::new();
+    for (i, (a, &head)) in patterns.iter().zip(heads).enumerate() {
+        for q in 0..t {
+            for k in 0..t {
+                let keep = match focus {
+                    LineFocus::All => true,
+                    LineFocus::From(f) => q == f,
+                    LineFocus::To(f) => k == f,
+                };
+                let weight = a[[q, k]];
+                if !keep || weight < MIN_WEIGHT {
+                    continue;
+                }
+                let style = ShapeStyle { color: colour_of(i).mix(weight as f64), filled: false, stroke_width: 2 };
+                area.draw(&PathElement::new(vec![(xl, row_y(q)), (xr, row_y(k))], style)).map_err(draw_err)?;
+                drawn.push(DrawnLine { head, query: q, key: k, weight });
+            }
+        }
+    }
+    Ok(LinesGeometry { left_x: xl, right_x: xr, label_width: text_w, top: top as f32, row_height: row_h, tokens: t, heads: heads.to_vec(), lines: drawn })
 }

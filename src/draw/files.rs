@@ -71,7 +71,7 @@ pub fn render_all(model: &Transformer, trace: &Trace, out: &Path, only_layer: Op
     for &layer in &layers {
         for head in 0..c.n_heads {
             jobs.push(job(&attention_dir, format!("layer{layer}_head{head}"), View::Head { layer, head }, (side + 70, side)));
-            let lines = View::Lines { layer, head, focus: None };
+            let lines = View::Lines { layer, head, focus: None, focus_key: None, heads: Vec::new() };
             jobs.push(job(&attention_dir, format!("lines_layer{layer}_head{head}"), lines, (640, (t * 20 + 80).clamp(300, 1400))));
         }
     }

@@ -3,6 +3,7 @@
 
 pub mod attention;
 pub mod colors;
+pub mod compare;
 pub mod heatmap;
 pub mod layer_norm;
 pub mod pixels;

@@ -22,7 +22,17 @@ use crate::Transformer;
 pub enum View {
     Head { layer: usize, head: usize },
     Grid { layer: usize, head: usize },
-    Lines { layer: usize, head: usize, focus: Option<usize> },
+    /// BertViz's head view. `focus`: only that query's lines; `focus_key`: only the lines into
+    /// that key; `heads`: several heads of the layer at once, each in its colour (empty: `head`).
+    Lines {
+        layer: usize,
+        head: usize,
+        focus: Option<usize>,
+        #[serde(default)]
+        focus_key: Option<usize>,
+        #[serde(default)]
+        heads: Vec<usize>,
+    },
     PositionTable,
     PositionWaves { dims: Vec<usize> },
     PositionSimilarity,
@@ -58,10 +68,13 @@ pub struct Drawn {
     /// Cells an SVG embeds as images (see `pixels::embed_images`).
     #[serde(skip)]
     pub images: Vec<EmbeddedImage>,
+    /// The lines view: where its tokens are and which lines it drew.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lines: Option<attention::LinesGeometry>,
 }
 
 impl Drawn {
-    fn plain() -> Self {
+    pub(crate) fn plain() -> Self {
         Drawn {
             geometry: None,
             grid: None,
@@ -75,11 +88,12 @@ impl Drawn {
             height: 0,
             scale: 1.0,
             images: Vec::new(),
+            lines: None,
         }
     }
 
     /// A heatmap of `values` (row-major) with the labels the page shows on hover.
-    fn heatmap(drawn: HeatmapDrawn, values: Vec<f32>, row_labels: Vec<String>, col_labels: Vec<String>) -> Self {
+    pub(crate) fn heatmap(drawn: HeatmapDrawn, values: Vec<f32>, row_labels: Vec<String>, col_labels: Vec<String>) -> Self {
         Drawn {
             geometry: Some(drawn.geometry),
             values,
@@ -160,9 +174,15 @@ fn draw_view_parts<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, model: &Tr
             let (grid, image) = attention::draw_grid(area, trace, Some((*layer, *head)), vector)?;
             Ok(Drawn { grid: Some(grid), images: image.into_iter().collect(), ..Drawn::plain() })
         }
-        View::Lines { layer, head, focus } => {
-            attention::draw_lines(area, trace, *layer, *head, *focus)?;
-            Ok(Drawn::plain())
+        View::Lines { layer, head, focus, focus_key, heads } => {
+            let heads = if heads.is_empty() { vec![*head] } else { heads.clone() };
+            let focus = match (focus, focus_key) {
+                (Some(q), _) => attention::LineFocus::From(*q),
+                (None, Some(k)) => attention::LineFocus::To(*k),
+                (None, None) => attention::LineFocus::All,
+            };
+            let lines = attention::draw_lines(area, trace, *layer, &heads, focus)?;
+            Ok(Drawn { lines: Some(lines), ..Drawn::plain() })
         }
         View::PositionTable => {
             let table = position_table(model, shown_positions(trace)).ok_or_else(no_table)?;

@@ -3,11 +3,11 @@
 // to pending input), or sooner when they scroll into view or are exported.
 import { state } from './state.js';
 import { session } from './session.js';
+import { attentionSpec } from './attention.js';
+import { compareSpec } from './compare.js';
 
 export const charts = {
-  attention: () => (state.mode === 'lines'
-    ? { kind: 'lines', layer: state.layer, head: state.head, focus: null }
-    : { kind: 'head', layer: state.layer, head: state.head }),
+  attention: attentionSpec,
   grid: () => ({ kind: 'grid', layer: state.layer, head: state.head }),
   'pos-table': () => ({ kind: 'position_table' }),
   'pos-waves': () => ({ kind: 'position_waves', dims: state.dims }),
@@ -16,12 +16,16 @@ export const charts = {
   norm: () => ({ kind: 'norm', index: state.norm }),
   residual: () => ({ kind: 'residual' }),
   step: () => ({ kind: 'step', index: state.step, head: state.stepHead }),
+  'compare-a': () => compareSpec('compare-a'),
+  'compare-b': () => compareSpec('compare-b'),
+  'compare-diff': () => compareSpec('compare-diff'),
 };
 
 // Height as a fraction of width, and a floor, per chart.
 const shapes = {
   attention: [0.9, 340], grid: [0.62, 240], 'pos-table': [0.72, 300], 'pos-waves': [0.72, 300],
   'pos-sim': [0.9, 340], 'pos-sin': [0.9, 340], norm: [0.56, 420], residual: [0.62, 460], step: [0.55, 340],
+  'compare-a': [0.9, 340], 'compare-b': [0.9, 340], 'compare-diff': [0.9, 340],
 };
 
 export function canvasOf(name) {

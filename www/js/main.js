@@ -2,9 +2,9 @@
 // All model work and all chart drawing happen in Rust; these modules only keep state, ask for
 // views by name, and handle hover, export, the URL and the keyboard. One module a section:
 //   state.js (choices + URL)   session.js (model + last pass)   pass.js (text -> pass -> views)
-//   charts.js (sizes, when to draw)   tokens.js  attention.js  position.js  norm.js  stepper.js
-//   prediction.js  hover.js  export.js  helper-thread.js  presenter.js   url-state.js (link format)
-//   loading.js  messages.js  math.js  dom.js
+//   charts.js (sizes, when to draw)   tokens.js  attention.js  head-finder.js  compare.js  position.js
+//   norm.js  stepper.js  prediction.js  hover.js  export.js  helper-thread.js  presenter.js
+//   url-state.js (link format)  loading.js  messages.js  math.js  dom.js
 import { $ } from './dom.js';
 import { MODEL, state, fromLink, readUrl, checkAgainst, onHistoryMove, keepLinksOutOfHistory, writeUrl } from './state.js';
 import { session } from './session.js';
@@ -15,6 +15,8 @@ import { charts, drawAll, drawTiming, observeCharts } from './charts.js';
 import { renderStep } from './stepper.js';
 import { update, scheduleUpdate } from './pass.js';
 import { wireAttention } from './attention.js';
+import { wireHeadFinder } from './head-finder.js';
+import { wireCompare } from './compare.js';
 import { wirePosition } from './position.js';
 import { wireNorm } from './norm.js';
 import { wireStepper } from './stepper.js';
@@ -47,6 +49,8 @@ function wire() {
   keepLinksOutOfHistory();
   onHistoryMove(showHistoryView);
   wireAttention();
+  wireHeadFinder();
+  wireCompare();
   wirePosition();
   wireNorm();
   wireStepper();

@@ -13,6 +13,9 @@ import { renderNormOptions } from './norm.js';
 import { renderStep } from './stepper.js';
 import { renderPrediction } from './prediction.js';
 import { showBackend } from './helper-thread.js';
+import { renderHeadFinder } from './head-finder.js';
+import { resetLinesFocus } from './attention.js';
+import { renderCompare } from './compare.js';
 
 // For tests and the benchmark: how many updates ran and how long input took to be drawn.
 window.__tviz = { renders: 0, latencies: [], settledLatencies: [], passes: [], ready: null, backend: null, helper: 'off' };
@@ -50,6 +53,9 @@ export function update() {
   renderNormOptions();
   state.step = Math.min(state.step, summary.steps.length - 1);
   $('step-slider').max = summary.steps.length - 1;
+  resetLinesFocus();
+  renderHeadFinder(); // before the charts: on the first pass it may choose the head to open on
+  renderCompare();
   drawAll();
   renderStep();
   renderPrediction();

@@ -17,6 +17,7 @@ export const state = {
   norm: 1,
   dims: [0, 1, 4, 5, 32, 33],
   threads: 2, // 1: no helper thread (`?threads=1`)
+  layerHeadFromUrl: false, // else the head finder picks an informative head to open on
 };
 
 /** What the opening link stated (before any clamping), for `checkAgainst`. */
@@ -31,6 +32,7 @@ export async function readUrl() {
     notes.push(`This page only ships the model "${MODEL}"; the link asked for "${values.model.slice(0, 40)}", so ${MODEL} is shown.`);
   }
   delete values.model;
+  state.layerHeadFromUrl = values.layer !== undefined || values.head !== undefined;
   Object.assign(fromLink, values);
   Object.assign(state, values);
   if (notes.length) showNotice(notes);

@@ -1,0 +1,119 @@
+//! Two sentences side by side: the same head's weights on sentence A and sentence B, and
+//! their difference A − B as a diverging heatmap, so a class can see what one changed word
+//! does to a head ("...because it was too tired" against "...too wide").
+
+use ndarray::Array2;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, VPos};
+use serde::Deserialize;
+
+use super::colors::Scale;
+use super::heatmap::{draw_heatmap, Heatmap};
+use super::view::Drawn;
+use super::{anchored_text, draw_err};
+use crate::error::Result;
+use crate::trace::Trace;
+
+/// Which sentence of the pair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Sentence {
+    A,
+    B,
+}
+
+/// The compare charts, named like `View`s.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum CompareView {
+    /// One head's weights on sentence A or B.
+    CompareHead { which: Sentence, layer: usize, head: usize },
+    /// A − B for one head, cell by cell, when both sentences have as many tokens.
+    CompareDifference { layer: usize, head: usize },
+}
+
+/// Draws a compare chart; `b` is `None` until a second sentence is typed, and then the chart
+/// says so in words instead of staying blank.
+pub fn draw_compare_view<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, a: &Trace, b: Option<&Trace>, view: &CompareView, vector: bool) -> Result<Drawn> {
+    area.fill(&WHITE).map_err(draw_err)?;
+    let Some(b) = b else {
+        message(area, &["Type a second sentence to compare it with the first."])?;
+        return Ok(Drawn::plain());
+    };
+    match *view {
+        CompareView::CompareHead { which, layer, head } => {
+            let (trace, name) = if which == Sentence::A { (a, "A") } else { (b, "B") };
+            let weights = trace.attention(layer, head)?; // (T, T)
+            let labels = trace.token_texts();
+            let title = format!("Sentence {name}: layer {layer}, head {head}");
+            let drawn = draw_heatmap(
+                area,
+                weights,
+                &Heatmap {
+                    title: &title,
+                    x_desc: "key (attended to)",
+                    y_desc: "query (attending)",
+                    col_labels: &labels,
+                    row_labels: &labels,
+                    scale: Scale::Sequential { min: 0.0, max: 1.0 },
+                    legend: "weight",
+                    vector,
+                },
+            )?;
+            Ok(Drawn::heatmap(drawn, weights.iter().copied().collect(), labels.clone(), labels))
+        }
+        CompareView::CompareDifference { layer, head } => {
+            if a.len() != b.len() {
+                // Position i holds different words in the two sentences: a cell-by-cell
+                // difference would compare unrelated tokens, so none is drawn.
+                message(
+                    area,
+                    &[
+                        &format!("Sentence A has {} tokens and sentence B {}.", a.len(), b.len()),
+                        "Their positions do not line up, so no difference is drawn.",
+                        "Swap one word for another that is one token too",
+                        "(tired → wide) to see A − B.",
+                    ],
+                )?;
+                return Ok(Drawn { note: Some(format!("different token counts ({} and {}): no difference", a.len(), b.len())), ..Drawn::plain() });
+            }
+            let (wa, wb) = (a.attention(layer, head)?, b.attention(layer, head)?); // (T, T) each
+            let difference: Array2<f32> = &wa - &wb; // (T, T)
+            // A token that differs between the sentences is labelled with both: "tired/wide".
+            let labels: Vec<String> =
+                a.tokens.iter().zip(&b.tokens).map(|(x, y)| if x.text == y.text { x.text.clone() } else { format!("{}/{}", x.text, y.text) }).collect();
+            let largest = difference.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+            let title = format!("A − B: layer {layer}, head {head}");
+            let drawn = draw_heatmap(
+                area,
+                difference.view(),
+                &Heatmap {
+                    title: &title,
+                    x_desc: "key (attended to)",
+                    y_desc: "query (attending)",
+                    col_labels: &labels,
+                    row_labels: &labels,
+                    // Scaled to the largest change, so small shifts stay visible; the
+                    // colour bar gives the numbers.
+                    scale: Scale::Diverging { limit: largest.max(0.01) },
+                    legend: "A − B",
+                    vector,
+                },
+            )?;
+            Ok(Drawn::heatmap(drawn, difference.iter().copied().collect(), labels.clone(), labels))
+        }
+    }
+}
+
+/// A few centred lines of text on an otherwise empty chart.
+fn message<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, lines: &[&str]) -> Result<()> {
+    let (w, h) = area.dim_in_pixel();
+    let font_px = if w < 400 { 12 } else { 15 };
+    let line_h = font_px as i32 * 3 / 2;
+    let y0 = h as i32 / 2 - line_h * lines.len() as i32 / 2;
+    for (i, line) in lines.iter().enumerate() {
+        area.draw(&Text::new(line.to_string(), (w as i32 / 2, y0 + line_h * i as i32), anchored_text(font_px, HPos::Center, VPos::Center))).map_err(draw_err)?;
+    }
+    Ok(())
+}

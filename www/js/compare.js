@@ -1,0 +1,88 @@
+// Compare two sentences: a second sentence box (collapsed until asked for) whose pass is kept
+// beside the first in the same model (Viz::set_compare_text), the chosen head drawn on both,
+// and their difference A − B where the two token grids line up.
+import { $ } from './dom.js';
+import { state } from './state.js';
+import { session } from './session.js';
+import { draw } from './charts.js';
+import { attachHover } from './hover.js';
+import { attachExport } from './export.js';
+
+export const COMPARE_CHARTS = ['compare-a', 'compare-b', 'compare-diff'];
+
+// The second sentence's tokens once its pass ran (null while the box is closed or its text
+// cannot be read), and how many times it changed (so unchanged charts are not redrawn).
+const compare = { tokens: null, version: 0, pending: false };
+
+/** What each compare chart asks Rust to draw (charts.js). `sentence_b` only tells the chart
+ * cache which second sentence a picture shows; Rust ignores it. */
+export function compareSpec(name) {
+  const base = { layer: state.layer, head: state.head, sentence_b: compare.version };
+  if (name === 'compare-diff') return { kind: 'compare_difference', ...base };
+  return { kind: 'compare_head', which: name === 'compare-a' ? 'a' : 'b', ...base };
+}
+
+const isOpen = () => $('compare').open;
+
+function renderCaption() {
+  const a = session.summary?.tokens.length;
+  const b = compare.tokens?.length;
+  let text = '';
+  if (b === undefined) {
+    text = 'Type a second sentence above to see the difference.';
+  } else if (a === b) {
+    text = `A − B, cell by cell: red where sentence A gives more weight, blue where B does, white where they agree (the colour bar is scaled to the largest change). Tokens that differ are labelled A/B. Change one word and see which heads notice.`;
+  } else {
+    text = `The sentences have ${a} and ${b} tokens, so position by position they hold different words: we do not line them up, and draw no difference. Replace a word by another of one token (tired → wide) to see A − B.`;
+  }
+  $('compare-caption').textContent = text;
+}
+
+function drawCompare() {
+  renderCaption();
+  if (!isOpen()) return;
+  for (const name of COMPARE_CHARTS) draw(name);
+}
+
+function runCompare() {
+  compare.version += 1;
+  if (!isOpen()) {
+    session.viz.clear_compare(); // the pass is only kept while the comparison is shown
+    compare.tokens = null;
+    $('compare-status').textContent = '';
+    drawCompare();
+    return;
+  }
+  try {
+    const summary = session.viz.set_compare_text($('compare-text').value);
+    compare.tokens = summary.tokens;
+    $('compare-status').textContent = `Sentence B: ${summary.tokens.length} tokens${summary.truncated ? ` (cut to the model's ${session.config.context})` : ''}.`;
+    $('compare-status').classList.remove('warning');
+  } catch (err) {
+    // Keep the last comparison; say what is wrong in plain words.
+    $('compare-status').textContent = `Sentence B: ${err.message ?? err}`;
+    $('compare-status').classList.add('warning');
+  }
+  drawCompare();
+  window.__tviz.compareRuns = (window.__tviz.compareRuns ?? 0) + 1;
+}
+
+/** After each pass of sentence A: the captions and, when open, the charts follow it. */
+export function renderCompare() {
+  renderCaption();
+}
+
+export function wireCompare() {
+  $('compare').addEventListener('toggle', runCompare);
+  $('compare-text').addEventListener('input', () => {
+    // Keystrokes that arrive while a pass runs are folded into one pass on the latest text.
+    if (compare.pending) return;
+    compare.pending = true;
+    setTimeout(() => { compare.pending = false; runCompare(); }, 0);
+  });
+  document.addEventListener('tviz:head', drawCompare);
+  for (const name of COMPARE_CHARTS) {
+    attachHover(name);
+    attachExport(name);
+  }
+}

@@ -1,0 +1,159 @@
+// The head finder: leads a student from 72 heads to the few that do something for the
+// sentence. Two ranked lists, each entry a button that opens the head: the heads that attend
+// most strongly from a chosen token to another word (Viz::heads_from), and the heads ranked
+// by a pattern score (previous token, next token, [CLS], [SEP]; Viz::head_scores). It also
+// picks the head the page opens on when the URL names none.
+import { $, fillSelect } from './dom.js';
+import { state } from './state.js';
+import { session } from './session.js';
+import { selectHead, renderLinesControls } from './attention.js';
+
+const SHOWN = 8; // entries per list
+
+// Words that stand for another word: the default token, when the sentence has one.
+const PRONOUNS = new Set(['it', 'he', 'she', 'they', 'him', 'her', 'them', 'its', 'his', 'their', 'this', 'that', 'which', 'who']);
+
+const finder = { token: null, tokenText: null, openingChosen: false, scores: [] };
+
+const tokenTexts = () => session.summary.tokens.map((t) => t.text);
+
+/** The most interesting token to start from: a pronoun if there is one, else the last word. */
+function defaultToken() {
+  const tokens = session.summary.tokens;
+  const pronoun = tokens.findIndex((t) => !t.special && PRONOUNS.has(t.text));
+  if (pronoun >= 0) return pronoun;
+  for (let i = tokens.length - 1; i >= 0; i -= 1) if (!tokens[i].special && /\w/.test(tokens[i].text)) return i;
+  return 0;
+}
+
+/** Keeps the chosen token across passes: the same text nearest its old place, else the default. */
+function keepToken() {
+  const texts = tokenTexts();
+  if (finder.tokenText !== null) {
+    let best = -1;
+    texts.forEach((t, i) => { if (t === finder.tokenText && (best < 0 || Math.abs(i - finder.token) < Math.abs(best - finder.token))) best = i; });
+    if (best >= 0) return best;
+  }
+  return defaultToken();
+}
+
+function entry(layer, head, text, title) {
+  const li = document.createElement('li');
+  const button = document.createElement('button');
+  button.type = 'button';
+  button.className = 'secondary';
+  button.dataset.layer = layer;
+  button.dataset.head = head;
+  button.title = title;
+  button.textContent = text;
+  button.addEventListener('click', () => selectHead(layer, head));
+  li.append(button);
+  return li;
+}
+
+function markCurrent() {
+  document.querySelectorAll('#head-finder button[data-layer]').forEach((b) => {
+    const current = Number(b.dataset.layer) === state.layer && Number(b.dataset.head) === state.head;
+    b.classList.toggle('current', current);
+    if (current) b.setAttribute('aria-current', 'true'); else b.removeAttribute('aria-current');
+  });
+  document.querySelectorAll('#tokens li').forEach((li, i) => li.classList.toggle('finder-token', i === finder.token));
+}
+
+function renderFrom() {
+  const texts = tokenTexts();
+  const ranked = session.viz.heads_from(finder.token, $('finder-beyond').checked);
+  const list = $('finder-from');
+  if (!ranked.length) {
+    const li = document.createElement('li');
+    li.className = 'hint';
+    li.textContent = 'The sentence has no other word for this token to look at.';
+    list.replaceChildren(li);
+    return;
+  }
+  list.replaceChildren(...ranked.slice(0, SHOWN).map((r) => entry(
+    r.layer, r.head,
+    `layer ${r.layer}, head ${r.head} → "${texts[r.key]}" ${r.weight.toFixed(2)}`,
+    `In layer ${r.layer}, head ${r.head}, "${texts[finder.token]}" puts ${(r.weight * 100).toFixed(0)}% of its attention on "${texts[r.key]}" (position ${r.key}).`,
+  )));
+}
+
+function renderPattern() {
+  const kind = $('finder-kind').value;
+  const names = { previous: 'the previous token', next: 'the next token', first: 'the first token ([CLS])', last: 'the last token ([SEP])' };
+  const ranked = finder.scores.filter((s) => s[kind] !== null && s[kind] !== undefined).sort((a, b) => b[kind] - a[kind]);
+  $('finder-pattern').replaceChildren(...ranked.slice(0, SHOWN).map((s) => entry(
+    s.layer, s.head,
+    `layer ${s.layer}, head ${s.head}: ${s[kind].toFixed(2)}`,
+    `On average each token gives ${(s[kind] * 100).toFixed(0)}% of its attention to ${names[kind]} in layer ${s.layer}, head ${s.head}.`,
+  )));
+}
+
+function render() {
+  renderFrom();
+  renderPattern();
+  markCurrent();
+}
+
+function chooseToken(index) {
+  finder.token = index;
+  finder.tokenText = tokenTexts()[index];
+  $('finder-token').value = index;
+  renderFrom();
+  markCurrent();
+}
+
+/**
+ * The head to open on when the URL names none: for a sentence with a pronoun, the head that
+ * sends the pronoun most strongly back to an earlier word (the word it stands for); else the
+ * strongest previous-token head, the easiest pattern to see. Says why in the finder's note.
+ */
+function openingHead() {
+  const texts = tokenTexts();
+  const q = finder.token;
+  if (PRONOUNS.has(texts[q])) {
+    const back = session.viz.heads_from(q, true).find((r) => r.key < q);
+    if (back) return { ...back, why: `Opened on layer ${back.layer}, head ${back.head}: of all 72 heads it sends "${texts[q]}" most strongly back to an earlier word, "${texts[back.key]}" (${back.weight.toFixed(2)}).` };
+  }
+  const best = finder.scores.reduce((a, b) => (b.previous > a.previous ? b : a));
+  return { ...best, why: `Opened on layer ${best.layer}, head ${best.head}, the clearest previous-token head: on average each token gives ${(best.previous * 100).toFixed(0)}% of its attention to the token before it.` };
+}
+
+/** After each pass, before the charts are drawn: new scores and lists, and on the first
+ * pass of a page whose URL named no head, the head to open on. */
+export function renderHeadFinder() {
+  finder.scores = session.viz.head_scores();
+  const texts = tokenTexts();
+  finder.token = keepToken();
+  finder.tokenText = texts[finder.token];
+  fillSelect($('finder-token'), texts.map((_, i) => i), (i) => `${i}: ${texts[i]}`, finder.token);
+  $('finder-kind').querySelector('option[value=last]').disabled = finder.scores[0]?.last === null;
+  if (!finder.openingChosen) {
+    finder.openingChosen = true;
+    if (!state.layerHeadFromUrl) {
+      const open = openingHead();
+      state.layer = open.layer;
+      state.head = open.head;
+      $('layer').value = state.layer;
+      $('head').value = state.head;
+      $('finder-note').textContent = open.why;
+      renderLinesControls(); // its caption names the head
+      document.dispatchEvent(new CustomEvent('tviz:head', { detail: { layer: state.layer, head: state.head } }));
+    }
+  }
+  render();
+}
+
+export function wireHeadFinder() {
+  $('finder-token').addEventListener('change', () => chooseToken(Number($('finder-token').value)));
+  $('finder-beyond').addEventListener('change', renderFrom);
+  $('finder-beyond').addEventListener('change', markCurrent);
+  $('finder-kind').addEventListener('change', () => { renderPattern(); markCurrent(); });
+  // A click on a token chip picks that token.
+  $('tokens').addEventListener('click', (event) => {
+    const li = event.target.closest('#tokens li');
+    if (!li) return;
+    chooseToken([...li.parentElement.children].indexOf(li));
+  });
+  document.addEventListener('tviz:head', markCurrent);
+}

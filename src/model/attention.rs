@@ -1,7 +1,7 @@
 //! Multi-head (and grouped-query) self-attention, one head at a time so that every
 //! intermediate (Q, K, V, scores, mask, softmax, head outputs) can be recorded.
 
-use ndarray::{s, Array2, Array3, ArrayView2, ArrayViewMut2, Axis};
+use ndarray::{s, Array2, Array3, ArrayView2, ArrayView3, ArrayViewD, ArrayViewMut2, Axis, Ix3};
 
 use super::config::{ModelConfig, Position};
 use super::position::apply_rotary;
@@ -35,6 +35,25 @@ pub fn apply_causal_mask(scores: &mut Array3<f32>) {
             row.slice_mut(s![i + 1..]).fill(f32::NEG_INFINITY);
         }
     }
+}
+
+/// Scaled dot products of every query with every key, per head: (heads, T, T). Query head
+/// h reads key head h / group (grouped-query attention).
+pub fn scaled_scores(q: ArrayView3<f32>, k: ArrayView3<f32>, group: usize, scale: f32) -> Array3<f32> {
+    let (heads, t, _) = q.dim();
+    let mut scores = Array3::<f32>::zeros((heads, t, t)); // (heads, T, T)
+    for h in 0..heads {
+        let qh = q.index_axis(Axis(0), h); // (T, hd)
+        let kh = k.index_axis(Axis(0), h / group); // (T, hd)
+        let mut sh = scores.index_axis_mut(Axis(0), h); // (T, T)
+        ndarray::linalg::general_mat_mul(scale, &qh, &kh.t(), 0.0, &mut sh); // (T, hd) · (hd, T)
+    }
+    scores
+}
+
+/// A recorded (heads, T, hd) query or key tensor, as `scaled_scores` reads it.
+fn heads_view<'a>(x: &ArrayViewD<'a, f32>) -> ArrayView3<'a, f32> {
+    x.clone().into_dimensionality::<Ix3>().expect("queries and keys are recorded as (heads, T, hd)")
 }
 
 /// Softmax of each row in place, stable against large scores and exact zeros for -inf.
@@ -78,18 +97,23 @@ pub fn self_attention<R: Recorder>(
 
     let scale = 1.0 / (hd as f32).sqrt();
     let group = c.group_size();
-    let mut scores = Array3::<f32>::zeros((heads, t, t)); // (heads, T, T)
-    for h in 0..heads {
-        let qh = q.index_axis(Axis(0), h); // (T, hd)
-        let kh = k.index_axis(Axis(0), h / group); // (T, hd)
-        let mut sh = scores.index_axis_mut(Axis(0), h); // (T, T)
-        ndarray::linalg::general_mat_mul(scale, &qh, &kh.t(), 0.0, &mut sh); // (T, hd) · (hd, T)
-    }
-    rec.step(Op::Scores, l, &[q_op, k_op], || scores.clone().into_dyn());
+    let mut scores = scaled_scores(q.view(), k.view(), group, scale); // (heads, T, T)
+    // The (heads, T, T) scores and mask are the largest tensors of a pass and cheap to
+    // compute again from the queries and keys, which the trace keeps: it keeps how, not them.
+    let tt = [heads, t, t];
+    rec.derived_step(Op::Scores, l, &[q_op, k_op], &tt, || scores.clone().into_dyn(), move |qk| {
+        scaled_scores(heads_view(&qk[0]), heads_view(&qk[1]), group, scale).into_dyn() // (heads, T, T)
+    });
     if c.causal {
         apply_causal_mask(&mut scores); // (heads, T, T)
+        rec.derived_step(Op::Mask, l, &[Op::Scores], &tt, || scores.clone().into_dyn(), |s| {
+            let mut masked = heads_view(&s[0]).to_owned(); // (heads, T, T)
+            apply_causal_mask(&mut masked);
+            masked.into_dyn()
+        });
+    } else {
+        rec.unchanged_step(Op::Mask, l, Op::Scores, || scores.clone().into_dyn()); // nothing is hidden
     }
-    rec.step(Op::Mask, l, &[Op::Scores], || scores.clone().into_dyn());
     for h in 0..heads {
         softmax_rows(scores.index_axis_mut(Axis(0), h)); // (T, T)
     }

@@ -1,5 +1,5 @@
-//! A trace keeps the large tensors that are cheap to compute again (attention scores, the
-//! mask, the FFN activation) as recipes, and a mask that hides nothing as the scores
+//! A trace keeps the tensors that are cheap to compute again from kept ones (attention
+//! scores, the mask, head outputs and their concatenation, the FFN activation) as recipes, and a mask that hides nothing as the scores
 //! themselves. Read, every step must give the numbers the pass computed, as a trace that
 //! kept every value does; and the trace must hold far less memory than that one.
 
@@ -101,8 +101,9 @@ fn a_512_token_minilm_trace_keeps_the_large_tensors_as_recipes() {
     assert_eq!(trace.len(), 512);
     let (c, t) = (&model.config, trace.len());
     let every_step = bytes_of_every_step(&trace);
-    // Per layer: scores and mask (heads, T, T) and the activation (T, d_ff) are not in memory.
-    let computed_on_read = c.n_layers * (2 * c.n_heads * t * t + t * c.d_ff) * 4;
+    // Per layer: scores and mask (heads, T, T), head outputs (heads, T, hd), their
+    // concatenation (T, heads * hd) and the activation (T, d_ff) are not in memory.
+    let computed_on_read = c.n_layers * (2 * c.n_heads * t * t + 2 * c.n_heads * t * c.head_dim + t * c.d_ff) * 4;
     assert_eq!(trace.bytes_in_memory(), every_step - computed_on_read);
     eprintln!(
         "512 tokens: {:.0} MB in memory, {:.0} MB if every step were kept",

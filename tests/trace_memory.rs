@@ -112,6 +112,13 @@ fn a_512_token_minilm_trace_keeps_the_large_tensors_as_recipes() {
     );
     assert!(trace.bytes_in_memory() < every_step / 2);
 
+    // Writing the trace (the CLI's JSON, the page's export) computes what it has not kept
+    // for the writing only.
+    let before = trace.bytes_in_memory();
+    let json = serde_json::to_string(&trace.find(Op::Scores, Some(0)).unwrap().tensor).unwrap();
+    assert!(json.len() > c.n_heads * t * t);
+    assert_eq!(trace.bytes_in_memory(), before);
+
     // Reading a layer's scores computes them (and the mask, the same storage) once.
     let before = trace.bytes_in_memory();
     let scores = trace.scores(2, 5).unwrap().to_owned(); // (T, T)

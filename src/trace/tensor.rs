@@ -92,8 +92,14 @@ impl fmt::Debug for TensorData {
 
 impl Serialize for TensorData {
     fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        // serde_json writes the non-finite masked scores (-inf) as null.
-        (**self).serialize(s)
+        // serde_json writes the non-finite masked scores (-inf) as null. Values not yet in
+        // memory are computed for the export and not kept: exporting a long pass's trace
+        // must not pin every tensor in the tab.
+        match (self.0.values.get(), &self.0.recipe) {
+            (Some(values), _) => values.serialize(s),
+            (None, Some(recipe)) => recipe().serialize(s),
+            (None, None) => unreachable!("kept values are set when the storage is made"),
+        }
     }
 }
 

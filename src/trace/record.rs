@@ -43,6 +43,7 @@ pub trait Recorder {
     fn unchanged_step<F: FnOnce() -> ArrayD<f32>>(&mut self, op: Op, layer: Option<usize>, input: Op, make: F) {
         self.step(op, layer, &[input], make);
     }
+
     /// Records per-token statistics of the norm whose output was just recorded.
     fn norm_stats<F: FnOnce() -> NormStats>(&mut self, layer: Option<usize>, make: F);
 }

@@ -200,6 +200,9 @@ impl Viz {
                 false
             }
             _ => {
+                // Drop the last pass before computing the next: WebAssembly memory never
+                // shrinks, so two traces alive at once would pin both for good.
+                self.trace = None;
                 if team::current().is_some_and(|t| t.member() == 0) {
                     team_begin(&encoding.ids()); // the helper runs the same pass alongside
                 }

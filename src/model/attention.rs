@@ -1,7 +1,7 @@
 //! Multi-head (and grouped-query) self-attention, one head at a time so that every
 //! intermediate (Q, K, V, scores, mask, softmax, head outputs) can be recorded.
 
-use ndarray::{s, Array2, Array3, ArrayView2, ArrayViewMut2, Axis};
+use ndarray::{s, Array2, Array3, ArrayView2, ArrayView3, ArrayViewD, ArrayViewMut2, Axis, Ix3};
 
 use super::config::{ModelConfig, Position};
 use super::position::apply_rotary;
@@ -35,6 +35,39 @@ pub fn apply_causal_mask(scores: &mut Array3<f32>) {
             row.slice_mut(s![i + 1..]).fill(f32::NEG_INFINITY);
         }
     }
+}
+
+/// Scaled dot products of every query with every key, per head: (heads, T, T). Query head
+/// h reads key head h / group (grouped-query attention).
+pub fn scaled_scores(q: ArrayView3<f32>, k: ArrayView3<f32>, group: usize, scale: f32) -> Array3<f32> {
+    let (heads, t, _) = q.dim();
+    let mut scores = Array3::<f32>::zeros((heads, t, t)); // (heads, T, T)
+    for h in 0..heads {
+        let qh = q.index_axis(Axis(0), h); // (T, hd)
+        let kh = k.index_axis(Axis(0), h / group); // (T, hd)
+        let mut sh = scores.index_axis_mut(Axis(0), h); // (T, T)
+        ndarray::linalg::general_mat_mul(scale, &qh, &kh.t(), 0.0, &mut sh); // (T, hd) · (hd, T)
+    }
+    scores
+}
+
+/// Each head's average of the value vectors, weighted by its attention rows: (heads, T, hd).
+/// Query head h reads value head h / group.
+pub fn weighted_values(weights: ArrayView3<f32>, v: ArrayView3<f32>, group: usize) -> Array3<f32> {
+    let (heads, t, hd) = (weights.dim().0, v.dim().1, v.dim().2);
+    let mut head_out = Array3::<f32>::zeros((heads, t, hd)); // (heads, T, hd)
+    for h in 0..heads {
+        let ah = weights.index_axis(Axis(0), h); // (T, T)
+        let vh = v.index_axis(Axis(0), h / group); // (T, hd)
+        let mut oh = head_out.index_axis_mut(Axis(0), h); // (T, hd)
+        ndarray::linalg::general_mat_mul(1.0, &ah, &vh, 0.0, &mut oh); // (T, T) · (T, hd)
+    }
+    head_out
+}
+
+/// A recorded per-head tensor, (heads, rows, columns), as the functions above read it.
+fn as_heads<'a>(x: &ArrayViewD<'a, f32>) -> ArrayView3<'a, f32> {
+    x.clone().into_dimensionality::<Ix3>().expect("per-head steps are recorded as (heads, rows, columns)")
 }
 
 /// Softmax of each row in place, stable against large scores and exact zeros for -inf.
@@ -78,34 +111,39 @@ pub fn self_attention<R: Recorder>(
 
     let scale = 1.0 / (hd as f32).sqrt();
     let group = c.group_size();
-    let mut scores = Array3::<f32>::zeros((heads, t, t)); // (heads, T, T)
-    for h in 0..heads {
-        let qh = q.index_axis(Axis(0), h); // (T, hd)
-        let kh = k.index_axis(Axis(0), h / group); // (T, hd)
-        let mut sh = scores.index_axis_mut(Axis(0), h); // (T, T)
-        ndarray::linalg::general_mat_mul(scale, &qh, &kh.t(), 0.0, &mut sh); // (T, hd) · (hd, T)
-    }
-    rec.step(Op::Scores, l, &[q_op, k_op], || scores.clone().into_dyn());
+    let mut scores = scaled_scores(q.view(), k.view(), group, scale); // (heads, T, T)
+    // The (heads, T, T) scores and mask are the largest tensors of a pass and cheap to
+    // compute again from the queries and keys, which the trace keeps: it keeps how, not them.
+    let tt = [heads, t, t];
+    rec.derived_step(Op::Scores, l, &[q_op, k_op], &tt, || scores.clone().into_dyn(), move |qk| {
+        scaled_scores(as_heads(&qk[0]), as_heads(&qk[1]), group, scale).into_dyn() // (heads, T, T)
+    });
     if c.causal {
         apply_causal_mask(&mut scores); // (heads, T, T)
+        rec.derived_step(Op::Mask, l, &[Op::Scores], &tt, || scores.clone().into_dyn(), |s| {
+            let mut masked = as_heads(&s[0]).to_owned(); // (heads, T, T)
+            apply_causal_mask(&mut masked);
+            masked.into_dyn()
+        });
+    } else {
+        rec.unchanged_step(Op::Mask, l, Op::Scores, || scores.clone().into_dyn()); // nothing is hidden
     }
-    rec.step(Op::Mask, l, &[Op::Scores], || scores.clone().into_dyn());
     for h in 0..heads {
         softmax_rows(scores.index_axis_mut(Axis(0), h)); // (T, T)
     }
     let weights = scores; // (heads, T, T), rows sum to 1
-    rec.step(Op::Softmax, l, &[Op::Mask], || weights.clone().into_dyn());
-
-    let mut head_out = Array3::<f32>::zeros((heads, t, hd)); // (heads, T, hd)
-    for h in 0..heads {
-        let ah = weights.index_axis(Axis(0), h); // (T, T)
-        let vh = v.index_axis(Axis(0), h / group); // (T, hd)
-        let mut oh = head_out.index_axis_mut(Axis(0), h); // (T, hd)
-        ndarray::linalg::general_mat_mul(1.0, &ah, &vh, 0.0, &mut oh); // (T, T) · (T, hd)
-    }
-    rec.step(Op::WeightedSum, l, &[Op::Softmax, Op::Value], || head_out.clone().into_dyn());
+    let head_out = weighted_values(weights.view(), v.view(), group); // (heads, T, hd)
+    // Moved into the trace, not copied: the pass is done with the weights.
+    rec.step(Op::Softmax, l, &[Op::Mask], || weights.into_dyn());
+    // Head outputs and their concatenation are computed again from the weights and values
+    // when read.
+    rec.derived_step(Op::WeightedSum, l, &[Op::Softmax, Op::Value], &[heads, t, hd], || head_out.clone().into_dyn(), move |av| {
+        weighted_values(as_heads(&av[0]), as_heads(&av[1]), group).into_dyn() // (heads, T, hd)
+    });
     let concat = merge_heads(head_out); // (T, heads * hd)
-    rec.step(Op::Concat, l, &[Op::WeightedSum], || concat.clone().into_dyn());
+    rec.derived_step(Op::Concat, l, &[Op::WeightedSum], &[t, heads * hd], || concat.clone().into_dyn(), |h| {
+        merge_heads(as_heads(&h[0]).to_owned()).into_dyn() // (T, heads * hd)
+    });
     let out = w.output.forward(concat.view()); // (T, d_model)
     rec.step(Op::OutputProjection, l, &[Op::Concat], || out.clone().into_dyn());
     out

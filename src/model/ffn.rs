@@ -1,6 +1,6 @@
 //! The position-wise feed-forward network: expand, activate, project back.
 
-use ndarray::{Array2, ArrayView2, Zip};
+use ndarray::{Array, Array2, ArrayView2, Dimension, Zip};
 
 use super::config::Activation;
 use super::weights::FfnWeights;
@@ -33,6 +33,18 @@ pub fn silu(x: f32) -> f32 {
     x / (1.0 + (-x).exp())
 }
 
+/// ReLU or GELU on every value in place. SwiGLU needs its gate: `feed_forward` applies it.
+fn apply_pointwise<D: Dimension>(hidden: &mut Array<f32, D>, activation: Activation) {
+    match activation {
+        Activation::Relu => hidden.mapv_inplace(|v| v.max(0.0)),
+        Activation::Gelu => match hidden.as_slice_mut() {
+            Some(values) => gelu_in_place(values),
+            None => hidden.mapv_inplace(gelu),
+        },
+        Activation::SwiGlu => unreachable!("SwiGLU is not pointwise: feed_forward multiplies by the gate"),
+    }
+}
+
 pub fn feed_forward<R: Recorder>(
     x: ArrayView2<f32>,
     w: &FfnWeights,
@@ -45,19 +57,24 @@ pub fn feed_forward<R: Recorder>(
     let mut hidden = w.up.forward(x); // (T, d_ff)
     rec.step(Op::FfnUp, l, &[input], || hidden.clone().into_dyn());
     match (activation, &w.gate) {
-        (Activation::Relu, _) => hidden.mapv_inplace(|v| v.max(0.0)),
-        (Activation::Gelu, _) => match hidden.as_slice_mut() {
-            Some(values) => gelu_in_place(values),
-            None => hidden.mapv_inplace(gelu),
-        },
         (Activation::SwiGlu, Some(gate)) => {
             let g = gate.forward(x); // (T, d_ff)
             rec.step(Op::FfnGate, l, &[input], || g.clone().into_dyn());
             Zip::from(&mut hidden).and(&g).for_each(|h, &g| *h *= silu(g)); // (T, d_ff)
+            rec.step(Op::FfnActivation, l, &[Op::FfnUp], || hidden.clone().into_dyn());
         }
         (Activation::SwiGlu, None) => unreachable!("Weights::check requires a gate for SwiGLU"),
+        (pointwise, _) => {
+            apply_pointwise(&mut hidden, pointwise); // (T, d_ff)
+            // The trace keeps the expansion; its activation is computed again when read.
+            let shape = [hidden.nrows(), hidden.ncols()];
+            rec.derived_step(Op::FfnActivation, l, &[Op::FfnUp], &shape, || hidden.clone().into_dyn(), move |up| {
+                let mut activated = up[0].to_owned(); // (T, d_ff)
+                apply_pointwise(&mut activated, pointwise);
+                activated
+            });
+        }
     }
-    rec.step(Op::FfnActivation, l, &[Op::FfnUp], || hidden.clone().into_dyn());
     let out = w.down.forward(hidden.view()); // (T, d_model)
     rec.step(Op::FfnDown, l, &[Op::FfnActivation], || out.clone().into_dyn());
     out

@@ -3,11 +3,13 @@
 
 mod describe;
 mod record;
+mod tensor;
 
 pub use describe::{describe, StepText};
 pub use record::{NoRecorder, NormStats, Recorder, TraceRecorder};
+pub use tensor::{Recipe, Tensor, TensorData};
 
-use ndarray::{ArrayView1, ArrayView2, ArrayView3, ArrayViewD, Ix1, Ix2, Ix3};
+use ndarray::{ArrayView1, ArrayView2, ArrayView3};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, VizError};
@@ -44,35 +46,6 @@ pub enum Op {
     FinalNorm,
     Unembed,
     NextTokenProbabilities,
-}
-
-/// A dense f32 tensor in row-major order.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Tensor {
-    pub shape: Vec<usize>,
-    /// JSON has no infinity: masked scores (-inf) are written as `null` and read back as -inf.
-    #[serde(deserialize_with = "null_is_masked")]
-    pub data: Vec<f32>,
-}
-
-fn null_is_masked<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Vec<f32>, D::Error> {
-    let values: Vec<Option<f32>> = Deserialize::deserialize(d)?;
-    Ok(values.into_iter().map(|v| v.unwrap_or(f32::NEG_INFINITY)).collect())
-}
-
-impl Tensor {
-    pub fn view(&self) -> ArrayViewD<'_, f32> {
-        ArrayViewD::from_shape(self.shape.clone(), &self.data).expect("a Tensor's shape always matches its data")
-    }
-    pub fn view1(&self) -> Result<ArrayView1<'_, f32>> {
-        self.view().into_dimensionality::<Ix1>().map_err(|e| VizError::BadConfig(e.to_string()))
-    }
-    pub fn view2(&self) -> Result<ArrayView2<'_, f32>> {
-        self.view().into_dimensionality::<Ix2>().map_err(|e| VizError::BadConfig(e.to_string()))
-    }
-    pub fn view3(&self) -> Result<ArrayView3<'_, f32>> {
-        self.view().into_dimensionality::<Ix3>().map_err(|e| VizError::BadConfig(e.to_string()))
-    }
 }
 
 /// One operation of the forward pass with its result.
@@ -249,6 +222,17 @@ impl Trace {
     /// Next-token probabilities at the last position, if the model has a head.
     pub fn next_token_probabilities(&self) -> Result<ArrayView1<'_, f32>> {
         self.find(Op::NextTokenProbabilities, None).ok_or(VizError::NoLmHead)?.tensor.view1()
+    }
+
+    /// Bytes of step values in memory now: kept values, and computed ones that were read;
+    /// storage shared by several steps counts once.
+    pub fn bytes_in_memory(&self) -> usize {
+        let mut seen = std::collections::HashSet::new();
+        self.steps
+            .iter()
+            .filter(|s| s.tensor.data.is_in_memory() && seen.insert(s.tensor.data.storage_id()))
+            .map(|s| s.tensor.shape.iter().product::<usize>() * std::mem::size_of::<f32>())
+            .sum()
     }
 
     /// Token strings, for axis labels.

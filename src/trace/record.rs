@@ -1,11 +1,12 @@
 //! Recorders: the forward pass reports each intermediate value to one. `NoRecorder` keeps
 //! nothing (and never builds the tensors, which are produced by closures), `TraceRecorder`
-//! keeps everything as a `Trace`.
+//! keeps every step as a `Trace`: the values of most, and for the large ones that are cheap
+//! to compute again from earlier steps, how to compute them.
 
-use ndarray::ArrayD;
+use ndarray::{ArrayD, ArrayViewD};
 use serde::{Deserialize, Serialize};
 
-use super::{describe, NormRecord, Op, Step, Tensor};
+use super::{describe, NormRecord, Op, Step, Tensor, TensorData};
 use crate::model::config::ModelConfig;
 
 /// Statistics of a norm, per token, with the norm's learned parameters; computed only when
@@ -24,6 +25,25 @@ pub struct NormStats {
 pub trait Recorder {
     /// Records the result of `op`. `inputs` name the ops whose latest results it reads.
     fn step<F: FnOnce() -> ArrayD<f32>>(&mut self, op: Op, layer: Option<usize>, inputs: &[Op], make: F);
+
+    /// Records the result of `op`, of `shape`, which `derive` computes again from the latest
+    /// results of `inputs` (in that order). `derive` must be the computation the pass ran, so
+    /// that it gives the same numbers; a recorder may keep `make()` or `derive` instead.
+    fn derived_step<F, D>(&mut self, op: Op, layer: Option<usize>, inputs: &[Op], shape: &[usize], make: F, derive: D)
+    where
+        F: FnOnce() -> ArrayD<f32>,
+        D: Fn(&[ArrayViewD<f32>]) -> ArrayD<f32> + Send + Sync + 'static,
+    {
+        let _ = (shape, derive);
+        self.step(op, layer, inputs, make);
+    }
+
+    /// Records the result of `op`, which is exactly the latest result of `input` (the mask of
+    /// a model that hides nothing).
+    fn unchanged_step<F: FnOnce() -> ArrayD<f32>>(&mut self, op: Op, layer: Option<usize>, input: Op, make: F) {
+        self.step(op, layer, &[input], make);
+    }
+
     /// Records per-token statistics of the norm whose output was just recorded.
     fn norm_stats<F: FnOnce() -> NormStats>(&mut self, layer: Option<usize>, make: F);
 }
@@ -48,22 +68,17 @@ impl<'c> TraceRecorder<'c> {
         Self { config, steps: Vec::new(), norms: Vec::new() }
     }
 
-    fn latest_name(&self, op: Op) -> Option<String> {
-        self.steps.iter().rev().find(|s| s.op == op).map(|s| s.name.clone())
+    fn latest(&self, op: Op) -> Option<&Step> {
+        self.steps.iter().rev().find(|s| s.op == op)
     }
-}
 
-impl Recorder for TraceRecorder<'_> {
-    fn step<F: FnOnce() -> ArrayD<f32>>(&mut self, op: Op, layer: Option<usize>, inputs: &[Op], make: F) {
-        let array = make();
+    fn latest_name(&self, op: Op) -> Option<String> {
+        self.latest(op).map(|s| s.name.clone())
+    }
+
+    fn push(&mut self, op: Op, layer: Option<usize>, inputs: &[Op], tensor: Tensor) {
         let text = describe(op, layer, self.config);
         let inputs = inputs.iter().filter_map(|&o| self.latest_name(o)).collect();
-        let shape = array.shape().to_vec();
-        let data = if array.is_standard_layout() {
-            array.into_raw_vec_and_offset().0
-        } else {
-            array.iter().copied().collect()
-        };
         self.steps.push(Step {
             op,
             layer,
@@ -73,8 +88,50 @@ impl Recorder for TraceRecorder<'_> {
             explanation: text.explanation,
             axes: text.axes,
             inputs,
-            tensor: Tensor { shape, data },
+            tensor,
         });
+    }
+}
+
+/// Row-major values of an array in any layout.
+fn row_major(array: ArrayD<f32>) -> Vec<f32> {
+    if array.is_standard_layout() {
+        array.into_raw_vec_and_offset().0
+    } else {
+        array.iter().copied().collect()
+    }
+}
+
+impl Recorder for TraceRecorder<'_> {
+    fn step<F: FnOnce() -> ArrayD<f32>>(&mut self, op: Op, layer: Option<usize>, inputs: &[Op], make: F) {
+        let array = make();
+        let shape = array.shape().to_vec();
+        self.push(op, layer, inputs, Tensor { shape, data: row_major(array).into() });
+    }
+
+    /// Keeps `derive` and handles to its inputs' values, not the values.
+    fn derived_step<F, D>(&mut self, op: Op, layer: Option<usize>, inputs: &[Op], shape: &[usize], make: F, derive: D)
+    where
+        F: FnOnce() -> ArrayD<f32>,
+        D: Fn(&[ArrayViewD<f32>]) -> ArrayD<f32> + Send + Sync + 'static,
+    {
+        let sources: Option<Vec<Tensor>> = inputs.iter().map(|&o| self.latest(o).map(|s| s.tensor.clone())).collect();
+        let Some(sources) = sources else {
+            return self.step(op, layer, inputs, make); // nothing to derive from: keep the values
+        };
+        let recipe = Box::new(move || {
+            let views: Vec<ArrayViewD<f32>> = sources.iter().map(Tensor::view).collect();
+            row_major(derive(&views))
+        });
+        self.push(op, layer, inputs, Tensor { shape: shape.to_vec(), data: TensorData::computed_on_read(recipe) });
+    }
+
+    /// Shares the storage of `input`'s result.
+    fn unchanged_step<F: FnOnce() -> ArrayD<f32>>(&mut self, op: Op, layer: Option<usize>, input: Op, make: F) {
+        match self.latest(input).map(|s| s.tensor.clone()) {
+            Some(tensor) => self.push(op, layer, &[input], tensor),
+            None => self.step(op, layer, &[input], make),
+        }
     }
 
     fn norm_stats<F: FnOnce() -> NormStats>(&mut self, layer: Option<usize>, make: F) {

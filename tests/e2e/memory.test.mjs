@@ -1,0 +1,124 @@
+// The page's memory across long and short sentences, in Debian's headless Chromium.
+// WebAssembly memory only grows (a module cannot give pages back), so whatever one forward
+// pass needs at its peak the tab keeps until it is closed: a 512-token pass must not pin
+// hundreds of megabytes. Run after `trunk build --release`:
+//   node --test tests/e2e/memory.test.mjs
+// TVIZ_DIST=dir measures another build (e.g. an older one); the figures are printed.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { join, resolve } from 'node:path';
+import { serve } from '../../scripts/static-server.mjs';
+import { launchChromium } from './browser.mjs';
+
+const ROOT = new URL('../..', import.meta.url).pathname;
+const DIST = resolve(process.env.TVIZ_DIST ?? join(ROOT, 'dist'));
+const MB = 1e6;
+// The page's WebAssembly memory after a 512-token pass. Measured: 472 MB when the trace kept
+// every tensor (765 MB after a second 512-token text), 242 MB since it keeps the large ones
+// it can compute again as recipes and the last trace is dropped first (see README).
+const MAX_WASM_BYTES_AFTER_512 = 340 * MB;
+
+let server;
+let browser;
+let base;
+
+before(async () => {
+  server = await serve(DIST, 0);
+  base = `http://127.0.0.1:${server.address().port}/`;
+  browser = await launchChromium();
+});
+
+after(async () => {
+  await browser?.close();
+  server?.close();
+});
+
+async function openPage(url = base) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 720 } });
+  const page = await context.newPage();
+  const problems = [];
+  page.on('console', (msg) => { if (msg.type() === 'error') problems.push(msg.text()); });
+  page.on('pageerror', (err) => problems.push(String(err)));
+  // Trunk's loader announces the instantiated module with its exports, memory among them.
+  await page.addInitScript(() => {
+    addEventListener('TrunkApplicationStarted', (e) => { window.__wasmMemory = e.detail.wasm.memory; });
+  });
+  await page.goto(url);
+  await page.waitForFunction(() => window.__tviz?.ready !== undefined);
+  await page.evaluate(() => window.__tviz.ready);
+  const failed = await page.evaluate(() => window.__tviz.failed ?? null);
+  assert.equal(failed, null, `the page failed to load: ${failed}`);
+  await waitForDrawn(page, 0);
+  return { page, context, problems };
+}
+
+/** Words the tokenizer keeps whole, so that n - 2 of them give n tokens with [CLS] and [SEP]. */
+function textOfTokens(n, shift = 0) {
+  const words = 'the cat sat on a mat while the dog ran to the park and the sun set over the old town'.split(' ');
+  return Array.from({ length: n - 2 }, (_, i) => words[(i + shift) % words.length]).join(' ');
+}
+
+/** Waits until a pass newer than `rendersBefore` has been drawn in full. */
+async function waitForDrawn(page, rendersBefore, tokens) {
+  await page.waitForFunction(
+    ([n, t]) => window.__tviz.renders > n
+      && (t === undefined || document.getElementById('token-count').textContent.startsWith(`${t} /`))
+      && window.__tvizSettled(),
+    [rendersBefore, tokens],
+    { timeout: 120_000 },
+  );
+}
+
+async function typeTokens(page, n, shift = 0) {
+  const before = await page.evaluate(() => window.__tviz.renders);
+  await page.fill('#text', textOfTokens(n, shift));
+  await waitForDrawn(page, before, n);
+}
+
+/** The page's WebAssembly memory, and what `performance.measureUserAgentSpecificMemory` reports
+ *  (a cross-origin isolated page may ask): in this Chromium its JavaScript heap, DOM and
+ *  canvases, without WebAssembly memory; printed beside it for the record. */
+async function memory(page) {
+  return page.evaluate(async () => {
+    const wasm = window.__wasmMemory.buffer.byteLength;
+    let tab = null;
+    if (crossOriginIsolated && performance.measureUserAgentSpecificMemory) {
+      tab = (await performance.measureUserAgentSpecificMemory()).bytes;
+    }
+    return { wasm, tab, tokens: document.getElementById('token-count').textContent.split(' ')[0] };
+  });
+}
+
+const show = (label, m) => console.log(
+  `${label}: ${m.tokens} tokens, wasm memory ${(m.wasm / MB).toFixed(0)} MB`
+  + (m.tab === null ? '' : `, measureUserAgentSpecificMemory ${(m.tab / MB).toFixed(0)} MB`),
+);
+
+test('a 512-token pass does not pin the memory of two traces, and short passes reuse it', { timeout: 600_000 }, async () => {
+  const { page, context, problems } = await openPage();
+  const figures = {};
+  figures.loaded = await memory(page);
+  show('after load', figures.loaded);
+  for (const n of [8, 128, 512]) {
+    await typeTokens(page, n);
+    figures[n] = await memory(page);
+    show(`after ${n}`, figures[n]);
+  }
+  // Other words, as many tokens: the last trace must be gone before the next is computed.
+  await typeTokens(page, 512, 1);
+  figures.again = await memory(page);
+  show('another 512', figures.again);
+  await typeTokens(page, 8);
+  figures.back = await memory(page);
+  show('back to 8', figures.back);
+
+  assert.ok(
+    figures[512].wasm < MAX_WASM_BYTES_AFTER_512,
+    `a 512-token pass grew the wasm memory to ${(figures[512].wasm / MB).toFixed(0)} MB (bound ${MAX_WASM_BYTES_AFTER_512 / MB} MB)`,
+  );
+  assert.equal(figures.again.wasm, figures[512].wasm, 'a second 512-token pass grew the memory: two traces were alive at once');
+  // Memory never shrinks, but a short pass after a long one must fit in what is already there.
+  assert.equal(figures.back.wasm, figures[512].wasm, 'a short pass after a long one grew the memory');
+  assert.deepEqual(problems, []);
+  await context.close();
+});

@@ -420,3 +420,16 @@ fn gguf_vocab_script_reads_what_the_wheel_holds() {
     assert_eq!(s.tokenizer.vocab_size(), 49_152);
     assert!(Path::new(&s.vocab_json).exists());
 }
+
+#[test]
+fn a_megabyte_of_text_is_counted_whole_when_truncated() {
+    let Some(s) = smollm2() else { return };
+    let text: String = corpus().concat().repeat(1 + (1 << 20) / corpus().concat().len());
+    let start = std::time::Instant::now();
+    let e = s.tokenizer.encode(&text, 8192).unwrap();
+    let elapsed = start.elapsed();
+    let t = e.truncated.expect("a megabyte is more than 8,192 tokens");
+    assert_eq!(e.tokens.len(), 8192);
+    assert_eq!(t.original_tokens, ids(&s.tokenizer, &text).len());
+    eprintln!("{} bytes, {} tokens, encoded in {elapsed:.2?}", text.len(), t.original_tokens);
+}

@@ -189,7 +189,7 @@ impl ByteLevelBpe {
 
         let mut control: Vec<(String, u32)> = special.control.iter().map(|&id| (tokens[id as usize].clone(), id)).collect();
         control.retain(|(text, _)| !text.is_empty());
-        control.sort_by(|a, b| b.0.len().cmp(&a.0.len()));
+        control.sort_by_key(|(text, _)| std::cmp::Reverse(text.len()));
         let pattern = Regex::new(GPT2_PATTERN).expect("GPT-2's pattern is a valid regex");
         Ok(Self {
             vocab,
@@ -245,60 +245,62 @@ impl ByteLevelBpe {
         text.chars().filter(|c| c.encode_utf8(&mut buf).bytes().any(|b| self.byte_token[b as usize].is_none())).collect()
     }
 
-    /// Calls `emit` with the ids of `text`, without BOS/EOS, in order; stops early when
-    /// `emit` returns false.
-    fn for_each_id(&self, text: &str, emit: &mut dyn FnMut(u32) -> bool) {
-        let mut rest = text;
-        while !rest.is_empty() {
-            // The earliest control token; the longest wins at the same place.
-            let mut found: Option<(usize, &(String, u32))> = None;
-            for entry in &self.control {
-                if let Some(pos) = rest.find(entry.0.as_str()) {
-                    if found.is_none_or(|(p, _)| pos < p) {
-                        found = Some((pos, entry));
-                    }
+    /// Calls `emit` with the ids of `text`, without BOS/EOS, in order.
+    fn for_each_id(&self, text: &str, emit: &mut dyn FnMut(u32)) {
+        let mut cache = PieceCache::default();
+        // The next place of each control token at or after `at`; searched again only once
+        // `at` has passed it, so a long text is scanned once per control token, not once
+        // per control token found.
+        let mut next: Vec<Option<usize>> = self.control.iter().map(|(t, _)| text.find(t.as_str())).collect();
+        let mut at = 0;
+        loop {
+            for (place, (t, _)) in next.iter_mut().zip(&self.control) {
+                if place.is_some_and(|p| p < at) {
+                    *place = text[at..].find(t.as_str()).map(|p| p + at);
                 }
             }
-            let (plain, special) = match found {
-                Some((pos, entry)) => (&rest[..pos], Some(entry)),
-                None => (rest, None),
-            };
-            if !self.plain_ids(plain, emit) {
-                return;
-            }
-            match special {
-                Some((text, id)) => {
-                    if !emit(*id) {
-                        return;
-                    }
-                    rest = &rest[plain.len() + text.len()..];
+            // The earliest; `control` is longest first, so the longest wins at the same place.
+            let found = next.iter().zip(&self.control).filter_map(|(p, entry)| p.map(|p| (p, entry))).min_by_key(|&(p, _)| p);
+            match found {
+                Some((pos, (t, id))) => {
+                    self.plain_ids(&text[at..pos], &mut cache, emit);
+                    emit(*id);
+                    at = pos + t.len();
                 }
-                None => return,
+                None => {
+                    self.plain_ids(&text[at..], &mut cache, emit);
+                    return;
+                }
             }
         }
     }
 
-    /// Ids of text with no control token in it; false if `emit` asked to stop.
-    fn plain_ids(&self, text: &str, emit: &mut dyn FnMut(u32) -> bool) -> bool {
+    /// Ids of text with no control token in it. Each distinct piece is merged once per call
+    /// (text repeats its words).
+    fn plain_ids<'t>(&self, text: &'t str, cache: &mut PieceCache<'t>, emit: &mut dyn FnMut(u32)) {
         let mut word = Vec::new();
         for piece in self.pieces(text) {
-            self.merge_piece(piece.as_bytes(), &mut word);
-            for &id in &word {
-                if !emit(id) {
-                    return false;
+            let range = match cache.ranges.get(piece) {
+                Some(range) => range.clone(),
+                None => {
+                    self.merge_piece(piece.as_bytes(), &mut word);
+                    let start = cache.ids.len();
+                    cache.ids.extend_from_slice(&word);
+                    cache.ranges.insert(piece, start..cache.ids.len());
+                    start..cache.ids.len()
                 }
-            }
+            };
+            cache.ids[range].iter().for_each(|&id| emit(id));
         }
-        true
     }
 
     /// The pre-tokenizer's pieces of `text`, in order; together they are the whole text.
-    fn pieces<'t>(&'t self, text: &'t str) -> impl Iterator<Item = &'t str> + 't {
+    fn pieces<'s, 't: 's>(&'s self, text: &'t str) -> Box<dyn Iterator<Item = &'t str> + 's> {
         let stretches: Box<dyn Iterator<Item = &'t str>> = match self.pre {
             PreTokenizer::Gpt2 => Box::new(std::iter::once(text)),
             PreTokenizer::DigitsThenGpt2 => Box::new(digit_stretches(text)),
         };
-        stretches.flat_map(move |stretch| Gpt2Pieces { pattern: &self.pattern, text: stretch, at: 0 })
+        Box::new(stretches.flat_map(move |stretch| Gpt2Pieces { pattern: &self.pattern, text: stretch, at: 0 }))
     }
 
     /// Byte-level BPE on one piece: its bytes as byte tokens, then the lowest-ranked adjacent
@@ -332,6 +334,13 @@ impl ByteLevelBpe {
     }
 }
 
+/// The ids of the pieces merged so far in one call: `ranges[piece]` indexes `ids`.
+#[derive(Default)]
+struct PieceCache<'t> {
+    ranges: HashMap<&'t str, std::ops::Range<usize>>,
+    ids: Vec<u32>,
+}
+
 /// Hugging Face's `Digits(individual_digits: true)`: each numeric character (Rust's
 /// `char::is_numeric`, as there) is a stretch of its own, and so is the text between them.
 fn digit_stretches(text: &str) -> impl Iterator<Item = &str> {
@@ -352,16 +361,16 @@ fn digit_stretches(text: &str) -> impl Iterator<Item = &str> {
 /// The matches of GPT-2's pattern in one stretch, with the look-ahead of `\s+(?!\S)` applied
 /// (see [`GPT2_PATTERN`]). Text the pattern does not match (none, as its classes cover every
 /// character) would be a piece of its own, as in Hugging Face's isolated split.
-struct Gpt2Pieces<'a> {
-    pattern: &'a Regex,
-    text: &'a str,
+struct Gpt2Pieces<'r, 't> {
+    pattern: &'r Regex,
+    text: &'t str,
     at: usize,
 }
 
-impl<'a> Iterator for Gpt2Pieces<'a> {
-    type Item = &'a str;
+impl<'t> Iterator for Gpt2Pieces<'_, 't> {
+    type Item = &'t str;
 
-    fn next(&mut self) -> Option<&'a str> {
+    fn next(&mut self) -> Option<&'t str> {
         if self.at >= self.text.len() {
             return None;
         }
@@ -408,7 +417,6 @@ impl Tokenizer for ByteLevelBpe {
                 kept.push(id);
             }
             total += 1;
-            true
         });
         if total == 0 {
             return Err(VizError::NoTokens);

@@ -366,6 +366,32 @@ fn a_merge_naming_a_missing_token_is_a_bad_tokenizer() {
     assert!(matches!(PreTokenizer::from_gguf_name("llama3"), Err(VizError::BadTokenizer(_))));
 }
 
+/// A vocabulary small enough to follow by hand; these tests need no model file.
+fn toy() -> ByteLevelBpe {
+    let tokens = ["h", "e", "l", "o", "w", "r", "d", "Ġ", "he", "ll", "hell", "hello", "Ġw", "Ġwo", "Ġwor", "Ġworl", "Ġworld", "ĠĠ", "lo"];
+    // "l o" is listed last: "hello" must merge "l l" before "l o" though "lo" exists.
+    let merges = ["h e", "l l", "he ll", "hell o", "Ġ w", "Ġw o", "Ġwo r", "Ġwor l", "Ġworl d", "Ġ Ġ", "l o"];
+    let strings = |s: &[&str]| s.iter().map(|t| t.to_string()).collect();
+    ByteLevelBpe::new(strings(&tokens), strings(&merges), SpecialTokens::default(), PreTokenizer::Gpt2).unwrap()
+}
+
+fn pieces(tok: &ByteLevelBpe, text: &str) -> Vec<String> {
+    tok.encode(text, 64).unwrap().tokens.into_iter().map(|t| t.text).collect()
+}
+
+#[test]
+fn toy_vocabulary_merges_by_rank_and_keeps_the_last_space_for_the_next_word() {
+    let tok = toy();
+    assert_eq!(pieces(&tok, "hello world"), ["hello", " world"]);
+    // `\s+(?!\S)`: of two spaces before "world", the first stands alone and the second
+    // starts " world".
+    assert_eq!(pieces(&tok, "hello  world"), ["hello", " ", " world"]);
+    // At the end of the text the whole run is one piece, merged as "ĠĠ" + "Ġ".
+    assert_eq!(pieces(&tok, "hello   "), ["hello", "  ", " "]);
+    assert_eq!(tok.decode(&tok.encode("hello   ", 64).unwrap().ids()).unwrap(), "hello   ");
+    assert_eq!(tok.token_text(tok.token_id("Ġworld").unwrap()), Some(" world"));
+}
+
 /// Characters the property test draws from most of the time; any character otherwise.
 fn text_strategy() -> impl Strategy<Value = String> {
     let interesting = prop::sample::select(vec![

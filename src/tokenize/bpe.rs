@@ -95,13 +95,13 @@ fn bad(msg: impl Into<String>) -> VizError {
 fn byte_to_char() -> [char; 256] {
     let printable = |b: u32| (0x21..=0x7E).contains(&b) || (0xA1..=0xAC).contains(&b) || (0xAE..=0xFF).contains(&b);
     let mut table = ['\0'; 256];
-    let mut next_extra = 0x100;
+    let mut moved = 0;
     for b in 0..256u32 {
         table[b as usize] = if printable(b) {
             char::from_u32(b).unwrap()
         } else {
-            next_extra += 1;
-            char::from_u32(next_extra - 1).unwrap()
+            moved += 1;
+            char::from_u32(0xFF + moved).unwrap()
         };
     }
     table
@@ -110,7 +110,7 @@ fn byte_to_char() -> [char; 256] {
 /// GPT-2's pre-tokenizer pattern is
 /// `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`.
 /// The `regex` crate has no look-ahead, so the pattern here ends in a plain `\s+` and
-/// [`pieces`] gives back the last whitespace character of a run that a non-space follows:
+/// [`Gpt2Pieces`] gives back the last whitespace character of a run that a non-space follows:
 /// exactly what `\s+(?!\S)` does (the run minus its last character, which then starts the
 /// next piece, e.g. " world" after "hello  ").
 const GPT2_PATTERN: &str = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+";

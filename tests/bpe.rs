@@ -106,7 +106,8 @@ fn smollm2() -> Option<&'static Smollm2> {
         Ok(s) => Some(s),
         Err(e) if std::env::var("TVIZ_REQUIRE_SMOLLM2").is_ok_and(|v| v == "1") => panic!("{e}"),
         Err(e) => {
-            eprintln!("SKIPPED: SmolLM2's tokenizer is not available ({e}); run scripts/fetch-models.sh");
+            static SAID: std::sync::Once = std::sync::Once::new();
+            SAID.call_once(|| eprintln!("SKIPPED: SmolLM2's tokenizer is not available ({e}); run scripts/fetch-models.sh"));
             None
         }
     }

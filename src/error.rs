@@ -56,6 +56,9 @@ pub enum VizError {
 
     #[error("drawing failed: {0}")]
     Draw(String),
+
+    #[error("token id {id} is outside the vocabulary of {vocab_size} tokens")]
+    UnknownTokenId { id: u32, vocab_size: usize },
 }
 
 pub type Result<T> = std::result::Result<T, VizError>;

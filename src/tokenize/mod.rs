@@ -1,6 +1,7 @@
 //! Tokenizers: text to the ids a model was trained on.
 
 pub mod bert_normalizer;
+pub mod bpe;
 pub mod bytes;
 pub mod wordpiece;
 

@@ -26,9 +26,20 @@ pub enum View {
     PositionWaves { dims: Vec<usize> },
     PositionSimilarity,
     SinusoidalSimilarity,
-    /// The norm at `index` in `Trace::norms`.
+    /// The notes' sinusoidal table, at this model's width, as waves of the chosen features.
+    SinusoidalWaves { dims: Vec<usize> },
+    /// The notes' sinusoidal table, at this model's width, as a position x feature heatmap.
+    SinusoidalTable,
+    /// The norm at `index` in `Trace::norms`, in three stages per token: input, normalised,
+    /// output after gamma and beta.
     Norm { index: usize },
-    Residual,
+    /// The learned gamma and beta of the norm at `index`.
+    NormParameters { index: usize },
+    /// Vector lengths along the residual stream for the chosen tokens (`None`: a few).
+    Residual {
+        #[serde(default)]
+        tokens: Option<Vec<usize>>,
+    },
     /// Step `index` of the trace; for per-head tensors, the slice of `head`.
     Step { index: usize, head: usize },
 }
@@ -44,11 +55,23 @@ pub struct Drawn {
     pub col_labels: Vec<String>,
     /// A caption for the chart (e.g. "showing the first 512 of 30522 columns").
     pub note: Option<String>,
+    /// What a line or bar chart plotted, for the page's controls and the tests.
+    pub plotted: Option<Plotted>,
+}
+
+/// What a line or bar chart plotted.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Plotted {
+    NormStages(layer_norm::NormStagesDrawn),
+    NormParameters(layer_norm::NormParametersDrawn),
+    Residual(residual::ResidualDrawn),
+    Waves(position::WavesDrawn),
 }
 
 impl Drawn {
     fn plain() -> Self {
-        Drawn { geometry: None, grid: None, values: Vec::new(), row_labels: Vec::new(), col_labels: Vec::new(), note: None }
+        Drawn { geometry: None, grid: None, values: Vec::new(), row_labels: Vec::new(), col_labels: Vec::new(), note: None, plotted: None }
     }
 }
 
@@ -92,6 +115,11 @@ pub fn step_matrix(trace: &Trace, index: usize, head: usize, max_cols: usize) ->
     Ok((matrix, rows, cols, None))
 }
 
+/// "learned" or "sinusoidal", for titles.
+fn position_kind(model: &Transformer) -> String {
+    format!("{:?}", model.config.position).to_lowercase()
+}
+
 fn flat(m: ArrayView2<f32>) -> Vec<f32> {
     m.iter().copied().collect()
 }
@@ -122,14 +150,30 @@ pub fn draw_view<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, model: &Tran
         }
         View::PositionTable => {
             let table = position_table(model, shown_positions(trace)).ok_or_else(no_table)?;
-            let kind = format!("{:?}", model.config.position).to_lowercase();
-            let geometry = position::draw_table(area, table.view(), &format!("Positional encoding ({kind}): position × feature"), vector)?;
+            let title = format!("The model's {} position table: position × feature", position_kind(model));
+            let geometry = position::draw_table(area, table.view(), &title, vector)?;
             Ok(Drawn { geometry: Some(geometry), values: flat(table.view()), ..Drawn::plain() })
         }
         View::PositionWaves { dims } => {
             let table = position_table(model, shown_positions(trace)).ok_or_else(no_table)?;
-            position::draw_waves(area, table.view(), dims, "Selected features of the positional encoding across positions")?;
-            Ok(Drawn::plain())
+            let title = format!("The model's {} position table: chosen features across positions", position_kind(model));
+            let waves = position::draw_waves(area, table.view(), dims, &title, |i| format!("feature {i}"))?;
+            Ok(Drawn { plotted: Some(Plotted::Waves(waves)), ..Drawn::plain() })
+        }
+        View::SinusoidalWaves { dims } => {
+            let d = model.config.d_model;
+            let table = sinusoidal_table(shown_positions(trace), d); // (P, d)
+            let waves = position::draw_waves(area, table.view(), dims, &format!("Sinusoidal encoding (d = {d}): chosen features across positions"), |i| {
+                position::sinusoidal_label(i, d)
+            })?;
+            Ok(Drawn { plotted: Some(Plotted::Waves(waves)), ..Drawn::plain() })
+        }
+        View::SinusoidalTable => {
+            let d = model.config.d_model;
+            let table = sinusoidal_table(shown_positions(trace), d); // (P, d)
+            let title = format!("Sinusoidal encoding (d = {d}): position × feature");
+            let geometry = position::draw_table(area, table.view(), &title, vector)?;
+            Ok(Drawn { geometry: Some(geometry), values: flat(table.view()), ..Drawn::plain() })
         }
         View::PositionSimilarity | View::SinusoidalSimilarity => {
             let (table, title) = if *view == View::PositionSimilarity {
@@ -142,13 +186,16 @@ pub fn draw_view<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, model: &Tran
             Ok(Drawn { geometry: Some(geometry), values: flat(similarity.view()), ..Drawn::plain() })
         }
         View::Norm { index } => {
-            let rec = trace.norms.get(*index).ok_or_else(|| VizError::NoSuchStep(format!("norm {index}")))?;
-            layer_norm::draw_norm(area, rec, &tokens, &format!("Before and after {}", rec.step))?;
-            Ok(Drawn::plain())
+            let stages = layer_norm::draw_norm_stages(area, trace, *index)?;
+            Ok(Drawn { plotted: Some(Plotted::NormStages(stages)), ..Drawn::plain() })
         }
-        View::Residual => {
-            residual::draw_residual(area, trace)?;
-            Ok(Drawn::plain())
+        View::NormParameters { index } => {
+            let parameters = layer_norm::draw_norm_parameters(area, trace, *index)?;
+            Ok(Drawn { plotted: Some(Plotted::NormParameters(parameters)), ..Drawn::plain() })
+        }
+        View::Residual { tokens } => {
+            let drawn = residual::draw_residual(area, trace, tokens.as_deref())?;
+            Ok(Drawn { plotted: Some(Plotted::Residual(drawn)), ..Drawn::plain() })
         }
         View::Step { index, head } => {
             area.fill(&WHITE).map_err(draw_err)?;
@@ -169,7 +216,7 @@ pub fn draw_view<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, model: &Tran
                 m.view(),
                 &Heatmap { title: &title, x_desc: &x_desc, y_desc: &y_desc, col_labels: &cols, row_labels: &rows, scale, legend: "value", vector },
             )?;
-            Ok(Drawn { geometry: Some(geometry), grid: None, values, row_labels: rows, col_labels: cols, note })
+            Ok(Drawn { geometry: Some(geometry), values, row_labels: rows, col_labels: cols, note, ..Drawn::plain() })
         }
     }
 }

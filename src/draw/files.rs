@@ -79,7 +79,7 @@ pub fn render_all(model: &Transformer, trace: &Trace, out: &Path, only_layer: Op
     jobs.push(job(out, "attention_grid".into(), View::Grid { layer: layers[0], head: 0 }, grid_size));
     if matches!(c.position, Position::Learned | Position::Sinusoidal) {
         jobs.push(job(out, "position_table".into(), View::PositionTable, (1100, 700)));
-        jobs.push(job(out, "position_waves".into(), View::PositionWaves { dims: vec![0, 1, 4, 5, 32, 33] }, (1000, 480)));
+        jobs.push(job(out, "position_waves".into(), View::PositionWaves { dims: vec![0, 1, 40, 80, 120] }, (1000, 480)));
         jobs.push(job(out, "position_similarity".into(), View::PositionSimilarity, (760, 700)));
         if c.position == Position::Learned {
             jobs.push(job(out, "position_sinusoidal_comparison".into(), View::SinusoidalSimilarity, (760, 700)));
@@ -87,7 +87,7 @@ pub fn render_all(model: &Transformer, trace: &Trace, out: &Path, only_layer: Op
     }
     // The notes' sinusoidal table at this model's width, whatever the model uses.
     jobs.push(job(out, "sinusoidal_table".into(), View::SinusoidalTable, (1100, 700)));
-    jobs.push(job(out, "sinusoidal_waves".into(), View::SinusoidalWaves { dims: vec![0, 1, 4, 5, 32, 33] }, (1000, 480)));
+    jobs.push(job(out, "sinusoidal_waves".into(), View::SinusoidalWaves { dims: vec![0, 1, 40, 80, 120] }, (1000, 480)));
     for (index, rec) in trace.norms.iter().enumerate() {
         if rec.layer.is_none_or(|l| layers.contains(&l)) {
             jobs.push(job(&norm_dir, rec.step.replace('.', "_"), View::Norm { index }, (1100, 560)));

@@ -5,13 +5,11 @@
 use ndarray::{ArrayView1, ArrayView2, Axis};
 use plotters::coord::Shift;
 use plotters::prelude::*;
-use plotters::style::text_anchor::{HPos, VPos};
 use serde::Serialize;
 
 use super::colors::CATEGORICAL;
-use super::legend_row::{draw_legend_rows, legend_rows_height, RowEntry, RowMark};
-use super::legend_row::tick;
-use super::{anchored_text, category_labels, draw_err, house_mesh, short_label, FONT};
+use super::furniture::{draw_legend_rows, legend_rows_height, tick_format, RowEntry, RowMark, TextBlock};
+use super::{category_labels, draw_err, house_mesh, short_label};
 use crate::error::{Result, VizError};
 use crate::model::config::{NormKind, NormPlace};
 use crate::model::norm::{rms_scale, standardize};
@@ -123,11 +121,10 @@ pub fn draw_norm_stages<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, trace
     let font_px = if w < 500 { 10 } else { 12 };
     let d = input.ncols();
     let title = format!("Layer norm, {place}: each token's {d} features at three stages");
-    let title_h = font_px as i32 * 2 + 6;
+    let head = TextBlock::wrap(area, &[(&title, font_px + 3)])?;
+    let title_h = head.height();
     let (title_area, rest) = area.split_vertically(title_h);
-    title_area
-        .draw(&Text::new(title.clone(), (8, title_h / 2), anchored_text(font_px + 3, HPos::Left, VPos::Center)))
-        .map_err(draw_err)?;
+    head.draw(&title_area, false)?;
     let whisker = RGBColor(90, 90, 90);
     let legend = vec![
         RowEntry::new("box: mean ± 1 std of the token's features", RowMark::Swatch(RGBColor(150, 150, 150))),
@@ -142,15 +139,20 @@ pub fn draw_norm_stages<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, trace
     let tokens = trace.token_texts();
     let t = tokens.len();
     let mut titles = vec![title];
-    for (panel, s) in panels.iter().zip(&stages) {
+    // Each panel's name and its statistics in words, wrapped to the panel; all panels give
+    // their heads the same height so that their plots line up.
+    let heads = panels
+        .iter()
+        .zip(&stages)
+        .map(|(panel, s)| TextBlock::wrap(panel, &[(&s.title, font_px + 2), (&s.note, font_px)]))
+        .collect::<Result<Vec<_>>>()?;
+    let head_h = heads.iter().map(TextBlock::height).max().unwrap_or(0);
+    for ((panel, s), text) in panels.iter().zip(&stages).zip(&heads) {
         let (lo, hi) = s.spreads.iter().fold((f32::INFINITY, f32::NEG_INFINITY), |(a, b), v| (a.min(v.low.min(v.mean - v.std)), b.max(v.high.max(v.mean + v.std))));
         let pad = ((hi - lo) * 0.05).max(0.05);
-        // The stage's name, and its statistics across tokens in words, above its plot.
-        let head_h = font_px as i32 * 3 + 8;
         let (head, body) = panel.split_vertically(head_h);
+        text.draw(&head, true)?;
         let (pw, _) = panel.dim_in_pixel();
-        head.draw(&Text::new(s.title.clone(), (pw as i32 / 2, 4), anchored_text(font_px + 2, HPos::Center, VPos::Top))).map_err(draw_err)?;
-        head.draw(&Text::new(s.note.clone(), (pw as i32 / 2, head_h - 3), anchored_text(font_px, HPos::Center, VPos::Bottom))).map_err(draw_err)?;
         let label = category_labels(tokens.iter().map(|s| short_label(s, 6)).collect(), pw, font_px);
         let mut chart = ChartBuilder::on(&body)
             .margin(6)
@@ -163,7 +165,7 @@ pub fn draw_norm_stages<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, trace
             .x_labels(t.min(200))
             .x_label_formatter(&label)
             .disable_x_mesh()
-            .y_label_formatter(&|y| tick(*y))
+            .y_label_formatter(&tick_format(lo - pad, hi + pad))
             .draw()
             .map_err(draw_err)?;
         if s.key == "normalised" {
@@ -226,19 +228,21 @@ pub fn draw_norm_parameters<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, t
     if !beta.is_empty() {
         legend.push(RowEntry::new("β (shift)", RowMark::Line(CATEGORICAL[5])));
     }
-    let legend_h = legend_rows_height(area, &legend, font_px)?;
-    let (plot_area, legend_area) = area.split_vertically(h as i32 - legend_h as i32);
-    draw_legend_rows(&legend_area, &legend, font_px)?;
     let title = if beta.is_empty() {
         format!("Learned γ (scale) per feature: {place}")
     } else {
         format!("Learned γ (scale) and β (shift) per feature: {place}")
     };
+    let head = TextBlock::wrap(area, &[(&title, font_px + 3)])?;
+    let (title_area, rest) = area.split_vertically(head.height());
+    head.draw(&title_area, true)?;
+    let legend_h = legend_rows_height(&rest, &legend, font_px)?;
+    let (plot_area, legend_area) = rest.split_vertically(h as i32 - head.height() - legend_h as i32);
+    draw_legend_rows(&legend_area, &legend, font_px)?;
     let d = gamma.len();
     let (lo, hi) = gamma.iter().chain(beta.iter()).fold((0f32, 0f32), |(a, b), &v| (a.min(v), b.max(v)));
     let pad = ((hi - lo) * 0.06).max(0.05);
     let mut chart = ChartBuilder::on(&plot_area)
-        .caption(&title, (FONT, font_px + 3))
         .margin(8)
         .x_label_area_size(font_px * 3 + 8)
         .y_label_area_size(font_px * 3 + 12)
@@ -247,7 +251,7 @@ pub fn draw_norm_parameters<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, t
     house_mesh(&mut chart.configure_mesh(), font_px)
         .x_desc("feature")
         .x_label_formatter(&|x| format!("{x:.0}"))
-        .y_label_formatter(&|y| tick(*y))
+        .y_label_formatter(&tick_format(lo - pad, hi + pad))
         .draw()
         .map_err(draw_err)?;
     for (values, colour) in [(gamma, CATEGORICAL[0]), (&beta, CATEGORICAL[5])] {

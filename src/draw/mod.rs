@@ -5,7 +5,7 @@ pub mod attention;
 pub mod colors;
 pub mod heatmap;
 pub mod layer_norm;
-pub(crate) mod legend_row;
+pub(crate) mod furniture;
 pub mod pixels;
 pub mod position;
 pub mod residual;

@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::colors::{Scale, CATEGORICAL};
 use super::heatmap::{draw_heatmap, Geometry, Heatmap};
-use super::legend_row::{draw_legend_rows, legend_rows_height, tick, RowEntry, RowMark};
+use super::furniture::{draw_legend_rows, legend_rows_height, fitting_title, tick_format, RowEntry, RowMark};
 use super::{draw_err, house_mesh, FONT};
 use crate::error::{Result, VizError};
 
@@ -69,7 +69,7 @@ pub fn draw_waves<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     table: ArrayView2<f32>,
     dims: &[usize],
-    title: &str,
+    titles: &[&str],
     label: impl Fn(usize) -> String,
 ) -> Result<WavesDrawn> {
     area.fill(&WHITE).map_err(draw_err)?;
@@ -89,8 +89,10 @@ pub fn draw_waves<DB: DrawingBackend>(
     let legend_h = legend_rows_height(area, &legend, font_px)?;
     let (plot_area, legend_area) = area.split_vertically(h as i32 - legend_h as i32);
     draw_legend_rows(&legend_area, &legend, font_px)?;
+    // The longest of `titles` that fits.
+    let title = fitting_title(area, font_px + 3, titles);
     let mut chart = ChartBuilder::on(&plot_area)
-        .caption(title, (FONT, font_px + 3))
+        .caption(&title, (FONT, font_px + 3))
         .margin(8)
         .margin_right(14)
         .x_label_area_size(font_px * 3 + 8)
@@ -101,7 +103,7 @@ pub fn draw_waves<DB: DrawingBackend>(
         .x_desc("position p")
         .y_desc("value")
         .x_label_formatter(&|x| format!("{x:.0}"))
-        .y_label_formatter(&|y| tick(*y))
+        .y_label_formatter(&tick_format(lo, hi))
         .draw()
         .map_err(draw_err)?;
     // A dot at every position while they are far enough apart: the table has values only at
@@ -118,7 +120,7 @@ pub fn draw_waves<DB: DrawingBackend>(
         }
         series.push(WaveDrawn { dim: i, label: legend[k].label.clone(), values });
     }
-    Ok(WavesDrawn { title: title.to_string(), positions, series })
+    Ok(WavesDrawn { title, positions, series })
 }
 
 /// Cosine similarity between every pair of position vectors: (P, P).

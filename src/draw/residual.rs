@@ -9,7 +9,7 @@ use plotters::style::text_anchor::{HPos, VPos};
 use serde::Serialize;
 
 use super::colors::CATEGORICAL;
-use super::legend_row::{draw_legend_rows, legend_rows_height, tick, RowEntry, RowMark, NORM_BAND};
+use super::furniture::{draw_legend_rows, fitting_title, legend_rows_height, tick_format, RowEntry, RowMark, TextBlock, NORM_BAND};
 use super::{anchored_text, draw_err, house_mesh, short_label, FONT};
 use crate::error::{Result, VizError};
 use crate::model::config::NormPlace;
@@ -208,10 +208,10 @@ pub fn draw_residual<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, trace: &
     legend.push(RowEntry::new("after a norm", RowMark::NormMarker(RGBColor(60, 60, 60))));
 
     // Title and caption, the line chart, its labels and legend, then the bar chart.
-    let head_h = font_px as i32 * 3 + 14;
+    let text = TextBlock::wrap(area, &[(&title, font_px + 3), (&caption, font_px)])?;
+    let head_h = text.height();
     let (head, rest) = area.split_vertically(head_h);
-    head.draw(&Text::new(title.clone(), (8, 4), anchored_text(font_px + 3, HPos::Left, VPos::Top))).map_err(draw_err)?;
-    head.draw(&Text::new(caption.clone(), (8, head_h - 4), anchored_text(font_px, HPos::Left, VPos::Bottom))).map_err(draw_err)?;
+    text.draw(&head, false)?;
     let (top, bottom) = rest.split_vertically(((h as i32 - head_h) as f32 * 0.64) as i32);
     let legend_h = legend_rows_height(&top, &legend, font_px)?;
     let (top_plot, legend_area) = top.split_vertically(top.dim_in_pixel().1 as i32 - legend_h as i32);
@@ -232,7 +232,7 @@ pub fn draw_residual<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, trace: &
         .disable_x_mesh()
         .x_labels(0)
         .y_desc("‖x‖ (length, log scale)")
-        .y_label_formatter(&|y| tick(*y))
+        .y_label_formatter(&|y| format!("{y}"))
         .draw()
         .map_err(draw_err)?;
     // Bands behind the points where a norm rescales the stream.
@@ -272,7 +272,7 @@ pub fn draw_residual<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, trace: &
             }
         }
     }
-    let bars_title = "What each sublayer added: mean length of its output over all tokens".to_string();
+    let bars_title = fitting_title(&bottom, font_px + 2, &["What each sublayer added: mean length of its output over all tokens", "What each sublayer added (mean length)"]);
     let m = writes.len();
     let top_val = writes.iter().map(|a| a.2).fold(0f32, f32::max) * 1.1;
     let mut bars = ChartBuilder::on(&bottom)
@@ -287,7 +287,7 @@ pub fn draw_residual<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, trace: &
         .disable_x_mesh()
         .x_labels(0)
         .y_desc("mean ‖output‖")
-        .y_label_formatter(&|y| tick(*y))
+        .y_label_formatter(&tick_format(0.0, top_val))
         .draw()
         .map_err(draw_err)?;
     bars.draw_series(writes.iter().enumerate().map(|(i, (name, _, v))| {

@@ -115,6 +115,13 @@ pub fn step_matrix(trace: &Trace, index: usize, head: usize, max_cols: usize) ->
     Ok((matrix, rows, cols, None))
 }
 
+/// The longest of `titles` that fits over a heatmap of `area` (whose caption is 17 px, 14 px
+/// under 360 px, as `draw_heatmap` draws it).
+fn heatmap_title<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, titles: &[&str]) -> String {
+    let caption_px = if area.dim_in_pixel().0 < 360 { 14 } else { 17 };
+    super::furniture::fitting_title(area, caption_px, titles)
+}
+
 /// "learned" or "sinusoidal", for titles.
 fn position_kind(model: &Transformer) -> String {
     format!("{:?}", model.config.position).to_lowercase()
@@ -150,39 +157,44 @@ pub fn draw_view<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, model: &Tran
         }
         View::PositionTable => {
             let table = position_table(model, shown_positions(trace)).ok_or_else(no_table)?;
-            let title = format!("The model's {} position table: position × feature", position_kind(model));
+            let kind = position_kind(model);
+            let title = heatmap_title(area, &[&format!("The model's {kind} position table: position × feature"), &format!("The {kind} position table")]);
             let geometry = position::draw_table(area, table.view(), &title, vector)?;
             Ok(Drawn { geometry: Some(geometry), values: flat(table.view()), ..Drawn::plain() })
         }
         View::PositionWaves { dims } => {
             let table = position_table(model, shown_positions(trace)).ok_or_else(no_table)?;
-            let title = format!("The model's {} position table: chosen features across positions", position_kind(model));
-            let waves = position::draw_waves(area, table.view(), dims, &title, |i| format!("feature {i}"))?;
+            let kind = position_kind(model);
+            let full = format!("The model's {kind} position table: chosen features across positions");
+            let short = format!("The {kind} table: chosen features");
+            let waves = position::draw_waves(area, table.view(), dims, &[&full, &short], |i| format!("feature {i}"))?;
             Ok(Drawn { plotted: Some(Plotted::Waves(waves)), ..Drawn::plain() })
         }
         View::SinusoidalWaves { dims } => {
             let d = model.config.d_model;
             let table = sinusoidal_table(shown_positions(trace), d); // (P, d)
-            let waves = position::draw_waves(area, table.view(), dims, &format!("Sinusoidal encoding (d = {d}): chosen features across positions"), |i| {
-                position::sinusoidal_label(i, d)
-            })?;
+            let full = format!("Sinusoidal encoding (d = {d}): chosen features across positions");
+            let short = format!("Sinusoidal table (d = {d}): chosen features");
+            let waves = position::draw_waves(area, table.view(), dims, &[&full, &short], |i| position::sinusoidal_label(i, d))?;
             Ok(Drawn { plotted: Some(Plotted::Waves(waves)), ..Drawn::plain() })
         }
         View::SinusoidalTable => {
             let d = model.config.d_model;
             let table = sinusoidal_table(shown_positions(trace), d); // (P, d)
-            let title = format!("Sinusoidal encoding (d = {d}): position × feature");
+            let title = heatmap_title(area, &[&format!("Sinusoidal encoding (d = {d}): position × feature"), &format!("Sinusoidal table (d = {d})")]);
             let geometry = position::draw_table(area, table.view(), &title, vector)?;
             Ok(Drawn { geometry: Some(geometry), values: flat(table.view()), ..Drawn::plain() })
         }
         View::PositionSimilarity | View::SinusoidalSimilarity => {
-            let (table, title) = if *view == View::PositionSimilarity {
-                (position_table(model, shown_positions(trace)).ok_or_else(no_table)?, "Cosine similarity between the model's position vectors")
+            let (table, titles) = if *view == View::PositionSimilarity {
+                let table = position_table(model, shown_positions(trace)).ok_or_else(no_table)?;
+                (table, ["Cosine similarity between the model's position vectors", "Learned: cosine similarity"])
             } else {
-                (sinusoidal_table(shown_positions(trace), model.config.d_model), "The sinusoidal table's similarity, for comparison")
+                let table = sinusoidal_table(shown_positions(trace), model.config.d_model); // (P, d)
+                (table, ["The sinusoidal table's similarity, for comparison", "Sinusoidal: cosine similarity"])
             };
             let similarity = position::position_similarity(table.view()); // (P, P)
-            let geometry = position::draw_similarity(area, similarity.view(), title, vector)?;
+            let geometry = position::draw_similarity(area, similarity.view(), &heatmap_title(area, &titles), vector)?;
             Ok(Drawn { geometry: Some(geometry), values: flat(similarity.view()), ..Drawn::plain() })
         }
         View::Norm { index } => {

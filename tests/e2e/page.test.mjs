@@ -13,9 +13,13 @@ const ROOT = new URL('../..', import.meta.url).pathname;
 const ARTIFACTS = join(ROOT, 'tests/artifacts');
 mkdirSync(ARTIFACTS, { recursive: true });
 
-const CHARTS = ['attention', 'grid', 'pos-table', 'pos-waves', 'pos-sim', 'pos-sin', 'norm', 'residual', 'step'];
-// Views of the model itself (its position table), identical for every sentence under 64 tokens.
-const MODEL_ONLY = new Set(['pos-table', 'pos-waves', 'pos-sim', 'pos-sin']);
+const CHARTS = [
+  'attention', 'grid', 'pos-table', 'pos-sin-table', 'pos-waves', 'pos-sin-waves', 'pos-sim', 'pos-sin',
+  'norm', 'norm-params', 'residual', 'step',
+];
+// Views of the model itself (its position tables, a norm's gamma and beta), identical for
+// every sentence under 64 tokens.
+const MODEL_ONLY = new Set(['pos-table', 'pos-sin-table', 'pos-waves', 'pos-sin-waves', 'pos-sim', 'pos-sin', 'norm-params']);
 
 let server;
 let browser;

@@ -22,7 +22,7 @@ function describeCell(name, c) {
   const colLabel = c.info.col_labels[c.col] ?? c.col;
   const v = Number.isFinite(c.value) ? c.value.toFixed(4) : '−∞ (masked)';
   if (name === 'attention') return `"${rowLabel}" → "${colLabel}": ${v}`;
-  if (name === 'pos-table') return `position ${c.row}, feature ${c.col}: ${v}`;
+  if (name === 'pos-table' || name === 'pos-sin-table') return `position ${c.row}, feature ${c.col}: ${v}`;
   if (name.startsWith('pos-')) return `positions ${c.row} and ${c.col}: cosine ${v}`;
   return `row ${c.row} (${rowLabel}), column ${c.col}${c.info.col_labels.length ? ` (${colLabel})` : ''}: ${v}`;
 }

@@ -2,7 +2,7 @@
 // All model work and all chart drawing happen in Rust; these modules only keep state, ask for
 // views by name, and handle hover, export, the URL and the keyboard. One module a section:
 //   state.js (choices + URL)   session.js (model + last pass)   pass.js (text -> pass -> views)
-//   charts.js (sizes, when to draw)   tokens.js  attention.js  position.js  norm.js  stepper.js
+//   charts.js (sizes, when to draw)   tokens.js  attention.js  position.js  norm.js  residual.js  stepper.js
 //   prediction.js  hover.js  export.js  helper-thread.js   loading.js  messages.js  math.js  dom.js
 import { $ } from './dom.js';
 import { MODEL, state, readUrl } from './state.js';
@@ -15,6 +15,7 @@ import { update, scheduleUpdate } from './pass.js';
 import { wireAttention } from './attention.js';
 import { wirePosition } from './position.js';
 import { wireNorm } from './norm.js';
+import { wireResidual } from './residual.js';
 import { wireStepper } from './stepper.js';
 import { attachHover } from './hover.js';
 import { attachExport } from './export.js';
@@ -26,10 +27,11 @@ function wire() {
   wireAttention();
   wirePosition();
   wireNorm();
+  wireResidual();
   wireStepper();
   $('text').addEventListener('input', (event) => { state.text = $('text').value; scheduleUpdate(event); });
   for (const name of Object.keys(charts)) attachExport(name);
-  for (const name of ['attention', 'pos-table', 'pos-sim', 'pos-sin', 'step']) attachHover(name);
+  for (const name of ['attention', 'pos-table', 'pos-sin-table', 'pos-sim', 'pos-sin', 'step']) attachHover(name);
   let resize = null;
   addEventListener('resize', () => { clearTimeout(resize); resize = setTimeout(() => session.summary && drawAll(), 150); });
   observeCharts();

@@ -1,6 +1,7 @@
-//! A legend laid out in rows in its own strip under a chart, outside the plotting area, so it
-//! never covers a bar or a line (the corner legend of `draw_legend` can, when the data reach
-//! that corner). The strip wraps onto more rows when the chart is narrow.
+//! What surrounds the plots of the line and bar charts: a legend laid out in rows in its own
+//! strip under the chart, outside the plotting area, so it never covers a bar or a line (the
+//! corner legend of `draw_legend` can, when the data reach that corner); titles that wrap or
+//! shorten to fit a phone; tick labels with as many decimals as the axis needs.
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -43,7 +44,7 @@ const SPACING: i32 = 16;
 const MARGIN: i32 = 8;
 
 fn row_height(font_px: u32) -> i32 {
-    (font_px as f32 * 1.5).ceil() as i32
+    (font_px as f32 * 1.4).ceil() as i32
 }
 
 /// Where each entry starts, (x, row), for an area `width` pixels wide.
@@ -103,8 +104,66 @@ pub(crate) fn draw_legend_rows<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>
 /// The light band behind the points where a norm rescales the residual stream.
 pub(crate) const NORM_BAND: RGBColor = RGBColor(232, 232, 240);
 
-/// An axis tick label with one decimal, or none for whole numbers, never "-0.0".
-pub(crate) fn tick(v: f32) -> String {
-    let v = if v.abs() < 0.05 { 0.0 } else { v };
-    if (v - v.round()).abs() < 1e-6 && v.abs() >= 1.0 { format!("{v:.0}") } else { format!("{v:.1}") }
+/// Tick labels for an axis from `lo` to `hi`: as many decimals as its ~10 ticks need, whole
+/// numbers without decimals, and never "-0.0".
+pub(crate) fn tick_format(lo: f32, hi: f32) -> impl Fn(&f32) -> String {
+    let step = ((hi - lo).abs() / 10.0).max(1e-6);
+    let decimals = (-step.log10().floor()).clamp(0.0, 6.0) as usize;
+    move |v: &f32| {
+        let v = if v.abs() < step * 1e-3 { 0.0 } else { *v };
+        if (v - v.round()).abs() < step * 1e-3 { format!("{v:.0}") } else { format!("{v:.decimals$}") }
+    }
+}
+
+/// The first of `titles` (longest first) that fits across `area` at `font_px`.
+pub(crate) fn fitting_title<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, font_px: u32, titles: &[&str]) -> String {
+    let style = anchored_text(font_px, HPos::Left, VPos::Top);
+    let room = area.dim_in_pixel().0 as i32 - 24;
+    let fits = |t: &str| area.estimate_text_size(t, &style).map(|(w, _)| (w as i32) <= room).unwrap_or(true);
+    titles.iter().find(|t| fits(t)).or(titles.last()).map(|t| t.to_string()).unwrap_or_default()
+}
+
+/// Lines of text wrapped at spaces to the width of an area, each with its font size.
+pub(crate) struct TextBlock {
+    lines: Vec<(String, u32)>,
+}
+
+impl TextBlock {
+    /// Wraps each of `parts` (text, font size) to `area`'s width, less margins.
+    pub fn wrap<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, parts: &[(&str, u32)]) -> Result<Self> {
+        let room = area.dim_in_pixel().0 as i32 - 2 * MARGIN;
+        let mut lines = Vec::new();
+        for &(text, font_px) in parts {
+            let style = anchored_text(font_px, HPos::Left, VPos::Top);
+            let mut line = String::new();
+            for word in text.split(' ') {
+                let candidate = if line.is_empty() { word.to_string() } else { format!("{line} {word}") };
+                let w = area.estimate_text_size(&candidate, &style).map_err(draw_err)?.0 as i32;
+                if w > room && !line.is_empty() {
+                    lines.push((std::mem::take(&mut line), font_px));
+                    line = word.to_string();
+                } else {
+                    line = candidate;
+                }
+            }
+            lines.push((line, font_px));
+        }
+        Ok(Self { lines })
+    }
+
+    pub fn height(&self) -> i32 {
+        self.lines.iter().map(|(_, f)| row_height(*f)).sum::<i32>() + 6
+    }
+
+    /// Draws the lines from the top of `area`, left-aligned or centred.
+    pub fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>, centred: bool) -> Result<()> {
+        let mut y = 4;
+        let x = if centred { area.dim_in_pixel().0 as i32 / 2 } else { MARGIN };
+        let h = if centred { HPos::Center } else { HPos::Left };
+        for (text, font_px) in &self.lines {
+            area.draw(&Text::new(text.clone(), (x, y), anchored_text(*font_px, h, VPos::Top))).map_err(draw_err)?;
+            y += row_height(*font_px);
+        }
+        Ok(())
+    }
 }

@@ -151,8 +151,8 @@ fn draw_point_labels<DB: DrawingBackend>(
         let text = match layers[i] {
             Some(l) if width >= font_px as i32 * 4 => format!("layer {l}"),
             Some(l) => format!("L{l}"),
+            // The embedding's points, named "emb" when there is no room for their own labels.
             None if i == 0 && !per_point => "emb".into(),
-            None if !per_point => String::new(),
             None => String::new(),
         };
         if !text.is_empty() {

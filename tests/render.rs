@@ -39,8 +39,9 @@ fn every_view_is_written_and_changes_with_the_sentence() {
     let na = render_all(model, &ta, &a, Some(1)).unwrap();
     let nb = render_all(model, &tb, &b, Some(1)).unwrap();
     assert_eq!(na, nb);
-    // 12 heads x (heatmap + lines) + grid + 4 position views + 3 norms + residual, each as SVG and PNG.
-    assert_eq!(na, 2 * (12 * 2 + 1 + 4 + 3 + 1));
+    // 12 heads x (heatmap + lines) + grid + 4 position views + 2 sinusoidal views
+    // + 3 norms x (stages + parameters) + residual, each as SVG and PNG.
+    assert_eq!(na, 2 * (12 * 2 + 1 + 4 + 2 + 3 * 2 + 1));
     let views = [
         "attention/layer1_head3",
         "attention/lines_layer1_head3",

@@ -40,8 +40,12 @@ const VIEWS: &[&str] = &[
     r#"{"kind":"position_waves","dims":[0,1,5]}"#,
     r#"{"kind":"position_similarity"}"#,
     r#"{"kind":"sinusoidal_similarity"}"#,
+    r#"{"kind":"sinusoidal_table"}"#,
+    r#"{"kind":"sinusoidal_waves","dims":[0,1,40]}"#,
     r#"{"kind":"norm","index":3}"#,
+    r#"{"kind":"norm_parameters","index":3}"#,
     r#"{"kind":"residual"}"#,
+    r#"{"kind":"residual","tokens":[0,2]}"#,
     r#"{"kind":"step","index":10,"head":4}"#,
 ];
 
@@ -65,7 +69,7 @@ fn every_view_draws_and_follows_the_sentence() {
     for (v, before) in VIEWS.iter().zip(&first) {
         let c = canvas(600, 420);
         viz.draw(c.clone(), view(v)).unwrap();
-        let model_only = v.contains("position") || v.contains("sinusoidal");
+        let model_only = v.contains("position") || v.contains("sinusoidal") || v.contains("norm_parameters");
         assert_eq!(pixels(&c) == *before, model_only, "{v}: the picture should {}change with the sentence", if model_only { "not " } else { "" });
     }
 }
@@ -96,6 +100,9 @@ fn bad_input_and_bad_files_are_errors_not_panics() {
     assert_eq!(viz.attention(0, 0).unwrap().len(), 512 * 512);
     assert!(viz.draw(canvas(300, 300), view(r#"{"kind":"head","layer":9,"head":0}"#)).is_err());
     assert!(viz.draw(canvas(300, 300), view(r#"{"kind":"no_such_view"}"#)).is_err());
+    // A feature or a token that does not exist is an error, not a silently shorter chart.
+    assert!(viz.draw(canvas(300, 300), view(r#"{"kind":"sinusoidal_waves","dims":[0,999999]}"#)).is_err());
+    assert!(viz.draw(canvas(300, 300), view(r#"{"kind":"residual","tokens":[9999]}"#)).is_err());
     assert!(Viz::new("minilm-l6", CONFIG, TOKENIZER, &WEIGHTS[..1000]).is_err());
     assert!(Viz::new("gpt-9", CONFIG, TOKENIZER, WEIGHTS).is_err());
     // The helper thread's entry point refuses tokens the model cannot read.

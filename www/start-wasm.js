@@ -4,6 +4,6 @@
 // with the hashed names of wasm-bindgen's glue and of the wasm file.
 const { glue, wasm } = document.querySelector('script[data-glue]').dataset;
 const bindings = await import(glue);
-await bindings.default({ module_or_path: wasm });
+const exports = await bindings.default({ module_or_path: wasm }); // the module's exports, memory among them
 window.wasmBindings = bindings; // js/loading.js waits for these two
-dispatchEvent(new CustomEvent('TrunkApplicationStarted', { detail: { wasm } }));
+dispatchEvent(new CustomEvent('TrunkApplicationStarted', { detail: { wasm: exports } })); // as Trunk's own loader does

@@ -79,18 +79,22 @@ pub fn render_all(model: &Transformer, trace: &Trace, out: &Path, only_layer: Op
     jobs.push(job(out, "attention_grid".into(), View::Grid { layer: layers[0], head: 0 }, grid_size));
     if matches!(c.position, Position::Learned | Position::Sinusoidal) {
         jobs.push(job(out, "position_table".into(), View::PositionTable, (1100, 700)));
-        jobs.push(job(out, "position_waves".into(), View::PositionWaves { dims: vec![0, 1, 4, 5, 32, 33] }, (1000, 480)));
+        jobs.push(job(out, "position_waves".into(), View::PositionWaves { dims: vec![0, 1, 40, 80, 120] }, (1000, 480)));
         jobs.push(job(out, "position_similarity".into(), View::PositionSimilarity, (760, 700)));
         if c.position == Position::Learned {
             jobs.push(job(out, "position_sinusoidal_comparison".into(), View::SinusoidalSimilarity, (760, 700)));
         }
     }
+    // The notes' sinusoidal table at this model's width, whatever the model uses.
+    jobs.push(job(out, "sinusoidal_table".into(), View::SinusoidalTable, (1100, 700)));
+    jobs.push(job(out, "sinusoidal_waves".into(), View::SinusoidalWaves { dims: vec![0, 1, 40, 80, 120] }, (1000, 480)));
     for (index, rec) in trace.norms.iter().enumerate() {
         if rec.layer.is_none_or(|l| layers.contains(&l)) {
-            jobs.push(job(&norm_dir, rec.step.replace('.', "_"), View::Norm { index }, (1000, 700)));
+            jobs.push(job(&norm_dir, rec.step.replace('.', "_"), View::Norm { index }, (1100, 560)));
+            jobs.push(job(&norm_dir, format!("{}_parameters", rec.step.replace('.', "_")), View::NormParameters { index }, (1000, 420)));
         }
     }
-    jobs.push(job(out, "residual_stream".into(), View::Residual, (1100, 760)));
+    jobs.push(job(out, "residual_stream".into(), View::Residual { tokens: None }, (1100, 760)));
 
     for dir in [out, &attention_dir, &norm_dir] {
         std::fs::create_dir_all(dir).map_err(|e| VizError::Io { path: dir.display().to_string(), reason: e.to_string() })?;

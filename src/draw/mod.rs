@@ -6,6 +6,7 @@ pub mod colors;
 pub mod compare;
 pub mod heatmap;
 pub mod layer_norm;
+pub(crate) mod furniture;
 pub mod pixels;
 pub mod position;
 pub mod residual;

@@ -37,9 +37,20 @@ pub enum View {
     PositionWaves { dims: Vec<usize> },
     PositionSimilarity,
     SinusoidalSimilarity,
-    /// The norm at `index` in `Trace::norms`.
+    /// The notes' sinusoidal table, at this model's width, as waves of the chosen features.
+    SinusoidalWaves { dims: Vec<usize> },
+    /// The notes' sinusoidal table, at this model's width, as a position x feature heatmap.
+    SinusoidalTable,
+    /// The norm at `index` in `Trace::norms`, in three stages per token: input, normalised,
+    /// output after gamma and beta.
     Norm { index: usize },
-    Residual,
+    /// The learned gamma and beta of the norm at `index`.
+    NormParameters { index: usize },
+    /// Vector lengths along the residual stream for the chosen tokens (`None`: a few).
+    Residual {
+        #[serde(default)]
+        tokens: Option<Vec<usize>>,
+    },
     /// Step `index` of the trace; for per-head tensors, the slice of `head`.
     Step { index: usize, head: usize },
 }
@@ -71,6 +82,18 @@ pub struct Drawn {
     /// The lines view: where its tokens are and which lines it drew.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lines: Option<attention::LinesGeometry>,
+    /// What a line or bar chart plotted, for the page's controls and the tests.
+    pub plotted: Option<Plotted>,
+}
+
+/// What a line or bar chart plotted.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Plotted {
+    NormStages(layer_norm::NormStagesDrawn),
+    NormParameters(layer_norm::NormParametersDrawn),
+    Residual(residual::ResidualDrawn),
+    Waves(position::WavesDrawn),
 }
 
 impl Drawn {
@@ -89,6 +112,7 @@ impl Drawn {
             scale: 1.0,
             images: Vec::new(),
             lines: None,
+            plotted: None,
         }
     }
 
@@ -148,6 +172,18 @@ pub fn step_matrix(trace: &Trace, index: usize, head: usize, max_cols: usize) ->
     Ok((matrix, rows, cols, None))
 }
 
+/// The longest of `titles` that fits over a heatmap of `area` (whose caption is 17 px, 14 px
+/// under 360 px, as `draw_heatmap` draws it).
+fn heatmap_title<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, titles: &[&str]) -> String {
+    let caption_px = if area.dim_in_pixel().0 < 360 { 14 } else { 17 };
+    super::furniture::fitting_title(area, caption_px, titles)
+}
+
+/// "learned" or "sinusoidal", for titles.
+fn position_kind(model: &Transformer) -> String {
+    format!("{:?}", model.config.position).to_lowercase()
+}
+
 fn flat(m: ArrayView2<f32>) -> Vec<f32> {
     m.iter().copied().collect()
 }
@@ -186,33 +222,57 @@ fn draw_view_parts<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, model: &Tr
         }
         View::PositionTable => {
             let table = position_table(model, shown_positions(trace)).ok_or_else(no_table)?;
-            let kind = format!("{:?}", model.config.position).to_lowercase();
-            let drawn = position::draw_table(area, table.view(), &format!("Positional encoding ({kind}): position × feature"), vector)?;
+            let kind = position_kind(model);
+            let title = heatmap_title(area, &[&format!("The model's {kind} position table: position × feature"), &format!("The {kind} position table")]);
+            let drawn = position::draw_table(area, table.view(), &title, vector)?;
             Ok(Drawn::heatmap(drawn, flat(table.view()), Vec::new(), Vec::new()))
         }
         View::PositionWaves { dims } => {
             let table = position_table(model, shown_positions(trace)).ok_or_else(no_table)?;
-            position::draw_waves(area, table.view(), dims, "Selected features of the positional encoding across positions")?;
-            Ok(Drawn::plain())
+            let kind = position_kind(model);
+            let full = format!("The model's {kind} position table: chosen features across positions");
+            let short = format!("The {kind} table: chosen features");
+            let waves = position::draw_waves(area, table.view(), dims, &[&full, &short], |i| format!("feature {i}"))?;
+            Ok(Drawn { plotted: Some(Plotted::Waves(waves)), ..Drawn::plain() })
+        }
+        View::SinusoidalWaves { dims } => {
+            let d = model.config.d_model;
+            let table = sinusoidal_table(shown_positions(trace), d); // (P, d)
+            let full = format!("Sinusoidal encoding (d = {d}): chosen features across positions");
+            let short = format!("Sinusoidal table (d = {d}): chosen features");
+            let waves = position::draw_waves(area, table.view(), dims, &[&full, &short], |i| position::sinusoidal_label(i, d))?;
+            Ok(Drawn { plotted: Some(Plotted::Waves(waves)), ..Drawn::plain() })
+        }
+        View::SinusoidalTable => {
+            let d = model.config.d_model;
+            let table = sinusoidal_table(shown_positions(trace), d); // (P, d)
+            let title = heatmap_title(area, &[&format!("Sinusoidal encoding (d = {d}): position × feature"), &format!("Sinusoidal table (d = {d})")]);
+            let drawn = position::draw_table(area, table.view(), &title, vector)?;
+            Ok(Drawn::heatmap(drawn, flat(table.view()), Vec::new(), Vec::new()))
         }
         View::PositionSimilarity | View::SinusoidalSimilarity => {
-            let (table, title) = if *view == View::PositionSimilarity {
-                (position_table(model, shown_positions(trace)).ok_or_else(no_table)?, "Cosine similarity between the model's position vectors")
+            let (table, titles) = if *view == View::PositionSimilarity {
+                let table = position_table(model, shown_positions(trace)).ok_or_else(no_table)?;
+                (table, ["Cosine similarity between the model's position vectors", "Learned: cosine similarity"])
             } else {
-                (sinusoidal_table(shown_positions(trace), model.config.d_model), "The sinusoidal table's similarity, for comparison")
+                let table = sinusoidal_table(shown_positions(trace), model.config.d_model); // (P, d)
+                (table, ["The sinusoidal table's similarity, for comparison", "Sinusoidal: cosine similarity"])
             };
             let similarity = position::position_similarity(table.view()); // (P, P)
-            let drawn = position::draw_similarity(area, similarity.view(), title, vector)?;
+            let drawn = position::draw_similarity(area, similarity.view(), &heatmap_title(area, &titles), vector)?;
             Ok(Drawn::heatmap(drawn, flat(similarity.view()), Vec::new(), Vec::new()))
         }
         View::Norm { index } => {
-            let rec = trace.norms.get(*index).ok_or_else(|| VizError::NoSuchStep(format!("norm {index}")))?;
-            layer_norm::draw_norm(area, rec, &tokens, &format!("Before and after {}", rec.step))?;
-            Ok(Drawn::plain())
+            let stages = layer_norm::draw_norm_stages(area, trace, *index)?;
+            Ok(Drawn { plotted: Some(Plotted::NormStages(stages)), ..Drawn::plain() })
         }
-        View::Residual => {
-            residual::draw_residual(area, trace)?;
-            Ok(Drawn::plain())
+        View::NormParameters { index } => {
+            let parameters = layer_norm::draw_norm_parameters(area, trace, *index)?;
+            Ok(Drawn { plotted: Some(Plotted::NormParameters(parameters)), ..Drawn::plain() })
+        }
+        View::Residual { tokens } => {
+            let drawn = residual::draw_residual(area, trace, tokens.as_deref())?;
+            Ok(Drawn { plotted: Some(Plotted::Residual(drawn)), ..Drawn::plain() })
         }
         View::Step { index, head } => {
             area.fill(&WHITE).map_err(draw_err)?;

@@ -219,6 +219,15 @@ impl Trace {
         self.norms.iter().filter(|n| n.layer == layer).collect()
     }
 
+    /// The vectors norm `index` of `norms` read and the ones it wrote (after gamma and beta),
+    /// both (T, d_model), with the op of its step (which norm of the block it is).
+    pub fn norm_input_output(&self, index: usize) -> Result<(Op, ArrayView2<'_, f32>, ArrayView2<'_, f32>)> {
+        let rec = self.norms.get(index).ok_or_else(|| VizError::NoSuchStep(format!("norm {index}")))?;
+        let output = self.step(&rec.step)?;
+        let input = output.inputs.first().ok_or_else(|| VizError::NoSuchStep(format!("the input of {}", rec.step)))?;
+        Ok((output.op, self.step(input)?.tensor.view2()?, output.tensor.view2()?))
+    }
+
     /// Next-token probabilities at the last position, if the model has a head.
     pub fn next_token_probabilities(&self) -> Result<ArrayView1<'_, f32>> {
         self.find(Op::NextTokenProbabilities, None).ok_or(VizError::NoLmHead)?.tensor.view1()

@@ -13,7 +13,10 @@ export const ARTIFACTS = join(ROOT, 'tests/artifacts');
 mkdirSync(ARTIFACTS, { recursive: true });
 
 /** Every chart canvas of the page, by its `data-chart` name. */
-export const CHARTS = ['attention', 'grid', 'pos-table', 'pos-waves', 'pos-sim', 'pos-sin', 'norm', 'residual', 'step'];
+export const CHARTS = [
+  'attention', 'grid', 'pos-table', 'pos-sin-table', 'pos-waves', 'pos-sin-waves', 'pos-sim', 'pos-sin',
+  'norm', 'norm-params', 'residual', 'step',
+];
 
 /** Starts the server and the browser before this file's tests and stops them after. */
 export function usePage() {

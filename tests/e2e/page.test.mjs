@@ -8,8 +8,9 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { usePage, openPage as open, typeSentence, ARTIFACTS, CHARTS } from './helpers.mjs';
 
-// Views of the model itself (its position table), identical for every sentence under 64 tokens.
-const MODEL_ONLY = new Set(['pos-table', 'pos-waves', 'pos-sim', 'pos-sin']);
+// Views of the model itself (its position tables, a norm's gamma and beta), identical for
+// every sentence under 64 tokens.
+const MODEL_ONLY = new Set(['pos-table', 'pos-sin-table', 'pos-waves', 'pos-sin-waves', 'pos-sim', 'pos-sin', 'norm-params']);
 
 const env = usePage();
 const openPage = (url = env.base, viewport) => open(env, url, { viewport });

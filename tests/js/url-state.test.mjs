@@ -82,6 +82,13 @@ test('no link makes the reader throw or hand out a bad value', async () => {
   }), { numRuns: runs });
 });
 
+test('a link with too many features plots the first ones and says so', async () => {
+  const { values, notes } = await parseLink('?dims=0,1,2,3,4,5,6,7,8,9&follow=3,1', '');
+  assert.deepEqual(values.dims, [0, 1, 2, 3, 4, 5, 6, 7]);
+  assert.deepEqual(values.residualTokens, [3, 1]);
+  assert.match(notes.join(' '), /10 features/);
+});
+
 test('out-of-range numbers are clamped or dropped, with a note each', async () => {
   const { values, notes } = await parseLink('?stephead=4294967296&dims=4294967296,1&layer=99&head=3&step=100000', '');
   const out = clampToLimits(values, LIMITS);
@@ -98,10 +105,12 @@ test('the query round-trips through parseLink', async () => {
   await fc.assert(fc.asyncProperty(fc.record({
     layer: fc.nat(5), head: fc.nat(11), mode: fc.constantFrom('heatmap', 'lines'), step: fc.nat(101), stepHead: fc.nat(11),
     norm: fc.nat(12), dims: fc.uniqueArray(fc.nat(383), { minLength: 1, maxLength: MAX_DIMS }), threads: fc.constantFrom(1, 2),
+    residualTokens: fc.option(fc.uniqueArray(fc.nat(40), { minLength: 1, maxLength: MAX_DIMS }), { nil: null }),
   }), async (s) => {
     const { values, notes } = await parseLink(queryFor(s, 'minilm-l6'), '');
     assert.deepEqual(notes, []);
     for (const k of ['layer', 'head', 'mode', 'step', 'stepHead', 'norm', 'dims']) assert.deepEqual(values[k], s[k], k);
+    assert.deepEqual(values.residualTokens, s.residualTokens ?? undefined);
     assert.equal(values.threads, s.threads === 1 ? 1 : undefined);
   }), { numRuns: runs });
 });
@@ -113,6 +122,6 @@ test('features parse as a short list of whole numbers or not at all', () => {
   assert.equal(parseDims('1.5'), null);
   assert.equal(parseDims(''), null);
   assert.equal(parseDims('1,'.repeat(100)), null);
-  assert.equal(parseDims('0,1,2,3,4,5,6,7,8,9').length, MAX_DIMS);
+  assert.equal(parseDims('0,1,2,3,4,5,6,7,8,9').length, 10);
   assert.equal(shorten('x'.repeat(1000)).length, 41);
 });

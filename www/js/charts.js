@@ -11,10 +11,13 @@ export const charts = {
   grid: () => ({ kind: 'grid', layer: state.layer, head: state.head }),
   'pos-table': () => ({ kind: 'position_table' }),
   'pos-waves': () => ({ kind: 'position_waves', dims: state.dims }),
+  'pos-sin-table': () => ({ kind: 'sinusoidal_table' }),
+  'pos-sin-waves': () => ({ kind: 'sinusoidal_waves', dims: state.dims }),
   'pos-sim': () => ({ kind: 'position_similarity' }),
   'pos-sin': () => ({ kind: 'sinusoidal_similarity' }),
   norm: () => ({ kind: 'norm', index: state.norm }),
-  residual: () => ({ kind: 'residual' }),
+  'norm-params': () => ({ kind: 'norm_parameters', index: state.norm }),
+  residual: () => ({ kind: 'residual', tokens: state.residualTokens }),
   step: () => ({ kind: 'step', index: state.step, head: state.stepHead }),
   'compare-a': () => compareSpec('compare-a'),
   'compare-b': () => compareSpec('compare-b'),
@@ -23,8 +26,9 @@ export const charts = {
 
 // Height as a fraction of width, and a floor, per chart.
 const shapes = {
-  attention: [0.9, 340], grid: [0.62, 240], 'pos-table': [0.72, 300], 'pos-waves': [0.72, 300],
-  'pos-sim': [0.9, 340], 'pos-sin': [0.9, 340], norm: [0.56, 420], residual: [0.62, 460], step: [0.55, 340],
+  attention: [0.9, 340], grid: [0.62, 240], 'pos-table': [0.72, 300], 'pos-waves': [0.72, 340],
+  'pos-sin-table': [0.72, 300], 'pos-sin-waves': [0.72, 340], 'pos-sim': [0.9, 340], 'pos-sin': [0.9, 340],
+  norm: [0.5, 460], 'norm-params': [0.32, 300], residual: [0.62, 520], step: [0.55, 340],
   'compare-a': [0.9, 340], 'compare-b': [0.9, 340], 'compare-diff': [0.9, 340],
 };
 
@@ -60,6 +64,8 @@ function sizeCanvas(name) {
     const rows = summary.steps[state.step].shape.length === 1 ? 1 : summary.tokens.length;
     height = Math.min(height, Math.max(220, rows * 26 + 150));
   }
+  // On a narrow screen the three stages of a norm stack vertically.
+  if (name === 'norm' && width < 640) height = Math.max(height, 960);
   if (name === 'grid') {
     // Square thumbnails that fill the width (the grid leaves room for its labels).
     const font = width < 400 ? 10 : 12;
@@ -74,8 +80,9 @@ function sizeCanvas(name) {
   if (canvas.style.height !== cssHeight) canvas.style.height = cssHeight;
 }
 
-// Charts depend on the sentence, except the position views while it is under 64 tokens.
-const MODEL_ONLY = new Set(['pos-table', 'pos-waves', 'pos-sim', 'pos-sin']);
+// Charts depend on the sentence, except the position views while it is under 64 tokens and
+// the norm's learned parameters.
+const MODEL_ONLY = new Set(['pos-table', 'pos-waves', 'pos-sin-table', 'pos-sin-waves', 'pos-sim', 'pos-sin', 'norm-params']);
 const drawnKey = {};
 const dirty = new Set();
 
@@ -86,6 +93,9 @@ function keyOf(name) {
   return [JSON.stringify(charts[name]()), canvas.width, canvas.height, canvas.dataset.scale, sentence];
 }
 
+/** Called with what Rust reported after chart `name` is drawn (a section's own controls). */
+export const afterDraw = {};
+
 /** Draws chart `name` now, unless nothing it shows has changed. */
 export function draw(name) {
   sizeCanvas(name);
@@ -95,6 +105,7 @@ export function draw(name) {
   if (old && old.every((part, i) => part === key[i])) return; // nothing it shows has changed
   session.drawn[name] = session.viz.draw(canvasOf(name), charts[name]());
   drawnKey[name] = key;
+  afterDraw[name]?.(session.drawn[name]);
 }
 
 // Which charts are on screen (or within 200 px of it). An IntersectionObserver keeps this up

@@ -44,7 +44,7 @@ function describeCell(name, c) {
   const clip = c.info.clipped;
   if (clip && Number.isFinite(c.value) && (c.value > clip.high || c.value < clip.low)) v += ' (beyond the colour bar: drawn in its end colour)';
   if (name === 'attention') return `"${rowLabel}" → "${colLabel}": ${v}`;
-  if (name === 'pos-table') return `position ${c.row}, feature ${c.col}: ${v}`;
+  if (name === 'pos-table' || name === 'pos-sin-table') return `position ${c.row}, feature ${c.col}: ${v}`;
   if (name.startsWith('pos-')) return `positions ${c.row} and ${c.col}: cosine ${v}`;
   return `row ${c.row} (${rowLabel}), column ${c.col}${c.info.col_labels.length ? ` (${colLabel})` : ''}: ${v}`;
 }

@@ -3,7 +3,7 @@
 // views by name, and handle hover, export, the URL and the keyboard. One module a section:
 //   state.js (choices + URL)   session.js (model + last pass)   pass.js (text -> pass -> views)
 //   charts.js (sizes, when to draw)   tokens.js  attention.js  head-finder.js  compare.js  position.js
-//   norm.js  stepper.js  prediction.js  hover.js  export.js  helper-thread.js  presenter.js
+//   norm.js  residual.js  stepper.js  prediction.js  hover.js  export.js  helper-thread.js  presenter.js
 //   url-state.js (link format)  loading.js  messages.js  math.js  dom.js
 import { $ } from './dom.js';
 import { MODEL, state, fromLink, readUrl, checkAgainst, onHistoryMove, keepLinksOutOfHistory, writeUrl } from './state.js';
@@ -19,6 +19,7 @@ import { wireHeadFinder } from './head-finder.js';
 import { wireCompare } from './compare.js';
 import { wirePosition } from './position.js';
 import { wireNorm } from './norm.js';
+import { wireResidual } from './residual.js';
 import { wireStepper } from './stepper.js';
 import { attachHover } from './hover.js';
 import { attachExport } from './export.js';
@@ -53,11 +54,12 @@ function wire() {
   wireCompare();
   wirePosition();
   wireNorm();
+  wireResidual();
   wireStepper();
   wirePresenter();
   $('text').addEventListener('input', (event) => { state.text = $('text').value; scheduleUpdate(event); });
   for (const name of Object.keys(charts)) attachExport(name);
-  for (const name of ['attention', 'pos-table', 'pos-sim', 'pos-sin', 'step']) attachHover(name);
+  for (const name of ['attention', 'pos-table', 'pos-sin-table', 'pos-sim', 'pos-sin', 'step']) attachHover(name);
   let resize = null;
   addEventListener('resize', () => { clearTimeout(resize); resize = setTimeout(() => session.summary && drawAll(), 150); });
   observeCharts();
@@ -77,7 +79,8 @@ async function main() {
   session.viz = new bindings.Viz(MODEL, configJson, tokenizer, weights);
   session.config = session.viz.config();
   const { config } = session;
-  checkAgainst({ layer: config.n_layers, head: config.n_heads, stepHead: config.n_heads, dims: config.d_model });
+  // Features are checked by position.js, which says what it drops beside its box.
+  checkAgainst({ layer: config.n_layers, head: config.n_heads, stepHead: config.n_heads });
   showBackend();
   renderStaticMath();
   wire();

@@ -10,6 +10,7 @@ import { showError, clearError } from './messages.js';
 import { drawAll, drawTiming } from './charts.js';
 import { renderTokens } from './tokens.js';
 import { renderNormOptions } from './norm.js';
+import { renderResidualPicker } from './residual.js';
 import { renderStep } from './stepper.js';
 import { renderPrediction } from './prediction.js';
 import { showBackend } from './helper-thread.js';
@@ -51,6 +52,7 @@ export function update() {
   drawTiming.passStartedAt = inputAt ?? started;
   renderTokens();
   renderNormOptions();
+  renderResidualPicker();
   state.step = Math.min(state.step, summary.steps.length - 1);
   $('step-slider').max = summary.steps.length - 1;
   resetLinesFocus();

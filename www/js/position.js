@@ -1,21 +1,58 @@
-// The positional-encoding section: which features of the position table are plotted.
+// The positional-encoding section: which features the two wave charts (the model's table and
+// the sinusoidal one) plot. A value the box cannot plot is refused with a message beside it,
+// and the box and the URL always show exactly the features that are plotted.
 import { $ } from './dom.js';
-import { state, writeUrl, parseDims } from './state.js';
+import { state, writeUrl, DEFAULT_DIMS } from './state.js';
 import { session } from './session.js';
-import { showError, clearError } from './messages.js';
 import { draw } from './charts.js';
 
-export function wirePosition() {
+export const MAX_DIMS = 8; // one colour each
+
+/** The features in `text`, or a message saying why they cannot be plotted. */
+export function checkDims(text, dModel) {
+  const parts = text.split(/[\s,]+/).filter(Boolean);
+  if (!parts.length) return { message: 'Type at least one feature number.' };
+  const bad = parts.find((p) => !/^\d+$/.test(p));
+  if (bad !== undefined) return { message: `"${bad}" is not a feature number (whole numbers from 0 to ${dModel - 1}).` };
+  const dims = [...new Set(parts.map(Number))];
+  const outside = dims.find((d) => d >= dModel);
+  if (outside !== undefined) return { message: `Feature ${outside} does not exist: this model has features 0 to ${dModel - 1}.` };
+  if (dims.length > MAX_DIMS) return { message: `At most ${MAX_DIMS} features at once (that was ${dims.length}).` };
+  return { dims };
+}
+
+function say(message) {
+  const box = $('dims-message');
+  box.textContent = message ?? '';
+  box.hidden = !message;
+}
+
+function showDims() {
   $('dims').value = state.dims.join(', ');
+}
+
+export function wirePosition() {
+  const d = session.config.d_model;
+  $('dims-help').textContent = `comma-separated, 0–${d - 1}, up to ${MAX_DIMS}; both wave charts plot them`;
+  // Features from a shared link are checked against this model as well.
+  const fromUrl = checkDims(state.dims.join(','), d);
+  if (fromUrl.message) {
+    state.dims = [...DEFAULT_DIMS];
+    say(`The link asked for features this page cannot plot. ${fromUrl.message} Showing ${state.dims.join(', ')}.`);
+  }
+  showDims();
   $('dims').addEventListener('change', () => {
-    const dims = parseDims($('dims').value);
-    if (!dims || dims.some((d) => d >= session.config.d_model)) {
-      showError(`Features must be whole numbers from 0 to ${session.config.d_model - 1}, separated by commas.`);
+    const { dims, message } = checkDims($('dims').value, d);
+    if (message) {
+      say(`${message} Still showing ${state.dims.join(', ')}.`);
+      showDims();
       return;
     }
-    clearError();
+    say(null);
     state.dims = dims;
+    showDims();
     draw('pos-waves');
+    draw('pos-sin-waves');
     writeUrl();
   });
 }

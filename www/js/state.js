@@ -6,6 +6,8 @@ import { showNotice, setLinkNote } from './messages.js';
 import { parseLink, clampToLimits, textFragment, queryFor, parseDims as parseDimsText } from './url-state.js';
 
 export const MODEL = 'minilm-l6';
+// Sines and cosines of ever longer periods in the sinusoidal table (6, 6, 16, 43 and 112 positions).
+export const DEFAULT_DIMS = [0, 1, 40, 80, 120];
 
 export const state = {
   text: $('text').value,
@@ -15,7 +17,8 @@ export const state = {
   step: 0,
   stepHead: 0,
   norm: 1,
-  dims: [0, 1, 4, 5, 32, 33],
+  dims: [...DEFAULT_DIMS],
+  residualTokens: null, // tokens the residual chart follows; null: a few chosen by the chart
   threads: 2, // 1: no helper thread (`?threads=1`)
   layerHeadFromUrl: false, // else the head finder picks an informative head to open on
 };
@@ -49,7 +52,7 @@ export function checkAgainst(limits, asked = state) {
 }
 
 // ---------- the address bar ----------
-const KEYS = ['text', 'layer', 'head', 'mode', 'step', 'stepHead', 'norm', 'dims'];
+const KEYS = ['text', 'layer', 'head', 'mode', 'step', 'stepHead', 'norm', 'dims', 'residualTokens'];
 let written = null; // the state the current history entry shows
 let lastChange = { keys: '', at: -Infinity };
 let linkSeq = 0;

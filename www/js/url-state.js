@@ -119,8 +119,14 @@ export async function parseLink(search, hash) {
   }
   if (q.has('dims')) {
     const dims = parseDims(q.get('dims'));
-    if (dims) values.dims = dims;
-    else notes.push(`The link's dims=${shorten(q.get('dims'))} is not a list of whole numbers, so it was ignored.`);
+    if (!dims) notes.push(`The link's dims=${shorten(q.get('dims'))} is not a list of whole numbers, so it was ignored.`);
+    else if (dims.length > MAX_DIMS) notes.push(`The link asks for ${dims.length} features; the first ${MAX_DIMS} are plotted.`);
+    if (dims) values.dims = dims.slice(0, MAX_DIMS);
+  }
+  if (q.has('follow')) {
+    const tokens = parseDims(q.get('follow'));
+    if (tokens) values.residualTokens = tokens.slice(0, MAX_DIMS); // checked against the sentence by residual.js
+    else notes.push(`The link's follow=${shorten(q.get('follow'))} is not a list of token positions, so it was ignored.`);
   }
   if (q.get('threads') === '1') values.threads = 1;
   return { values, notes };
@@ -152,11 +158,11 @@ export function clampToLimits(values, limits) {
   return { values: out, notes };
 }
 
-/** Features typed as "0, 1, 4": whole numbers, at most `MAX_DIMS` of them (else null). */
+/** A list typed as "0, 1, 4": distinct whole numbers, at most 64 given (else null). */
 export function parseDims(text) {
   const parts = String(text).split(/[\s,]+/).filter(Boolean);
   if (!parts.length || parts.length > 64 || parts.some((p) => !/^\d{1,15}$/.test(p))) return null;
-  return [...new Set(parts.map(Number))].slice(0, MAX_DIMS);
+  return [...new Set(parts.map(Number))];
 }
 
 /** The query string for the chosen view (the text goes in the fragment, see `textFragment`). */
@@ -165,6 +171,7 @@ export function queryFor(state, model) {
     model, layer: state.layer, head: state.head, mode: state.mode, step: state.step,
     stephead: state.stepHead, norm: state.norm, dims: state.dims.join(','),
   });
+  if (state.residualTokens?.length) q.set('follow', state.residualTokens.join(','));
   if (state.threads === 1) q.set('threads', '1');
   return `?${q}`;
 }

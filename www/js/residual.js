@@ -1,0 +1,76 @@
+// The residual-stream section: a picker of the tokens whose vectors the chart follows. The
+// chart reports which tokens it drew and in which colour; the picker shows exactly those.
+import { $ } from './dom.js';
+import { state, writeUrl } from './state.js';
+import { session } from './session.js';
+import { draw, afterDraw } from './charts.js';
+
+export const MAX_FOLLOWED = 8; // the chart's palette has 8 colours; none repeats
+
+function say(message) {
+  $('residual-picker-note').textContent = message;
+}
+
+/** Chips for the sentence's tokens (rebuilt only when the tokens change). */
+export function renderResidualPicker() {
+  const { tokens } = session.summary;
+  if (state.residualTokens) {
+    state.residualTokens = state.residualTokens.filter((i) => i < tokens.length).slice(0, MAX_FOLLOWED);
+    if (!state.residualTokens.length) state.residualTokens = null; // a few defaults
+  }
+  const box = $('residual-tokens');
+  const key = tokens.map((t) => t.text).join('\u0000');
+  if (box.dataset.key === key) return;
+  box.dataset.key = key;
+  box.replaceChildren(...tokens.map((t, i) => {
+    const label = document.createElement('label');
+    label.className = 'pick';
+    const input = document.createElement('input');
+    input.type = 'checkbox';
+    input.value = String(i);
+    const swatch = document.createElement('span');
+    swatch.className = 'swatch';
+    swatch.setAttribute('aria-hidden', 'true');
+    const text = document.createElement('span');
+    text.textContent = t.text;
+    label.title = `token ${i}`;
+    label.append(input, swatch, text);
+    return label;
+  }));
+  const drawn = session.drawn.residual;
+  if (drawn) paint(drawn);
+}
+
+/** Ticks and colours the chips of the tokens the chart drew. */
+function paint(drawn) {
+  const shown = drawn.plotted?.tokens ?? [];
+  const colour = new Map(shown.map((t) => [t.index, t.colour]));
+  const full = shown.length >= MAX_FOLLOWED;
+  for (const input of $('residual-tokens').querySelectorAll('input')) {
+    const i = Number(input.value);
+    input.checked = colour.has(i);
+    input.disabled = full && !colour.has(i);
+    input.nextElementSibling.style.background = colour.get(i) ?? 'transparent';
+  }
+  say(full
+    ? `Following ${shown.length} tokens, the most one chart can tell apart (one colour each); untick one to choose another.`
+    : `Following ${shown.length} of ${session.summary.tokens.length} tokens; tick up to ${MAX_FOLLOWED}.`);
+}
+
+export function wireResidual() {
+  afterDraw.residual = paint;
+  $('residual-tokens').addEventListener('change', (event) => {
+    const i = Number(event.target.value);
+    const shown = (session.drawn.residual?.plotted?.tokens ?? []).map((t) => t.index);
+    let next = event.target.checked ? [...shown, i] : shown.filter((j) => j !== i);
+    if (!next.length) { // the chart always follows at least one token
+      event.target.checked = true;
+      say('The chart follows at least one token.');
+      return;
+    }
+    next = next.slice(0, MAX_FOLLOWED);
+    state.residualTokens = next;
+    draw('residual');
+    writeUrl();
+  });
+}

@@ -43,10 +43,10 @@ ensure_trunk() {
 }
 
 ensure_python_env() {
-  if [[ -x .venv/bin/python ]] && .venv/bin/python -c "import numpy, tokenizers" 2>/dev/null; then
+  if [[ -x .venv/bin/python ]] && .venv/bin/python -c "import numpy, tokenizers, gguf" 2>/dev/null; then
     echo "Python reference environment present"
   else
-    step "creating the Python reference environment (.venv: numpy, tokenizers)"
+    step "creating the Python reference environment (.venv: numpy, tokenizers, gguf)"
     python3 -m venv .venv
     .venv/bin/pip install --quiet --disable-pip-version-check -r tests/reference/requirements.txt
   fi

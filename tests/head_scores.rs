@@ -63,7 +63,7 @@ fn trace_with_layer0(text: &str) -> Trace {
         let pattern = if head == 11 { shifted(t, -1) } else { Array2::from_shape_fn((t, t), |(_, k)| if k == head.min(t - 1) { 1.0 } else { 0.0 }) };
         data.extend(pattern.iter());
     }
-    step.tensor.data = data; // (12, T, T)
+    step.tensor.data = data.into(); // (12, T, T)
     trace
 }
 

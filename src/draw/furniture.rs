@@ -1,6 +1,6 @@
 //! What surrounds the plots of the line and bar charts: a legend laid out in rows in its own
-//! strip under the chart, outside the plotting area, so it never covers a bar or a line (the
-//! corner legend of `draw_legend` can, when the data reach that corner); titles that wrap or
+//! strip under the chart, outside the plotting area, so it never covers a bar or a line (a
+//! legend in a corner of the plot can, when the data reach that corner); titles that wrap or
 //! shorten to fit a phone; tick labels with as many decimals as the axis needs.
 
 use plotters::coord::Shift;

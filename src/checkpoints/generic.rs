@@ -139,7 +139,7 @@ pub fn config_from_json(json: &str) -> Result<ModelConfig> {
 fn check_config_against_weights(t: &TensorMap, c: &ModelConfig) -> Result<()> {
     let layers = (0..).take_while(|i| t.contains(&format!("layers.{i}.attention.query.weight"))).count();
     if layers != c.n_layers {
-        return Err(VizError::config_field(CONFIG_NAME, "n_layers", c.n_layers, format!("but the weights hold {layers} layers")));
+        return Err(VizError::config_field(CONFIG_NAME, "n_layers", c.n_layers, format!("but the weights hold {layers} layer{}", if layers == 1 { "" } else { "s" })));
     }
     // (tensor, whether this config reads it, axis, field, the field's value, the size the
     // config implies, what that axis counts)

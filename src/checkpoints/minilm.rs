@@ -98,7 +98,7 @@ pub fn config_from_json(name: &str, json: &str) -> Result<ModelConfig> {
 fn check_config_against_weights(t: &TensorMap, c: &ModelConfig) -> Result<()> {
     let layers = (0..).take_while(|i| t.contains(&format!("encoder.layer.{i}.attention.self.query.weight"))).count();
     if layers != c.n_layers {
-        return Err(VizError::config_field(FILE, "num_hidden_layers", c.n_layers, format!("but the weights hold {layers} layers")));
+        return Err(VizError::config_field(FILE, "num_hidden_layers", c.n_layers, format!("but the weights hold {layers} layer{}", if layers == 1 { "" } else { "s" })));
     }
     // (tensor, axis, field, the config's value, what that axis counts)
     let fixed_by_shape = [

@@ -126,6 +126,7 @@ pub fn random_weights(c: &ModelConfig, seed: u64) -> Weights {
 
 /// A fixture model with the byte tokenizer (vocab 257 = 256 bytes + start token).
 pub fn fixture(c: ModelConfig, seed: u64) -> Result<Transformer> {
+    c.validate()?; // before random_weights allocates what the config asks for
     let w = random_weights(&c, seed);
     Transformer::new(c, w, Box::new(ByteTokenizer::default()))
 }

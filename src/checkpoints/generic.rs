@@ -6,10 +6,11 @@ use std::collections::BTreeMap;
 
 use safetensors::tensor::{Dtype, TensorView};
 
-use crate::error::{Result, VizError};
+use super::config_json::{in_file, ConfigJson};
+use crate::error::{short_shape, Result, VizError};
 use crate::formats::safetensors::read_safetensors;
 use crate::formats::TensorMap;
-use crate::model::config::{ModelConfig, NormKind};
+use crate::model::config::{ModelConfig, NormKind, CONFIG_NAME};
 use crate::model::linear::Linear;
 use crate::model::weights::{AttentionWeights, FfnWeights, LayerWeights, NormWeights, Weights};
 
@@ -100,12 +101,76 @@ fn linear(t: &mut TensorMap, name: &str, out: usize, inp: usize, c: &ModelConfig
     Ok(Linear { weight, bias })
 }
 
+/// The file every error about a saved config names.
+const FILE: &str = "config.json";
+
+/// Reads a `ModelConfig` saved as JSON (the `config.json` beside `to_safetensors`' file),
+/// field by field, so that a missing or mistyped field is a `ConfigField` naming it; then
+/// checks every number's range.
+pub fn config_from_json(json: &str) -> Result<ModelConfig> {
+    let j = ConfigJson::parse(FILE, json)?;
+    let config = ModelConfig {
+        name: j.text("name")?.to_string(),
+        vocab_size: j.count("vocab_size")?,
+        d_model: j.count("d_model")?,
+        n_layers: j.count("n_layers")?,
+        n_heads: j.count("n_heads")?,
+        n_kv_heads: j.count("n_kv_heads")?,
+        head_dim: j.count("head_dim")?,
+        d_ff: j.count("d_ff")?,
+        context: j.count("context")?,
+        position: j.typed("position")?,
+        norm: j.typed("norm")?,
+        norm_place: j.typed("norm_place")?,
+        norm_eps: j.number("norm_eps")?,
+        activation: j.typed("activation")?,
+        causal: j.boolean("causal")?,
+        token_types: j.count("token_types")?,
+        linear_bias: j.boolean("linear_bias")?,
+        lm_head: j.typed("lm_head")?,
+        embedding_norm: j.boolean("embedding_norm")?,
+    };
+    config.validate().map_err(|e| in_file(e, FILE, &[]))?;
+    Ok(config)
+}
+
+/// Checks each number of the config that a tensor's shape fixes against the weights, before
+/// any layer is built, so that a wrong number is reported by its field.
+fn check_config_against_weights(t: &TensorMap, c: &ModelConfig) -> Result<()> {
+    let layers = (0..).take_while(|i| t.contains(&format!("layers.{i}.attention.query.weight"))).count();
+    if layers != c.n_layers {
+        return Err(VizError::config_field(CONFIG_NAME, "n_layers", c.n_layers, format!("but the weights hold {layers} layer{}", if layers == 1 { "" } else { "s" })));
+    }
+    // (tensor, whether this config reads it, axis, field, the field's value, the size the
+    // config implies, what that axis counts)
+    let learned = c.position == crate::model::config::Position::Learned;
+    let fixed_by_shape = [
+        ("token_embedding", true, 1, "d_model", c.d_model, c.d_model, "features per token"),
+        ("token_embedding", true, 0, "vocab_size", c.vocab_size, c.vocab_size, "tokens in the vocabulary"),
+        ("position_embedding", learned, 0, "context", c.context, c.context, "positions"),
+        ("segment_embedding", c.token_types > 0, 0, "token_types", c.token_types, c.token_types, "token types"),
+        ("layers.0.ffn.up.weight", true, 0, "d_ff", c.d_ff, c.d_ff, "FFN features"),
+        ("layers.0.attention.query.weight", true, 0, "head_dim", c.head_dim, c.n_heads * c.head_dim, "query features (n_heads × head_dim)"),
+        ("layers.0.attention.key.weight", true, 0, "n_kv_heads", c.n_kv_heads, c.n_kv_heads * c.head_dim, "key features (n_kv_heads × head_dim)"),
+    ];
+    for (tensor, read, axis, field, value, implied, counts) in fixed_by_shape {
+        let Some(shape) = t.shape(tensor).filter(|_| read) else { continue };
+        if shape.len() == 2 && shape[axis] != implied {
+            let problem = format!("but the weights hold {} {counts} (`{tensor}` is {})", shape[axis], short_shape(shape));
+            return Err(VizError::config_field(CONFIG_NAME, field, value, problem));
+        }
+    }
+    Ok(())
+}
+
 /// Reads weights saved by `to_safetensors` for the given config.
 pub fn from_safetensors(bytes: &[u8], c: &ModelConfig) -> Result<Weights> {
     c.validate()?;
     let mut t = read_safetensors(bytes)?;
+    check_config_against_weights(&t, c)?;
+    // validate() keeps heads and head_dim at most 4096 each, so these products cannot overflow.
     let (d, q, kv) = (c.d_model, c.n_heads * c.head_dim, c.n_kv_heads * c.head_dim);
-    let mut layers = Vec::new();
+    let mut layers = Vec::with_capacity(c.n_layers);
     for i in 0..c.n_layers {
         let p = format!("layers.{i}");
         layers.push(LayerWeights {

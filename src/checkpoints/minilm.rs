@@ -1,79 +1,121 @@
 //! all-MiniLM-L6-v2 (and any BERT encoder in the Hugging Face layout): `config.json`,
 //! `tokenizer.json` and `model.safetensors` to a `Transformer`.
 
-use serde::Deserialize;
-
-use crate::error::{Result, VizError};
+use super::config_json::{in_file, ConfigJson};
+use crate::error::{short_shape, Result, VizError};
 use crate::formats::safetensors::read_safetensors;
 use crate::formats::TensorMap;
-use crate::model::config::{Activation, LmHead, ModelConfig, NormKind, NormPlace, Position};
+use crate::model::config::{limits, Activation, LmHead, ModelConfig, NormKind, NormPlace, Position};
 use crate::model::linear::Linear;
 use crate::model::weights::{AttentionWeights, FfnWeights, LayerWeights, NormWeights, Weights};
 use crate::tokenize::wordpiece::WordPiece;
 use crate::transformer::Transformer;
 
-/// The fields of a BERT `config.json` that shape the forward pass.
-#[derive(Debug, Deserialize)]
-struct BertConfig {
-    model_type: Option<String>,
-    vocab_size: usize,
-    hidden_size: usize,
-    num_hidden_layers: usize,
-    num_attention_heads: usize,
-    intermediate_size: usize,
-    max_position_embeddings: usize,
-    #[serde(default)]
-    type_vocab_size: usize,
-    layer_norm_eps: f32,
-    hidden_act: String,
-    #[serde(default)]
-    position_embedding_type: Option<String>,
-}
+/// The file every error about the config names.
+const FILE: &str = "config.json";
 
-/// Turns a BERT `config.json` into a `ModelConfig`.
+/// `ModelConfig`'s fields as a BERT `config.json` spells them, so that errors from
+/// `ModelConfig::validate` name the field the user can find in the file.
+const SPELLING: &[(&str, &str)] = &[
+    ("vocab_size", "vocab_size"),
+    ("d_model", "hidden_size"),
+    ("n_layers", "num_hidden_layers"),
+    ("n_heads", "num_attention_heads"),
+    ("n_kv_heads", "num_attention_heads"),
+    ("d_ff", "intermediate_size"),
+    ("context", "max_position_embeddings"),
+    ("token_types", "type_vocab_size"),
+    ("norm_eps", "layer_norm_eps"),
+];
+
+/// Hugging Face's `BertConfig` default when `type_vocab_size` is absent.
+const DEFAULT_TYPE_VOCAB_SIZE: usize = 2;
+
+/// Turns a BERT `config.json` into a `ModelConfig`, checking every field it reads (type and
+/// range) before anything is allocated. Errors are `ConfigField`s naming the JSON field.
 pub fn config_from_json(name: &str, json: &str) -> Result<ModelConfig> {
-    let b: BertConfig = serde_json::from_str(json).map_err(|e| VizError::BadConfig(format!("config.json: {e}")))?;
-    if let Some(t) = &b.model_type {
+    let b = ConfigJson::parse(FILE, json)?;
+    if let Some(t) = b.optional_text("model_type")? {
         if t != "bert" {
-            return Err(VizError::BadConfig(format!("expected a BERT config, found model_type `{t}`")));
+            return Err(b.wrong("model_type", "but this loader reads BERT configs (`bert`)"));
         }
     }
-    let activation = match b.hidden_act.as_str() {
+    let activation = match b.text("hidden_act")? {
         "gelu" => Activation::Gelu,
         "relu" => Activation::Relu,
-        other => return Err(VizError::BadConfig(format!("activation `{other}` is not supported"))),
+        _ => return Err(b.wrong("hidden_act", "is not supported (gelu or relu)")),
     };
-    if let Some(p) = b.position_embedding_type.as_deref() {
+    if let Some(p) = b.optional_text("position_embedding_type")? {
         if p != "absolute" {
-            return Err(VizError::BadConfig(format!("position embedding type `{p}` is not supported")));
+            return Err(b.wrong("position_embedding_type", "is not supported (absolute)"));
         }
     }
-    if b.num_attention_heads == 0 || b.hidden_size % b.num_attention_heads != 0 {
-        return Err(VizError::BadConfig(format!("{} features do not split into {} heads", b.hidden_size, b.num_attention_heads)));
+    let d_model = b.count("hidden_size")?;
+    if d_model == 0 {
+        return Err(b.wrong("hidden_size", "must be at least 1"));
+    }
+    if d_model > limits::D_MODEL {
+        return Err(b.wrong("hidden_size", format!("must be at most {}", limits::D_MODEL)));
+    }
+    let n_heads = b.count("num_attention_heads")?;
+    if n_heads == 0 {
+        return Err(b.wrong("num_attention_heads", "must be at least 1"));
+    }
+    if n_heads > d_model {
+        return Err(b.wrong("num_attention_heads", format!("must be at most hidden_size ({d_model}): a head needs at least one feature")));
+    }
+    if d_model % n_heads != 0 {
+        return Err(b.wrong("num_attention_heads", format!("but hidden_size {d_model} does not split into that many heads")));
     }
     let config = ModelConfig {
         name: name.into(),
-        vocab_size: b.vocab_size,
-        d_model: b.hidden_size,
-        n_layers: b.num_hidden_layers,
-        n_heads: b.num_attention_heads,
-        n_kv_heads: b.num_attention_heads,
-        head_dim: b.hidden_size / b.num_attention_heads,
-        d_ff: b.intermediate_size,
-        context: b.max_position_embeddings,
+        vocab_size: b.count("vocab_size")?,
+        d_model,
+        n_layers: b.count("num_hidden_layers")?,
+        n_heads,
+        n_kv_heads: n_heads,
+        head_dim: d_model / n_heads,
+        d_ff: b.count("intermediate_size")?,
+        context: b.count("max_position_embeddings")?,
         position: Position::Learned,
         norm: NormKind::Layer,
         norm_place: NormPlace::Post,
-        norm_eps: b.layer_norm_eps,
+        norm_eps: b.number("layer_norm_eps")?,
         activation,
         causal: false,
-        token_types: b.type_vocab_size,
+        token_types: b.count_or("type_vocab_size", DEFAULT_TYPE_VOCAB_SIZE)?,
         linear_bias: true,
         lm_head: LmHead::None,
         embedding_norm: true,
     };
-    config.validate()?;
+    config.validate().map_err(|e| in_file(e, FILE, SPELLING))?;
     Ok(config)
+}
+
+/// Checks each number of the config that a tensor's shape fixes (layers, widths, vocabulary,
+/// positions, token types) against the weights, before any layer is built, so that a wrong
+/// number is reported by the field that holds it.
+fn check_config_against_weights(t: &TensorMap, c: &ModelConfig) -> Result<()> {
+    let layers = (0..).take_while(|i| t.contains(&format!("encoder.layer.{i}.attention.self.query.weight"))).count();
+    if layers != c.n_layers {
+        return Err(VizError::config_field(FILE, "num_hidden_layers", c.n_layers, format!("but the weights hold {layers} layer{}", if layers == 1 { "" } else { "s" })));
+    }
+    // (tensor, axis, field, the config's value, what that axis counts)
+    let fixed_by_shape = [
+        ("embeddings.word_embeddings.weight", 1, "hidden_size", c.d_model, "features per token"),
+        ("embeddings.word_embeddings.weight", 0, "vocab_size", c.vocab_size, "tokens in the vocabulary"),
+        ("embeddings.position_embeddings.weight", 0, "max_position_embeddings", c.context, "positions"),
+        ("embeddings.token_type_embeddings.weight", 0, "type_vocab_size", c.token_types, "token types"),
+        ("encoder.layer.0.intermediate.dense.weight", 0, "intermediate_size", c.d_ff, "FFN features"),
+    ];
+    for (tensor, axis, field, value, counts) in fixed_by_shape {
+        let Some(shape) = t.shape(tensor) else { continue };
+        if shape.len() == 2 && shape[axis] != value {
+            let problem = format!("but the weights hold {} {counts} (`{tensor}` is {})", shape[axis], short_shape(shape));
+            return Err(VizError::config_field(FILE, field, value, problem));
+        }
+    }
+    Ok(())
 }
 
 fn linear(t: &mut TensorMap, name: &str, out: usize, inp: usize) -> Result<Linear> {
@@ -86,6 +128,8 @@ fn layer_norm(t: &mut TensorMap, name: &str, d: usize) -> Result<NormWeights> {
 
 /// Maps BERT's tensor names onto `Weights`, checking every shape against the config.
 pub fn weights_from_tensors(mut t: TensorMap, c: &ModelConfig) -> Result<Weights> {
+    c.validate().map_err(|e| in_file(e, FILE, SPELLING))?;
+    check_config_against_weights(&t, c)?;
     let d = c.d_model;
     let mut layers = Vec::with_capacity(c.n_layers);
     for i in 0..c.n_layers {
@@ -105,9 +149,6 @@ pub fn weights_from_tensors(mut t: TensorMap, c: &ModelConfig) -> Result<Weights
             },
             ffn_norm: layer_norm(&mut t, &format!("{p}.output.LayerNorm"), d)?,
         });
-    }
-    if t.contains(&format!("encoder.layer.{}.attention.self.query.weight", c.n_layers)) {
-        return Err(VizError::BadConfig(format!("the weights have more than the {} layers the config names", c.n_layers)));
     }
     let segment_embedding = if c.token_types > 0 {
         Some(t.matrix("embeddings.token_type_embeddings.weight", c.token_types, d)?)

@@ -2,6 +2,7 @@
 //! and `Weights`. `generic` is this project's own format; `fixture` builds random-weight
 //! models for tests only.
 
+pub mod config_json;
 pub mod fixture;
 pub mod generic;
 pub mod minilm;

@@ -59,6 +59,11 @@ impl TensorMap {
         }
     }
 
+    /// The shape of a floating-point tensor, left in the map.
+    pub fn shape(&self, name: &str) -> Option<&[usize]> {
+        self.tensors.get(name).map(|t| t.shape.as_slice())
+    }
+
     pub fn contains(&self, name: &str) -> bool {
         self.tensors.contains_key(name)
     }

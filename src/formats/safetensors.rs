@@ -5,7 +5,7 @@ use half::{bf16, f16};
 use safetensors::tensor::{Dtype, SafeTensors, TensorView};
 
 use super::{RawTensor, TensorMap};
-use crate::error::{Result, VizError};
+use crate::error::{clip, short_shape, Result, VizError};
 
 /// Every f16 bit pattern widened to f32. Looking values up is several times faster than
 /// converting them in software, which is what WebAssembly would otherwise do for 22M weights.
@@ -22,7 +22,10 @@ pub fn read_safetensors(bytes: &[u8]) -> Result<TensorMap> {
     for (name, view) in file.tensors() {
         let shape = view.shape().to_vec();
         let data = view.data();
-        let count: usize = shape.iter().product();
+        let count = shape
+            .iter()
+            .try_fold(1usize, |n, &dim| n.checked_mul(dim))
+            .ok_or_else(|| VizError::CorruptWeights(format!("tensor `{}` has a shape whose size overflows: {}", clip(&name), short_shape(&shape))))?;
         let widened: Vec<f32> = match view.dtype() {
             Dtype::F32 => data.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect(),
             Dtype::F16 => {
@@ -36,10 +39,10 @@ pub fn read_safetensors(bytes: &[u8]) -> Result<TensorMap> {
             }
         };
         if widened.len() != count {
-            return Err(VizError::CorruptWeights(format!("tensor `{name}` holds {} values, its shape says {count}", widened.len())));
+            return Err(VizError::CorruptWeights(format!("tensor `{}` holds {} values, its shape says {count}", clip(&name), widened.len())));
         }
         if let Some(bad) = widened.iter().position(|v| !v.is_finite()) {
-            return Err(VizError::CorruptWeights(format!("tensor `{name}` has a non-finite value at index {bad}")));
+            return Err(VizError::CorruptWeights(format!("tensor `{}` has a non-finite value at index {bad}", clip(&name))));
         }
         map.tensors.insert(name, RawTensor { shape, data: widened });
     }

@@ -86,33 +86,87 @@ pub enum LmHead {
     Separate,
 }
 
+/// The largest value each count of a config may take. Each is far above any released
+/// checkpoint (the largest have ~128 layers, 128 heads, 256k-token vocabularies, 16k-wide
+/// layers and 53k-wide FFNs) and small enough that a product of two never overflows, even in
+/// WebAssembly's 32-bit `usize`; loaders check them before allocating anything.
+pub mod limits {
+    pub const LAYERS: usize = 4096;
+    pub const HEADS: usize = 4096;
+    pub const HEAD_DIM: usize = 4096;
+    pub const D_MODEL: usize = 1 << 16;
+    pub const D_FF: usize = 1 << 18;
+    pub const VOCAB: usize = 1 << 22;
+    pub const CONTEXT: usize = 1 << 20;
+    pub const TOKEN_TYPES: usize = 1 << 16;
+    /// The most values one (context, width) activation may hold (4 GiB of f32): the forward
+    /// pass and the page's helper thread allocate buffers of that size.
+    pub const ACTIVATION_VALUES: usize = 1 << 30;
+    /// Norm epsilon: real models use 1e-12 to 1e-5; anything from 1 up drowns the variance.
+    pub const MAX_NORM_EPS: f32 = 1.0;
+    /// Rotary base: real models use 1e4 to 1e7; at 1 or below every angle is the same or
+    /// grows without bound.
+    pub const MAX_ROTARY_BASE: f32 = 1e12;
+}
+
+/// The name `validate` gives the config in its errors; loaders replace it with their file's.
+pub const CONFIG_NAME: &str = "ModelConfig";
+
+/// `value` of `field` must lie in `min..=max`.
+fn check_count(field: &str, value: usize, min: usize, max: usize) -> Result<()> {
+    if value < min {
+        return Err(VizError::config_field(CONFIG_NAME, field, value, format!("must be at least {min}")));
+    }
+    if value > max {
+        return Err(VizError::config_field(CONFIG_NAME, field, value, format!("must be at most {max}")));
+    }
+    Ok(())
+}
+
 impl ModelConfig {
-    /// Checks that the numbers fit together; every loader calls this before touching weights.
+    /// Checks every number against sane limits and that the numbers fit together; every loader
+    /// calls this before allocating anything the config sizes. Errors name the field
+    /// (`ConfigField`, in `ModelConfig`'s spelling).
     pub fn validate(&self) -> Result<()> {
-        let fail = |m: String| Err(VizError::BadConfig(m));
-        if self.d_model == 0 || self.n_layers == 0 || self.n_heads == 0 || self.vocab_size == 0 {
-            return fail("d_model, n_layers, n_heads and vocab_size must all be positive".into());
+        check_count("n_layers", self.n_layers, 1, limits::LAYERS)?;
+        check_count("d_model", self.d_model, 1, limits::D_MODEL)?;
+        check_count("n_heads", self.n_heads, 1, limits::HEADS)?;
+        check_count("n_kv_heads", self.n_kv_heads, 1, self.n_heads)?;
+        check_count("head_dim", self.head_dim, 1, limits::HEAD_DIM)?;
+        check_count("d_ff", self.d_ff, 1, limits::D_FF)?;
+        check_count("vocab_size", self.vocab_size, 1, limits::VOCAB)?;
+        check_count("context", self.context, 2, limits::CONTEXT)?;
+        check_count("token_types", self.token_types, 0, limits::TOKEN_TYPES)?;
+        if self.n_heads % self.n_kv_heads != 0 {
+            let problem = format!("but {} query heads cannot share them evenly", self.n_heads);
+            return Err(VizError::config_field(CONFIG_NAME, "n_kv_heads", self.n_kv_heads, problem));
         }
-        if self.n_kv_heads == 0 || self.n_heads % self.n_kv_heads != 0 {
-            return fail(format!(
-                "{} query heads cannot share {} key/value heads evenly",
-                self.n_heads, self.n_kv_heads
-            ));
+        // Both at most 4096, so the product cannot overflow; it is the attention's width.
+        let attention_width = self.n_heads * self.head_dim;
+        if attention_width > limits::D_MODEL {
+            let problem = format!("but {} heads of that width make {attention_width} features, more than {}", self.n_heads, limits::D_MODEL);
+            return Err(VizError::config_field(CONFIG_NAME, "head_dim", self.head_dim, problem));
         }
-        if self.head_dim == 0 {
-            return fail("head_dim must be positive".into());
+        let widest = self.d_model.max(self.d_ff).max(attention_width);
+        if self.context.checked_mul(widest).is_none_or(|v| v > limits::ACTIVATION_VALUES) {
+            let problem = format!("but a full context of vectors {widest} wide would exceed {} values", limits::ACTIVATION_VALUES);
+            return Err(VizError::config_field(CONFIG_NAME, "context", self.context, problem));
         }
-        if matches!(self.position, Position::Rotary { .. }) && self.head_dim % 2 != 0 {
-            return fail("rotary position encoding needs an even head dimension".into());
+        if let Position::Rotary { base, .. } = self.position {
+            if self.head_dim % 2 != 0 {
+                return Err(VizError::config_field(CONFIG_NAME, "head_dim", self.head_dim, "must be even for rotary positions"));
+            }
+            if !(base > 1.0 && base <= limits::MAX_ROTARY_BASE) {
+                let problem = format!("must be a number above 1 and at most {:e}", limits::MAX_ROTARY_BASE);
+                return Err(VizError::config_field(CONFIG_NAME, "position.Rotary.base", base, problem));
+            }
         }
         if matches!(self.position, Position::Sinusoidal) && self.d_model % 2 != 0 {
-            return fail("the sinusoidal table needs an even d_model".into());
+            return Err(VizError::config_field(CONFIG_NAME, "d_model", self.d_model, "must be even for the sinusoidal table"));
         }
-        if self.context < 2 {
-            return fail("the context must hold at least two tokens".into());
-        }
-        if !(self.norm_eps > 0.0 && self.norm_eps.is_finite()) {
-            return fail(format!("norm epsilon {} must be a small positive number", self.norm_eps));
+        if !(self.norm_eps > 0.0 && self.norm_eps < limits::MAX_NORM_EPS) {
+            let problem = format!("must be a small positive number (below {})", limits::MAX_NORM_EPS);
+            return Err(VizError::config_field(CONFIG_NAME, "norm_eps", self.norm_eps, problem));
         }
         Ok(())
     }

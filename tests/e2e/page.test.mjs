@@ -237,6 +237,29 @@ test('a corrupt model file is reported in plain words', async () => {
   await context.close();
 });
 
+test('an absurd config is refused in plain words that name the field, never a WebAssembly trap', async () => {
+  for (const layers of [1e8, 2 ** 32 - 1, 1e18]) {
+    const context = await env.browser.newContext();
+    const page = await context.newPage();
+    const pageErrors = [];
+    page.on('pageerror', (err) => pageErrors.push(String(err)));
+    await page.route('**/config.json', async (route) => {
+      const response = await route.fetch();
+      const config = await response.json();
+      config.num_hidden_layers = layers;
+      await route.fulfill({ response, body: JSON.stringify(config) });
+    });
+    await page.goto(env.base);
+    await page.waitForFunction(() => window.__tviz?.failed);
+    const message = await page.textContent('#error');
+    assert.match(message, /num_hidden_layers/, message);
+    assert.doesNotMatch(message, /unreachable|RuntimeError|memory/i, message);
+    assert.ok(message.length < 700, `a message of ${message.length} characters`);
+    assert.deepEqual(pageErrors, []);
+    await context.close();
+  }
+});
+
 test('a pass shared with the helper thread gives the numbers of a pass computed alone', async () => {
   const sentence = 'Two threads share every dense layer of this forward pass.';
   const read = async (query) => {

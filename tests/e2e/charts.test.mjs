@@ -2,50 +2,24 @@
 // named on the heatmaps, honest colour scales, sharp drawing on HiDPI screens, and exports
 // made for slides. Screenshots of the attention heatmap go to tests/artifacts/.
 //   node --test tests/e2e/charts.test.mjs
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync, statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { serve } from '../../scripts/static-server.mjs';
-import { launchChromium } from './browser.mjs';
+import { usePage, openPage as open, ARTIFACTS, CHARTS } from './helpers.mjs';
 
-const ROOT = new URL('../..', import.meta.url).pathname;
-const ARTIFACTS = join(ROOT, 'tests/artifacts');
-mkdirSync(ARTIFACTS, { recursive: true });
 
-const CHARTS = ['attention', 'grid', 'pos-table', 'pos-waves', 'pos-sim', 'pos-sin', 'norm', 'residual', 'step'];
 const SIXTEEN = ['[CLS]', 'the', 'animal', 'didn', "'", 't', 'cross', 'the', 'street', 'because', 'it', 'was', 'too', 'tired', '.', '[SEP]'];
 // 71 tokens with [CLS] and [SEP].
 const LONG = 'The committee, after weeks of long and often heated debate about the budget, finally agreed that the new library would open in the spring, although several members still worried that the costs of heating, staffing and repairs had not been fully counted, and the mayor, who had promised lower taxes during her campaign, refused to comment on it at all.';
 
-let server;
-let browser;
-let base;
+const env = usePage();
 
-before(async () => {
-  server = await serve(join(ROOT, 'dist'), 0);
-  base = `http://127.0.0.1:${server.address().port}/`;
-  browser = await launchChromium();
-});
-
-after(async () => {
-  await browser?.close();
-  server?.close();
-});
-
-// As in page.test.mjs, with the screen's pixel density as an option.
+// The shared openPage, with the screen's pixel density as an option, once every chart is drawn.
 async function openPage(query = '', viewport = { width: 1280, height: 720 }, deviceScaleFactor = 1) {
-  const context = await browser.newContext({ viewport, deviceScaleFactor, acceptDownloads: true });
-  const page = await context.newPage();
-  const problems = [];
-  page.on('console', (msg) => { if (msg.type() === 'error') problems.push(msg.text()); });
-  page.on('pageerror', (err) => problems.push(String(err)));
-  await page.goto(`${base}${query}`);
-  await page.waitForFunction(() => window.__tviz?.ready !== undefined);
-  await page.evaluate(() => window.__tviz.ready);
-  assert.equal(await page.evaluate(() => window.__tviz.failed ?? null), null, 'the page failed to load');
-  await page.waitForFunction(() => window.__tvizSettled());
-  return { page, context, problems };
+  const opened = await open(env, `${env.base}${query}`, { viewport, deviceScaleFactor });
+  await opened.page.waitForFunction(() => window.__tvizSettled());
+  return opened;
 }
 
 async function typeSentence(page, text) {
@@ -260,7 +234,7 @@ test('screenshots of the attention heatmap at classroom sizes', async () => {
     await page.locator('#step-canvas').screenshot({ path: join(ARTIFACTS, `step-${name}.png`) });
     if (name === '1280x720') {
       // A long sentence, a clipped colour scale and the position table, as a student sees them.
-      await page.goto(`${base}?step=19`);
+      await page.goto(`${env.base}?step=19`);
       await page.evaluate(() => window.__tviz.ready);
       await typeSentence(page, LONG);
       for (const [chart, file] of [['attention', 'attention-71-tokens'], ['step', 'step-ffn-down'], ['pos-table', 'position-table']]) {

@@ -2,46 +2,14 @@
 // finder, the head the page opens on, the lines view (hover, focus, several heads, caption)
 // and the comparison of two sentences. Run after `trunk build --release`:
 //   node --test tests/e2e/heads.test.mjs
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
-import { serve } from '../../scripts/static-server.mjs';
-import { launchChromium } from './browser.mjs';
+import { usePage, openPage as open } from './helpers.mjs';
 
-const ROOT = new URL('../..', import.meta.url).pathname;
 const DEFAULT = "The animal didn't cross the street because it was too tired.";
 
-let server;
-let browser;
-let base;
-
-before(async () => {
-  server = await serve(join(ROOT, 'dist'), 0);
-  base = `http://127.0.0.1:${server.address().port}/`;
-  browser = await launchChromium();
-});
-
-after(async () => {
-  await browser?.close();
-  server?.close();
-});
-
-async function openPage(url = base, viewport = { width: 1280, height: 720 }) {
-  const context = await browser.newContext({ viewport, acceptDownloads: true });
-  const page = await context.newPage();
-  const problems = [];
-  page.on('console', (msg) => { if (msg.type() === 'error') problems.push(msg.text()); });
-  page.on('pageerror', (err) => problems.push(String(err)));
-  page.on('request', (req) => {
-    if (!req.url().startsWith(base) && !req.url().startsWith('data:') && !req.url().startsWith('blob:')) problems.push(`request outside the page's origin: ${req.url()}`);
-  });
-  await page.goto(url);
-  await page.waitForFunction(() => window.__tviz?.ready !== undefined);
-  await page.evaluate(() => window.__tviz.ready);
-  const failed = await page.evaluate(() => window.__tviz.failed ?? null);
-  assert.equal(failed, null, `the page failed to load: ${failed}`);
-  return { page, context, problems };
-}
+const env = usePage();
+const openPage = (url = env.base, viewport = { width: 1280, height: 720 }) => open(env, url, { viewport });
 
 /** The entries of a finder list: layer, head and text. */
 function entries(page, list) {
@@ -58,7 +26,7 @@ async function clickChip(page, text) {
 const tokenIndex = (page, text) => page.evaluate((t) => [...document.querySelectorAll('#tokens li span')].findIndex((s) => s.textContent === t), text);
 
 test('the head finder ranks the heads from a token and by pattern, and opens the one clicked', async () => {
-  const { page, context, problems } = await openPage(`${base}?layer=0&head=0`);
+  const { page, context, problems } = await openPage(`${env.base}?layer=0&head=0`);
   const it = await tokenIndex(page, 'it');
   const animal = await tokenIndex(page, 'animal');
   await clickChip(page, 'animal');
@@ -113,7 +81,7 @@ test('with no head in the URL the page opens on an informative head, and records
   assert.match(await page.textContent('#attention-caption'), new RegExp(`layer ${chosen.split('/')[0]}, head ${chosen.split('/')[1]}`));
 
   // Without a pronoun: the clearest previous-token head.
-  const plain = await openPage(`${base}?text=${encodeURIComponent('the quick brown fox jumps over the lazy dog')}`);
+  const plain = await openPage(`${env.base}?text=${encodeURIComponent('the quick brown fox jumps over the lazy dog')}`);
   assert.equal(await plain.page.inputValue('#layer'), '0');
   assert.match(await plain.page.textContent('#finder-note'), /previous-token head/);
   const scores = await plain.page.evaluate(() => Array.from(window.__tvizDrawn.attention.values));
@@ -121,7 +89,7 @@ test('with no head in the URL the page opens on an informative head, and records
   const previous = [...Array(t - 1).keys()].reduce((s, i) => s + scores[(i + 1) * t + i], 0) / (t - 1);
   assert.ok(previous > 0.5, `the opening head's previous-token score is ${previous}`);
 
-  const shared = await openPage(`${base}?layer=0&head=0`);
+  const shared = await openPage(`${env.base}?layer=0&head=0`);
   assert.equal(await shared.page.inputValue('#layer'), '0');
   assert.equal(await shared.page.inputValue('#head'), '0');
   assert.equal(await shared.page.textContent('#finder-note'), '');
@@ -140,7 +108,7 @@ async function attentionPoint(page, x, y) {
 const drawnLines = (page) => page.evaluate(() => window.__tvizDrawn.attention.lines);
 
 test('lines view: a hovered token keeps only its lines, lines and tokens show weights, several heads in colour, captions per mode', async () => {
-  const { page, context, problems } = await openPage(`${base}?layer=3&head=1`);
+  const { page, context, problems } = await openPage(`${env.base}?layer=3&head=1`);
   const heatmapCaption = await page.textContent('#attention-caption');
   assert.match(heatmapCaption, /^Heatmap/);
   await page.check('input[name=mode][value=lines]');
@@ -231,7 +199,7 @@ async function typeCompare(page, text) {
 }
 
 test('a second sentence is drawn beside the first with the difference, which follows the second sentence', async () => {
-  const { page, context, problems } = await openPage(`${base}?layer=3&head=1`);
+  const { page, context, problems } = await openPage(`${env.base}?layer=3&head=1`);
   assert.equal(await page.evaluate(() => document.getElementById('compare').open), false, 'collapsed by default');
   await page.click('#compare summary');
   await page.waitForFunction(() => (window.__tviz.compareRuns ?? 0) >= 1 && window.__tvizDrawn['compare-diff']?.geometry);

@@ -22,7 +22,7 @@ export const CHARTS = [
 export function usePage() {
   const env = { base: null, browser: null, server: null };
   before(async () => {
-    env.server = await serve(join(ROOT, 'dist'), 0);
+    env.server = await serve(process.env.TVIZ_DIST ?? join(ROOT, 'dist'), 0); // TVIZ_DIST: another build
     env.base = `http://127.0.0.1:${env.server.address().port}/`;
     env.browser = await launchChromium();
   });

@@ -4,52 +4,26 @@
 // hundreds of megabytes. Run after `trunk build --release`:
 //   node --test tests/e2e/memory.test.mjs
 // TVIZ_DIST=dir measures another build (e.g. an older one); the figures are printed.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { join, resolve } from 'node:path';
-import { serve } from '../../scripts/static-server.mjs';
-import { launchChromium } from './browser.mjs';
+import { usePage, openPage as open } from './helpers.mjs';
 
-const ROOT = new URL('../..', import.meta.url).pathname;
-const DIST = resolve(process.env.TVIZ_DIST ?? join(ROOT, 'dist'));
 const MB = 1e6;
 // The page's WebAssembly memory after a 512-token pass. Measured: 472 MB when the trace kept
 // every tensor (765 MB after a second 512-token text), 242 MB since it keeps the large ones
 // it can compute again as recipes and the last trace is dropped first (see README).
 const MAX_WASM_BYTES_AFTER_512 = 340 * MB;
 
-let server;
-let browser;
-let base;
+const env = usePage(); // TVIZ_DIST=dir serves another build
 
-before(async () => {
-  server = await serve(DIST, 0);
-  base = `http://127.0.0.1:${server.address().port}/`;
-  browser = await launchChromium();
-});
-
-after(async () => {
-  await browser?.close();
-  server?.close();
-});
-
-async function openPage(url = base) {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 720 } });
-  const page = await context.newPage();
-  const problems = [];
-  page.on('console', (msg) => { if (msg.type() === 'error') problems.push(msg.text()); });
-  page.on('pageerror', (err) => problems.push(String(err)));
-  // Trunk's loader announces the instantiated module with its exports, memory among them.
-  await page.addInitScript(() => {
+async function openPage(url = env.base) {
+  // The page's loader announces the instantiated module with its exports, memory among them.
+  const watchMemory = (page) => page.addInitScript(() => {
     addEventListener('TrunkApplicationStarted', (e) => { window.__wasmMemory = e.detail.wasm.memory; });
   });
-  await page.goto(url);
-  await page.waitForFunction(() => window.__tviz?.ready !== undefined);
-  await page.evaluate(() => window.__tviz.ready);
-  const failed = await page.evaluate(() => window.__tviz.failed ?? null);
-  assert.equal(failed, null, `the page failed to load: ${failed}`);
-  await waitForDrawn(page, 0);
-  return { page, context, problems };
+  const opened = await open(env, url, { route: watchMemory });
+  await waitForDrawn(opened.page, 0);
+  return opened;
 }
 
 /** Words the tokenizer keeps whole, so that n - 2 of them give n tokens with [CLS] and [SEP]. */

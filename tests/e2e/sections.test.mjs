@@ -2,51 +2,18 @@
 // show what the lecture notes teach. Release page, Debian's headless Chromium, playwright-core:
 //   node --test tests/e2e/sections.test.mjs
 // Screenshots of the three sections go to tests/artifacts/.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { serve } from '../../scripts/static-server.mjs';
-import { launchChromium } from './browser.mjs';
+import { usePage, openPage as open, ARTIFACTS } from './helpers.mjs';
 
-const ROOT = new URL('../..', import.meta.url).pathname;
-const ARTIFACTS = join(ROOT, 'tests/artifacts');
-mkdirSync(ARTIFACTS, { recursive: true });
 
 // Names of the trace's steps, which a student should never read in a chart.
 const INTERNAL_NAME = /layer\d|attn_norm|ffn_norm|embed\.norm|final_norm|\bL\d+ (attn|ffn)\b/;
 
-let server;
-let browser;
-let base;
-
-before(async () => {
-  server = await serve(join(ROOT, 'dist'), 0);
-  base = `http://127.0.0.1:${server.address().port}/`;
-  browser = await launchChromium();
-});
-
-after(async () => {
-  await browser?.close();
-  server?.close();
-});
-
-async function openPage(url = base, viewport = { width: 1280, height: 720 }) {
-  const context = await browser.newContext({ viewport, acceptDownloads: true });
-  const page = await context.newPage();
-  const problems = [];
-  page.on('console', (msg) => { if (msg.type() === 'error') problems.push(msg.text()); });
-  page.on('pageerror', (err) => problems.push(String(err)));
-  page.on('request', (req) => {
-    if (!req.url().startsWith(base) && !req.url().startsWith('data:') && !req.url().startsWith('blob:')) problems.push(`request outside the page's origin: ${req.url()}`);
-  });
-  await page.goto(url);
-  await page.waitForFunction(() => window.__tviz?.ready !== undefined);
-  await page.evaluate(() => window.__tviz.ready);
-  const failed = await page.evaluate(() => window.__tviz.failed ?? null);
-  assert.equal(failed, null, `the page failed to load: ${failed}`);
-  return { page, context, problems };
-}
+const env = usePage();
+const openPage = (url = env.base, viewport = { width: 1280, height: 720 }) => open(env, url, { viewport });
 
 /** What Rust reported for `chart` once it has been drawn (scrolled into view first). */
 async function drawnOf(page, chart, ready = 'plotted') {
@@ -216,7 +183,7 @@ test('the features box refuses what it cannot plot beside the box and keeps show
   assert.deepEqual(await dimsOf('pos-sin-waves'), [5], 'a good value clears the message');
 
   // A link with a feature the model does not have: the message, and the default features.
-  const reopened = await openPage(`${base}?dims=0,999999`);
+  const reopened = await openPage(`${env.base}?dims=0,999999`);
   await reopened.page.waitForFunction(() => !document.getElementById('dims-message').hidden);
   assert.match(await reopened.page.textContent('#dims-message'), /999999/);
   await drawnOf(reopened.page, 'pos-sin-waves');
@@ -231,7 +198,7 @@ test('the features box refuses what it cannot plot beside the box and keeps show
 
 test('screenshots of the three sections at projector and phone sizes', async () => {
   for (const [name, viewport] of [['1280x720', { width: 1280, height: 720 }], ['390x844', { width: 390, height: 844 }]]) {
-    const { page, context, problems } = await openPage(base, viewport);
+    const { page, context, problems } = await openPage(env.base, viewport);
     await page.waitForFunction(() => window.__tvizSettled());
     // The sticky table of contents would be pasted over every tall section's picture.
     await page.addStyleTag({ content: '.toc { position: static; }' });

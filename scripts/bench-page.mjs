@@ -3,10 +3,12 @@
 //   - time from navigation to the first complete view (model loaded, every chart drawn);
 //   - over 20 keystrokes, with the helper thread and (at 32 tokens) without it (?threads=1),
 //     the time from each input event to the charts on screen drawn, and
-//     to all nine charts drawn (the page draws off-screen charts one per task after the
+//     to every chart drawn (the page draws off-screen charts one per task after the
 //     on-screen ones), at 8, 32 and 128 tokens: median and p95, and the same for the traced
 //     forward pass alone (inside the first figure).
-// Prints a table and writes tests/artifacts/bench-page.json.
+// Prints a table and writes tests/artifacts/bench-page.json. With BASELINE_DIST=dir (another
+// build, e.g. an older commit's dist/), both builds are measured in the same run, alternating,
+// so that the machine's changing speed affects both alike.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { serve } from './static-server.mjs';
@@ -27,10 +29,7 @@ function stats(values) {
   return { median: at(0.5), p95: at(0.95), min: sorted[0], max: sorted[sorted.length - 1] };
 }
 
-const server = await serve(join(ROOT, 'dist'), 0);
-const url = `http://127.0.0.1:${server.address().port}/`;
 const browser = await launchChromium();
-const results = { url, keystrokes: KEYSTROKES, firstView: [], firstAllCharts: [], typing: {} };
 
 async function typing(page, tokens) {
   const base = sentence(tokens);
@@ -47,44 +46,65 @@ async function typing(page, tokens) {
     await page.waitForFunction((n) => window.__tviz.settledLatencies.length > n, before);
   }
   const [latencies, everything, passes] = await page.evaluate(() => [window.__tviz.latencies, window.__tviz.settledLatencies, window.__tviz.passes]);
-  return { onScreen: { ...stats(latencies), samples: latencies.length }, allNine: stats(everything), forwardPass: stats(passes) };
+  return { onScreen: { ...stats(latencies), samples: latencies.length }, allCharts: stats(everything), forwardPass: stats(passes) };
 }
 
+async function measure(dist) {
+  const server = await serve(dist, 0);
+  const url = `http://127.0.0.1:${server.address().port}/`;
+  const results = { dist, keystrokes: KEYSTROKES, firstView: [], firstAllCharts: [], typing: {} };
+  try {
+    // Three loads of the default page (with the helper thread where the page is cross-origin
+    // isolated, as served here), typing at 8/32/128 tokens in the first; then one load computing
+    // alone (?threads=1), typing at 32 tokens, for comparison.
+    for (const [run, query] of [[0, ''], [1, ''], [2, ''], [3, '?threads=1']]) {
+      const context = await browser.newContext({ viewport: { width: 1280, height: 720 } });
+      const page = await context.newPage();
+      await page.goto(url + query);
+      await page.waitForFunction(() => window.__tviz?.firstSettledAt !== undefined || window.__tviz?.failed, null, { timeout: 60000 });
+      if (run < 3) {
+        results.firstView.push(await page.evaluate(() => window.__tviz.firstViewAt));
+        results.firstAllCharts.push(await page.evaluate(() => window.__tviz.firstSettledAt));
+      }
+      await page.waitForFunction(() => window.__tviz.helper !== 'starting', null, { timeout: 60000 });
+      const backend = await page.evaluate(() => window.__tviz.backend);
+      if (run === 0 || run === 3) {
+        const counts = run === 0 ? [8, 32, 128] : [32];
+        results.typing[backend] = {};
+        for (const tokens of counts) results.typing[backend][tokens] = await typing(page, tokens);
+      }
+      await context.close();
+    }
+  } finally {
+    server.close();
+  }
+  results.firstViewStats = stats(results.firstView);
+  results.firstAllChartsStats = stats(results.firstAllCharts);
+  return results;
+}
+
+function report(results) {
+  const ms = (v) => `${v.toFixed(1)} ms`;
+  console.log(`${results.dist}`);
+  console.log(`navigation to first complete view (3 loads): on-screen charts median ${ms(results.firstViewStats.median)}, max ${ms(results.firstViewStats.max)}; every chart median ${ms(results.firstAllChartsStats.median)}, max ${ms(results.firstAllChartsStats.max)}`);
+  for (const [backend, byTokens] of Object.entries(results.typing)) {
+    console.log(`${backend}:`);
+    for (const [tokens, s] of Object.entries(byTokens)) {
+      console.log(`  ${tokens} tokens, ${s.onScreen.samples} keystrokes: input to on-screen views drawn median ${ms(s.onScreen.median)}, p95 ${ms(s.onScreen.p95)}; input to every chart drawn median ${ms(s.allCharts.median)}, p95 ${ms(s.allCharts.p95)}; of which the traced forward pass median ${ms(s.forwardPass.median)}, p95 ${ms(s.forwardPass.p95)}`);
+    }
+  }
+}
+
+const builds = [join(ROOT, 'dist'), ...(process.env.BASELINE_DIST ? [process.env.BASELINE_DIST] : [])];
+const rounds = Number(process.env.ROUNDS ?? 1);
+const all = [];
 try {
-  // Three loads of the default page (with the helper thread where the page is cross-origin
-  // isolated, as served here), typing at 8/32/128 tokens in the first; then one load computing
-  // alone (?threads=1), typing at 32 tokens, for comparison.
-  for (const [run, query] of [[0, ''], [1, ''], [2, ''], [3, '?threads=1']]) {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 720 } });
-    const page = await context.newPage();
-    await page.goto(url + query);
-    await page.waitForFunction(() => window.__tviz?.firstSettledAt !== undefined || window.__tviz?.failed, null, { timeout: 60000 });
-    if (run < 3) {
-      results.firstView.push(await page.evaluate(() => window.__tviz.firstViewAt));
-      results.firstAllCharts.push(await page.evaluate(() => window.__tviz.firstSettledAt));
-    }
-    await page.waitForFunction(() => window.__tviz.helper !== 'starting', null, { timeout: 60000 });
-    const backend = await page.evaluate(() => window.__tviz.backend);
-    if (run === 0 || run === 3) {
-      const counts = run === 0 ? [8, 32, 128] : [32];
-      results.typing[backend] = {};
-      for (const tokens of counts) results.typing[backend][tokens] = await typing(page, tokens);
-    }
-    await context.close();
+  for (let round = 0; round < rounds; round += 1) {
+    for (const dist of builds) all.push(await measure(dist));
   }
 } finally {
   await browser.close();
-  server.close();
 }
-results.firstViewStats = stats(results.firstView);
-results.firstAllChartsStats = stats(results.firstAllCharts);
 mkdirSync(join(ROOT, 'tests/artifacts'), { recursive: true });
-writeFileSync(join(ROOT, 'tests/artifacts/bench-page.json'), JSON.stringify(results, null, 2));
-const ms = (v) => `${v.toFixed(1)} ms`;
-console.log(`navigation to first complete view (3 loads): on-screen charts median ${ms(results.firstViewStats.median)}, max ${ms(results.firstViewStats.max)}; all nine charts median ${ms(results.firstAllChartsStats.median)}, max ${ms(results.firstAllChartsStats.max)}`);
-for (const [backend, byTokens] of Object.entries(results.typing)) {
-  console.log(`${backend}:`);
-  for (const [tokens, s] of Object.entries(byTokens)) {
-    console.log(`  ${tokens} tokens, ${s.onScreen.samples} keystrokes: input to on-screen views drawn median ${ms(s.onScreen.median)}, p95 ${ms(s.onScreen.p95)}; input to all nine charts drawn median ${ms(s.allNine.median)}, p95 ${ms(s.allNine.p95)}; of which the traced forward pass median ${ms(s.forwardPass.median)}, p95 ${ms(s.forwardPass.p95)}`);
-  }
-}
+writeFileSync(join(ROOT, 'tests/artifacts/bench-page.json'), JSON.stringify(all, null, 2));
+for (const results of all) report(results);

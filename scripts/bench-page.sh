@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the release page, then times it in headless Chromium (scripts/bench-page.mjs):
 # navigation to first complete view, and input-to-drawn over 20 keystrokes at 8/32/128 tokens.
+# BASELINE_DIST=dir also measures another build in the same run; ROUNDS=n repeats (alternating).
 source "$(dirname "$0")/lib.sh"
 bash scripts/build-page.sh
 ensure_chromium

@@ -1,6 +1,7 @@
 //! Attention views: one head as a heatmap, every head of every layer as a grid of
 //! thumbnails, and the "lines" view (each query joined to each key, weight as opacity).
 
+use ndarray::ArrayView2;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
@@ -17,21 +18,25 @@ use crate::trace::Trace;
 pub fn draw_head<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, trace: &Trace, layer: usize, head: usize, vector: bool) -> Result<HeatmapDrawn> {
     area.fill(&WHITE).map_err(draw_err)?;
     let a = trace.attention(layer, head)?; // (T, T)
-    let labels = trace.token_texts();
     let title = format!("Attention, layer {layer}, head {head}");
+    draw_token_matrix(area, a, &trace.token_texts(), &title, Scale::Sequential { min: 0.0, max: 1.0 }, "weight", vector)
+}
+
+/// A (T, T) matrix over one sentence's tokens, queries down and keys across: a head's weights,
+/// or a difference of two heads' weights (the comparison of two sentences).
+pub fn draw_token_matrix<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    matrix: ArrayView2<f32>,
+    labels: &[String],
+    title: &str,
+    scale: Scale,
+    legend: &str,
+    vector: bool,
+) -> Result<HeatmapDrawn> {
     draw_heatmap(
         area,
-        a,
-        &Heatmap {
-            title: &title,
-            x_desc: "key (attended to)",
-            y_desc: "query (attending)",
-            col_labels: &labels,
-            row_labels: &labels,
-            scale: Scale::Sequential { min: 0.0, max: 1.0 },
-            legend: "weight",
-            vector,
-        },
+        matrix,
+        &Heatmap { title, x_desc: "key (attended to)", y_desc: "query (attending)", col_labels: labels, row_labels: labels, scale, legend, vector },
     )
 }
 

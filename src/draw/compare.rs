@@ -9,7 +9,7 @@ use plotters::style::text_anchor::{HPos, VPos};
 use serde::Deserialize;
 
 use super::colors::Scale;
-use super::heatmap::{draw_heatmap, Heatmap};
+use super::attention::draw_token_matrix;
 use super::view::Drawn;
 use super::{anchored_text, draw_err};
 use crate::error::Result;
@@ -47,20 +47,7 @@ pub fn draw_compare_view<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, a: &
             let weights = trace.attention(layer, head)?; // (T, T)
             let labels = trace.token_texts();
             let title = format!("Sentence {name}: layer {layer}, head {head}");
-            let drawn = draw_heatmap(
-                area,
-                weights,
-                &Heatmap {
-                    title: &title,
-                    x_desc: "key (attended to)",
-                    y_desc: "query (attending)",
-                    col_labels: &labels,
-                    row_labels: &labels,
-                    scale: Scale::Sequential { min: 0.0, max: 1.0 },
-                    legend: "weight",
-                    vector,
-                },
-            )?;
+            let drawn = draw_token_matrix(area, weights, &labels, &title, Scale::Sequential { min: 0.0, max: 1.0 }, "weight", vector)?;
             Ok(Drawn::heatmap(drawn, weights.iter().copied().collect(), labels.clone(), labels))
         }
         CompareView::CompareDifference { layer, head } => {
@@ -85,22 +72,9 @@ pub fn draw_compare_view<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, a: &
                 a.tokens.iter().zip(&b.tokens).map(|(x, y)| if x.text == y.text { x.text.clone() } else { format!("{}/{}", x.text, y.text) }).collect();
             let largest = difference.iter().fold(0.0f32, |m, v| m.max(v.abs()));
             let title = format!("A − B: layer {layer}, head {head}");
-            let drawn = draw_heatmap(
-                area,
-                difference.view(),
-                &Heatmap {
-                    title: &title,
-                    x_desc: "key (attended to)",
-                    y_desc: "query (attending)",
-                    col_labels: &labels,
-                    row_labels: &labels,
-                    // Scaled to the largest change, so small shifts stay visible; the
-                    // colour bar gives the numbers.
-                    scale: Scale::Diverging { limit: largest.max(0.01) },
-                    legend: "A − B",
-                    vector,
-                },
-            )?;
+            // Scaled to the largest change, so small shifts stay visible; the colour bar gives the numbers.
+            let scale = Scale::Diverging { limit: largest.max(0.01) };
+            let drawn = draw_token_matrix(area, difference.view(), &labels, &title, scale, "A − B", vector)?;
             Ok(Drawn::heatmap(drawn, difference.iter().copied().collect(), labels.clone(), labels))
         }
     }

@@ -97,42 +97,44 @@ function slideImage(name, scale) {
   return out;
 }
 
+/** A PNG of the chart at least twice its size on screen (its layout size times the zoom). */
+function exportPng(name) {
+  draw(name);
+  const onScreen = canvasOf(name).getBoundingClientRect().width / (session.drawn[name]?.width || 1) || 1;
+  const scale = Math.max(2, Math.ceil(window.devicePixelRatio || 1)) * Math.max(1, onScreen);
+  slideImage(name, scale).toBlob((blob) => download(blob, fileName(name, 'png')), 'image/png');
+}
+
+/** The chart as SVG at its layout size: text stays text, large heatmaps are one image. */
+function exportSvg(name) {
+  draw(name);
+  const canvas = canvasOf(name);
+  const info = session.drawn[name];
+  const text = session.viz.svg(charts[name](), info?.width || canvas.width, info?.height || canvas.height);
+  download(new Blob([text], { type: 'image/svg+xml' }), fileName(name, 'svg'));
+}
+
 export function attachExport(name) {
   const box = document.querySelector(`.export[data-for="${name}"]`);
-  const png = document.createElement('button');
-  png.type = 'button';
-  png.className = 'secondary';
-  png.textContent = 'Export PNG';
-  png.addEventListener('click', () => {
-    try {
-      // At least twice the chart's size on screen, which is its layout size times the zoom.
-      draw(name);
-      const onScreen = canvasOf(name).getBoundingClientRect().width / (session.drawn[name]?.width || 1) || 1;
-      const scale = Math.max(2, Math.ceil(window.devicePixelRatio || 1)) * Math.max(1, onScreen);
-      slideImage(name, scale).toBlob((blob) => download(blob, fileName(name, 'png')), 'image/png');
-    } catch (err) {
-      showError(`Could not export: ${err.message ?? err}`, `export-error-${name}`);
-    }
-  });
-  const svg = document.createElement('button');
-  svg.type = 'button';
-  svg.className = 'secondary';
-  svg.textContent = 'Export SVG';
-  svg.addEventListener('click', () => {
-    try {
-      draw(name);
-      const canvas = canvasOf(name);
-      const info = session.drawn[name];
-      const text = session.viz.svg(charts[name](), info?.width || canvas.width, info?.height || canvas.height);
-      download(new Blob([text], { type: 'image/svg+xml' }), fileName(name, 'svg'));
-    } catch (err) {
-      showError(`Could not export: ${err.message ?? err}`, `export-error-${name}`);
-    }
-  });
   const error = document.createElement('p'); // an export that fails says so beside its buttons
   error.id = `export-error-${name}`;
   error.className = 'field-error';
   error.setAttribute('role', 'alert');
   error.hidden = true;
-  box.append(png, svg, error);
+  const buttons = [['Export PNG', exportPng], ['Export SVG', exportSvg]].map(([label, run]) => {
+    const button = document.createElement('button');
+    button.type = 'button';
+    button.className = 'secondary';
+    button.textContent = label;
+    button.addEventListener('click', () => {
+      try {
+        error.hidden = true;
+        run(name);
+      } catch (err) {
+        showError(`Could not export: ${err.message ?? err}`, error.id);
+      }
+    });
+    return button;
+  });
+  box.append(...buttons, error);
 }

@@ -53,6 +53,15 @@ pub enum VizError {
 
     #[error("drawing failed: {0}")]
     Draw(String),
+
+    #[error("GGUF version {0} is not supported: this reader reads GGUF version 3")]
+    GgufVersion(u32),
+
+    #[error("the GGUF metadata has no key `{key}`")]
+    MissingMetadata { key: String },
+
+    #[error("the GGUF metadata key `{key}` holds {found}, but {expected} is needed")]
+    MetadataType { key: String, expected: String, found: String },
 }
 
 pub type Result<T> = std::result::Result<T, VizError>;

@@ -7,8 +7,9 @@
 //     on-screen ones), at 8, 32 and 128 tokens: median and p95, and the same for the traced
 //     forward pass alone (inside the first figure).
 // Prints a table and writes tests/artifacts/bench-page.json. With BASELINE_DIST=dir (another
-// build, e.g. an older commit's dist/), both builds are measured in the same run, alternating,
-// so that the machine's changing speed affects both alike.
+// build, e.g. an older commit's dist/; BASELINE_SERVER=its scripts/static-server.mjs), both
+// builds are measured in the same run, alternating, so that the machine's changing speed
+// affects both alike.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { serve } from './static-server.mjs';
@@ -34,7 +35,8 @@ const browser = await launchChromium();
 async function typing(page, tokens) {
   const base = sentence(tokens);
   await page.fill('#text', base);
-  await page.waitForFunction((t) => document.querySelectorAll('#tokens li').length === t, tokens);
+  await page.waitForFunction((t) => document.querySelectorAll('#tokens li').length === t, tokens, { timeout: 60000 })
+    .catch(async (err) => { throw new Error(`${tokens} tokens wanted, the page shows: ${await page.textContent('#token-count')} (${err.message})`); });
   await page.waitForFunction(() => window.__tvizSettled());
   await page.evaluate(() => { window.__tviz.latencies = []; window.__tviz.settledLatencies = []; window.__tviz.passes = []; });
   await page.focus('#text');
@@ -49,8 +51,8 @@ async function typing(page, tokens) {
   return { onScreen: { ...stats(latencies), samples: latencies.length }, allCharts: stats(everything), forwardPass: stats(passes) };
 }
 
-async function measure(dist) {
-  const server = await serve(dist, 0);
+async function measure({ dist, serveWith }) {
+  const server = await serveWith(dist, 0);
   const url = `http://127.0.0.1:${server.address().port}/`;
   const results = { dist, keystrokes: KEYSTROKES, firstView: [], firstAllCharts: [], typing: {} };
   try {
@@ -95,7 +97,13 @@ function report(results) {
   }
 }
 
-const builds = [join(ROOT, 'dist'), ...(process.env.BASELINE_DIST ? [process.env.BASELINE_DIST] : [])];
+// A baseline is served by its own commit's server (BASELINE_SERVER, a static-server.mjs): an
+// older page may not meet today's Content-Security-Policy header.
+const builds = [{ dist: join(ROOT, 'dist'), serveWith: serve }];
+if (process.env.BASELINE_DIST) {
+  const { serve: serveBaseline } = process.env.BASELINE_SERVER ? await import(process.env.BASELINE_SERVER) : { serve };
+  builds.push({ dist: process.env.BASELINE_DIST, serveWith: serveBaseline });
+}
 const rounds = Number(process.env.ROUNDS ?? 1);
 const all = [];
 try {

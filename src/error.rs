@@ -70,6 +70,15 @@ pub enum VizError {
 
     #[error("token id {id} is outside the vocabulary of {vocab_size} tokens")]
     UnknownTokenId { id: u32, vocab_size: usize },
+
+    #[error("GGUF version {0} is not supported: this reader reads GGUF version 3")]
+    GgufVersion(u32),
+
+    #[error("the GGUF metadata has no key `{}`", clip(.key))]
+    MissingMetadata { key: String },
+
+    #[error("the GGUF metadata key `{}` holds {}, but {} is needed", clip(.key), clip(.found), clip(.expected))]
+    MetadataType { key: String, expected: String, found: String },
 }
 
 pub type Result<T> = std::result::Result<T, VizError>;

@@ -1,5 +1,6 @@
 //! Checkpoint file formats: bytes in, named f32 tensors out, every size and offset checked.
 
+pub mod gguf;
 pub mod safetensors;
 
 use std::collections::BTreeMap;

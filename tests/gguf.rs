@@ -31,10 +31,14 @@ fn smollm2_path() -> PathBuf {
 }
 
 /// The real file's bytes, read once; None (and a message saying why the test is skipped)
-/// when the model has not been fetched.
+/// when the model has not been fetched, unless `TVIZ_REQUIRE_SMOLLM2=1` (scripts/test.sh),
+/// which makes a missing file a failure.
 fn smollm2_bytes() -> Option<&'static [u8]> {
     static BYTES: OnceLock<Option<Vec<u8>>> = OnceLock::new();
     let bytes = BYTES.get_or_init(|| std::fs::read(smollm2_path()).ok()).as_deref();
+    if bytes.is_none() && std::env::var("TVIZ_REQUIRE_SMOLLM2").is_ok_and(|v| v == "1") {
+        panic!("{} is absent, and TVIZ_REQUIRE_SMOLLM2=1: run scripts/fetch-models.sh", smollm2_path().display());
+    }
     if bytes.is_none() {
         eprintln!(
             "SKIPPED: {} is absent; scripts/fetch-models.sh fetches it (scripts/test.sh runs that first)",

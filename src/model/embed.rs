@@ -1,7 +1,7 @@
 //! From token ids to the first residual stream: token embedding, segment embedding and the
 //! additive positional encoding.
 
-use ndarray::{Array2, Axis};
+use ndarray::Array2;
 
 use super::config::{ModelConfig, Position};
 use super::position::sinusoidal_table;
@@ -13,7 +13,7 @@ use crate::trace::{Op, Recorder};
 pub fn embed<R: Recorder>(ids: &[u32], w: &Weights, c: &ModelConfig, rec: &mut R) -> (Array2<f32>, Op) {
     let t = ids.len();
     let rows: Vec<usize> = ids.iter().map(|&i| i as usize).collect();
-    let tokens = w.token_embedding.select(Axis(0), &rows); // (T, d)
+    let tokens = w.token_embedding.select_rows(&rows).expect("Transformer::encode keeps ids below vocab_size"); // (T, d)
     rec.step(Op::TokenEmbedding, None, &[Op::Tokenize], || tokens.clone().into_dyn());
     let mut x = tokens; // (T, d)
     let mut sum_inputs = vec![Op::TokenEmbedding];

@@ -83,7 +83,7 @@ pub fn forward<R: Recorder>(ids: &[u32], w: &Weights, c: &ModelConfig, rec: &mut
         stream = Op::FinalNorm;
     }
     let logits = w.unembedding(c).map(|u| {
-        let logits = x.dot(&u.t()); // (T, vocab) = (T, d) · (d, vocab)
+        let logits = u.multiply_rows(x.view(), 0, u.rows()); // (T, vocab) = (T, d) · (d, vocab)
         rec.step(Op::Unembed, None, &[stream], || logits.clone().into_dyn());
         rec.step(Op::NextTokenProbabilities, None, &[Op::Unembed], || {
             let mut last = logits.row(logits.nrows() - 1).to_owned().insert_axis(ndarray::Axis(0)); // (1, vocab)

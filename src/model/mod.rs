@@ -6,6 +6,7 @@ pub mod embed;
 pub mod ffn;
 pub mod forward;
 pub mod linear;
+pub mod matrix;
 pub mod norm;
 pub mod position;
 pub mod team;

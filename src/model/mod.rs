@@ -5,6 +5,7 @@ pub mod config;
 pub mod embed;
 pub mod ffn;
 pub mod forward;
+pub mod kv_cache;
 pub mod linear;
 pub mod matrix;
 pub mod norm;

@@ -100,3 +100,25 @@ fn wasm_matrix_kernel_matches_a_plain_sum_on_awkward_shapes() {
         }
     }
 }
+
+pub const SMOLLM2_PARITY_TEXT: &str = "The capital of France is";
+
+/// SmolLM2's quantized weights through the WebAssembly SIMD kernel give the native build's
+/// next-token probabilities (`target/parity/native-smollm2.json`, written by scripts/test.sh
+/// with `transformer-viz predict --model smollm2-135m --top 20`).
+#[wasm_bindgen_test]
+fn smollm2_quantized_pass_in_wasm_matches_native() {
+    let gguf = read("models/smollm2-135m/model.Q4_1.gguf");
+    let model = transformer_viz::checkpoints::smollm2::from_gguf_bytes("smollm2-135m", &gguf).unwrap();
+    drop(gguf);
+    let trace = model.trace(SMOLLM2_PARITY_TEXT).unwrap();
+    let probs = trace.next_token_probabilities().unwrap();
+    let native: serde_json::Value = serde_json::from_slice(&read("target/parity/native-smollm2.json")).unwrap();
+    let next = native["next"].as_array().unwrap();
+    assert_eq!(next.len(), 20);
+    for entry in next {
+        let (id, p) = (entry["id"].as_u64().unwrap() as usize, entry["prob"].as_f64().unwrap() as f32);
+        assert!((probs[id] - p).abs() < 1e-4, "token {id}: wasm {} native {p}", probs[id]);
+    }
+    assert_eq!(next[0]["token"], " Paris");
+}

@@ -65,6 +65,12 @@ pub enum VizError {
     #[error("this model has no language-model head, so it makes no next-token prediction")]
     NoLmHead,
 
+    #[error("the sampling setting `{setting}` = {value} {problem}")]
+    BadSampling { setting: String, value: String, problem: String },
+
+    #[error("this text has {tokens} tokens, which fill the model's context of {context}: no token can be added")]
+    ContextFull { tokens: usize, context: usize },
+
     #[error("drawing failed: {}", clip_message(.0))]
     Draw(String),
 

@@ -1,6 +1,8 @@
 //! Things computed from a trace or a forward pass rather than inside it.
 
+pub mod generation;
 pub mod heads;
 pub mod pooling;
 pub mod prediction;
+pub mod sampling;
 pub mod position;

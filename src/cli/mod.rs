@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use serde::Serialize;
 
+use crate::analysis::generation::{generate, SamplingSettings};
 use crate::analysis::pooling::{cosine, mean_pool};
 use crate::checkpoints::{load_named, read_file, WeightPrecision};
 use crate::error::{Result, VizError};
@@ -74,6 +75,30 @@ enum Command {
         /// How many of the most likely tokens to print.
         #[arg(long, default_value_t = 5)]
         top: usize,
+    },
+    /// Continues the text by up to N tokens (a causal model), greedy or sampled, through the
+    /// KV cache; prints JSON: the prompt's tokens, each generated token with the probability
+    /// it was drawn with, the new text and the speed.
+    Generate {
+        #[command(flatten)]
+        model: ModelArgs,
+        #[arg(long)]
+        text: String,
+        /// How many tokens to add (fewer if the model ends the text or the context is full).
+        #[arg(long, default_value_t = 20)]
+        tokens: usize,
+        /// 0 is greedy (the default): always the most likely token.
+        #[arg(long, default_value_t = 0.0)]
+        temperature: f32,
+        /// Keep the k most likely tokens (0: all).
+        #[arg(long, default_value_t = 0)]
+        top_k: usize,
+        /// Keep the most likely tokens until their probabilities reach p (1: all).
+        #[arg(long, default_value_t = 1.0)]
+        top_p: f32,
+        /// The random stream's seed: the same seed and settings give the same text.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
     },
     /// Cosine similarity of mean-pooled sentence embeddings, for each pair of texts.
     Similarity {
@@ -155,6 +180,11 @@ fn run(cli: Cli) -> Result<()> {
             let m = model.load()?;
             let trace = m.trace(&text)?;
             print_json(&crate::analysis::prediction::prediction(&m, &trace, top)?)
+        }
+        Command::Generate { model, text, tokens, temperature, top_k, top_p, seed } => {
+            let m = model.load()?;
+            let settings = SamplingSettings { temperature, top_k, top_p, seed };
+            print_json(&generate(&m, &text, tokens, &settings)?)
         }
         Command::Similarity { model, text } => {
             let m = model.load()?;

@@ -7,6 +7,7 @@ use wasm_bindgen::prelude::*;
 use web_sys::HtmlCanvasElement;
 
 use crate::analysis::heads::{head_scores, heads_from};
+use crate::analysis::sampling::{Sampler, SamplingSettings, SamplingStages};
 use crate::checkpoints::{minilm, smollm2};
 use crate::model::kv_cache::KvCache;
 use crate::draw::compare::{draw_compare_view, CompareView};
@@ -66,6 +67,26 @@ struct Summary<'a> {
     /// Tokens whose keys and values the KV cache holds now, and its size in bytes.
     cached_tokens: usize,
     cache_bytes: usize,
+    /// The token `generate_next` just added, and the whole text with it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    generated: Option<Generated>,
+}
+
+#[derive(Serialize)]
+struct Generated {
+    id: u32,
+    token: String,
+    /// The probability it was drawn with (after temperature, top-k, top-p) and the model's own.
+    probability: f32,
+    model_probability: f32,
+    /// The text so far: the prompt and every token generated since `start_generation`.
+    text: String,
+}
+
+/// The text a generation started from, and its token count.
+struct Prompt {
+    text: String,
+    tokens: usize,
 }
 
 // The page's side of `model::team` (www/team.js): halves travel through a SharedArrayBuffer.
@@ -111,6 +132,8 @@ pub struct Viz {
     cache: KvCache,
     /// Tokens the last pass took from the one before.
     reused: usize,
+    /// The seeded random stream and the prompt of the generation under way.
+    generation: Option<(Sampler, Prompt)>,
     /// A second sentence's pass, to compare with the first (same model, same weights).
     compare: Option<Trace>,
 }
@@ -142,7 +165,7 @@ impl Viz {
             "smollm2-135m" => smollm2::from_gguf_bytes(name, weights).map_err(js_err)?,
             other => return Err(js_err(VizError::UnknownModel(other.into(), crate::checkpoints::KNOWN_MODELS.join(", ")))),
         };
-        Ok(Viz { model, trace: None, cache: KvCache::new(), reused: 0, compare: None })
+        Ok(Viz { model, trace: None, cache: KvCache::new(), reused: 0, generation: None, compare: None })
     }
 
     /// The model's config (layers, heads, widths, architecture choices).
@@ -236,11 +259,86 @@ impl Viz {
             }
         };
         let milliseconds = now_ms() - start;
-        self.summary(milliseconds, recomputed)
+        self.summary(milliseconds, recomputed, None)
+    }
+
+    /// Starts generating from the current text: a new random stream from `seed` (a whole
+    /// number below 2^53, so that JavaScript holds it exactly).
+    pub fn start_generation(&mut self, seed: f64) -> Result<(), JsError> {
+        let trace = self.current()?;
+        if !self.model.config.causal || !self.model.config.has_lm_head() {
+            return Err(js_err(VizError::NoLmHead));
+        }
+        if !(seed >= 0.0 && seed <= 9_007_199_254_740_991.0 && seed.fract() == 0.0) {
+            return Err(js_err(VizError::BadSampling { setting: "seed".into(), value: seed.to_string(), problem: "must be a whole number from 0 to 2^53 - 1".into() }));
+        }
+        let prompt = Prompt { text: trace.text.clone(), tokens: trace.len() };
+        self.generation = Some((Sampler::new(seed as u64), prompt));
+        Ok(())
+    }
+
+    /// Adds one token, drawn from the current prediction with `settings` (temperature,
+    /// top_k, top_p; the seed was given to `start_generation`), computed through the KV
+    /// cache: one new row of attention per layer. Returns the pass's summary, with the token.
+    pub fn generate_next(&mut self, settings: JsValue) -> Result<JsValue, JsError> {
+        let start = now_ms();
+        let settings: SamplingSettings = serde_wasm_bindgen::from_value(settings).map_err(|e| JsError::new(&format!("sampling settings: {e}")))?;
+        let Some((sampler, prompt)) = self.generation.as_mut() else {
+            return Err(JsError::new("no generation was started: call start_generation first"));
+        };
+        let trace = self.trace.as_ref().ok_or_else(|| js_err(VizError::EmptyText))?;
+        let context = self.model.config.context;
+        if trace.len() >= context {
+            return Err(js_err(VizError::ContextFull { tokens: trace.len(), context }));
+        }
+        let stages = SamplingStages::new(trace.next_token_probabilities().map_err(js_err)?, &settings).map_err(js_err)?;
+        let id = stages.sample(sampler);
+        let stage = stages.tokens.iter().find(|t| t.id == id).copied();
+        let info = self.model.tokenizer.token_info(id).ok_or_else(|| js_err(VizError::UnknownTokenId { id, vocab_size: self.model.config.vocab_size }))?;
+        let mut tokens = trace.tokens.clone();
+        tokens.push(info.clone());
+        // The new text: the prompt, then every generated token's bytes decoded together (a
+        // character may take several tokens).
+        let generated_ids: Vec<u32> = tokens[prompt.tokens.min(tokens.len())..].iter().map(|t| t.id).collect();
+        let text = format!("{}{}", prompt.text, self.model.tokenizer.decode(&generated_ids).map_err(js_err)?);
+        let previous = self.trace.take();
+        let encoding = crate::tokenize::Encoding { tokens, truncated: None };
+        let continued = team::alone(|| self.model.continue_trace(encoding, &text, previous.as_ref(), &mut self.cache));
+        drop(previous);
+        self.reused = continued.reused;
+        self.trace = Some(continued.trace);
+        let generated = Generated {
+            id,
+            token: info.text,
+            probability: stage.map_or(0.0, |s| s.renormalised),
+            model_probability: stage.map_or(0.0, |s| s.before),
+            text,
+        };
+        self.summary(now_ms() - start, true, Some(generated))
+    }
+
+    /// Ends the generation under way (the text stays as generated).
+    pub fn end_generation(&mut self) {
+        self.generation = None;
+    }
+
+    /// The decoding stages of the current prediction under `settings`, for the page's
+    /// controls: the `top` most likely tokens with their probabilities at each stage.
+    pub fn sampling_stages(&self, settings: JsValue, top: usize) -> Result<JsValue, JsError> {
+        let settings: SamplingSettings = serde_wasm_bindgen::from_value(settings).map_err(|e| JsError::new(&format!("sampling settings: {e}")))?;
+        let stages = SamplingStages::new(self.current()?.next_token_probabilities().map_err(js_err)?, &settings).map_err(js_err)?;
+        #[derive(Serialize)]
+        struct Stages<'a> {
+            tokens: Vec<(crate::analysis::sampling::TokenStage, &'a str)>,
+            kept: usize,
+            kept_mass: f32,
+        }
+        let tokens = stages.top(top).iter().map(|t| (*t, self.model.tokenizer.token_text(t.id).unwrap_or(""))).collect();
+        to_js(&Stages { tokens, kept: stages.kept, kept_mass: stages.kept_mass })
     }
 
     /// What the page learns of the current pass (see `set_text`).
-    fn summary(&self, milliseconds: f64, recomputed: bool) -> Result<JsValue, JsError> {
+    fn summary(&self, milliseconds: f64, recomputed: bool, generated: Option<Generated>) -> Result<JsValue, JsError> {
         let trace = self.current()?;
         let steps = trace
             .steps
@@ -272,6 +370,7 @@ impl Viz {
             reused: self.reused,
             cached_tokens: self.cache.len(),
             cache_bytes: self.cache.bytes(),
+            generated,
         })
     }
 

@@ -14,6 +14,7 @@ use crate::error::{Result, VizError};
 
 /// The decoding settings a class can write on the board and reuse.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct SamplingSettings {
     /// 0: greedy (always the most likely token); 1: the model's own distribution.
     pub temperature: f32,

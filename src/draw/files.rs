@@ -95,6 +95,12 @@ pub fn render_all(model: &Transformer, trace: &Trace, out: &Path, only_layer: Op
         }
     }
     jobs.push(job(out, "residual_stream".into(), View::Residual { tokens: None }, (1100, 760)));
+    if model.config.has_lm_head() {
+        let model_own = crate::analysis::sampling::SamplingSettings::default();
+        jobs.push(job(out, "prediction".into(), View::Prediction { top: 20, settings: model_own }, (900, 640)));
+        let shaped = crate::analysis::sampling::SamplingSettings { temperature: 0.7, top_k: 10, top_p: 0.9, seed: 0 };
+        jobs.push(job(out, "prediction_t0.7_k10_p0.9".into(), View::Prediction { top: 20, settings: shaped }, (900, 640)));
+    }
 
     for dir in [out, &attention_dir, &norm_dir] {
         std::fs::create_dir_all(dir).map_err(|e| VizError::Io { path: dir.display().to_string(), reason: e.to_string() })?;

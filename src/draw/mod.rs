@@ -9,6 +9,7 @@ pub mod layer_norm;
 pub(crate) mod furniture;
 pub mod pixels;
 pub mod position;
+pub mod prediction;
 pub mod residual;
 pub mod token_ids;
 pub mod view;

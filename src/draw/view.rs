@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 use super::colors::{Clipped, Scale};
 use super::heatmap::{draw_heatmap, AxisLabels, Geometry, Heatmap, HeatmapDrawn};
 use super::pixels::{embed_images, EmbeddedImage};
-use super::{attention, draw_err, layer_norm, position, residual, token_ids};
+use super::{attention, draw_err, layer_norm, position, prediction, residual, token_ids};
+use crate::analysis::sampling::SamplingSettings;
 use crate::analysis::position::position_table;
 use crate::error::{Result, VizError};
 use crate::model::position::sinusoidal_table;
@@ -53,6 +54,17 @@ pub enum View {
     },
     /// Step `index` of the trace; for per-head tensors, the slice of `head`.
     Step { index: usize, head: usize },
+    /// The `top` most likely next tokens and what temperature, top-k and top-p do to them.
+    Prediction {
+        #[serde(default = "default_top")]
+        top: usize,
+        #[serde(flatten)]
+        settings: SamplingSettings,
+    },
+}
+
+fn default_top() -> usize {
+    20
 }
 
 /// What the page needs to show values on hover: where the cells are and what they hold.
@@ -94,6 +106,7 @@ pub enum Plotted {
     NormParameters(layer_norm::NormParametersDrawn),
     Residual(residual::ResidualDrawn),
     Waves(position::WavesDrawn),
+    Prediction(prediction::PredictionDrawn),
 }
 
 impl Drawn {
@@ -273,6 +286,10 @@ fn draw_view_parts<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, model: &Tr
         View::Residual { tokens } => {
             let drawn = residual::draw_residual(area, trace, tokens.as_deref())?;
             Ok(Drawn { plotted: Some(Plotted::Residual(drawn)), ..Drawn::plain() })
+        }
+        View::Prediction { top, settings } => {
+            let drawn = prediction::draw_prediction(area, model, trace, *top, settings)?;
+            Ok(Drawn { plotted: Some(Plotted::Prediction(drawn)), ..Drawn::plain() })
         }
         View::Step { index, head } => {
             area.fill(&WHITE).map_err(draw_err)?;

@@ -30,6 +30,32 @@ pub struct HeadScores {
     pub head: usize,
     #[serde(flatten)]
     pub scores: PatternScores,
+    /// Induction: see `induction_score`; `None` when the text repeats no token.
+    pub induction: Option<f32>,
+}
+
+/// The queries an induction head acts on, each with the key it should attend to: a token i
+/// whose id occurred before, at j (the most recent earlier occurrence), looks at j + 1, the
+/// token that followed it last time, so as to predict it again. Immediate repeats (j = i - 1,
+/// whose target is the query itself) are left out.
+pub fn induction_targets(ids: &[u32]) -> Vec<(usize, usize)> {
+    let mut last_seen = std::collections::HashMap::new();
+    let mut targets = Vec::new();
+    for (i, id) in ids.iter().enumerate() {
+        if let Some(&j) = last_seen.get(id) {
+            if j + 1 < i {
+                targets.push((i, j + 1));
+            }
+        }
+        last_seen.insert(*id, i);
+    }
+    targets
+}
+
+/// Mean weight that `a` (T, T) puts on each induction target (`induction_targets`); `None`
+/// when there is none.
+pub fn induction_score(a: ArrayView2<f32>, targets: &[(usize, usize)]) -> Option<f32> {
+    (!targets.is_empty()).then(|| targets.iter().map(|&(q, k)| a[[q, k]]).sum::<f32>() / targets.len() as f32)
 }
 
 /// Where one head sends the most weight from one query token.
@@ -63,11 +89,13 @@ pub fn ends_with_special(trace: &Trace) -> bool {
 /// The scores of every head of every layer, layer by layer, head by head.
 pub fn head_scores(trace: &Trace) -> Result<Vec<HeadScores>> {
     let special_end = ends_with_special(trace);
+    let ids: Vec<u32> = trace.tokens.iter().map(|t| t.id).collect();
+    let targets = induction_targets(&ids);
     let mut all = Vec::with_capacity(trace.config.n_layers * trace.config.n_heads);
     for layer in 0..trace.config.n_layers {
         let heads = trace.attention_layer(layer)?; // (heads, T, T)
         for (head, a) in heads.axis_iter(Axis(0)).enumerate() {
-            all.push(HeadScores { layer, head, scores: pattern_scores(a, special_end) });
+            all.push(HeadScores { layer, head, scores: pattern_scores(a, special_end), induction: induction_score(a, &targets) });
         }
     }
     Ok(all)

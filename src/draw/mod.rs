@@ -4,6 +4,7 @@
 pub mod attention;
 pub mod colors;
 pub mod compare;
+pub mod head_grid;
 pub mod heatmap;
 pub mod layer_norm;
 pub(crate) mod furniture;

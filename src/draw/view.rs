@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::colors::{Clipped, Scale};
 use super::heatmap::{draw_heatmap, AxisLabels, Geometry, Heatmap, HeatmapDrawn};
 use super::pixels::{embed_images, EmbeddedImage};
-use super::{attention, draw_err, layer_norm, position, prediction, residual, token_ids};
+use super::{attention, draw_err, head_grid, layer_norm, position, prediction, residual, token_ids};
 use crate::analysis::sampling::SamplingSettings;
 use crate::analysis::position::position_table;
 use crate::error::{Result, VizError};
@@ -54,6 +54,9 @@ pub enum View {
     },
     /// Step `index` of the trace; for per-head tensors, the slice of `head`.
     Step { index: usize, head: usize },
+    /// Every head of every layer coloured by one pattern score (`pattern`: previous,
+    /// induction or first); a cell is a (layer, head).
+    HeadGrid { pattern: head_grid::HeadPattern },
     /// The `top` most likely next tokens and what temperature, top-k and top-p do to them.
     Prediction {
         #[serde(default = "default_top")]
@@ -286,6 +289,12 @@ fn draw_view_parts<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, model: &Tr
         View::Residual { tokens } => {
             let drawn = residual::draw_residual(area, trace, tokens.as_deref())?;
             Ok(Drawn { plotted: Some(Plotted::Residual(drawn)), ..Drawn::plain() })
+        }
+        View::HeadGrid { pattern } => {
+            let (drawn, grid) = head_grid::draw_head_grid(area, trace, *pattern, vector)?;
+            let rows = (0..grid.nrows()).map(|l| format!("layer {l}")).collect();
+            let cols = (0..grid.ncols()).map(|h| format!("head {h}")).collect();
+            Ok(Drawn::heatmap(drawn, flat(grid.view()), rows, cols))
         }
         View::Prediction { top, settings } => {
             let drawn = prediction::draw_prediction(area, model, trace, *top, settings)?;

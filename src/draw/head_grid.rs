@@ -1,0 +1,63 @@
+//! Every head of every layer as one grid (layers down, heads across), each cell coloured by
+//! how strongly the head follows one pattern on the current text: the previous token, the
+//! first token, or induction (the token after the last occurrence of the current one). A
+//! click on a cell opens that head (`Drawn.geometry` maps the click to layer and head).
+
+use ndarray::Array2;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use super::colors::Scale;
+use super::heatmap::{draw_heatmap, Heatmap, HeatmapDrawn};
+use crate::analysis::heads::head_scores;
+use crate::error::{Result, VizError};
+use crate::trace::Trace;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HeadPattern {
+    Previous,
+    Induction,
+    First,
+}
+
+impl HeadPattern {
+    fn words(self) -> &'static str {
+        match self {
+            HeadPattern::Previous => "previous-token score",
+            HeadPattern::Induction => "induction score",
+            HeadPattern::First => "first-token score",
+        }
+    }
+}
+
+/// The (layers, heads) scores of `pattern` on `trace`.
+pub fn score_grid(trace: &Trace, pattern: HeadPattern) -> Result<Array2<f32>> {
+    let scores = head_scores(trace)?;
+    let mut grid = Array2::<f32>::zeros((trace.config.n_layers, trace.config.n_heads)); // (layers, heads)
+    for s in scores {
+        grid[[s.layer, s.head]] = match pattern {
+            HeadPattern::Previous => s.scores.previous,
+            HeadPattern::First => s.scores.first,
+            HeadPattern::Induction => s.induction.ok_or_else(|| {
+                VizError::Draw("the text repeats no token, so no head can show induction: try “repeat a random sequence twice”".into())
+            })?,
+        };
+    }
+    Ok(grid)
+}
+
+/// Draws the grid; returns the heatmap's geometry and the (layers, heads) scores.
+pub fn draw_head_grid<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, trace: &Trace, pattern: HeadPattern, vector: bool) -> Result<(HeatmapDrawn, Array2<f32>)> {
+    let grid = score_grid(trace, pattern)?;
+    let rows: Vec<String> = (0..grid.nrows()).map(|l| format!("L{l}")).collect();
+    let cols: Vec<String> = (0..grid.ncols()).map(|h| format!("H{h}")).collect();
+    let title = format!("Every head's {} (mean attention weight), {} layers × {} heads", pattern.words(), grid.nrows(), grid.ncols());
+    let drawn = draw_heatmap(
+        area,
+        grid.view(),
+        &Heatmap { title: &title, x_desc: "head", y_desc: "layer", col_labels: &cols, row_labels: &rows, scale: Scale::Sequential { min: 0.0, max: 1.0 }, legend: "score", vector },
+    )?;
+    Ok((drawn, grid))
+}

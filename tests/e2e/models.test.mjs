@@ -1,0 +1,242 @@
+// The model picker: the registry's sizes, the size said before a download, the progress bar,
+// the browser's Cache API on a second visit (and a damaged cached copy downloaded again), the
+// model in the link, and the page without a Cache API.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { statSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { usePage, openPage as open, typeSentence, ROOT } from './helpers.mjs';
+import { MODELS, labelOf, downloadBytes } from '../../www/js/models.js';
+
+// TODO(lead): set this to true once src/web.rs builds `new Viz('smollm2-135m', '', '', gguf)`.
+// Until then loading SmolLM2 ends in the engine's "unknown model" error, and each test accepts
+// that outcome (the error must be clean: said in the page, the picker back on MiniLM, the page
+// still working); with true, every test requires SmolLM2 to load and be drawn.
+const ENGINE_HAS_SMOLLM2 = false;
+
+const env = usePage();
+const openPage = (url, options) => open(env, url, options);
+const SMOLLM2 = MODELS['smollm2-135m'];
+const GGUF = SMOLLM2.files.weights.path;
+const MINILM_WEIGHTS = MODELS['minilm-l6'].files.weights.path;
+
+/** Opens `url`, recording the page's requests for model files in `requests`. */
+function recording(requests) {
+  return (page) => page.on('request', (r) => { if (r.url().includes('/models/')) requests.push(new URL(r.url()).pathname.slice(1)); });
+}
+
+/** The address bar's model= value. */
+const modelInUrl = (page) => page.evaluate(() => new URLSearchParams(location.search).get('model'));
+
+/** Waits until the picker has finished loading a model (or failed to). */
+async function loadSettled(page) {
+  await page.waitForFunction(() => window.__tviz.picker === 'idle');
+}
+
+/** How loading SmolLM2 ended: 'loaded', or the error the page shows. */
+async function smollm2Outcome(page) {
+  const outcome = await page.evaluate(() => (window.__tviz.model === 'smollm2-135m' ? 'loaded' : window.__tviz.modelError));
+  if (ENGINE_HAS_SMOLLM2) assert.equal(outcome, 'loaded', 'SmolLM2 loads');
+  else if (outcome !== 'loaded') await assertCleanFailure(page, outcome);
+  return outcome;
+}
+
+/** The engine refused SmolLM2: said at the top in plain words, MiniLM kept and working. */
+async function assertCleanFailure(page, outcome) {
+  assert.match(outcome, /SmolLM2-135M .*could not be loaded: .*unknown model/i);
+  assert.ok(await page.isVisible('#error'));
+  assert.match(await page.textContent('#error'), /SmolLM2-135M .*could not be loaded/);
+  assert.equal(await page.inputValue('#model'), 'minilm-l6', 'the picker shows the model the page has');
+  assert.equal(await page.evaluate(() => window.__tviz.model), 'minilm-l6');
+  await typeSentence(page, 'The page keeps working.');
+  assert.equal(await page.locator('#tokens li').count(), 7, 'MiniLM still tokenizes: [CLS] the page keeps working . [SEP]');
+  assert.equal(await modelInUrl(page), 'minilm-l6');
+}
+
+/** Size in the cache of the page's copy of `path` (null: not cached). */
+function cachedSize(page, path) {
+  return page.evaluate(async (p) => {
+    const cache = await caches.open('transformer-viz-models-v1');
+    const res = await cache.match(new URL(p, document.baseURI).href);
+    return res ? (await res.blob()).size : null;
+  }, path);
+}
+
+/** Replaces the cached copy of `path` by its first `keep` bytes (an interrupted download). */
+function truncateCached(page, path, keep) {
+  return page.evaluate(async ([p, n]) => {
+    const cache = await caches.open('transformer-viz-models-v1');
+    const url = new URL(p, document.baseURI).href;
+    const whole = await (await cache.match(url)).arrayBuffer();
+    await cache.put(url, new Response(whole.slice(0, n)));
+  }, [path, keep]);
+}
+
+test('the registry names every model file with its true size, and the build ships them', () => {
+  for (const model of Object.values(MODELS)) {
+    for (const file of Object.values(model.files)) {
+      assert.equal(statSync(join(ROOT, file.path)).size, file.bytes, `${file.path}: the registry's size`);
+      assert.equal(statSync(join(ROOT, 'dist', file.path)).size, file.bytes, `${file.path} is in the built page`);
+    }
+  }
+  assert.equal(labelOf(SMOLLM2), 'SmolLM2-135M · decoder · 98 MB');
+  assert.equal(labelOf(MODELS['minilm-l6']), 'MiniLM-L6 · encoder · 46 MB');
+  // No model is preloaded: a second visit reads them from the Cache API, and SmolLM2 only
+  // downloads when a student picks it.
+  assert.doesNotMatch(readFileSync(join(ROOT, 'dist/index.html'), 'utf8'), /rel="preload"[^>]*models\//);
+});
+
+test('picking SmolLM2 says its size first, then shows the download\'s progress to 100%, then the model, and back', async () => {
+  const requests = [];
+  const { page, context, problems } = await openPage(env.base, { route: recording(requests) });
+  assert.equal(await page.inputValue('#model'), 'minilm-l6');
+  assert.deepEqual(await page.locator('#model option').allTextContents(), Object.values(MODELS).map(labelOf));
+  assert.equal(await modelInUrl(page), 'minilm-l6');
+
+  await page.selectOption('#model', 'smollm2-135m');
+  await page.waitForFunction(() => window.__tviz.picker === 'offer');
+  assert.match(await page.textContent('#model-offer-text'), /^SmolLM2-135M: 98 MB, download\?/);
+  assert.equal(await page.textContent('#model-download'), 'Download 98 MB');
+  assert.deepEqual(requests.filter((r) => r === GGUF), [], 'nothing is downloaded before the student agrees');
+  assert.equal(await page.evaluate(() => window.__tviz.model), 'minilm-l6', 'the page still shows MiniLM');
+
+  await page.click('#model-download');
+  await loadSettled(page);
+  assert.deepEqual(requests.filter((r) => r === GGUF), [GGUF], 'one download');
+  const progress = await page.evaluate(() => ({
+    ...window.__tviz.progress,
+    value: document.getElementById('loading-progress').value,
+    max: document.getElementById('loading-progress').max,
+    amount: document.getElementById('loading-amount').textContent,
+  }));
+  const total = downloadBytes(SMOLLM2);
+  assert.equal(progress.model, 'smollm2-135m');
+  assert.ok(progress.updates > 2, `the bar moved during the download (${progress.updates} updates)`);
+  assert.deepEqual([progress.done, progress.value, progress.max], [total, total, total], 'the bar reached 100%');
+  assert.equal(progress.amount, '98.4 of 98.4 MB');
+  assert.equal(await cachedSize(page, GGUF), total, 'kept in the Cache API');
+
+  const outcome = await smollm2Outcome(page);
+  if (outcome === 'loaded') {
+    assert.equal(await modelInUrl(page), 'smollm2-135m');
+    assert.match(await page.textContent('#model-source'), /downloaded; kept in the browser's cache/);
+    assert.equal(await page.locator('#layer option').count(), 30);
+    assert.match(await page.textContent('#backend-why'), /helper thread is off for SmolLM2/);
+    await page.evaluate(() => window.__tvizFlush());
+    // A view the model does not have says why instead of drawing.
+    assert.match(await page.textContent('.not-shown[data-for="pos-table"]'), /no learned position table/);
+    assert.equal(await page.isVisible('canvas[data-chart="pos-table"]'), false);
+    await typeSentence(page, 'The capital of France is');
+    assert.ok(await page.evaluate(() => window.__tviz.renders > 0));
+
+    // Back to MiniLM: it is cached, so it loads without asking.
+    await page.selectOption('#model', 'minilm-l6');
+    await page.waitForFunction(() => window.__tviz.model === 'minilm-l6' && window.__tviz.picker === 'idle');
+    assert.equal(await page.isVisible('#model-offer'), false);
+    assert.equal(await modelInUrl(page), 'minilm-l6');
+    assert.equal(await page.locator('#layer option').count(), 6);
+    assert.match(await page.textContent('#model-source'), /from the browser's cache/);
+    await page.evaluate(() => window.__tvizFlush());
+    assert.equal(await page.isVisible('canvas[data-chart="pos-table"]'), true);
+    assert.equal(await page.isVisible('.not-shown[data-for="pos-table"]'), false);
+
+    // Back in history returns to SmolLM2 (from the cache), Forward to MiniLM.
+    await page.goBack();
+    await page.waitForFunction(() => window.__tviz.model === 'smollm2-135m' && window.__tviz.picker === 'idle');
+    assert.equal(await page.inputValue('#model'), 'smollm2-135m');
+  }
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
+test('declining the download keeps the model shown; the picker works from the keyboard', async () => {
+  const requests = [];
+  const { page, context, problems } = await openPage(env.base, { route: recording(requests) });
+  await page.focus('#model');
+  await page.keyboard.press('ArrowDown');
+  await page.waitForFunction(() => window.__tviz.picker === 'offer');
+  assert.equal(await page.inputValue('#model'), 'smollm2-135m');
+  assert.equal(await page.textContent('#model-keep'), 'Keep MiniLM-L6');
+  await page.focus('#model-keep');
+  await page.keyboard.press('Enter');
+  await page.waitForFunction(() => document.getElementById('model-offer').hidden);
+  assert.equal(await page.inputValue('#model'), 'minilm-l6');
+  assert.equal(await page.evaluate(() => document.activeElement.id), 'model', 'the focus goes back to the picker');
+  assert.equal(await modelInUrl(page), 'minilm-l6');
+  assert.deepEqual(requests.filter((r) => r === GGUF), []);
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
+test('model= in a link opens that model; a second visit reads it from the Cache API with no request', async () => {
+  const link = `${env.base}?model=smollm2-135m`;
+  const first = [];
+  const visit1 = await openPage(link, { route: recording(first) });
+  assert.deepEqual(first.filter((r) => r === GGUF), [GGUF]);
+  const outcome1 = await smollm2Outcome(visit1.page);
+  if (outcome1 === 'loaded') {
+    assert.equal(await visit1.page.inputValue('#model'), 'smollm2-135m');
+    assert.equal(await modelInUrl(visit1.page), 'smollm2-135m');
+  }
+  assert.deepEqual(visit1.problems, []);
+  await visit1.page.close();
+
+  // The same browser context: the same storage, as a student's second visit.
+  const second = [];
+  const visit2 = await openPage(link, { route: recording(second), context: visit1.context });
+  assert.deepEqual(second.filter((r) => r === GGUF), [], 'no request for the GGUF');
+  const load = await visit2.page.evaluate(() => window.__tviz.loads.find((l) => l.model === 'smollm2-135m'));
+  assert.equal(load.source, 'cache');
+  const outcome2 = await smollm2Outcome(visit2.page);
+  const said = outcome2 === 'loaded' ? await visit2.page.textContent('#model-source') : await visit2.page.textContent('#error');
+  assert.match(said, /browser's cache/, 'the page says where the model came from');
+  // MiniLM, loaded on the first visit (shown or as the fallback), came from the cache too.
+  assert.deepEqual(second.filter((r) => r === MINILM_WEIGHTS), []);
+  assert.deepEqual(visit2.problems, []);
+  await visit1.context.close();
+});
+
+test('a truncated copy in the cache is discarded and downloaded again', async () => {
+  const visit1 = await openPage(`${env.base}?model=smollm2-135m`);
+  await truncateCached(visit1.page, MINILM_WEIGHTS, 1_000_000);
+  await truncateCached(visit1.page, GGUF, 5_000_000);
+  assert.equal(await cachedSize(visit1.page, GGUF), 5_000_000);
+  await visit1.page.close();
+
+  // The default model: its label says it was downloaded again.
+  const requests = [];
+  const visit2 = await openPage(env.base, { route: recording(requests), context: visit1.context });
+  assert.deepEqual(requests.filter((r) => r === MINILM_WEIGHTS), [MINILM_WEIGHTS]);
+  assert.match(await visit2.page.textContent('#model-source'), /downloaded again \(the copy in the browser's cache was incomplete\)/);
+  assert.equal(await cachedSize(visit2.page, MINILM_WEIGHTS), MODELS['minilm-l6'].files.weights.bytes);
+  const minilm = await visit2.page.evaluate(() => window.__tviz.loads.at(-1));
+  assert.deepEqual(minilm.discarded, [MINILM_WEIGHTS]);
+
+  // SmolLM2, picked: the picker offers the download again (its cached copy is not whole).
+  await visit2.page.selectOption('#model', 'smollm2-135m');
+  await visit2.page.waitForFunction(() => window.__tviz.picker === 'offer');
+  await visit2.page.click('#model-download');
+  await loadSettled(visit2.page);
+  assert.deepEqual(requests.filter((r) => r === GGUF), [GGUF]);
+  const smol = await visit2.page.evaluate(() => window.__tviz.loads.find((l) => l.model === 'smollm2-135m'));
+  assert.deepEqual([smol.source, smol.discarded], ['network', [GGUF]]);
+  assert.equal(await cachedSize(visit2.page, GGUF), downloadBytes(SMOLLM2));
+  await smollm2Outcome(visit2.page);
+  assert.deepEqual(visit1.problems, []);
+  assert.deepEqual(visit2.problems, []);
+  await visit1.context.close();
+});
+
+test('without a Cache API the page just downloads, and says the next visit will too', async () => {
+  const requests = [];
+  const hideCaches = async (page) => {
+    recording(requests)(page);
+    await page.addInitScript(() => Object.defineProperty(window, 'caches', { value: undefined }));
+  };
+  const { page, context, problems } = await openPage(env.base, { route: hideCaches });
+  assert.deepEqual(requests.filter((r) => r === MINILM_WEIGHTS), [MINILM_WEIGHTS]);
+  assert.match(await page.textContent('#model-source'), /no Cache API/);
+  assert.equal(await page.evaluate(() => window.__tviz.model), 'minilm-l6');
+  assert.deepEqual(problems, []);
+  await context.close();
+});

@@ -1,0 +1,93 @@
+// Where a model's files come from: the browser's Cache API when an earlier visit stored them
+// (checked against the registry's sizes: a copy of another size is discarded and downloaded
+// again), else the server, with progress, then stored for the next visit. Pages served over
+// plain http from another machine have no Cache API (`caches` needs a secure context): they
+// just download.
+import { filesOf, downloadBytes } from './models.js';
+import { fetchBytes } from './loading.js';
+
+export const CACHE_NAME = 'transformer-viz-models-v1';
+
+function urlOf(file) {
+  return new URL(file.path, document.baseURI).href;
+}
+
+/** The page's model cache, or null without the Cache API (or when the browser refuses it). */
+async function openCache() {
+  if (typeof caches === 'undefined' || !window.isSecureContext) return null;
+  try {
+    return await caches.open(CACHE_NAME);
+  } catch {
+    return null; // e.g. storage blocked for this site
+  }
+}
+
+export function cacheAvailable() {
+  return typeof caches !== 'undefined' && window.isSecureContext;
+}
+
+/** The cached copy of `file` as a Blob when it has the registry's size; else null. */
+async function cachedBlob(cache, file) {
+  const res = await cache.match(urlOf(file));
+  if (!res) return null;
+  const blob = await res.blob(); // the cache's own copy: its size costs no read
+  return blob.size === file.bytes ? blob : null;
+}
+
+/** Whether every file of `model` is in the cache, whole (the page then skips asking). */
+export async function isCached(model) {
+  const cache = await openCache();
+  if (!cache) return false;
+  for (const [, file] of filesOf(model)) if (!(await cachedBlob(cache, file))) return false;
+  return true;
+}
+
+/**
+ * The files of `model`: `{ config, tokenizer, weights, source, discarded, stored }`, with
+ * `config` and `tokenizer` as text ("" for a file the model does not have) and `weights` as
+ * bytes. `source` is 'cache' when every file came from the Cache API, else 'network';
+ * `discarded` names cached files whose size was wrong; `stored` is false when the download
+ * could not be kept (no Cache API, or the browser refused: quota). `onProgress(done, total)`
+ * counts bytes, cached ones included.
+ */
+export async function loadModelFiles(model, { onProgress, signal } = {}) {
+  const cache = await openCache();
+  const total = downloadBytes(model);
+  const out = { config: '', tokenizer: '', weights: null, source: 'cache', discarded: [], stored: Boolean(cache) };
+  let done = 0;
+  for (const [role, file] of filesOf(model)) {
+    const url = urlOf(file);
+    let bytes = null;
+    if (cache) {
+      const blob = await cachedBlob(cache, file);
+      if (blob) {
+        bytes = new Uint8Array(await blob.arrayBuffer());
+      } else if (await cache.delete(url)) {
+        out.discarded.push(file.path); // a copy of another size: an interrupted or older file
+      }
+    }
+    if (bytes) {
+      done += file.bytes;
+      onProgress?.(done, total);
+    } else {
+      out.source = 'network';
+      const before = done;
+      bytes = await fetchBytes(url, { expected: file.bytes, signal, store: !cache, onProgress: (got) => onProgress?.(before + got, total) });
+      done += file.bytes;
+      if (cache && !(await store(cache, url, bytes))) out.stored = false;
+    }
+    signal?.throwIfAborted();
+    out[role] = role === 'weights' ? bytes : new TextDecoder().decode(bytes);
+  }
+  return out;
+}
+
+async function store(cache, url, bytes) {
+  try {
+    // The Response copies the bytes, so the caller may hand `bytes` on (to a worker).
+    await cache.put(url, new Response(bytes, { headers: { 'Content-Type': 'application/octet-stream', 'Content-Length': String(bytes.length) } }));
+    return true;
+  } catch {
+    return false; // over the site's storage quota: the page works, the next visit downloads again
+  }
+}

@@ -30,10 +30,12 @@ cargo bench --no-run --quiet
 step "wasm build"
 cargo build --release --target wasm32-unknown-unknown
 
-step "wasm-bindgen test: the forward pass in WebAssembly (Node.js) against native numbers"
+step "wasm-bindgen test: the forward passes in WebAssembly (Node.js) against native numbers"
 mkdir -p target/parity
 cargo run --quiet --release --bin transformer-viz -- trace \
   --text "The quick brown fox jumps over the lazy dog." > target/parity/native-trace.json
+cargo run --quiet --release --bin transformer-viz -- predict --model smollm2-135m \
+  --text "The capital of France is" --top 20 > target/parity/native-smollm2.json
 cargo test --target wasm32-unknown-unknown --test wasm_parity
 
 step "wasm-bindgen test: the page's wasm API in headless Chromium"

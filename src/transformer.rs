@@ -1,15 +1,30 @@
 //! `Transformer`: a config, its weights and its tokenizer, checked to fit together; the
 //! entry point from a sentence to a trace.
 
+use std::sync::Arc;
+
+use ndarray::Array1;
+
 use crate::error::{Result, VizError};
+use crate::model::forward::{forward_cached, Logits};
+use crate::model::kv_cache::KvCache;
 use crate::model::{forward, ForwardOutput, ModelConfig, Weights};
 use crate::tokenize::{Encoding, Tokenizer};
-use crate::trace::{NoRecorder, Trace, TraceRecorder};
+use crate::trace::{LayeredRecorder, NoRecorder, Trace, TraceRecorder};
 
 pub struct Transformer {
     pub config: ModelConfig,
-    pub weights: Weights,
+    /// Shared with the trace steps that compute a layer again when read.
+    pub weights: Arc<Weights>,
     pub tokenizer: Box<dyn Tokenizer>,
+}
+
+/// A traced pass that may have continued an earlier one.
+pub struct Continued {
+    pub trace: Trace,
+    /// Tokens taken from the earlier pass (their keys and values from the cache, their trace
+    /// rows from its trace) rather than computed again.
+    pub reused: usize,
 }
 
 impl std::fmt::Debug for Transformer {
@@ -28,7 +43,7 @@ impl Transformer {
                 config.vocab_size
             )));
         }
-        Ok(Self { config, weights, tokenizer })
+        Ok(Self { config, weights: Arc::new(weights), tokenizer })
     }
 
     /// Tokens of the sentence, cut to the model's context.
@@ -55,6 +70,9 @@ impl Transformer {
 
     /// The traced forward pass on ids that came from `encode`.
     pub fn trace_ids(&self, encoding: Encoding, text: &str) -> Trace {
+        if self.config.causal {
+            return self.continue_trace(encoding, text, None, &mut KvCache::new()).trace;
+        }
         let mut rec = TraceRecorder::new(&self.config);
         forward(&encoding.ids(), &self.weights, &self.config, &mut rec);
         Trace {
@@ -66,5 +84,61 @@ impl Transformer {
             steps: rec.steps,
             norms: rec.norms,
         }
+    }
+
+    /// The traced pass of a causal model on `encoding`, continuing `previous` (this model's
+    /// last trace, whose keys and values `cache` holds): the tokens up to the first one that
+    /// differs are reused and only the rest are computed. A layer's detailed steps are
+    /// computed again from its stored input when read (`LayeredRecorder`).
+    pub fn continue_trace(&self, encoding: Encoding, text: &str, previous: Option<&Trace>, cache: &mut KvCache) -> Continued {
+        let ids = encoding.ids();
+        let same = previous
+            .filter(|p| self.config.causal && p.config == self.config && p.len() == cache.len())
+            .map_or(0, |p| p.tokens.iter().zip(&ids).take_while(|(a, b)| a.id == **b).count());
+        // At least the last token is computed: its logits give the next-token prediction.
+        let reused = same.min(ids.len().saturating_sub(1));
+        cache.truncate(reused);
+        let prefix = previous.filter(|_| reused > 0).map(|p| (p, reused));
+        let mut rec = LayeredRecorder::new(&self.config, self.weights.clone(), prefix, ids.len());
+        forward_cached(&ids[reused..], Some(cache), &self.weights, &self.config, &mut rec, Logits::Last);
+        let (steps, norms) = rec.into_parts();
+        let trace = Trace {
+            model: self.config.name.clone(),
+            config: self.config.clone(),
+            text: text.to_string(),
+            tokens: encoding.tokens,
+            truncated: encoding.truncated,
+            steps,
+            norms,
+        };
+        Continued { trace, reused }
+    }
+
+    /// The next-token logits (vocab) after `new_ids`, which follow the `cache.len()` tokens
+    /// the cache holds; their keys and values join the cache. Generation calls this once a
+    /// token: one new row of attention per layer.
+    pub fn next_logits(&self, new_ids: &[u32], cache: &mut KvCache) -> Result<Array1<f32>> {
+        if !self.config.has_lm_head() {
+            return Err(VizError::NoLmHead);
+        }
+        if new_ids.is_empty() {
+            return Err(VizError::EmptyText);
+        }
+        if !self.config.causal && !cache.is_empty() {
+            return Err(VizError::BadConfig("only a causal model's earlier tokens can be cached".into()));
+        }
+        if cache.len() + new_ids.len() > self.config.context {
+            return Err(VizError::BadConfig(format!(
+                "{} tokens do not fit the model's context of {}",
+                cache.len() + new_ids.len(),
+                self.config.context
+            )));
+        }
+        if let Some(&bad) = new_ids.iter().find(|&&id| id as usize >= self.config.vocab_size) {
+            return Err(VizError::BadConfig(format!("token id {bad} is outside the vocabulary of {}", self.config.vocab_size)));
+        }
+        let out = forward_cached(new_ids, Some(cache), &self.weights, &self.config, &mut NoRecorder, Logits::Last);
+        let logits = out.logits.ok_or(VizError::NoLmHead)?; // (1, vocab)
+        Ok(logits.row(0).to_owned())
     }
 }

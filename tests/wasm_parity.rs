@@ -87,15 +87,38 @@ fn wasm_matrix_kernel_matches_a_plain_sum_on_awkward_shapes() {
     };
     // Token counts around the kernel's blocks (4) and chunks (64); widths not multiples of 4.
     for (t, inp, out) in [(1, 3, 1), (5, 13, 7), (64, 8, 6), (70, 37, 11), (131, 20, 9)] {
-        let layer = Linear { weight: Array2::from_shape_fn((out, inp), |_| next()), bias: Some(ndarray::Array1::from_shape_fn(out, |_| next())) };
+        let weight = Array2::from_shape_fn((out, inp), |_| next()); // (out, in)
+        let layer = Linear { weight: weight.clone().into(), bias: Some(ndarray::Array1::from_shape_fn(out, |_| next())) };
         let x = Array2::from_shape_fn((t, inp), |_| next()); // (T, in)
         let y = layer.forward(x.view()); // (T, out)
         assert_eq!(y.dim(), (t, out));
         for tok in 0..t {
             for o in 0..out {
-                let exact: f64 = (0..inp).map(|i| x[[tok, i]] as f64 * layer.weight[[o, i]] as f64).sum::<f64>() + layer.bias.as_ref().unwrap()[o] as f64;
+                let exact: f64 = (0..inp).map(|i| x[[tok, i]] as f64 * weight[[o, i]] as f64).sum::<f64>() + layer.bias.as_ref().unwrap()[o] as f64;
                 assert!((y[[tok, o]] as f64 - exact).abs() < 1e-5, "T={t} in={inp} out={out}: y[{tok},{o}] = {} but the sum is {exact}", y[[tok, o]]);
             }
         }
     }
+}
+
+pub const SMOLLM2_PARITY_TEXT: &str = "The capital of France is";
+
+/// SmolLM2's quantized weights through the WebAssembly SIMD kernel give the native build's
+/// next-token probabilities (`target/parity/native-smollm2.json`, written by scripts/test.sh
+/// with `transformer-viz predict --model smollm2-135m --top 20`).
+#[wasm_bindgen_test]
+fn smollm2_quantized_pass_in_wasm_matches_native() {
+    let gguf = read("models/smollm2-135m/model.Q4_1.gguf");
+    let model = transformer_viz::checkpoints::smollm2::from_gguf_bytes("smollm2-135m", &gguf).unwrap();
+    drop(gguf);
+    let trace = model.trace(SMOLLM2_PARITY_TEXT).unwrap();
+    let probs = trace.next_token_probabilities().unwrap();
+    let native: serde_json::Value = serde_json::from_slice(&read("target/parity/native-smollm2.json")).unwrap();
+    let next = native["next"].as_array().unwrap();
+    assert_eq!(next.len(), 20);
+    for entry in next {
+        let (id, p) = (entry["id"].as_u64().unwrap() as usize, entry["prob"].as_f64().unwrap() as f32);
+        assert!((probs[id] - p).abs() < 1e-4, "token {id}: wasm {} native {p}", probs[id]);
+    }
+    assert_eq!(next[0]["token"], " Paris");
 }

@@ -2,4 +2,5 @@
 
 pub mod heads;
 pub mod pooling;
+pub mod prediction;
 pub mod position;

@@ -89,7 +89,7 @@ pub fn random_weights(c: &ModelConfig, seed: u64) -> Weights {
     let d = c.d_model;
     let (q, kv) = (c.n_heads * c.head_dim, c.n_kv_heads * c.head_dim);
     let linear = |rng: &mut SplitMix, out: usize, inp: usize| Linear {
-        weight: rng.matrix(out, inp, 1.0 / (inp as f32).sqrt()),
+        weight: rng.matrix(out, inp, 1.0 / (inp as f32).sqrt()).into(),
         bias: c.linear_bias.then(|| rng.vector(out, 0.0, 0.1)),
     };
     let norm = |rng: &mut SplitMix| NormWeights {
@@ -114,13 +114,13 @@ pub fn random_weights(c: &ModelConfig, seed: u64) -> Weights {
         })
         .collect();
     Weights {
-        token_embedding: rng.matrix(c.vocab_size, d, 1.0),
+        token_embedding: rng.matrix(c.vocab_size, d, 1.0).into(),
         segment_embedding: (c.token_types > 0).then(|| rng.matrix(c.token_types, d, 0.1)),
         position_embedding: (c.position == Position::Learned).then(|| rng.matrix(c.context, d, 0.1)),
         embedding_norm: c.embedding_norm.then(|| norm(&mut rng)),
         layers,
         final_norm: (c.norm_place == NormPlace::Pre).then(|| norm(&mut rng)),
-        lm_head: (c.lm_head == LmHead::Separate).then(|| rng.matrix(c.vocab_size, d, 0.1)),
+        lm_head: (c.lm_head == LmHead::Separate).then(|| rng.matrix(c.vocab_size, d, 0.1).into()),
     }
 }
 

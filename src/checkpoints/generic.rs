@@ -30,12 +30,12 @@ pub fn named_tensors(w: &Weights) -> BTreeMap<String, (Vec<usize>, Vec<f32>)> {
         }
     };
     let linear = |put: &mut dyn FnMut(String, &[usize], Vec<f32>), name: &str, l: &Linear| {
-        put(format!("{name}.weight"), l.weight.shape(), flat(&l.weight));
+        put(format!("{name}.weight"), &l.weight.shape(), flat(&l.weight.to_dense()));
         if let Some(b) = &l.bias {
             put(format!("{name}.bias"), b.shape(), flat(b));
         }
     };
-    put("token_embedding".into(), w.token_embedding.shape(), flat(&w.token_embedding));
+    put("token_embedding".into(), &w.token_embedding.shape(), flat(&w.token_embedding.to_dense()));
     if let Some(s) = &w.segment_embedding {
         put("segment_embedding".into(), s.shape(), flat(s));
     }
@@ -63,7 +63,7 @@ pub fn named_tensors(w: &Weights) -> BTreeMap<String, (Vec<usize>, Vec<f32>)> {
         norm(&mut put, "final_norm", n);
     }
     if let Some(h) = &w.lm_head {
-        put("lm_head".into(), h.shape(), flat(h));
+        put("lm_head".into(), &h.shape(), flat(&h.to_dense()));
     }
     out
 }
@@ -96,7 +96,7 @@ fn norm(t: &mut TensorMap, name: &str, c: &ModelConfig) -> Result<NormWeights> {
 }
 
 fn linear(t: &mut TensorMap, name: &str, out: usize, inp: usize, c: &ModelConfig) -> Result<Linear> {
-    let weight = t.matrix(&format!("{name}.weight"), out, inp)?;
+    let weight = t.matrix(&format!("{name}.weight"), out, inp)?.into();
     let bias = if c.linear_bias { Some(t.vector(&format!("{name}.bias"), out)?) } else { None };
     Ok(Linear { weight, bias })
 }
@@ -194,7 +194,7 @@ pub fn from_safetensors(bytes: &[u8], c: &ModelConfig) -> Result<Weights> {
         });
     }
     let w = Weights {
-        token_embedding: t.matrix("token_embedding", c.vocab_size, d)?,
+        token_embedding: t.matrix("token_embedding", c.vocab_size, d)?.into(),
         segment_embedding: if c.token_types > 0 { Some(t.matrix("segment_embedding", c.token_types, d)?) } else { None },
         position_embedding: if c.position == crate::model::config::Position::Learned {
             Some(t.matrix("position_embedding", c.context, d)?)
@@ -204,7 +204,7 @@ pub fn from_safetensors(bytes: &[u8], c: &ModelConfig) -> Result<Weights> {
         embedding_norm: if c.embedding_norm { Some(norm(&mut t, "embedding_norm", c)?) } else { None },
         layers,
         final_norm: if c.norm_place == crate::model::config::NormPlace::Pre { Some(norm(&mut t, "final_norm", c)?) } else { None },
-        lm_head: if c.lm_head == crate::model::config::LmHead::Separate { Some(t.matrix("lm_head", c.vocab_size, d)?) } else { None },
+        lm_head: if c.lm_head == crate::model::config::LmHead::Separate { Some(t.matrix("lm_head", c.vocab_size, d)?.into()) } else { None },
     };
     w.check(c)?;
     Ok(w)

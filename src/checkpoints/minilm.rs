@@ -119,7 +119,7 @@ fn check_config_against_weights(t: &TensorMap, c: &ModelConfig) -> Result<()> {
 }
 
 fn linear(t: &mut TensorMap, name: &str, out: usize, inp: usize) -> Result<Linear> {
-    Ok(Linear { weight: t.matrix(&format!("{name}.weight"), out, inp)?, bias: Some(t.vector(&format!("{name}.bias"), out)?) })
+    Ok(Linear { weight: t.matrix(&format!("{name}.weight"), out, inp)?.into(), bias: Some(t.vector(&format!("{name}.bias"), out)?) })
 }
 
 fn layer_norm(t: &mut TensorMap, name: &str, d: usize) -> Result<NormWeights> {
@@ -156,7 +156,7 @@ pub fn weights_from_tensors(mut t: TensorMap, c: &ModelConfig) -> Result<Weights
         None
     };
     let weights = Weights {
-        token_embedding: t.matrix("embeddings.word_embeddings.weight", c.vocab_size, d)?,
+        token_embedding: t.matrix("embeddings.word_embeddings.weight", c.vocab_size, d)?.into(),
         segment_embedding,
         position_embedding: Some(t.matrix("embeddings.position_embeddings.weight", c.context, d)?),
         embedding_norm: Some(layer_norm(&mut t, "embeddings.LayerNorm", d)?),

@@ -22,7 +22,7 @@ struct Cli {
 
 #[derive(clap::Args)]
 struct ModelArgs {
-    /// Model name (known: minilm-l6).
+    /// Model name (known: minilm-l6, smollm2-135m).
     #[arg(long, default_value = "minilm-l6")]
     model: String,
     /// Where the setup step put the model files.
@@ -64,6 +64,16 @@ enum Command {
         /// Only these layers' head heatmaps (default: all).
         #[arg(long)]
         layer: Option<usize>,
+    },
+    /// The most likely next tokens after the text, as JSON (a model with a language-model head).
+    Predict {
+        #[command(flatten)]
+        model: ModelArgs,
+        #[arg(long)]
+        text: String,
+        /// How many of the most likely tokens to print.
+        #[arg(long, default_value_t = 5)]
+        top: usize,
     },
     /// Cosine similarity of mean-pooled sentence embeddings, for each pair of texts.
     Similarity {
@@ -140,6 +150,11 @@ fn run(cli: Cli) -> Result<()> {
             let written = crate::draw::files::render_all(&m, &trace, &out, layer)?;
             eprintln!("wrote {} files to {}", written, out.display());
             Ok(())
+        }
+        Command::Predict { model, text, top } => {
+            let m = model.load()?;
+            let trace = m.trace(&text)?;
+            print_json(&crate::analysis::prediction::prediction(&m, &trace, top)?)
         }
         Command::Similarity { model, text } => {
             let m = model.load()?;

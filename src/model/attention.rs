@@ -4,7 +4,8 @@
 use ndarray::{s, Array2, Array3, ArrayView2, ArrayView3, ArrayViewD, ArrayViewMut2, Axis, Ix3};
 
 use super::config::{ModelConfig, Position};
-use super::position::apply_rotary;
+use super::kv_cache::KvCache;
+use super::position::apply_rotary_from;
 use super::weights::AttentionWeights;
 use crate::trace::{Op, Recorder};
 
@@ -30,18 +31,25 @@ pub fn merge_heads(x: Array3<f32>) -> Array2<f32> {
 
 /// Sets the scores of future keys (j > i) to minus infinity.
 pub fn apply_causal_mask(scores: &mut Array3<f32>) {
+    apply_causal_mask_from(scores, 0);
+}
+
+/// The causal mask for query rows at positions `first`, `first + 1`, ... over keys at
+/// positions 0, 1, ...: query row r hides keys past `first + r`.
+pub fn apply_causal_mask_from(scores: &mut Array3<f32>, first: usize) {
     for mut head in scores.outer_iter_mut() {
-        for (i, mut row) in head.rows_mut().into_iter().enumerate() {
-            row.slice_mut(s![i + 1..]).fill(f32::NEG_INFINITY);
+        for (r, mut row) in head.rows_mut().into_iter().enumerate() {
+            let visible = (first + r + 1).min(row.len());
+            row.slice_mut(s![visible..]).fill(f32::NEG_INFINITY);
         }
     }
 }
 
-/// Scaled dot products of every query with every key, per head: (heads, T, T). Query head
+/// Scaled dot products of every query with every key, per head: (heads, Tq, Tk). Query head
 /// h reads key head h / group (grouped-query attention).
 pub fn scaled_scores(q: ArrayView3<f32>, k: ArrayView3<f32>, group: usize, scale: f32) -> Array3<f32> {
     let (heads, t, _) = q.dim();
-    let mut scores = Array3::<f32>::zeros((heads, t, t)); // (heads, T, T)
+    let mut scores = Array3::<f32>::zeros((heads, t, k.dim().1)); // (heads, Tq, Tk)
     for h in 0..heads {
         let qh = q.index_axis(Axis(0), h); // (T, hd)
         let kh = k.index_axis(Axis(0), h / group); // (T, hd)
@@ -51,10 +59,10 @@ pub fn scaled_scores(q: ArrayView3<f32>, k: ArrayView3<f32>, group: usize, scale
     scores
 }
 
-/// Each head's average of the value vectors, weighted by its attention rows: (heads, T, hd).
+/// Each head's average of the value vectors, weighted by its attention rows: (heads, Tq, hd).
 /// Query head h reads value head h / group.
 pub fn weighted_values(weights: ArrayView3<f32>, v: ArrayView3<f32>, group: usize) -> Array3<f32> {
-    let (heads, t, hd) = (weights.dim().0, v.dim().1, v.dim().2);
+    let (heads, t, hd) = (weights.dim().0, weights.dim().1, v.dim().2);
     let mut head_out = Array3::<f32>::zeros((heads, t, hd)); // (heads, T, hd)
     for h in 0..heads {
         let ah = weights.index_axis(Axis(0), h); // (T, T)
@@ -82,6 +90,11 @@ pub fn softmax_rows(mut x: ArrayViewMut2<f32>) {
 
 /// Self-attention of one layer on its (T, d_model) input; returns the (T, d_model) output
 /// projection. `input` is the op that produced `x`, for the trace's data-flow links.
+///
+/// With a cache (a causal model), `x` holds only the new tokens, at positions `first`,
+/// `first + 1`, ...: their keys and values are appended to the cache and their queries attend
+/// over every cached key too, so scores and weights are (heads, T, first + T).
+#[allow(clippy::too_many_arguments)]
 pub fn self_attention<R: Recorder>(
     x: ArrayView2<f32>,
     w: &AttentionWeights,
@@ -89,6 +102,8 @@ pub fn self_attention<R: Recorder>(
     layer: usize,
     input: Op,
     rec: &mut R,
+    cache: Option<&mut KvCache>,
+    first: usize,
 ) -> Array2<f32> {
     let l = Some(layer);
     let (heads, kv_heads, hd) = (c.n_heads, c.n_kv_heads, c.head_dim);
@@ -100,46 +115,70 @@ pub fn self_attention<R: Recorder>(
     rec.step(Op::Key, l, &[input], || k.clone().into_dyn());
     rec.step(Op::Value, l, &[input], || v.clone().into_dyn());
     let (q_op, k_op) = if let Position::Rotary { base, adjacent_pairs } = c.position {
-        apply_rotary(&mut q, base, adjacent_pairs); // (heads, T, hd)
-        apply_rotary(&mut k, base, adjacent_pairs); // (kv_heads, T, hd)
+        apply_rotary_from(&mut q, base, adjacent_pairs, first); // (heads, T, hd)
+        apply_rotary_from(&mut k, base, adjacent_pairs, first); // (kv_heads, T, hd)
         rec.step(Op::RotaryQuery, l, &[Op::Query], || q.clone().into_dyn());
         rec.step(Op::RotaryKey, l, &[Op::Key], || k.clone().into_dyn());
         (Op::RotaryQuery, Op::RotaryKey)
     } else {
         (Op::Query, Op::Key)
     };
+    // Every key and value this layer's queries see: the cached ones, then the new ones.
+    let (keys, values) = match cache {
+        Some(cache) => {
+            let (keys, values) = cache.append(layer, k.view(), v.view()); // (kv_heads, first + T, hd) each
+            (keys.to_owned(), values.to_owned())
+        }
+        None => (k, v), // (kv_heads, T, hd) each
+    };
+    let total = keys.dim().1; // first + T keys
+    // Steps computed from earlier steps on read need those steps to hold every key; after a
+    // cached start they hold only the new ones, so such a pass keeps its values instead.
+    let derivable = first == 0;
 
     let scale = 1.0 / (hd as f32).sqrt();
     let group = c.group_size();
-    let mut scores = scaled_scores(q.view(), k.view(), group, scale); // (heads, T, T)
+    let mut scores = scaled_scores(q.view(), keys.view(), group, scale); // (heads, T, first + T)
     // The (heads, T, T) scores and mask are the largest tensors of a pass and cheap to
     // compute again from the queries and keys, which the trace keeps: it keeps how, not them.
-    let tt = [heads, t, t];
-    rec.derived_step(Op::Scores, l, &[q_op, k_op], &tt, || scores.clone().into_dyn(), move |qk| {
-        scaled_scores(as_heads(&qk[0]), as_heads(&qk[1]), group, scale).into_dyn() // (heads, T, T)
-    });
-    if c.causal {
-        apply_causal_mask(&mut scores); // (heads, T, T)
-        rec.derived_step(Op::Mask, l, &[Op::Scores], &tt, || scores.clone().into_dyn(), |s| {
-            let mut masked = as_heads(&s[0]).to_owned(); // (heads, T, T)
-            apply_causal_mask(&mut masked);
-            masked.into_dyn()
+    let tt = [heads, t, total];
+    if derivable {
+        rec.derived_step(Op::Scores, l, &[q_op, k_op], &tt, || scores.clone().into_dyn(), move |qk| {
+            scaled_scores(as_heads(&qk[0]), as_heads(&qk[1]), group, scale).into_dyn() // (heads, T, T)
         });
+    } else {
+        rec.step(Op::Scores, l, &[q_op, k_op], || scores.clone().into_dyn());
+    }
+    if c.causal {
+        apply_causal_mask_from(&mut scores, first); // (heads, T, first + T)
+        if derivable {
+            rec.derived_step(Op::Mask, l, &[Op::Scores], &tt, || scores.clone().into_dyn(), |s| {
+                let mut masked = as_heads(&s[0]).to_owned(); // (heads, T, T)
+                apply_causal_mask(&mut masked);
+                masked.into_dyn()
+            });
+        } else {
+            rec.step(Op::Mask, l, &[Op::Scores], || scores.clone().into_dyn());
+        }
     } else {
         rec.unchanged_step(Op::Mask, l, Op::Scores, || scores.clone().into_dyn()); // nothing is hidden
     }
     for h in 0..heads {
-        softmax_rows(scores.index_axis_mut(Axis(0), h)); // (T, T)
+        softmax_rows(scores.index_axis_mut(Axis(0), h)); // (T, first + T)
     }
-    let weights = scores; // (heads, T, T), rows sum to 1
-    let head_out = weighted_values(weights.view(), v.view(), group); // (heads, T, hd)
+    let weights = scores; // (heads, T, first + T), rows sum to 1
+    let head_out = weighted_values(weights.view(), values.view(), group); // (heads, T, hd)
     // Moved into the trace, not copied: the pass is done with the weights.
     rec.step(Op::Softmax, l, &[Op::Mask], || weights.into_dyn());
     // Head outputs and their concatenation are computed again from the weights and values
     // when read.
-    rec.derived_step(Op::WeightedSum, l, &[Op::Softmax, Op::Value], &[heads, t, hd], || head_out.clone().into_dyn(), move |av| {
-        weighted_values(as_heads(&av[0]), as_heads(&av[1]), group).into_dyn() // (heads, T, hd)
-    });
+    if derivable {
+        rec.derived_step(Op::WeightedSum, l, &[Op::Softmax, Op::Value], &[heads, t, hd], || head_out.clone().into_dyn(), move |av| {
+            weighted_values(as_heads(&av[0]), as_heads(&av[1]), group).into_dyn() // (heads, T, hd)
+        });
+    } else {
+        rec.step(Op::WeightedSum, l, &[Op::Softmax, Op::Value], || head_out.clone().into_dyn());
+    }
     let concat = merge_heads(head_out); // (T, heads * hd)
     rec.derived_step(Op::Concat, l, &[Op::WeightedSum], &[t, heads * hd], || concat.clone().into_dyn(), |h| {
         merge_heads(as_heads(&h[0]).to_owned()).into_dyn() // (T, heads * hd)

@@ -1,19 +1,20 @@
 //! From token ids to the first residual stream: token embedding, segment embedding and the
 //! additive positional encoding.
 
-use ndarray::{Array2, Axis};
+use ndarray::Array2;
 
 use super::config::{ModelConfig, Position};
-use super::position::sinusoidal_table;
+use super::position::sinusoidal_rows;
 use super::weights::Weights;
 use crate::trace::{Op, Recorder};
 
 /// Returns the (T, d_model) stream before any layer (before the embedding norm) and the op
-/// that produced it.
-pub fn embed<R: Recorder>(ids: &[u32], w: &Weights, c: &ModelConfig, rec: &mut R) -> (Array2<f32>, Op) {
+/// that produced it. The tokens sit at positions `first`, `first + 1`, ... (`first` > 0 when
+/// the pass continues a cached one).
+pub fn embed<R: Recorder>(ids: &[u32], first: usize, w: &Weights, c: &ModelConfig, rec: &mut R) -> (Array2<f32>, Op) {
     let t = ids.len();
     let rows: Vec<usize> = ids.iter().map(|&i| i as usize).collect();
-    let tokens = w.token_embedding.select(Axis(0), &rows); // (T, d)
+    let tokens = w.token_embedding.select_rows(&rows).expect("Transformer::encode keeps ids below vocab_size"); // (T, d)
     rec.step(Op::TokenEmbedding, None, &[Op::Tokenize], || tokens.clone().into_dyn());
     let mut x = tokens; // (T, d)
     let mut sum_inputs = vec![Op::TokenEmbedding];
@@ -26,8 +27,8 @@ pub fn embed<R: Recorder>(ids: &[u32], w: &Weights, c: &ModelConfig, rec: &mut R
         sum_inputs.push(Op::SegmentEmbedding);
     }
     let position = match c.position {
-        Position::Learned => w.position_embedding.as_ref().map(|p| p.slice(ndarray::s![..t, ..]).to_owned()), // (T, d)
-        Position::Sinusoidal => Some(sinusoidal_table(t, c.d_model)), // (T, d)
+        Position::Learned => w.position_embedding.as_ref().map(|p| p.slice(ndarray::s![first..first + t, ..]).to_owned()), // (T, d)
+        Position::Sinusoidal => Some(sinusoidal_rows(first, first + t, c.d_model)), // (T, d)
         Position::Rotary { .. } | Position::None => None,
     };
     match position {

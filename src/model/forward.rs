@@ -1,19 +1,21 @@
 //! The one forward pass, for every config, reporting each intermediate to a `Recorder`.
 
-use ndarray::{Array1, Array2, ArrayView2};
+use ndarray::{s, Array1, Array2, ArrayView2};
 
 use super::attention::{self_attention, softmax_rows};
 use super::config::{ModelConfig, NormPlace};
 use super::ffn::feed_forward;
 use super::norm::{self, row_mean_std};
-use super::weights::{NormWeights, Weights};
+use super::kv_cache::KvCache;
+use super::weights::{LayerWeights, NormWeights, Weights};
 use super::embed::embed;
 use crate::trace::{NormStats, Op, Recorder};
 
 pub struct ForwardOutput {
     /// (T, d_model): the last layer's output (after the final norm for pre-LN models).
     pub hidden: Array2<f32>,
-    /// (T, vocab), when the model has a language-model head.
+    /// (T, vocab) (or (1, vocab) for the last position only), when the model has a
+    /// language-model head.
     pub logits: Option<Array2<f32>>,
 }
 
@@ -43,47 +45,102 @@ fn norm_step<R: Recorder>(
     y
 }
 
-/// Runs the model on token ids (already within the context; `Weights::check` has passed).
+/// Which positions' logits a pass computes. The unembedding is the largest matrix of a small
+/// model (SmolLM2: 49,152 x 576, a fifth of a pass at every position): predicting the next
+/// token needs only the last one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Logits {
+    All,
+    Last,
+}
+
+/// One layer on its (T, d) input `x`, read from the op `stream`; returns the layer's output
+/// and the op that holds it. With `cache`, `x` holds the new tokens only, at positions
+/// `first`, `first + 1`, ... (see `self_attention`).
+#[allow(clippy::too_many_arguments)]
+pub fn layer_forward<R: Recorder>(
+    x: ArrayView2<f32>,
+    lw: &LayerWeights,
+    c: &ModelConfig,
+    i: usize,
+    stream: Op,
+    rec: &mut R,
+    cache: Option<&mut KvCache>,
+    first: usize,
+) -> (Array2<f32>, Op) {
+    let l = Some(i);
+    rec.layer_input(i, stream);
+    match c.norm_place {
+        NormPlace::Post => {
+            let mut x = x.to_owned(); // (T, d)
+            let attn = self_attention(x.view(), &lw.attention, c, i, stream, rec, cache, first); // (T, d)
+            x += &attn; // (T, d)
+            rec.step(Op::AttentionResidual, l, &[stream, Op::OutputProjection], || x.clone().into_dyn());
+            x = norm_step(x.view(), &lw.attention_norm, c, Op::AttentionNorm, l, Op::AttentionResidual, rec); // (T, d)
+            let ffn = feed_forward(x.view(), &lw.ffn, c.activation, i, Op::AttentionNorm, rec); // (T, d)
+            x += &ffn; // (T, d)
+            rec.step(Op::FfnResidual, l, &[Op::AttentionNorm, Op::FfnDown], || x.clone().into_dyn());
+            x = norm_step(x.view(), &lw.ffn_norm, c, Op::FfnNorm, l, Op::FfnResidual, rec); // (T, d)
+            (x, Op::FfnNorm)
+        }
+        NormPlace::Pre => {
+            let h = norm_step(x, &lw.attention_norm, c, Op::AttentionNorm, l, stream, rec); // (T, d)
+            let attn = self_attention(h.view(), &lw.attention, c, i, Op::AttentionNorm, rec, cache, first); // (T, d)
+            let mut x = &x + &attn; // (T, d)
+            rec.step(Op::AttentionResidual, l, &[stream, Op::OutputProjection], || x.clone().into_dyn());
+            let h = norm_step(x.view(), &lw.ffn_norm, c, Op::FfnNorm, l, Op::AttentionResidual, rec); // (T, d)
+            let ffn = feed_forward(h.view(), &lw.ffn, c.activation, i, Op::FfnNorm, rec); // (T, d)
+            x += &ffn; // (T, d)
+            rec.step(Op::FfnResidual, l, &[Op::AttentionResidual, Op::FfnDown], || x.clone().into_dyn());
+            (x, Op::FfnResidual)
+        }
+    }
+}
+
+/// Runs the model on token ids (already within the context; `Weights::check` has passed),
+/// computing every position's logits.
 pub fn forward<R: Recorder>(ids: &[u32], w: &Weights, c: &ModelConfig, rec: &mut R) -> ForwardOutput {
+    forward_cached(ids, None, w, c, rec, Logits::All)
+}
+
+/// Runs the model on the new token ids after the `cache.len()` tokens already cached (a causal
+/// model's earlier pass), appending their keys and values to the cache. Without a cache, or
+/// with an empty one, this is the whole pass. The recorder sees the new tokens' rows only.
+pub fn forward_cached<R: Recorder>(
+    ids: &[u32],
+    mut cache: Option<&mut KvCache>,
+    w: &Weights,
+    c: &ModelConfig,
+    rec: &mut R,
+    logits: Logits,
+) -> ForwardOutput {
+    // Only a causal model's earlier tokens are unchanged by later ones.
+    let first = match &cache {
+        Some(cache) if c.causal => cache.len(),
+        _ => 0,
+    };
+    if !c.causal {
+        cache = None;
+    }
     rec.step(Op::Tokenize, None, &[], || Array1::from_iter(ids.iter().map(|&i| i as f32)).into_dyn());
-    let (mut x, mut stream) = embed(ids, w, c, rec); // (T, d)
+    let (mut x, mut stream) = embed(ids, first, w, c, rec); // (T, d)
     if let Some(n) = &w.embedding_norm {
         x = norm_step(x.view(), n, c, Op::EmbeddingNorm, None, stream, rec); // (T, d)
         stream = Op::EmbeddingNorm;
     }
     for (i, lw) in w.layers.iter().enumerate() {
-        let l = Some(i);
-        match c.norm_place {
-            NormPlace::Post => {
-                let attn = self_attention(x.view(), &lw.attention, c, i, stream, rec); // (T, d)
-                x += &attn; // (T, d)
-                rec.step(Op::AttentionResidual, l, &[stream, Op::OutputProjection], || x.clone().into_dyn());
-                x = norm_step(x.view(), &lw.attention_norm, c, Op::AttentionNorm, l, Op::AttentionResidual, rec); // (T, d)
-                let ffn = feed_forward(x.view(), &lw.ffn, c.activation, i, Op::AttentionNorm, rec); // (T, d)
-                x += &ffn; // (T, d)
-                rec.step(Op::FfnResidual, l, &[Op::AttentionNorm, Op::FfnDown], || x.clone().into_dyn());
-                x = norm_step(x.view(), &lw.ffn_norm, c, Op::FfnNorm, l, Op::FfnResidual, rec); // (T, d)
-                stream = Op::FfnNorm;
-            }
-            NormPlace::Pre => {
-                let h = norm_step(x.view(), &lw.attention_norm, c, Op::AttentionNorm, l, stream, rec); // (T, d)
-                let attn = self_attention(h.view(), &lw.attention, c, i, Op::AttentionNorm, rec); // (T, d)
-                x += &attn; // (T, d)
-                rec.step(Op::AttentionResidual, l, &[stream, Op::OutputProjection], || x.clone().into_dyn());
-                let h = norm_step(x.view(), &lw.ffn_norm, c, Op::FfnNorm, l, Op::AttentionResidual, rec); // (T, d)
-                let ffn = feed_forward(h.view(), &lw.ffn, c.activation, i, Op::FfnNorm, rec); // (T, d)
-                x += &ffn; // (T, d)
-                rec.step(Op::FfnResidual, l, &[Op::AttentionResidual, Op::FfnDown], || x.clone().into_dyn());
-                stream = Op::FfnResidual;
-            }
-        }
+        (x, stream) = layer_forward(x.view(), lw, c, i, stream, rec, cache.as_deref_mut(), first); // (T, d)
     }
     if let (NormPlace::Pre, Some(n)) = (c.norm_place, &w.final_norm) {
         x = norm_step(x.view(), n, c, Op::FinalNorm, None, stream, rec); // (T, d)
         stream = Op::FinalNorm;
     }
     let logits = w.unembedding(c).map(|u| {
-        let logits = x.dot(&u.t()); // (T, vocab) = (T, d) · (d, vocab)
+        let rows = match logits {
+            Logits::All => x.view(),                            // (T, d)
+            Logits::Last => x.slice(s![x.nrows() - 1.., ..]), // (1, d)
+        };
+        let logits = u.multiply_rows(rows, 0, u.rows()); // (T or 1, vocab) = (T or 1, d) · (d, vocab)
         rec.step(Op::Unembed, None, &[stream], || logits.clone().into_dyn());
         rec.step(Op::NextTokenProbabilities, None, &[Op::Unembed], || {
             let mut last = logits.row(logits.nrows() - 1).to_owned().insert_axis(ndarray::Axis(0)); // (1, vocab)

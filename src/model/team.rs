@@ -48,3 +48,15 @@ pub fn halves(out: usize, block: usize) -> [(usize, usize); 2] {
     let split = (out / 2) / block * block;
     [(0, split), (split, out)]
 }
+
+/// Runs `f` with every product computed whole on this thread, then rejoins the team (if any):
+/// for work the partner does not share, such as computing one layer again for a view.
+pub fn alone<T>(f: impl FnOnce() -> T) -> T {
+    let team = current();
+    leave();
+    let out = f();
+    if let Some(team) = team {
+        join(team);
+    }
+    out
+}

@@ -5,6 +5,7 @@ use ndarray::{Array1, Array2};
 
 use super::config::{Activation, LmHead, ModelConfig, NormKind, Position};
 use super::linear::Linear;
+use super::matrix::Matrix;
 use crate::error::{Result, VizError};
 
 #[derive(Debug, Clone)]
@@ -49,8 +50,8 @@ pub struct LayerWeights {
 
 #[derive(Debug, Clone)]
 pub struct Weights {
-    /// (vocab, d_model)
-    pub token_embedding: Array2<f32>,
+    /// (vocab, d_model), f32 or quantized blocks.
+    pub token_embedding: Matrix,
     /// (token_types, d_model)
     pub segment_embedding: Option<Array2<f32>>,
     /// (context, d_model), learned positions only.
@@ -60,7 +61,7 @@ pub struct Weights {
     /// Pre-LN models only.
     pub final_norm: Option<NormWeights>,
     /// (vocab, d_model) for a separate head; tied heads reuse `token_embedding`.
-    pub lm_head: Option<Array2<f32>>,
+    pub lm_head: Option<Matrix>,
 }
 
 fn expect(name: &str, found: &[usize], expected: &[usize]) -> Result<()> {
@@ -83,7 +84,7 @@ impl NormWeights {
 }
 
 fn check_linear(name: &str, l: &Linear, out: usize, inp: usize, bias: bool) -> Result<()> {
-    expect(&format!("{name}.weight"), l.weight.shape(), &[out, inp])?;
+    expect(&format!("{name}.weight"), &l.weight.shape(), &[out, inp])?;
     match (&l.bias, bias) {
         (Some(b), _) => expect(&format!("{name}.bias"), b.shape(), &[out]),
         (None, true) => Err(VizError::MissingTensor { name: format!("{name}.bias") }),
@@ -96,7 +97,7 @@ impl Weights {
     pub fn check(&self, c: &ModelConfig) -> Result<()> {
         c.validate()?;
         let d = c.d_model;
-        expect("token_embedding", self.token_embedding.shape(), &[c.vocab_size, d])?;
+        expect("token_embedding", &self.token_embedding.shape(), &[c.vocab_size, d])?;
         match (&self.segment_embedding, c.token_types) {
             (None, 0) => {}
             (Some(s), n) if n > 0 => expect("segment_embedding", s.shape(), &[n, d])?,
@@ -141,7 +142,7 @@ impl Weights {
             _ => {}
         }
         match (c.lm_head, &self.lm_head) {
-            (LmHead::Separate, Some(h)) => expect("lm_head", h.shape(), &[c.vocab_size, d])?,
+            (LmHead::Separate, Some(h)) => expect("lm_head", &h.shape(), &[c.vocab_size, d])?,
             (LmHead::Separate, None) => return Err(VizError::MissingTensor { name: "lm_head".into() }),
             (_, Some(_)) => return Err(VizError::BadConfig("a separate lm_head was given but the config does not use one".into())),
             _ => {}
@@ -150,7 +151,7 @@ impl Weights {
     }
 
     /// The unembedding matrix (vocab, d_model), if the model has a head.
-    pub fn unembedding(&self, c: &ModelConfig) -> Option<&Array2<f32>> {
+    pub fn unembedding(&self, c: &ModelConfig) -> Option<&Matrix> {
         match c.lm_head {
             LmHead::None => None,
             LmHead::Tied => Some(&self.token_embedding),

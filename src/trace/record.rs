@@ -46,6 +46,12 @@ pub trait Recorder {
 
     /// Records per-token statistics of the norm whose output was just recorded.
     fn norm_stats<F: FnOnce() -> NormStats>(&mut self, layer: Option<usize>, make: F);
+
+    /// Says that layer `layer` begins, reading the latest result of `input` (the residual
+    /// stream): a recorder that computes a layer's steps again on read starts from there.
+    fn layer_input(&mut self, layer: usize, input: Op) {
+        let _ = (layer, input);
+    }
 }
 
 /// Keeps nothing: the plain, untraced forward pass.
@@ -68,7 +74,7 @@ impl<'c> TraceRecorder<'c> {
         Self { config, steps: Vec::new(), norms: Vec::new() }
     }
 
-    fn latest(&self, op: Op) -> Option<&Step> {
+    pub(crate) fn latest(&self, op: Op) -> Option<&Step> {
         self.steps.iter().rev().find(|s| s.op == op)
     }
 
@@ -76,7 +82,7 @@ impl<'c> TraceRecorder<'c> {
         self.latest(op).map(|s| s.name.clone())
     }
 
-    fn push(&mut self, op: Op, layer: Option<usize>, inputs: &[Op], tensor: Tensor) {
+    pub(crate) fn push(&mut self, op: Op, layer: Option<usize>, inputs: &[Op], tensor: Tensor) {
         let text = describe(op, layer, self.config);
         let inputs = inputs.iter().filter_map(|&o| self.latest_name(o)).collect();
         self.steps.push(Step {
@@ -94,7 +100,7 @@ impl<'c> TraceRecorder<'c> {
 }
 
 /// Row-major values of an array in any layout.
-fn row_major(array: ArrayD<f32>) -> Vec<f32> {
+pub(crate) fn row_major(array: ArrayD<f32>) -> Vec<f32> {
     if array.is_standard_layout() {
         array.into_raw_vec_and_offset().0
     } else {

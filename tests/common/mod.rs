@@ -92,3 +92,19 @@ pub const SENTENCES: &[&str] = &[
     "supercalifragilisticexpialidocious antidisestablishmentarianism",
     "[CLS] written by hand, and a [MASK] token in the middle [SEP] too.",
 ];
+
+/// The real SmolLM2-135M, loaded once per test binary; `None` (after saying SKIPPED) when the
+/// set-up has not fetched it, except that `TVIZ_REQUIRE_SMOLLM2=1` (the test command) makes
+/// its absence a failure.
+pub fn smollm2() -> Option<&'static Transformer> {
+    static MODEL: OnceLock<Result<Transformer, String>> = OnceLock::new();
+    let loaded = MODEL.get_or_init(|| load_named(&models_dir(), "smollm2-135m", WeightPrecision::F32).map_err(|e| e.to_string()));
+    match loaded {
+        Ok(m) => Some(m),
+        Err(e) if std::env::var("TVIZ_REQUIRE_SMOLLM2").is_ok_and(|v| v == "1") => panic!("{e}"),
+        Err(e) => {
+            eprintln!("SKIPPED: SmolLM2 is not available ({e}); run scripts/fetch-models.sh");
+            None
+        }
+    }
+}

@@ -1,0 +1,138 @@
+//! A causal model's pass that continues an earlier one (its KV cache and trace rows) gives the
+//! numbers of a pass from scratch; a layer's detailed steps, computed again from the layer's
+//! stored input when read, equal the steps of a trace that kept everything.
+
+mod common;
+
+use transformer_viz::checkpoints::fixture::{decoder_config, fixture};
+use transformer_viz::model::kv_cache::KvCache;
+use transformer_viz::model::{forward, ModelConfig};
+use transformer_viz::trace::{Trace, TraceRecorder};
+use transformer_viz::Transformer;
+
+/// The trace of a pass from scratch that keeps every step (MiniLM's kind of trace).
+fn kept_trace(model: &Transformer, text: &str) -> Trace {
+    let encoding = model.encode(text).unwrap();
+    let mut rec = TraceRecorder::new(&model.config);
+    forward(&encoding.ids(), &model.weights, &model.config, &mut rec);
+    Trace {
+        model: model.config.name.clone(),
+        config: model.config.clone(),
+        text: text.into(),
+        tokens: encoding.tokens,
+        truncated: encoding.truncated,
+        steps: rec.steps,
+        norms: rec.norms,
+    }
+}
+
+fn max_diff(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    a.iter().zip(b).map(|(x, y)| if x == y { 0.0 } else { (x - y).abs() }).fold(0.0, f32::max)
+}
+
+/// Every step of `got` has the name, shape and (within `tol`) values of `want`'s, and the
+/// norms' statistics agree.
+fn assert_traces_agree(got: &Trace, want: &Trace, tol: f32, what: &str) {
+    assert_eq!(got.tokens, want.tokens, "{what}: tokens");
+    let names = |t: &Trace| t.steps.iter().map(|s| s.name.clone()).collect::<Vec<_>>();
+    assert_eq!(names(got), names(want), "{what}: the same steps in the same order");
+    for (g, w) in got.steps.iter().zip(&want.steps) {
+        assert_eq!(g.tensor.shape, w.tensor.shape, "{what}: shape of {}", g.name);
+        assert_eq!(g.inputs, w.inputs, "{what}: inputs of {}", g.name);
+        let d = max_diff(&g.tensor.data, &w.tensor.data);
+        assert!(d <= tol, "{what}: {} differs by {d}", g.name);
+    }
+    assert_eq!(got.norms.len(), want.norms.len());
+    for (g, w) in got.norms.iter().zip(&want.norms) {
+        assert_eq!(g.step, w.step);
+        for (a, b) in [(&g.stats.input_mean, &w.stats.input_mean), (&g.stats.input_std, &w.stats.input_std), (&g.stats.output_std, &w.stats.output_std)] {
+            assert!(max_diff(a, b) <= tol, "{what}: statistics of {}", g.step);
+        }
+    }
+}
+
+fn decoder() -> Transformer {
+    let c: ModelConfig = decoder_config();
+    fixture(c, 11).unwrap()
+}
+
+#[test]
+fn a_trace_computed_on_read_equals_one_that_kept_everything() {
+    let model = decoder();
+    for text in ["a", "hello", "the cat sat on the mat"] {
+        let lazy = model.trace(text).unwrap();
+        assert!(lazy.bytes_in_memory() < kept_trace(&model, text).bytes_in_memory() || text.len() < 2, "{text}: keeps less");
+        assert_traces_agree(&lazy, &kept_trace(&model, text), 1e-6, text);
+    }
+}
+
+#[test]
+fn continuing_a_trace_gives_the_numbers_of_a_pass_from_scratch() {
+    let model = decoder();
+    // Appending, editing in the middle, deleting, and the same text again.
+    let edits = ["the cat", "the cat sat on", "the dog sat on", "the dog", "the dog", "x", "the dog sat on the mat!"];
+    let mut cache = KvCache::new();
+    let mut previous: Option<Trace> = None;
+    for text in edits {
+        let encoding = model.encode(text).unwrap();
+        let common = previous.as_ref().map_or(0, |p| p.tokens.iter().zip(&encoding.tokens).take_while(|(a, b)| a.id == b.id).count());
+        let t = encoding.tokens.len();
+        let continued = model.continue_trace(encoding, text, previous.as_ref(), &mut cache);
+        assert_eq!(continued.reused, common.min(t - 1), "{text}: reuses the unchanged tokens but the last");
+        assert_eq!(cache.len(), t, "{text}: the cache holds every token");
+        assert_traces_agree(&continued.trace, &kept_trace(&model, text), 1e-5, text);
+        previous = Some(continued.trace);
+    }
+}
+
+#[test]
+fn next_logits_through_the_cache_equal_the_logits_of_a_whole_pass() {
+    let model = decoder();
+    let ids = model.encode("generating one token at a time").unwrap().ids();
+    let whole = model.run_ids(&ids).logits.unwrap(); // (T, vocab)
+    let mut cache = KvCache::new();
+    // The first two tokens in one go, then one at a time.
+    let mut logits = model.next_logits(&ids[..2], &mut cache).unwrap();
+    assert!(max_diff(logits.as_slice().unwrap(), whole.row(1).as_slice().unwrap()) < 1e-5);
+    for (i, &id) in ids.iter().enumerate().skip(2) {
+        logits = model.next_logits(&[id], &mut cache).unwrap();
+        let d = max_diff(logits.as_slice().unwrap(), whole.row(i).to_vec().as_slice());
+        assert!(d < 1e-5, "position {i}: cached logits differ by {d}");
+    }
+    assert_eq!(cache.len(), ids.len());
+    // Past the context: a typed error, the cache untouched.
+    let room = model.config.context - cache.len();
+    assert!(model.next_logits(&vec![1; room + 1], &mut cache).is_err());
+    assert_eq!(cache.len(), ids.len());
+}
+
+#[test]
+fn smollm2_cached_passes_agree_with_passes_from_scratch() {
+    let Some(model) = common::smollm2() else { return };
+    let mut cache = KvCache::new();
+    let first = model.continue_trace(model.encode("The capital of France is").unwrap(), "", None, &mut cache);
+    let text = "The capital of France is Paris, and the capital of Italy is";
+    let continued = model.continue_trace(model.encode(text).unwrap(), text, Some(&first.trace), &mut cache);
+    assert_eq!(continued.reused, 5, "the five tokens of the first text are reused");
+    let scratch = model.trace(text).unwrap();
+    let (a, b) = (continued.trace.next_token_probabilities().unwrap(), scratch.next_token_probabilities().unwrap());
+    let d = max_diff(a.as_slice().unwrap(), b.as_slice().unwrap());
+    assert!(d < 1e-4, "next-token probabilities differ by {d}");
+    // Logits: through the cache one token at a time, and in one pass.
+    let ids = model.encode(text).unwrap().ids();
+    let whole = model.run_ids(&ids).logits.unwrap(); // (T, vocab)
+    let mut cache = KvCache::new();
+    model.next_logits(&ids[..ids.len() - 3], &mut cache).unwrap();
+    for i in ids.len() - 3..ids.len() {
+        let logits = model.next_logits(&ids[i..i + 1], &mut cache).unwrap();
+        let d = max_diff(logits.as_slice().unwrap(), whole.row(i).to_vec().as_slice());
+        assert!(d < 1e-4, "SmolLM2 position {i}: cached logits differ by {d}");
+    }
+    // Attention of a layer in the middle, read from both traces.
+    for layer in [0, 14, 29] {
+        let (a, b) = (continued.trace.attention_layer(layer).unwrap(), scratch.attention_layer(layer).unwrap());
+        let d = max_diff(a.as_standard_layout().as_slice().unwrap(), b.as_standard_layout().as_slice().unwrap());
+        assert!(d < 1e-5, "layer {layer} attention differs by {d}");
+    }
+}

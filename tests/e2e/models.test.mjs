@@ -197,7 +197,12 @@ test('model= in a link opens that model; a second visit reads it from the Cache 
 });
 
 test('a truncated copy in the cache is discarded and downloaded again', async () => {
-  const visit1 = await openPage(`${env.base}?model=smollm2-135m`);
+  // A first visit keeps both models in the cache.
+  const visit1 = await openPage(env.base);
+  await visit1.page.selectOption('#model', 'smollm2-135m');
+  await visit1.page.waitForFunction(() => window.__tviz.picker === 'offer');
+  await visit1.page.click('#model-download');
+  await loadSettled(visit1.page);
   await truncateCached(visit1.page, MINILM_WEIGHTS, 1_000_000);
   await truncateCached(visit1.page, GGUF, 5_000_000);
   assert.equal(await cachedSize(visit1.page, GGUF), 5_000_000);

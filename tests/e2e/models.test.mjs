@@ -121,6 +121,10 @@ test('picking SmolLM2 says its size first, then shows the download\'s progress t
     assert.equal(await modelInUrl(page), 'smollm2-135m');
     assert.match(await page.textContent('#model-source'), /downloaded; kept in the browser's cache/);
     assert.equal(await page.locator('#layer option').count(), 30);
+    // The prose follows the model: its head count, and its norm (RMSNorm before each sublayer).
+    assert.match(await page.textContent('#grid-canvas + figcaption'), /^All 270 heads/);
+    assert.equal(await page.isVisible('#norm-section p[data-when="pre-norm rms-norm"]'), true);
+    assert.equal(await page.isVisible('#norm-section p[data-when="post-norm layer-norm"]'), false);
     assert.match(await page.textContent('#backend-why'), /helper thread is off for SmolLM2/);
     await page.evaluate(() => window.__tvizFlush());
     // A view the model does not have says why instead of drawing.
@@ -135,6 +139,9 @@ test('picking SmolLM2 says its size first, then shows the download\'s progress t
     assert.equal(await page.isVisible('#model-offer'), false);
     assert.equal(await modelInUrl(page), 'minilm-l6');
     assert.equal(await page.locator('#layer option').count(), 6);
+    assert.match(await page.textContent('#grid-canvas + figcaption'), /^All 72 heads/);
+    assert.equal(await page.isVisible('#norm-section p[data-when="post-norm layer-norm"]'), true);
+    assert.equal(await page.isVisible('#norm-section p[data-when="pre-norm rms-norm"]'), false);
     assert.match(await page.textContent('#model-source'), /from the browser's cache/);
     await page.evaluate(() => window.__tvizFlush());
     assert.equal(await page.isVisible('canvas[data-chart="pos-table"]'), true);

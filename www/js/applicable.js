@@ -47,3 +47,39 @@ export function showWhyNotShown(canvas, why) {
   canvas.hidden = Boolean(why);
   for (const el of figure.querySelectorAll(':scope > figcaption, :scope > .export')) el.hidden = Boolean(why);
 }
+
+// The conditions a `data-when` element may name (all must hold for it to show).
+const CONDITIONS = {
+  encoder: (c) => !c.causal,
+  decoder: (c) => c.causal,
+  'post-norm': (c) => c.norm_place === 'Post',
+  'pre-norm': (c) => c.norm_place === 'Pre',
+  'layer-norm': (c) => c.norm === 'Layer',
+  'rms-norm': (c) => c.norm === 'Rms',
+  'learned-position': (c) => positionKind(c) === 'Learned',
+  rotary: (c) => positionKind(c) === 'Rotary',
+};
+
+/**
+ * The page's prose for the loaded model: `data-config` spans get the model's numbers
+ * (n_heads, n_layers, d_model, all_heads) or its name (model); `data-when="pre-norm rms-norm"`
+ * elements show only for a model with all those traits, so a section can hold one paragraph
+ * for each kind of model.
+ */
+export function renderModelText() {
+  const { config } = session;
+  const values = {
+    n_heads: config.n_heads,
+    n_layers: config.n_layers,
+    d_model: config.d_model,
+    all_heads: config.n_layers * config.n_heads,
+    model: modelNamed(session.modelName)?.title ?? session.modelName,
+  };
+  for (const el of document.querySelectorAll('[data-config]')) {
+    const value = String(values[el.dataset.config] ?? el.textContent);
+    if (el.textContent !== value) el.textContent = value;
+  }
+  for (const el of document.querySelectorAll('[data-when]')) {
+    el.hidden = !el.dataset.when.split(/\s+/).every((c) => CONDITIONS[c]?.(config) ?? false);
+  }
+}

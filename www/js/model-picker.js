@@ -11,6 +11,7 @@ import { wasmBindings } from './loading.js';
 import { MODELS, DEFAULT_MODEL, modelNamed, labelOf, downloadBytes, megabytes } from './models.js';
 import { loadModelFiles, isCached, cacheAvailable } from './model-files.js';
 import { stopHelper } from './helper-thread.js';
+import { renderModelText } from './applicable.js';
 
 const mb = (bytes) => megabytes(bytes, 1);
 
@@ -81,6 +82,7 @@ function install({ name, viz, files }) {
   $('model').value = name;
   $('model-source').textContent = sourceWords(files);
   $('model-about').textContent = `${model.title}: ${model.description}`;
+  renderModelText();
   window.__tviz.model = name;
   window.__tviz.modelError = null;
 }

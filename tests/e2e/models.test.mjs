@@ -119,7 +119,7 @@ test('picking SmolLM2 says its size first, then shows the download\'s progress t
   const outcome = await smollm2Outcome(page);
   if (outcome === 'loaded') {
     assert.equal(await modelInUrl(page), 'smollm2-135m');
-    assert.match(await page.textContent('#model-source'), /downloaded; kept in the browser's cache/);
+    assert.match(await page.textContent('#model-source'), /^downloaded, now cached$/);
     assert.equal(await page.locator('#layer option').count(), 30);
     // The prose follows the model: its head count, and its norm (RMSNorm before each sublayer).
     assert.match(await page.textContent('#grid-canvas + figcaption'), /^All 270 heads/);
@@ -219,7 +219,7 @@ test('a truncated copy in the cache is discarded and downloaded again', async ()
   const requests = [];
   const visit2 = await openPage(env.base, { route: recording(requests), context: visit1.context });
   assert.deepEqual(requests.filter((r) => r === MINILM_WEIGHTS), [MINILM_WEIGHTS]);
-  assert.match(await visit2.page.textContent('#model-source'), /downloaded again \(the copy in the browser's cache was incomplete\)/);
+  assert.match(await visit2.page.textContent('#model-source'), /^downloaded again \(the cached copy was incomplete\), now cached$/);
   assert.equal(await cachedSize(visit2.page, MINILM_WEIGHTS), MODELS['minilm-l6'].files.weights.bytes);
   const minilm = await visit2.page.evaluate(() => window.__tviz.loads.at(-1));
   assert.deepEqual(minilm.discarded, [MINILM_WEIGHTS]);

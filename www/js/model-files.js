@@ -72,9 +72,12 @@ export async function loadModelFiles(model, { onProgress, signal } = {}) {
     } else {
       out.source = 'network';
       const before = done;
-      bytes = await fetchBytes(url, { expected: file.bytes, signal, store: !cache, onProgress: (got) => onProgress?.(before + got, total) });
+      bytes = await fetchBytes(url, { signal, store: !cache, onProgress: (got) => onProgress?.(Math.min(before + got, total), total) });
       done += file.bytes;
-      if (cache && !(await store(cache, url, bytes))) out.stored = false;
+      onProgress?.(done, total);
+      // Only a file of the registry's size is kept; any other (a damaged file on the server)
+      // still goes to the engine, which says in its own words what is wrong with it.
+      if (cache && !(bytes.length === file.bytes && (await store(cache, url, bytes)))) out.stored = false;
     }
     signal?.throwIfAborted();
     out[role] = role === 'weights' ? bytes : new TextDecoder().decode(bytes);

@@ -28,12 +28,13 @@ function setProgress(model, done, total) {
   else window.__tviz.progress = { model: model.name, done, total, updates: 1 };
 }
 
+/** Where the model's files came from: a few words for the status line, and a sentence. */
 function sourceWords(files) {
-  if (files.source === 'cache') return 'from the browser\'s cache';
-  const again = files.discarded.length ? ' again (the copy in the browser\'s cache was incomplete)' : '';
-  if (files.stored) return `downloaded${again}; kept in the browser's cache for the next visit`;
-  if (!cacheAvailable()) return `downloaded${again} (this address has no Cache API, so the next visit downloads again)`;
-  return `downloaded${again} (the browser's cache refused it, so the next visit downloads again)`;
+  if (files.source === 'cache') return ['from the browser\'s cache', 'Read from the browser\'s cache (Cache API), where an earlier visit kept it: nothing was downloaded.'];
+  const again = files.discarded.length ? ' again (the cached copy was incomplete)' : '';
+  if (files.stored) return [`downloaded${again}, now cached`, `Downloaded${again} and kept in the browser's cache (Cache API): the next visit reads it from there.`];
+  if (!cacheAvailable()) return [`downloaded${again} (no Cache API here)`, `Downloaded${again}. Pages served over plain http from another machine have no Cache API, so the next visit downloads it again.`];
+  return [`downloaded${again}, not cached`, `Downloaded${again}, but the browser refused to keep it (storage quota), so the next visit downloads it again.`];
 }
 
 // Lets the browser show the last words before the page blocks for a while.
@@ -80,8 +81,8 @@ function install({ name, viz, files }) {
   old?.free();
   const model = modelNamed(name);
   $('model').value = name;
-  $('model-source').textContent = sourceWords(files);
-  $('model-about').textContent = `${model.title}: ${model.description}`;
+  [$('model-source').textContent, $('model-source').title] = sourceWords(files);
+  $('model').title = `${model.title}: ${model.description}`;
   renderModelText();
   window.__tviz.model = name;
   window.__tviz.modelError = null;

@@ -175,6 +175,37 @@ test('declining the download keeps the model shown; the picker works from the ke
   await context.close();
 });
 
+test('Cancel stops a download under way and keeps the model shown', async () => {
+  let release;
+  const held = new Promise((resolve) => { release = resolve; });
+  const hold = async (page) => {
+    // The GGUF's response waits until the test lets it go, so the download is surely under way.
+    await page.route(`**/${GGUF}`, async (route) => {
+      await held;
+      await route.continue().catch(() => {}); // the page gave up on it
+    });
+  };
+  const { page, context, problems } = await openPage(env.base, { route: hold });
+  await page.selectOption('#model', 'smollm2-135m');
+  await page.waitForFunction(() => window.__tviz.picker === 'offer');
+  await page.click('#model-download');
+  await page.waitForFunction(() => window.__tviz.picker === 'loading' && !document.getElementById('loading').hidden);
+  assert.equal(await page.isVisible('#loading-progress'), true);
+  assert.match(await page.textContent('#loading-amount'), /^0\.0 of 98\.4 MB$/);
+  await page.click('#loading-cancel');
+  await page.waitForFunction(() => window.__tviz.picker === 'idle' && document.getElementById('loading').hidden);
+  release();
+  assert.equal(await page.inputValue('#model'), 'minilm-l6');
+  assert.equal(await page.evaluate(() => window.__tviz.model), 'minilm-l6');
+  assert.equal(await page.isVisible('#error'), false, 'a cancelled download is no error');
+  assert.equal(await page.isVisible('#model-source'), true);
+  assert.equal(await cachedSize(page, GGUF), null, 'nothing half-downloaded is kept');
+  await typeSentence(page, 'Still MiniLM.');
+  assert.equal(await modelInUrl(page), 'minilm-l6');
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
 test('model= in a link opens that model; a second visit reads it from the Cache API with no request', async () => {
   const link = `${env.base}?model=smollm2-135m`;
   const first = [];

@@ -82,6 +82,7 @@ function install({ name, viz, files }) {
   const model = modelNamed(name);
   $('model').value = name;
   [$('model-source').textContent, $('model-source').title] = sourceWords(files);
+  $('model-source').hidden = false;
   $('model').title = `${model.title}: ${model.description}`;
   renderModelText();
   window.__tviz.model = name;
@@ -152,6 +153,7 @@ function keepShownModel() {
   cancelSwitch();
   $('model').value = session.modelName;
   state.model = session.modelName;
+  $('model-source').hidden = false;
 }
 
 function offer(model) {
@@ -161,6 +163,7 @@ function offer(model) {
   $('model-download').dataset.model = model.name;
   $('model-keep').textContent = `Keep ${shown.short}`;
   $('model-offer').hidden = false;
+  $('model-source').hidden = true; // it describes the model shown, not the one picked
   window.__tviz.picker = 'offer';
 }
 
@@ -177,6 +180,7 @@ export async function switchModel(name) {
   switching = { seq, controller };
   window.__tviz.picker = 'loading';
   $('loading-cancel').hidden = false;
+  $('model-source').hidden = true;
   try {
     const loaded = await fetchAndBuild(name, wasmBindings(), { signal: controller.signal });
     if (switching?.seq !== seq) { loaded.viz.free(); return; } // another choice came first
@@ -205,7 +209,11 @@ async function pick(name) {
   const model = modelNamed(name);
   hideOffer();
   cancelSwitch();
-  if (!model || name === session.modelName) return;
+  if (!model || name === session.modelName) {
+    $('model-source').hidden = false; // back on the model shown
+    window.__tviz.picker = 'idle';
+    return;
+  }
   const seq = ++switchSeq;
   window.__tviz.picker = 'checking';
   const cached = await isCached(model);

@@ -125,6 +125,7 @@ test('picking SmolLM2 says its size first, then shows the download\'s progress t
     assert.match(await page.textContent('#grid-canvas + figcaption'), /^All 270 heads/);
     assert.equal(await page.isVisible('#norm-section p[data-when="pre-norm rms-norm"]'), true);
     assert.equal(await page.isVisible('#norm-section p[data-when="post-norm layer-norm"]'), false);
+    await page.waitForFunction(() => window.__tviz.helper === 'off');
     assert.match(await page.textContent('#backend-why'), /helper thread is off for SmolLM2/);
     await page.evaluate(() => window.__tvizFlush());
     // A view the model does not have says why instead of drawing.
@@ -143,6 +144,9 @@ test('picking SmolLM2 says its size first, then shows the download\'s progress t
     assert.equal(await page.isVisible('#norm-section p[data-when="post-norm layer-norm"]'), true);
     assert.equal(await page.isVisible('#norm-section p[data-when="pre-norm rms-norm"]'), false);
     assert.match(await page.textContent('#model-source'), /from the browser's cache/);
+    // MiniLM's helper thread starts again for it.
+    await page.waitForFunction(() => window.__tviz.helper === 'ready', null, { timeout: 60000 });
+    assert.equal(await page.textContent('#backend'), 'CPU (WebAssembly, 2 threads)');
     await page.evaluate(() => window.__tvizFlush());
     assert.equal(await page.isVisible('canvas[data-chart="pos-table"]'), true);
     assert.equal(await page.isVisible('.not-shown[data-for="pos-table"]'), false);

@@ -33,6 +33,11 @@ async function loadSettled(page) {
   await page.waitForFunction(() => window.__tviz.picker === 'idle');
 }
 
+/** Waits until every download has been written to the cache (it is written in the background). */
+async function cacheWritten(page) {
+  await page.waitForFunction(() => window.__tviz.loads.every((l) => l.stored !== null));
+}
+
 /** How loading SmolLM2 ended: 'loaded', or the error the page shows. */
 async function smollm2Outcome(page) {
   const outcome = await page.evaluate(() => (window.__tviz.model === 'smollm2-135m' ? 'loaded' : window.__tviz.modelError));
@@ -114,12 +119,13 @@ test('picking SmolLM2 says its size first, then shows the download\'s progress t
   assert.ok(progress.updates > 2, `the bar moved during the download (${progress.updates} updates)`);
   assert.deepEqual([progress.done, progress.value, progress.max], [total, total, total], 'the bar reached 100%');
   assert.equal(progress.amount, '98.4 of 98.4 MB');
+  await cacheWritten(page);
   assert.equal(await cachedSize(page, GGUF), total, 'kept in the Cache API');
 
   const outcome = await smollm2Outcome(page);
   if (outcome === 'loaded') {
     assert.equal(await modelInUrl(page), 'smollm2-135m');
-    assert.match(await page.textContent('#model-source'), /^downloaded, now cached$/);
+    assert.match(await page.textContent('#model-source'), /^downloaded, now cached$/); // written: cacheWritten above
     assert.equal(await page.locator('#layer option').count(), 30);
     // The prose follows the model: its head count, and its norm (RMSNorm before each sublayer).
     assert.match(await page.textContent('#grid-canvas + figcaption'), /^All 270 heads/);
@@ -220,6 +226,7 @@ test('model= in a link opens that model; a second visit reads it from the Cache 
     assert.equal(await visit1.page.inputValue('#model'), 'smollm2-135m');
     assert.equal(await modelInUrl(visit1.page), 'smollm2-135m');
   }
+  await cacheWritten(visit1.page);
   assert.deepEqual(visit1.problems, []);
   await visit1.page.close();
 
@@ -245,6 +252,7 @@ test('a truncated copy in the cache is discarded and downloaded again', async ()
   await visit1.page.waitForFunction(() => window.__tviz.picker === 'offer');
   await visit1.page.click('#model-download');
   await loadSettled(visit1.page);
+  await cacheWritten(visit1.page);
   await truncateCached(visit1.page, MINILM_WEIGHTS, 1_000_000);
   await truncateCached(visit1.page, GGUF, 5_000_000);
   assert.equal(await cachedSize(visit1.page, GGUF), 5_000_000);
@@ -254,6 +262,7 @@ test('a truncated copy in the cache is discarded and downloaded again', async ()
   const requests = [];
   const visit2 = await openPage(env.base, { route: recording(requests), context: visit1.context });
   assert.deepEqual(requests.filter((r) => r === MINILM_WEIGHTS), [MINILM_WEIGHTS]);
+  await cacheWritten(visit2.page);
   assert.match(await visit2.page.textContent('#model-source'), /^downloaded again \(the cached copy was incomplete\), now cached$/);
   assert.equal(await cachedSize(visit2.page, MINILM_WEIGHTS), MODELS['minilm-l6'].files.weights.bytes);
   const minilm = await visit2.page.evaluate(() => window.__tviz.loads.at(-1));
@@ -264,6 +273,7 @@ test('a truncated copy in the cache is discarded and downloaded again', async ()
   await visit2.page.waitForFunction(() => window.__tviz.picker === 'offer');
   await visit2.page.click('#model-download');
   await loadSettled(visit2.page);
+  await cacheWritten(visit2.page);
   assert.deepEqual(requests.filter((r) => r === GGUF), [GGUF]);
   const smol = await visit2.page.evaluate(() => window.__tviz.loads.find((l) => l.model === 'smollm2-135m'));
   assert.deepEqual([smol.source, smol.discarded], ['network', [GGUF]]);
@@ -282,6 +292,7 @@ test('without a Cache API the page just downloads, and says the next visit will 
   };
   const { page, context, problems } = await openPage(env.base, { route: hideCaches });
   assert.deepEqual(requests.filter((r) => r === MINILM_WEIGHTS), [MINILM_WEIGHTS]);
+  await cacheWritten(page);
   assert.match(await page.textContent('#model-source'), /no Cache API/);
   assert.equal(await page.evaluate(() => window.__tviz.model), 'minilm-l6');
   assert.deepEqual(problems, []);

@@ -95,7 +95,10 @@ async function main() {
   wire();
   wirePicker(showNewModel);
   // The helper starts after the first complete view, so that it does not delay it.
-  drawTiming.afterFirstView = () => startHelper(files.config, files.tokenizer, files.weights);
+  drawTiming.afterFirstView = () => {
+    drawTiming.afterFirstView = null; // let go of the files (SmolLM2's weights stay in no worker)
+    startHelper(files.config, files.tokenizer, files.weights);
+  };
   window.__tviz.helper = 'starting';
   update();
   if (session.summary) {

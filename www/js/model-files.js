@@ -43,45 +43,48 @@ export async function isCached(model) {
 }
 
 /**
- * The files of `model`: `{ config, tokenizer, weights, source, discarded, stored }`, with
- * `config` and `tokenizer` as text ("" for a file the model does not have) and `weights` as
- * bytes. `source` is 'cache' when every file came from the Cache API, else 'network';
- * `discarded` names cached files whose size was wrong; `stored` is false when the download
- * could not be kept (no Cache API, or the browser refused: quota). `onProgress(done, total)`
- * counts bytes, cached ones included.
+ * The files of `model`, fetched side by side: `{ config, tokenizer, weights, source,
+ * discarded, stored }`, with `config` and `tokenizer` as text ("" for a file the model does
+ * not have) and `weights` as bytes. `source` is 'cache' when every file came from the Cache
+ * API, else 'network'; `discarded` names cached files whose size was wrong. Downloads are
+ * written to the cache in the background, so the model is built without waiting for the
+ * disk: `stored` is a promise of whether every downloaded file was kept (false without a Cache
+ * API, or when the browser refused: quota). `onProgress(done, total)` counts bytes, cached
+ * ones included.
  */
 export async function loadModelFiles(model, { onProgress, signal } = {}) {
   const cache = await openCache();
   const total = downloadBytes(model);
-  const out = { config: '', tokenizer: '', weights: null, source: 'cache', discarded: [], stored: Boolean(cache) };
-  let done = 0;
-  for (const [role, file] of filesOf(model)) {
+  const arrived = new Map(); // role -> bytes so far
+  const report = () => onProgress?.(Math.min([...arrived.values()].reduce((a, b) => a + b, 0), total), total);
+  const discarded = [];
+  const writes = [];
+  let downloaded = false;
+  const results = await Promise.all(filesOf(model).map(async ([role, file]) => {
     const url = urlOf(file);
-    let bytes = null;
     if (cache) {
       const blob = await cachedBlob(cache, file);
       if (blob) {
-        bytes = new Uint8Array(await blob.arrayBuffer());
-      } else if (await cache.delete(url)) {
-        out.discarded.push(file.path); // a copy of another size: an interrupted or older file
+        const bytes = new Uint8Array(await blob.arrayBuffer());
+        arrived.set(role, file.bytes);
+        report();
+        return [role, bytes];
       }
+      if (await cache.delete(url)) discarded.push(file.path); // an interrupted or older copy
     }
-    if (bytes) {
-      done += file.bytes;
-      onProgress?.(done, total);
-    } else {
-      out.source = 'network';
-      const before = done;
-      bytes = await fetchBytes(url, { signal, store: !cache, onProgress: (got) => onProgress?.(Math.min(before + got, total), total) });
-      done += file.bytes;
-      onProgress?.(done, total);
-      // Only a file of the registry's size is kept; any other (a damaged file on the server)
-      // still goes to the engine, which says in its own words what is wrong with it.
-      if (cache && !(bytes.length === file.bytes && (await store(cache, url, bytes)))) out.stored = false;
-    }
-    signal?.throwIfAborted();
-    out[role] = role === 'weights' ? bytes : new TextDecoder().decode(bytes);
-  }
+    downloaded = true;
+    const bytes = await fetchBytes(url, { signal, store: !cache, onProgress: (n) => { arrived.set(role, n); report(); } });
+    arrived.set(role, file.bytes);
+    report();
+    // Only a file of the registry's size is kept; any other (a damaged file on the server)
+    // still goes to the engine, which says in its own words what is wrong with it.
+    if (cache) writes.push(bytes.length === file.bytes ? store(cache, url, bytes) : Promise.resolve(false));
+    return [role, bytes];
+  }));
+  signal?.throwIfAborted();
+  const out = { config: '', tokenizer: '', weights: null, source: downloaded ? 'network' : 'cache', discarded };
+  for (const [role, bytes] of results) out[role] = role === 'weights' ? bytes : new TextDecoder().decode(bytes);
+  out.stored = cache ? Promise.all(writes).then((kept) => kept.every(Boolean)) : Promise.resolve(false);
   return out;
 }
 

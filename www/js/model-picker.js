@@ -28,13 +28,24 @@ function setProgress(model, done, total) {
   else window.__tviz.progress = { model: model.name, done, total, updates: 1 };
 }
 
-/** Where the model's files came from: a few words for the status line, and a sentence. */
-function sourceWords(files) {
-  if (files.source === 'cache') return ['from the browser\'s cache', 'Read from the browser\'s cache (Cache API), where an earlier visit kept it: nothing was downloaded.'];
-  const again = files.discarded.length ? ' again (the cached copy was incomplete)' : '';
-  if (files.stored) return [`downloaded${again}, now cached`, `Downloaded${again} and kept in the browser's cache (Cache API): the next visit reads it from there.`];
+/**
+ * Where the model's files came from: a few words for the status line, and a sentence.
+ * `stored`: whether the download was kept in the cache (undefined while it is being written).
+ */
+function sourceWords(load, stored) {
+  if (load.source === 'cache') return ['from the browser\'s cache', 'Read from the browser\'s cache (Cache API), where an earlier visit kept it: nothing was downloaded.'];
+  const again = load.discarded.length ? ' again (the cached copy was incomplete)' : '';
+  if (stored === undefined) return [`downloaded${again}, caching…`, `Downloaded${again}; being written to the browser's cache (Cache API) for the next visit.`];
+  if (stored) return [`downloaded${again}, now cached`, `Downloaded${again} and kept in the browser's cache (Cache API): the next visit reads it from there.`];
   if (!cacheAvailable()) return [`downloaded${again} (no Cache API here)`, `Downloaded${again}. Pages served over plain http from another machine have no Cache API, so the next visit downloads it again.`];
   return [`downloaded${again}, not cached`, `Downloaded${again}, but the browser refused to keep it (storage quota), so the next visit downloads it again.`];
+}
+
+// The load whose words the status line shows.
+let shownLoad = null;
+
+function showSource(load) {
+  [$('model-source').textContent, $('model-source').title] = sourceWords(load, load.source === 'cache' ? true : load.stored ?? undefined);
 }
 
 // Lets the browser show the last words before the page blocks for a while.
@@ -44,7 +55,7 @@ function nextPaint() {
 
 /**
  * Downloads (or reads from the cache) the files of model `name` and builds its `Viz`.
- * Returns `{ name, viz, files }`; throws ModelLoadError when the engine refuses the files.
+ * Returns `{ name, viz, files, load }` (load: what `__tviz.loads` records); throws ModelLoadError when the engine refuses the files.
  */
 async function fetchAndBuild(name, bindingsReady, { signal, why = '' } = {}) {
   const model = modelNamed(name);
@@ -58,11 +69,15 @@ async function fetchAndBuild(name, bindingsReady, { signal, why = '' } = {}) {
   $('loading-text').textContent = `Preparing ${model.short}…`;
   await nextPaint();
   signal?.throwIfAborted();
-  const load = { model: name, source: files.source, discarded: files.discarded, stored: files.stored, error: null };
+  const load = { model: name, source: files.source, discarded: files.discarded, stored: null, error: null };
   window.__tviz.loads.push(load);
+  files.stored.then((stored) => {
+    load.stored = stored;
+    if (shownLoad === load) showSource(load);
+  });
   try {
     const viz = new bindings.Viz(name, files.config, files.tokenizer, files.weights);
-    return { name, viz, files };
+    return { name, viz, files, load };
   } catch (err) {
     load.error = String(err.message ?? err);
     const from = files.source === 'cache' ? 'read from the browser\'s cache' : 'downloaded';
@@ -71,7 +86,7 @@ async function fetchAndBuild(name, bindingsReady, { signal, why = '' } = {}) {
 }
 
 /** Puts the built model in place of the one shown (whose memory is given back). */
-function install({ name, viz, files }) {
+function install({ name, viz, load }) {
   const old = session.viz;
   stopHelper(); // it serves the old model
   session.viz = viz;
@@ -81,7 +96,8 @@ function install({ name, viz, files }) {
   old?.free();
   const model = modelNamed(name);
   $('model').value = name;
-  [$('model-source').textContent, $('model-source').title] = sourceWords(files);
+  shownLoad = load;
+  showSource(load);
   $('model-source').hidden = false;
   $('model').title = `${model.title}: ${model.description}`;
   renderModelText();

@@ -7,6 +7,7 @@ import { statSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { usePage, openPage as open, typeSentence, ROOT } from './helpers.mjs';
 import { MODELS, labelOf, downloadBytes } from '../../www/js/models.js';
+import { CACHE_NAME } from '../../www/js/model-files.js';
 
 // TODO(lead): set this to true once src/web.rs builds `new Viz('smollm2-135m', '', '', gguf)`.
 // Until then loading SmolLM2 ends in the engine's "unknown model" error, and each test accepts
@@ -60,21 +61,21 @@ async function assertCleanFailure(page, outcome) {
 
 /** Size in the cache of the page's copy of `path` (null: not cached). */
 function cachedSize(page, path) {
-  return page.evaluate(async (p) => {
-    const cache = await caches.open('transformer-viz-models-v1');
+  return page.evaluate(async ([name, p]) => {
+    const cache = await caches.open(name);
     const res = await cache.match(new URL(p, document.baseURI).href);
     return res ? (await res.blob()).size : null;
-  }, path);
+  }, [CACHE_NAME, path]);
 }
 
 /** Replaces the cached copy of `path` by its first `keep` bytes (an interrupted download). */
 function truncateCached(page, path, keep) {
-  return page.evaluate(async ([p, n]) => {
-    const cache = await caches.open('transformer-viz-models-v1');
+  return page.evaluate(async ([name, p, n]) => {
+    const cache = await caches.open(name);
     const url = new URL(p, document.baseURI).href;
     const whole = await (await cache.match(url)).arrayBuffer();
     await cache.put(url, new Response(whole.slice(0, n)));
-  }, [path, keep]);
+  }, [CACHE_NAME, path, keep]);
 }
 
 test('the registry names every model file with its true size, and the build ships them', () => {

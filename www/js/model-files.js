@@ -12,18 +12,19 @@ function urlOf(file) {
   return new URL(file.path, document.baseURI).href;
 }
 
+/** Whether this page has the Cache API (a secure context: https, or http on this machine). */
+export function cacheAvailable() {
+  return typeof caches !== 'undefined' && window.isSecureContext;
+}
+
 /** The page's model cache, or null without the Cache API (or when the browser refuses it). */
 async function openCache() {
-  if (typeof caches === 'undefined' || !window.isSecureContext) return null;
+  if (!cacheAvailable()) return null;
   try {
     return await caches.open(CACHE_NAME);
   } catch {
     return null; // e.g. storage blocked for this site
   }
-}
-
-export function cacheAvailable() {
-  return typeof caches !== 'undefined' && window.isSecureContext;
 }
 
 /** The cached copy of `file` as a Blob when it has the registry's size; else null. */

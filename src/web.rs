@@ -7,7 +7,8 @@ use wasm_bindgen::prelude::*;
 use web_sys::HtmlCanvasElement;
 
 use crate::analysis::heads::{head_scores, heads_from};
-use crate::checkpoints::minilm;
+use crate::checkpoints::{minilm, smollm2};
+use crate::model::kv_cache::KvCache;
 use crate::draw::compare::{draw_compare_view, CompareView};
 use crate::draw::draw_err;
 use crate::draw::view::{draw_view, view_svg, Drawn, View};
@@ -59,6 +60,12 @@ struct Summary<'a> {
     recomputed: bool,
     /// Threads that computed the pass: 2 while a helper worker shares it, else 1.
     threads: usize,
+    /// Tokens taken from the last pass (a causal model's KV cache and trace rows) rather
+    /// than computed again; 0 for an encoder, whose every token sees every other.
+    reused: usize,
+    /// Tokens whose keys and values the KV cache holds now, and its size in bytes.
+    cached_tokens: usize,
+    cache_bytes: usize,
 }
 
 // The page's side of `model::team` (www/team.js): halves travel through a SharedArrayBuffer.
@@ -100,6 +107,10 @@ fn now_ms() -> f64 {
 pub struct Viz {
     model: Transformer,
     trace: Option<Trace>,
+    /// A causal model's keys and values of `trace`'s tokens.
+    cache: KvCache,
+    /// Tokens the last pass took from the one before.
+    reused: usize,
     /// A second sentence's pass, to compare with the first (same model, same weights).
     compare: Option<Trace>,
 }
@@ -127,9 +138,11 @@ impl Viz {
     pub fn new(name: &str, config_json: &str, tokenizer_json: &str, weights: &[u8]) -> Result<Viz, JsError> {
         let model = match name {
             "minilm-l6" => minilm::from_bytes(name, config_json, tokenizer_json, weights).map_err(js_err)?,
+            // The GGUF file holds the config and the vocabulary too.
+            "smollm2-135m" => smollm2::from_gguf_bytes(name, weights).map_err(js_err)?,
             other => return Err(js_err(VizError::UnknownModel(other.into(), crate::checkpoints::KNOWN_MODELS.join(", ")))),
         };
-        Ok(Viz { model, trace: None, compare: None })
+        Ok(Viz { model, trace: None, cache: KvCache::new(), reused: 0, compare: None })
     }
 
     /// The model's config (layers, heads, widths, architecture choices).
@@ -199,6 +212,17 @@ impl Viz {
                 last.text = text.to_string();
                 false
             }
+            _ if self.model.config.causal => {
+                // A causal model continues its last pass: the tokens before the first change
+                // keep their keys, values and trace rows. The helper thread has no copy of
+                // the cache, so this pass is computed here alone.
+                let previous = self.trace.take();
+                let continued = team::alone(|| self.model.continue_trace(encoding, text, previous.as_ref(), &mut self.cache));
+                drop(previous);
+                self.reused = continued.reused;
+                self.trace = Some(continued.trace);
+                true
+            }
             _ => {
                 // Drop the last pass before computing the next: WebAssembly memory never
                 // shrinks, so two traces alive at once would pin both for good.
@@ -207,11 +231,17 @@ impl Viz {
                     team_begin(&encoding.ids()); // the helper runs the same pass alongside
                 }
                 self.trace = Some(self.model.trace_ids(encoding, text));
+                self.reused = 0;
                 true
             }
         };
         let milliseconds = now_ms() - start;
-        let trace = self.trace.as_ref().expect("set above");
+        self.summary(milliseconds, recomputed)
+    }
+
+    /// What the page learns of the current pass (see `set_text`).
+    fn summary(&self, milliseconds: f64, recomputed: bool) -> Result<JsValue, JsError> {
+        let trace = self.current()?;
         let steps = trace
             .steps
             .iter()
@@ -230,7 +260,19 @@ impl Viz {
             })
             .collect();
         let norms = trace.norms.iter().enumerate().map(|(index, n)| NormInfo { index, step: &n.step, layer: n.layer }).collect();
-        to_js(&Summary { tokens: &trace.tokens, truncated: &trace.truncated, steps, norms, milliseconds, recomputed, threads: threads() })
+        let threads = if self.model.config.causal { 1 } else { threads() };
+        to_js(&Summary {
+            tokens: &trace.tokens,
+            truncated: &trace.truncated,
+            steps,
+            norms,
+            milliseconds,
+            recomputed,
+            threads,
+            reused: self.reused,
+            cached_tokens: self.cache.len(),
+            cache_bytes: self.cache.bytes(),
+        })
     }
 
     fn current(&self) -> Result<&Trace, JsError> {
@@ -312,6 +354,11 @@ impl Viz {
             Some(last) if last.tokens == encoding.tokens && last.truncated == encoding.truncated => {
                 last.text = text.to_string();
                 false
+            }
+            _ if self.model.config.causal => {
+                self.compare = None;
+                self.compare = Some(team::alone(|| self.model.trace_ids(encoding, text)));
+                true
             }
             _ => {
                 if team::current().is_some_and(|t| t.member() == 0) {

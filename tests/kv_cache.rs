@@ -136,3 +136,28 @@ fn smollm2_cached_passes_agree_with_passes_from_scratch() {
         assert!(d < 1e-5, "layer {layer} attention differs by {d}");
     }
 }
+
+/// SmolLM2's trace at 256 tokens keeps every layer's stream, attention weights and norm
+/// statistics (about 3.5 MB a layer), not every step (about 12 MB a layer); a detailed step
+/// read later is computed from its layer's input and equals a trace that kept everything.
+#[test]
+fn smollm2_trace_at_256_tokens_keeps_what_the_views_need() {
+    let Some(model) = common::smollm2() else { return };
+    let text = "The quick brown fox jumps over the lazy dog while the children watch and laugh. ".repeat(16);
+    let encoding = model.encode(&text).unwrap();
+    let encoding = transformer_viz::tokenize::Encoding { tokens: encoding.tokens[..256].to_vec(), truncated: None };
+    let started = std::time::Instant::now();
+    let trace = model.trace_ids(encoding, &text);
+    eprintln!("SmolLM2 traced pass at 256 tokens: {:.2} s natively", started.elapsed().as_secs_f64());
+    let kept = trace.bytes_in_memory();
+    let every_step = trace.steps.iter().map(|s| s.tensor.shape.iter().product::<usize>() * 4).sum::<usize>();
+    eprintln!("kept {:.1} MB of {:.1} MB of steps", kept as f64 / 1e6, every_step as f64 / 1e6);
+    assert!(kept < 130_000_000, "kept {kept} bytes");
+    assert!(every_step > 3 * kept, "most of the trace is computed on read ({every_step} bytes in all)");
+    // Reading one layer's FFN gate computes that step only.
+    let gate = trace.find(transformer_viz::Op::FfnGate, Some(7)).unwrap();
+    let before = trace.bytes_in_memory();
+    let values = gate.tensor.data.to_vec();
+    assert_eq!(trace.bytes_in_memory() - before, values.len() * 4);
+    assert_eq!(gate.tensor.shape, vec![256, model.config.d_ff]);
+}

@@ -52,7 +52,7 @@ fn quantized_kernel_equals_dequantize_then_multiply() {
             let quantized = Linear { weight: Matrix::quantized(tensor).unwrap(), bias: None };
             assert_eq!(quantized.weight.storage(), kind.name());
             assert_eq!(quantized.weight.to_dense(), dense, "the matrix dequantizes to the reader's values");
-            for t in [1, 3, 5, 64, 70] {
+            for t in [1, 2, 3, 5, 64, 70] {
                 let x = Array2::from_shape_fn((t, cols), |_| rng.unit()); // (T, cols)
                 let want = exact(&x, &dense); // (T, rows)
                 let got = quantized.forward(x.view()); // (T, rows)
@@ -82,4 +82,12 @@ fn quantized_embedding_rows_are_the_dequantized_rows() {
     }
     assert!(m.select_rows(&[40]).is_none(), "an id past the table is refused");
     assert_eq!(m.bytes_in_memory(), 40 * 64 / 32 * 34, "kept as blocks, not f32");
+}
+
+#[test]
+fn the_inlined_f16_conversion_equals_half_for_every_value() {
+    for bits in 0..=u16::MAX {
+        let (ours, theirs) = (transformer_viz::formats::gguf::f16_bits_to_f32(bits), f16::from_bits(bits).to_f32());
+        assert!(ours.to_bits() == theirs.to_bits() || (ours.is_nan() && theirs.is_nan()), "{bits:#06x}: {ours} vs {theirs}");
+    }
 }

@@ -7,11 +7,16 @@
 use ndarray::{s, Array2, ArrayView2, ArrayViewMut2};
 
 use crate::error::{Result, VizError};
-use crate::formats::gguf::{dequantize_row, GgmlType, GgufTensor};
+use crate::formats::gguf::{dequantize_row, dot_row, GgmlType, GgufTensor};
 
 /// Rows dequantized at a time: 32 rows of 576 values are 72 KB of f32, which stay in the
 /// cache while every token's dot products with them are taken.
 const PANEL_ROWS: usize = 32;
+
+/// Up to this many tokens, quantized rows are multiplied block by block as they are read
+/// (`gguf::dot_row`) rather than dequantized into a panel first: with so few tokens there is
+/// no one to share a dequantized row with.
+const FUSED_MAX_TOKENS: usize = 2;
 
 #[derive(Debug, Clone)]
 pub enum Matrix {
@@ -126,6 +131,18 @@ impl Matrix {
         let mut y = Array2::<f32>::zeros((t, hi - lo)); // (T, hi - lo)
         match self {
             Matrix::Dense(m) => multiply_panel(x, m.slice(s![lo..hi, ..]), y.view_mut()),
+            // A token or two (generation, a typed letter): each row's blocks are multiplied as
+            // they are read, with no buffer to fill and no GEMM to pack.
+            Matrix::Quantized(q) if t <= FUSED_MAX_TOKENS => {
+                let xs = x.as_standard_layout(); // (T, cols)
+                for o in lo..hi {
+                    let row = &q.bytes()[o * q.row_bytes()..(o + 1) * q.row_bytes()];
+                    for (tok, xrow) in xs.rows().into_iter().enumerate() {
+                        let xrow = xrow.to_slice().expect("standard layout rows are contiguous");
+                        y[[tok, o - lo]] = dot_row(q.kind(), row, xrow).expect("whole rows of a checked tensor");
+                    }
+                }
+            }
             Matrix::Quantized(_) => {
                 let mut panel = Array2::<f32>::zeros((PANEL_ROWS.min(hi - lo), self.cols())); // (PANEL_ROWS, cols)
                 let mut start = lo;

@@ -435,4 +435,12 @@ impl Tokenizer for ByteLevelBpe {
     fn token_text(&self, id: u32) -> Option<&str> {
         self.display_by_id.get(id as usize).map(String::as_str)
     }
+
+    fn is_special(&self, id: u32) -> bool {
+        self.is_special.get(id as usize).copied().unwrap_or(false)
+    }
+
+    fn decode(&self, ids: &[u32]) -> Result<String> {
+        ByteLevelBpe::decode(self, ids)
+    }
 }

@@ -28,4 +28,21 @@ pub trait Tokenizer: Send + Sync {
     fn vocab_size(&self) -> usize;
     /// The vocabulary string of an id, for labels.
     fn token_text(&self, id: u32) -> Option<&str>;
+
+    /// Whether `id` is a special token the tokenizer adds or reads as one (`[CLS]`, `<|im_end|>`).
+    fn is_special(&self, id: u32) -> bool {
+        let _ = id;
+        false
+    }
+
+    /// The token of id `id` as the trace lists it.
+    fn token_info(&self, id: u32) -> Option<TokenInfo> {
+        Some(TokenInfo { id, text: self.token_text(id)?.to_string(), special: self.is_special(id) })
+    }
+
+    /// The text that `ids` stand for (generated tokens back to text). By default their texts
+    /// joined; byte-level tokenizers join their bytes.
+    fn decode(&self, ids: &[u32]) -> Result<String> {
+        Ok(ids.iter().filter_map(|&id| self.token_text(id)).collect())
+    }
 }

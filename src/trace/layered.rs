@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use ndarray::{concatenate, s, Array3, ArrayD, ArrayViewD, Axis};
+use ndarray::{s, ArrayD, ArrayViewD, Axis};
 
 use super::record::row_major;
 use super::{NormStats, Op, Recorder, Tensor, TensorData, Trace, TraceRecorder};
@@ -75,18 +75,29 @@ impl<'a> LayeredRecorder<'a> {
         }
         let old = prefix.trace.find(op, layer).expect("the earlier trace is of the same model").tensor.view();
         let p = prefix.rows;
+        // Written into one new row-major array: the trace keeps values row-major, and a
+        // concatenation's layout would need a slow element-by-element copy to become so.
+        let token_axis = if new.ndim() == 3 { 1 } else { 0 };
+        let mut shape = new.shape().to_vec();
+        shape[token_axis] += p;
+        let mut out = ArrayD::<f32>::zeros(shape.clone());
+        let rows = new.shape()[token_axis];
         match new.ndim() {
-            1 | 2 => concatenate(Axis(0), &[old.slice_axis(Axis(0), (..p).into()), new.view()]).expect("same width"),
+            1 | 2 => {
+                out.slice_axis_mut(Axis(0), (..p).into()).assign(&old.slice_axis(Axis(0), (..p).into()));
+                out.slice_axis_mut(Axis(0), (p..p + rows).into()).assign(&new);
+            }
             _ => {
                 // Attention weights (heads, queries, keys): the earlier queries saw only the
-                // earlier keys, so their weights on the new keys are zero, as the causal mask
+                // earlier keys, so their weights on the new keys stay zero, as the causal mask
                 // makes them.
                 let old = old.into_dimensionality::<ndarray::Ix3>().expect("per-head steps have three axes");
-                let mut earlier = Array3::<f32>::zeros((old.dim().0, p, self.total)); // (heads, P, total)
-                earlier.slice_mut(s![.., .., ..p]).assign(&old.slice(s![.., ..p, ..p]));
-                concatenate(Axis(1), &[earlier.into_dyn().view(), new.view()]).expect("same heads and keys")
+                let mut out3 = out.view_mut().into_dimensionality::<ndarray::Ix3>().expect("three axes");
+                out3.slice_mut(s![.., ..p, ..p]).assign(&old.slice(s![.., ..p, ..p]));
+                out3.slice_mut(s![.., p.., ..]).assign(&new.view().into_dimensionality::<ndarray::Ix3>().expect("three axes"));
             }
         }
+        out
     }
 
     /// A step computed on read: layer `layer` run again from its input, keeping only `op`.

@@ -1,6 +1,6 @@
 // The model picker: the registry's sizes, the size said before a download, the progress bar,
 // the browser's Cache API on a second visit (and a damaged cached copy downloaded again), the
-// model in the link, and the page without a Cache API.
+// model in the link, a damaged file refused in plain words, and the page without a Cache API.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { statSync, readFileSync } from 'node:fs';
@@ -8,12 +8,6 @@ import { join } from 'node:path';
 import { usePage, openPage as open, typeSentence, ROOT } from './helpers.mjs';
 import { MODELS, labelOf, downloadBytes } from '../../www/js/models.js';
 import { CACHE_NAME } from '../../www/js/model-files.js';
-
-// TODO(lead): set this to true once src/web.rs builds `new Viz('smollm2-135m', '', '', gguf)`.
-// Until then loading SmolLM2 ends in the engine's "unknown model" error, and each test accepts
-// that outcome (the error must be clean: said in the page, the picker back on MiniLM, the page
-// still working); with true, every test requires SmolLM2 to load and be drawn.
-const ENGINE_HAS_SMOLLM2 = false;
 
 const env = usePage();
 const openPage = (url, options) => open(env, url, options);
@@ -39,17 +33,19 @@ async function cacheWritten(page) {
   await page.waitForFunction(() => window.__tviz.loads.every((l) => l.stored !== null));
 }
 
-/** How loading SmolLM2 ended: 'loaded', or the error the page shows. */
-async function smollm2Outcome(page) {
-  const outcome = await page.evaluate(() => (window.__tviz.model === 'smollm2-135m' ? 'loaded' : window.__tviz.modelError));
-  if (ENGINE_HAS_SMOLLM2) assert.equal(outcome, 'loaded', 'SmolLM2 loads');
-  else if (outcome !== 'loaded') await assertCleanFailure(page, outcome);
-  return outcome;
+/** SmolLM2 is the model shown, in the picker and the link, with no error. */
+async function assertSmolLM2Shown(page) {
+  assert.deepEqual(await page.evaluate(() => [window.__tviz.model, window.__tviz.modelError]), ['smollm2-135m', null]);
+  assert.equal(await page.inputValue('#model'), 'smollm2-135m');
+  assert.equal(await modelInUrl(page), 'smollm2-135m');
+  assert.equal(await page.isVisible('#error'), false);
 }
 
-/** The engine refused SmolLM2: said at the top in plain words, MiniLM kept and working. */
-async function assertCleanFailure(page, outcome) {
-  assert.match(outcome, /SmolLM2-135M .*could not be loaded: .*unknown model/i);
+/** The engine refused SmolLM2's file: said at the top in plain words, MiniLM kept and working. */
+async function assertRefused(page, why) {
+  const error = await page.evaluate(() => window.__tviz.modelError);
+  assert.match(error, /SmolLM2-135M .*could not be loaded: /);
+  assert.match(error, why);
   assert.ok(await page.isVisible('#error'));
   assert.match(await page.textContent('#error'), /SmolLM2-135M .*could not be loaded/);
   assert.equal(await page.inputValue('#model'), 'minilm-l6', 'the picker shows the model the page has');
@@ -123,46 +119,47 @@ test('picking SmolLM2 says its size first, then shows the download\'s progress t
   await cacheWritten(page);
   assert.equal(await cachedSize(page, GGUF), total, 'kept in the Cache API');
 
-  const outcome = await smollm2Outcome(page);
-  if (outcome === 'loaded') {
-    assert.equal(await modelInUrl(page), 'smollm2-135m');
-    assert.match(await page.textContent('#model-source'), /^downloaded, now cached$/); // written: cacheWritten above
-    assert.equal(await page.locator('#layer option').count(), 30);
-    // The prose follows the model: its head count, and its norm (RMSNorm before each sublayer).
-    assert.match(await page.textContent('#grid-canvas + figcaption'), /^All 270 heads/);
-    assert.equal(await page.isVisible('#norm-section p[data-when="pre-norm rms-norm"]'), true);
-    assert.equal(await page.isVisible('#norm-section p[data-when="post-norm layer-norm"]'), false);
-    await page.waitForFunction(() => window.__tviz.helper === 'off');
-    assert.match(await page.textContent('#backend-why'), /helper thread is off for SmolLM2/);
-    await page.evaluate(() => window.__tvizFlush());
-    // A view the model does not have says why instead of drawing.
-    assert.match(await page.textContent('.not-shown[data-for="pos-table"]'), /no learned position table/);
-    assert.equal(await page.isVisible('canvas[data-chart="pos-table"]'), false);
-    await typeSentence(page, 'The capital of France is');
-    assert.ok(await page.evaluate(() => window.__tviz.renders > 0));
+  await assertSmolLM2Shown(page);
+  assert.match(await page.textContent('#model-source'), /^downloaded, now cached$/); // written: cacheWritten above
+  assert.equal(await page.locator('#layer option').count(), 30);
+  // The prose follows the model: its head count, and its norm (RMSNorm before each sublayer).
+  assert.match(await page.textContent('#grid-canvas + figcaption'), /^All 270 heads/);
+  assert.equal(await page.isVisible('#norm-section p[data-when="pre-norm rms-norm"]'), true);
+  assert.equal(await page.isVisible('#norm-section p[data-when="post-norm layer-norm"]'), false);
+  await page.waitForFunction(() => window.__tviz.helper === 'off');
+  assert.match(await page.textContent('#backend-why'), /helper thread is off for SmolLM2/);
+  await page.evaluate(() => window.__tvizFlush());
+  // A view the model does not have says why instead of drawing.
+  assert.match(await page.textContent('.not-shown[data-for="pos-table"]'), /no learned position table/);
+  assert.equal(await page.isVisible('canvas[data-chart="pos-table"]'), false);
+  // SmolLM2's own tokenizer: byte-level pieces, no [CLS] or [SEP].
+  await typeSentence(page, 'The capital of France is');
+  assert.deepEqual(await page.locator('#tokens li').count(), 5);
 
-    // Back to MiniLM: it is cached, so it loads without asking.
-    await page.selectOption('#model', 'minilm-l6');
-    await page.waitForFunction(() => window.__tviz.model === 'minilm-l6' && window.__tviz.picker === 'idle');
-    assert.equal(await page.isVisible('#model-offer'), false);
-    assert.equal(await modelInUrl(page), 'minilm-l6');
-    assert.equal(await page.locator('#layer option').count(), 6);
-    assert.match(await page.textContent('#grid-canvas + figcaption'), /^All 72 heads/);
-    assert.equal(await page.isVisible('#norm-section p[data-when="post-norm layer-norm"]'), true);
-    assert.equal(await page.isVisible('#norm-section p[data-when="pre-norm rms-norm"]'), false);
-    assert.match(await page.textContent('#model-source'), /from the browser's cache/);
-    // MiniLM's helper thread starts again for it.
-    await page.waitForFunction(() => window.__tviz.helper === 'ready', null, { timeout: 60000 });
-    assert.equal(await page.textContent('#backend'), 'CPU (WebAssembly, 2 threads)');
-    await page.evaluate(() => window.__tvizFlush());
-    assert.equal(await page.isVisible('canvas[data-chart="pos-table"]'), true);
-    assert.equal(await page.isVisible('.not-shown[data-for="pos-table"]'), false);
+  // Back to MiniLM: it is cached, so it loads without asking.
+  await page.selectOption('#model', 'minilm-l6');
+  await page.waitForFunction(() => window.__tviz.model === 'minilm-l6' && window.__tviz.picker === 'idle');
+  assert.equal(await page.isVisible('#model-offer'), false);
+  assert.equal(await modelInUrl(page), 'minilm-l6');
+  assert.equal(await page.locator('#layer option').count(), 6);
+  assert.match(await page.textContent('#grid-canvas + figcaption'), /^All 72 heads/);
+  assert.equal(await page.isVisible('#norm-section p[data-when="post-norm layer-norm"]'), true);
+  assert.equal(await page.isVisible('#norm-section p[data-when="pre-norm rms-norm"]'), false);
+  assert.match(await page.textContent('#model-source'), /from the browser's cache/);
+  // MiniLM's helper thread starts again for it.
+  await page.waitForFunction(() => window.__tviz.helper === 'ready', null, { timeout: 60000 });
+  assert.equal(await page.textContent('#backend'), 'CPU (WebAssembly, 2 threads)');
+  await page.evaluate(() => window.__tvizFlush());
+  assert.equal(await page.isVisible('canvas[data-chart="pos-table"]'), true);
+  assert.equal(await page.isVisible('.not-shown[data-for="pos-table"]'), false);
 
-    // Back in history returns to SmolLM2 (from the cache), Forward to MiniLM.
-    await page.goBack();
-    await page.waitForFunction(() => window.__tviz.model === 'smollm2-135m' && window.__tviz.picker === 'idle');
-    assert.equal(await page.inputValue('#model'), 'smollm2-135m');
-  }
+  // Back in history returns to SmolLM2 (from the cache), Forward to MiniLM.
+  await page.goBack();
+  await page.waitForFunction(() => window.__tviz.model === 'smollm2-135m' && window.__tviz.picker === 'idle');
+  assert.equal(await page.inputValue('#model'), 'smollm2-135m');
+  await page.goForward();
+  await page.waitForFunction(() => window.__tviz.model === 'minilm-l6' && window.__tviz.picker === 'idle');
+  assert.equal(await page.inputValue('#model'), 'minilm-l6');
   assert.deepEqual(problems, []);
   await context.close();
 });
@@ -222,11 +219,7 @@ test('model= in a link opens that model; a second visit reads it from the Cache 
   const first = [];
   const visit1 = await openPage(link, { route: recording(first) });
   assert.deepEqual(first.filter((r) => r === GGUF), [GGUF]);
-  const outcome1 = await smollm2Outcome(visit1.page);
-  if (outcome1 === 'loaded') {
-    assert.equal(await visit1.page.inputValue('#model'), 'smollm2-135m');
-    assert.equal(await modelInUrl(visit1.page), 'smollm2-135m');
-  }
+  await assertSmolLM2Shown(visit1.page);
   await cacheWritten(visit1.page);
   assert.deepEqual(visit1.problems, []);
   await visit1.page.close();
@@ -237,11 +230,8 @@ test('model= in a link opens that model; a second visit reads it from the Cache 
   assert.deepEqual(second.filter((r) => r === GGUF), [], 'no request for the GGUF');
   const load = await visit2.page.evaluate(() => window.__tviz.loads.find((l) => l.model === 'smollm2-135m'));
   assert.equal(load.source, 'cache');
-  const outcome2 = await smollm2Outcome(visit2.page);
-  const said = outcome2 === 'loaded' ? await visit2.page.textContent('#model-source') : await visit2.page.textContent('#error');
-  assert.match(said, /browser's cache/, 'the page says where the model came from');
-  // MiniLM, loaded on the first visit (shown or as the fallback), came from the cache too.
-  assert.deepEqual(second.filter((r) => r === MINILM_WEIGHTS), []);
+  await assertSmolLM2Shown(visit2.page);
+  assert.equal(await visit2.page.textContent('#model-source'), 'from the browser\'s cache');
   assert.deepEqual(visit2.problems, []);
   await visit1.context.close();
 });
@@ -279,10 +269,34 @@ test('a truncated copy in the cache is discarded and downloaded again', async ()
   const smol = await visit2.page.evaluate(() => window.__tviz.loads.find((l) => l.model === 'smollm2-135m'));
   assert.deepEqual([smol.source, smol.discarded], ['network', [GGUF]]);
   assert.equal(await cachedSize(visit2.page, GGUF), downloadBytes(SMOLLM2));
-  await smollm2Outcome(visit2.page);
+  await assertSmolLM2Shown(visit2.page);
   assert.deepEqual(visit1.problems, []);
   assert.deepEqual(visit2.problems, []);
   await visit1.context.close();
+});
+
+test('a damaged SmolLM2 file is reported in plain words and the page keeps MiniLM (picked, or in a link)', async () => {
+  const damaged = async (page) => {
+    // A GGUF header that ends in the middle of its metadata.
+    await page.route(`**/${GGUF}`, (route) => route.fulfill({ status: 200, body: Buffer.concat([Buffer.from('GGUF'), Buffer.from([3, 0, 0, 0]), Buffer.alloc(40, 0xff)]) }));
+  };
+  const picked = await openPage(env.base, { route: damaged });
+  await picked.page.selectOption('#model', 'smollm2-135m');
+  await picked.page.waitForFunction(() => window.__tviz.picker === 'offer');
+  await picked.page.click('#model-download');
+  await loadSettled(picked.page);
+  await assertRefused(picked.page, /GGUF|gguf/);
+  assert.match(await picked.page.textContent('#error'), /The page still shows MiniLM-L6\.$/);
+  await cacheWritten(picked.page);
+  assert.equal(await cachedSize(picked.page, GGUF), null, 'a file of the wrong size is not kept');
+  assert.deepEqual(picked.problems, []);
+  await picked.context.close();
+
+  const linked = await openPage(`${env.base}?model=smollm2-135m`, { route: damaged });
+  await assertRefused(linked.page, /GGUF|gguf/);
+  assert.match(await linked.page.textContent('#error'), /MiniLM-L6 is shown instead\.$/);
+  assert.deepEqual(linked.problems, []);
+  await linked.context.close();
 });
 
 test('without a Cache API the page just downloads, and says the next visit will too', async () => {

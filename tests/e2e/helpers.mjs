@@ -34,12 +34,13 @@ export function usePage() {
 }
 
 /**
- * Opens `url` (default: the page) in a new browser context and waits until the model is
- * loaded and the first pass drawn. `problems` collects what must never happen; each test
- * ends with `assert.deepEqual(problems, [])`.
+ * Opens `url` (default: the page) in a new browser context (or in `context`, a second visit
+ * that shares the first one's storage) and waits until the model is loaded and the first pass
+ * drawn. `problems` collects what must never happen; each test ends with
+ * `assert.deepEqual(problems, [])`.
  */
-export async function openPage(env, url = env.base, { viewport = { width: 1280, height: 720 }, deviceScaleFactor = 1, route = null } = {}) {
-  const context = await env.browser.newContext({ viewport, deviceScaleFactor, acceptDownloads: true });
+export async function openPage(env, url = env.base, { viewport = { width: 1280, height: 720 }, deviceScaleFactor = 1, route = null, context: reuse = null } = {}) {
+  const context = reuse ?? await env.browser.newContext({ viewport, deviceScaleFactor, acceptDownloads: true });
   const page = await context.newPage();
   const problems = [];
   page.on('console', (msg) => { if (msg.type() === 'error') problems.push(msg.text()); });

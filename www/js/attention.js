@@ -166,12 +166,17 @@ function attachLinesHover() {
   canvas.addEventListener('mouseleave', () => { if (state.mode === 'lines') setFocus(null); });
 }
 
-export function wireAttention() {
+/** The layer and head choices of the loaded model (the chosen ones kept in its range). */
+export function renderLayerHeadOptions() {
   const { config } = session;
   fillSelect($('layer'), [...Array(config.n_layers).keys()], (l) => `${l}`, Math.min(state.layer, config.n_layers - 1));
   fillSelect($('head'), [...Array(config.n_heads).keys()], (h) => `${h}`, Math.min(state.head, config.n_heads - 1));
   state.layer = Number($('layer').value);
   state.head = Number($('head').value);
+}
+
+export function wireAttention() {
+  renderLayerHeadOptions();
   document.querySelector(`input[name=mode][value=${state.mode}]`).checked = true;
   $('layer').addEventListener('change', () => selectHead(Number($('layer').value), state.head));
   $('head').addEventListener('change', () => selectHead(state.layer, Number($('head').value)));

@@ -5,6 +5,7 @@ import { state } from './state.js';
 import { session } from './session.js';
 import { attentionSpec } from './attention.js';
 import { compareSpec } from './compare.js';
+import { whyNotShown, showWhyNotShown } from './applicable.js';
 
 export const charts = {
   attention: attentionSpec,
@@ -90,7 +91,7 @@ function keyOf(name) {
   const { summary } = session;
   const canvas = canvasOf(name);
   const sentence = MODEL_ONLY.has(name) ? Math.max(64, summary.tokens.length) : summary;
-  return [JSON.stringify(charts[name]()), canvas.width, canvas.height, canvas.dataset.scale, sentence];
+  return [session.modelName, JSON.stringify(charts[name]()), canvas.width, canvas.height, canvas.dataset.scale, sentence];
 }
 
 /** Called with what Rust reported after chart `name` is drawn (a section's own controls). */
@@ -98,6 +99,14 @@ export const afterDraw = {};
 
 /** Draws chart `name` now, unless nothing it shows has changed. */
 export function draw(name) {
+  const why = whyNotShown(name); // this model has no such chart: say why instead
+  showWhyNotShown(canvasOf(name), why);
+  if (why) {
+    dirty.delete(name);
+    drawnKey[name] = null;
+    session.drawn[name] = null;
+    return;
+  }
   sizeCanvas(name);
   const key = keyOf(name);
   const old = drawnKey[name];

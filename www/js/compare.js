@@ -67,6 +67,11 @@ function runCompare() {
   window.__tviz.compareRuns = (window.__tviz.compareRuns ?? 0) + 1;
 }
 
+/** Another model was loaded: sentence B's pass is run again in it (when the comparison is open). */
+export function refreshCompare() {
+  if (isOpen()) runCompare();
+}
+
 /** After each pass of sentence A: the captions and, when open, the charts follow it. */
 export function renderCompare() {
   renderCaption();

@@ -2,10 +2,12 @@
 // layer of each pass (team-worker.js, `model::team`), so a pass uses two cores. The halves
 // travel through shared memory, which browsers give only to cross-origin isolated pages (the
 // README's server sends the two headers); elsewhere, on one core, or with ?threads=1, the
-// page computes alone.
+// page computes alone. A model whose registry entry says so (models.js `helperThread`) never
+// starts one: the worker would hold a second copy of its weights.
 import { $ } from './dom.js';
-import { MODEL, state } from './state.js';
+import { state } from './state.js';
 import { session } from './session.js';
+import { modelNamed } from './models.js';
 
 // Why the page computes with one thread, in the status line's words (null: two threads).
 let oneThreadBecause = 'a helper thread is starting';
@@ -20,6 +22,19 @@ export function showBackend() {
   window.__tviz.threads = viz.threads();
 }
 
+// The running helper: its worker and the page's model it serves (null: none).
+let helper = null;
+
+/** Stops the helper thread (before its model is replaced). */
+export function stopHelper() {
+  if (!helper) return;
+  helper.viz.leave_team();
+  helper.worker.terminate();
+  helper = null;
+  oneThreadBecause = 'a helper thread is starting';
+  window.__tviz.helper = 'off';
+}
+
 function computeAlone(because) {
   oneThreadBecause = because;
   window.__tviz.helper = 'off';
@@ -28,6 +43,9 @@ function computeAlone(because) {
 
 export function startHelper(configJson, tokenizer, weights) {
   const { viz } = session;
+  stopHelper();
+  const kept = modelNamed(session.modelName)?.helperThread;
+  if (kept) return computeAlone(kept);
   const isolated = window.crossOriginIsolated && typeof SharedArrayBuffer === 'function';
   if (state.threads === 1) return computeAlone('the link asks for threads=1');
   if (!isolated) return computeAlone('the server did not send the cross-origin isolation headers that shared memory needs');
@@ -43,14 +61,19 @@ export function startHelper(configJson, tokenizer, weights) {
   }
   window.__tviz.helper = 'starting';
   const buffer = new SharedArrayBuffer(viz.team_buffer_bytes());
+  helper = { worker, viz };
+  const current = () => helper?.worker === worker; // not replaced by another model's helper
   const stop = () => {
+    if (!current()) return;
     viz.leave_team();
     worker.terminate();
+    helper = null;
     oneThreadBecause = 'the helper thread stopped answering';
     window.__tviz.helper = 'failed';
     showBackend();
   };
   worker.onmessage = ({ data }) => {
+    if (!current()) return;
     if (data.ready) {
       viz.join_team(buffer, 0, worker);
       window.__tviz.helper = 'ready';
@@ -60,5 +83,5 @@ export function startHelper(configJson, tokenizer, weights) {
   };
   worker.onerror = (event) => { event.preventDefault(); stop(); };
   // The worker gets the weights' bytes (the page's model already holds its own copy).
-  worker.postMessage({ start: { glue, wasm, model: MODEL, config: configJson, tokenizer, weights: weights.buffer, buffer } }, [weights.buffer]);
+  worker.postMessage({ start: { glue, wasm, model: session.modelName, config: configJson, tokenizer, weights: weights.buffer, buffer } }, [weights.buffer]);
 }

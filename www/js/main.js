@@ -4,20 +4,21 @@
 //   state.js (choices + URL)   session.js (model + last pass)   pass.js (text -> pass -> views)
 //   charts.js (sizes, when to draw)   tokens.js  attention.js  head-finder.js  compare.js  position.js
 //   norm.js  residual.js  stepper.js  prediction.js  hover.js  export.js  helper-thread.js  presenter.js
+//   models.js (which models, their files)  model-picker.js (choosing and loading one)
+//   model-files.js (Cache API, downloads)  applicable.js (views a model does not have)
 //   url-state.js (link format)  loading.js  messages.js  math.js  dom.js
 import { $ } from './dom.js';
-import { MODEL, state, fromLink, readUrl, checkAgainst, onHistoryMove, keepLinksOutOfHistory, writeUrl } from './state.js';
+import { state, fromLink, readUrl, checkAgainst, onHistoryMove, keepLinksOutOfHistory, writeUrl } from './state.js';
 import { session } from './session.js';
 import { showError, wireNotice } from './messages.js';
 import { renderStaticMath } from './math.js';
-import { fetchBytes, fetchText, wasmBindings } from './loading.js';
 import { charts, drawAll, drawTiming, observeCharts } from './charts.js';
 import { renderStep } from './stepper.js';
 import { update, scheduleUpdate } from './pass.js';
-import { wireAttention } from './attention.js';
+import { wireAttention, renderLayerHeadOptions } from './attention.js';
 import { wireHeadFinder } from './head-finder.js';
-import { wireCompare } from './compare.js';
-import { wirePosition } from './position.js';
+import { wireCompare, refreshCompare } from './compare.js';
+import { wirePosition, renderDimsForModel } from './position.js';
 import { wireNorm } from './norm.js';
 import { wireResidual } from './residual.js';
 import { wireStepper } from './stepper.js';
@@ -25,11 +26,15 @@ import { attachHover } from './hover.js';
 import { attachExport } from './export.js';
 import { showBackend, startHelper } from './helper-thread.js';
 import { wirePresenter } from './presenter.js';
-
-const MODEL_FILES = `models/${MODEL}`;
+import { openFirstModel, wirePicker, switchModel } from './model-picker.js';
 
 // Back/Forward landed on another view: show it.
 function showHistoryView(before) {
+  if (state.model !== session.modelName) {
+    $('text').value = state.text;
+    switchModel(state.model); // then a pass on the text and every chart
+    return;
+  }
   $('text').value = state.text;
   $('layer').value = state.layer;
   $('head').value = state.head;
@@ -65,27 +70,35 @@ function wire() {
   observeCharts();
 }
 
+// Another model was loaded: each section's model-dependent choices, then a pass on the
+// current text and every chart again; the helper thread starts for the new model (or says
+// why it does not).
+function showNewModel(files) {
+  renderLayerHeadOptions();
+  renderDimsForModel('The features chosen for the other model do not fit this one.');
+  showBackend();
+  update();
+  refreshCompare();
+  setTimeout(() => startHelper(files.config, files.tokenizer, files.weights), 0);
+}
+
 async function main() {
   await readUrl();
   $('text').value = state.text;
-  // The model files download while the WebAssembly module starts.
-  const files = Promise.all([
-    fetchText(`${MODEL_FILES}/config.json`),
-    fetchText(`${MODEL_FILES}/tokenizer.json`),
-    fetchBytes(`${MODEL_FILES}/model.f16.safetensors`, (f) => { $('loading-progress').value = f; }),
-  ]);
-  const [bindings, [configJson, tokenizer, weights]] = await Promise.all([wasmBindings(), files]);
-  $('loading-text').textContent = 'Preparing the model…';
-  session.viz = new bindings.Viz(MODEL, configJson, tokenizer, weights);
-  session.config = session.viz.config();
+  // The model files download (or come from the browser's cache) while the WebAssembly module starts.
+  const files = await openFirstModel();
   const { config } = session;
   // Features are checked by position.js, which says what it drops beside its box.
   checkAgainst({ layer: config.n_layers, head: config.n_heads, stepHead: config.n_heads });
   showBackend();
   renderStaticMath();
   wire();
+  wirePicker(showNewModel);
   // The helper starts after the first complete view, so that it does not delay it.
-  drawTiming.afterFirstView = () => startHelper(configJson, tokenizer, weights);
+  drawTiming.afterFirstView = () => {
+    drawTiming.afterFirstView = null; // let go of the files (SmolLM2's weights stay in no worker)
+    startHelper(files.config, files.tokenizer, files.weights);
+  };
   window.__tviz.helper = 'starting';
   update();
   if (session.summary) {

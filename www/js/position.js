@@ -31,18 +31,23 @@ function showDims() {
   $('dims').value = state.dims.join(', ');
 }
 
-export function wirePosition() {
+/** The features box for the loaded model: its range, and the chosen features checked against it. */
+export function renderDimsForModel(asked = 'The link asked for features this page cannot plot.') {
   const d = session.config.d_model;
   $('dims-help').textContent = `comma-separated, 0–${d - 1}, up to ${MAX_DIMS}; both wave charts plot them`;
-  // Features from a shared link are checked against this model as well.
+  // Features from a shared link (or chosen for another model) are checked against this model.
   const fromUrl = checkDims(state.dims.join(','), d);
   if (fromUrl.message) {
     state.dims = [...DEFAULT_DIMS];
-    say(`The link asked for features this page cannot plot. ${fromUrl.message} Showing ${state.dims.join(', ')}.`);
+    say(`${asked} ${fromUrl.message} Showing ${state.dims.join(', ')}.`);
   }
   showDims();
+}
+
+export function wirePosition() {
+  renderDimsForModel();
   $('dims').addEventListener('change', () => {
-    const { dims, message } = checkDims($('dims').value, d);
+    const { dims, message } = checkDims($('dims').value, session.config.d_model);
     if (message) {
       say(`${message} Still showing ${state.dims.join(', ')}.`);
       showDims();

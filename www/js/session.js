@@ -1,8 +1,9 @@
 // The loaded model and the latest forward pass: what every section reads to draw itself.
-// Set by main.js (model) and pass.js (each pass); read everywhere else.
+// Set by model-picker.js (model) and pass.js (each pass); read everywhere else.
 export const session = {
   viz: null, // the wasm `Viz`: model, last trace, drawing
-  config: null, // the model's config, fixed once the model is loaded
+  modelName: null, // which model `viz` holds (models.js)
+  config: null, // the model's config, fixed until another model is loaded
   summary: null, // the last pass: tokens, steps, norms, timing
   stepsByName: {}, // summary.steps by name, for the stepper's input shapes
   drawn: {}, // chart name -> what Rust reported when drawing it (geometry, values, labels)

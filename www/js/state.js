@@ -3,13 +3,13 @@
 // student chose. The link format itself is in url-state.js.
 import { $ } from './dom.js';
 import { showNotice, setLinkNote } from './messages.js';
-import { parseLink, clampToLimits, textFragment, queryFor, parseDims as parseDimsText } from './url-state.js';
-
-export const MODEL = 'minilm-l6';
+import { parseLink, clampToLimits, textFragment, queryFor, shorten, parseDims as parseDimsText } from './url-state.js';
+import { MODELS, DEFAULT_MODEL, modelNamed } from './models.js';
 // Sines and cosines of ever longer periods in the sinusoidal table (6, 6, 16, 43 and 112 positions).
 export const DEFAULT_DIMS = [0, 1, 40, 80, 120];
 
 export const state = {
+  model: DEFAULT_MODEL, // the model shown (models.js); a link's model= until it is loaded
   text: $('text').value,
   layer: 0,
   head: 0,
@@ -31,10 +31,10 @@ export const parseDims = parseDimsText;
 /** Reads the opening link into `state`; notes what it had to ignore. */
 export async function readUrl() {
   const { values, notes } = await parseLink(location.search, location.hash);
-  if (values.model !== undefined && values.model !== MODEL) {
-    notes.push(`This page only ships the model "${MODEL}"; the link asked for "${values.model.slice(0, 40)}", so ${MODEL} is shown.`);
+  if (values.model !== undefined && !modelNamed(values.model)) {
+    notes.push(`This page has no model "${shorten(values.model)}" (it has ${Object.keys(MODELS).join(' and ')}), so ${DEFAULT_MODEL} is shown.`);
+    delete values.model;
   }
-  delete values.model;
   state.layerHeadFromUrl = values.layer !== undefined || values.head !== undefined;
   Object.assign(fromLink, values);
   Object.assign(state, values);
@@ -52,7 +52,7 @@ export function checkAgainst(limits, asked = state) {
 }
 
 // ---------- the address bar ----------
-const KEYS = ['text', 'layer', 'head', 'mode', 'step', 'stepHead', 'norm', 'dims', 'residualTokens'];
+const KEYS = ['model', 'text', 'layer', 'head', 'mode', 'step', 'stepHead', 'norm', 'dims', 'residualTokens'];
 let written = null; // the state the current history entry shows
 let lastChange = { keys: '', at: -Infinity };
 let linkSeq = 0;
@@ -79,7 +79,7 @@ export async function writeUrl() {
       ? `This text is too long to share whole in a link: a link keeps its first ${link.keptChars.toLocaleString('en')} of ${link.totalChars.toLocaleString('en')} characters.`
       : null);
   }
-  const url = `${location.pathname}${queryFor(state, MODEL)}#t=${textLink.fragment}`;
+  const url = `${location.pathname}${queryFor(state, state.model)}#t=${textLink.fragment}`;
   const now = snapshot();
   const changed = written ? KEYS.filter((k) => JSON.stringify(now[k]) !== JSON.stringify(written[k])).join(',') : '';
   const here = `${location.pathname}${location.search}${location.hash}`;
@@ -100,7 +100,7 @@ export function onHistoryMove(apply) {
       for (const k of KEYS) if (event.state[k] !== undefined) state[k] = event.state[k];
     } else {
       const { values } = await parseLink(location.search, location.hash);
-      delete values.model;
+      if (!modelNamed(values.model)) delete values.model;
       Object.assign(state, values);
     }
     written = snapshot();

@@ -45,7 +45,7 @@ function renderDiagram(current) {
   const { summary, config } = session;
   const postLn = config.norm_place === 'Post';
   const present = new Set(summary.steps.map((s) => diagramKey(s, postLn)));
-  const shown = `${current}|${[...present].join(',')}`;
+  const shown = `${config.n_layers}|${current}|${[...present].join(',')}`;
   if (shown === diagramShown) return; // typing does not move the current operation
   diagramShown = shown;
   const items = [];

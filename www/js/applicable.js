@@ -1,0 +1,85 @@
+// Which charts the loaded model has. A chart that does not apply to a model (SmolLM2 has no
+// learned position table) is replaced by a sentence saying why, keyed on the model's config,
+// never on its name, so a new model gets the right views without new code here.
+import { session } from './session.js';
+import { modelNamed } from './models.js';
+
+// Charts of the model's own learned position table.
+const LEARNED_POSITION_CHARTS = new Set(['pos-table', 'pos-waves', 'pos-sim']);
+
+/** The config's position scheme as one word: Learned, Sinusoidal, Rotary or None. */
+export function positionKind(config) {
+  const p = config.position;
+  return typeof p === 'string' ? p : Object.keys(p ?? {})[0];
+}
+
+function positionWords(config) {
+  switch (positionKind(config)) {
+    case 'Rotary': return 'it rotates each query and key by an angle that grows with the token\'s position (rotary positions), so no position vector is added to the embeddings';
+    case 'Sinusoidal': return 'it adds the fixed sinusoidal table, drawn beside this chart';
+    default: return 'it gets no position information at all';
+  }
+}
+
+/** Why chart `name` does not apply to the loaded model, in plain words; null when it does. */
+export function whyNotShown(name) {
+  const { config } = session;
+  const title = modelNamed(session.modelName)?.title ?? session.modelName;
+  if (LEARNED_POSITION_CHARTS.has(name) && positionKind(config) !== 'Learned') {
+    return `${title} has no learned position table: ${positionWords(config)}.`;
+  }
+  return null;
+}
+
+/** Shows `why` in place of the chart on `canvas` (its caption and export buttons too), or the chart again. */
+export function showWhyNotShown(canvas, why) {
+  const figure = canvas.closest('figure') ?? canvas.parentElement;
+  let note = figure.querySelector(':scope > .not-shown');
+  if (!note && !why) return;
+  if (!note) {
+    note = document.createElement('p');
+    note.className = 'not-shown';
+    note.dataset.for = canvas.dataset.chart;
+    canvas.before(note);
+  }
+  note.hidden = !why;
+  if (why && note.textContent !== why) note.textContent = why;
+  canvas.hidden = Boolean(why);
+  for (const el of figure.querySelectorAll(':scope > figcaption, :scope > .export')) el.hidden = Boolean(why);
+}
+
+// The conditions a `data-when` element may name (all must hold for it to show).
+const CONDITIONS = {
+  encoder: (c) => !c.causal,
+  decoder: (c) => c.causal,
+  'post-norm': (c) => c.norm_place === 'Post',
+  'pre-norm': (c) => c.norm_place === 'Pre',
+  'layer-norm': (c) => c.norm === 'Layer',
+  'rms-norm': (c) => c.norm === 'Rms',
+  'learned-position': (c) => positionKind(c) === 'Learned',
+  rotary: (c) => positionKind(c) === 'Rotary',
+};
+
+/**
+ * The page's prose for the loaded model: `data-config` spans get the model's numbers
+ * (n_heads, n_layers, d_model, all_heads) or its name (model); `data-when="pre-norm rms-norm"`
+ * elements show only for a model with all those traits, so a section can hold one paragraph
+ * for each kind of model.
+ */
+export function renderModelText() {
+  const { config } = session;
+  const values = {
+    n_heads: config.n_heads,
+    n_layers: config.n_layers,
+    d_model: config.d_model,
+    all_heads: config.n_layers * config.n_heads,
+    model: modelNamed(session.modelName)?.title ?? session.modelName,
+  };
+  for (const el of document.querySelectorAll('[data-config]')) {
+    const value = String(values[el.dataset.config] ?? el.textContent);
+    if (el.textContent !== value) el.textContent = value;
+  }
+  for (const el of document.querySelectorAll('[data-when]')) {
+    el.hidden = !el.dataset.when.split(/\s+/).every((c) => CONDITIONS[c]?.(config) ?? false);
+  }
+}

@@ -1,0 +1,100 @@
+// Where a model's files come from: the browser's Cache API when an earlier visit stored them
+// (checked against the registry's sizes: a copy of another size is discarded and downloaded
+// again), else the server, with progress, then stored for the next visit. Pages served over
+// plain http from another machine have no Cache API (`caches` needs a secure context): they
+// just download.
+import { filesOf, downloadBytes } from './models.js';
+import { fetchBytes } from './loading.js';
+
+export const CACHE_NAME = 'transformer-viz-models-v1';
+
+function urlOf(file) {
+  return new URL(file.path, document.baseURI).href;
+}
+
+/** Whether this page has the Cache API (a secure context: https, or http on this machine). */
+export function cacheAvailable() {
+  return typeof caches !== 'undefined' && window.isSecureContext;
+}
+
+/** The page's model cache, or null without the Cache API (or when the browser refuses it). */
+async function openCache() {
+  if (!cacheAvailable()) return null;
+  try {
+    return await caches.open(CACHE_NAME);
+  } catch {
+    return null; // e.g. storage blocked for this site
+  }
+}
+
+/** The cached copy of `file` as a Blob when it has the registry's size; else null. */
+async function cachedBlob(cache, file) {
+  const res = await cache.match(urlOf(file));
+  if (!res) return null;
+  const blob = await res.blob(); // the cache's own copy: its size costs no read
+  return blob.size === file.bytes ? blob : null;
+}
+
+/** Whether every file of `model` is in the cache, whole (the page then skips asking). */
+export async function isCached(model) {
+  const cache = await openCache();
+  if (!cache) return false;
+  for (const [, file] of filesOf(model)) if (!(await cachedBlob(cache, file))) return false;
+  return true;
+}
+
+/**
+ * The files of `model`, fetched side by side: `{ config, tokenizer, weights, source,
+ * discarded, stored }`, with `config` and `tokenizer` as text ("" for a file the model does
+ * not have) and `weights` as bytes. `source` is 'cache' when every file came from the Cache
+ * API, else 'network'; `discarded` names cached files whose size was wrong. Downloads are
+ * written to the cache in the background, so the model is built without waiting for the
+ * disk: `stored` is a promise of whether every downloaded file was kept (false without a Cache
+ * API, or when the browser refused: quota). `onProgress(done, total)` counts bytes, cached
+ * ones included.
+ */
+export async function loadModelFiles(model, { onProgress, signal } = {}) {
+  const cache = await openCache();
+  const total = downloadBytes(model);
+  const arrived = new Map(); // role -> bytes so far
+  const report = () => onProgress?.(Math.min([...arrived.values()].reduce((a, b) => a + b, 0), total), total);
+  const discarded = [];
+  const writes = [];
+  let downloaded = false;
+  const results = await Promise.all(filesOf(model).map(async ([role, file]) => {
+    const url = urlOf(file);
+    if (cache) {
+      const blob = await cachedBlob(cache, file);
+      if (blob) {
+        const bytes = new Uint8Array(await blob.arrayBuffer());
+        arrived.set(role, file.bytes);
+        report();
+        return [role, bytes];
+      }
+      if (await cache.delete(url)) discarded.push(file.path); // an interrupted or older copy
+    }
+    downloaded = true;
+    const bytes = await fetchBytes(url, { signal, store: !cache, onProgress: (n) => { arrived.set(role, n); report(); } });
+    arrived.set(role, file.bytes);
+    report();
+    // Only a file of the registry's size is kept; any other (a damaged file on the server)
+    // still goes to the engine, which says in its own words what is wrong with it.
+    if (cache) writes.push(bytes.length === file.bytes ? store(cache, url, bytes) : Promise.resolve(false));
+    return [role, bytes];
+  }));
+  signal?.throwIfAborted();
+  const out = { config: '', tokenizer: '', weights: null, source: downloaded ? 'network' : 'cache', discarded };
+  for (const [role, bytes] of results) out[role] = role === 'weights' ? bytes : new TextDecoder().decode(bytes);
+  out.stored = cache ? Promise.all(writes).then((kept) => kept.every(Boolean)) : Promise.resolve(false);
+  return out;
+}
+
+async function store(cache, url, bytes) {
+  try {
+    // The Response copies the bytes, so the caller may hand `bytes` on (to a worker).
+    await cache.put(url, new Response(bytes, { headers: { 'Content-Type': 'application/octet-stream', 'Content-Length': String(bytes.length) } }));
+    return true;
+  } catch {
+    return false; // over the site's storage quota: the page works, the next visit downloads again
+  }
+}

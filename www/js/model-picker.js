@@ -1,0 +1,249 @@
+// The model picker in the header, and loading a model: its size said before a download
+// ("SmolLM2-135M: 98 MB, download?"), a progress bar while it downloads, the files read from
+// the browser's cache on later visits (model-files.js), then a new `Viz` in place of the old
+// one. A model that cannot be built (a corrupt file, a model this engine does not know) is
+// reported in plain words and the page keeps the model it had.
+import { $ } from './dom.js';
+import { state } from './state.js';
+import { session } from './session.js';
+import { showError, clearError } from './messages.js';
+import { wasmBindings } from './loading.js';
+import { MODELS, DEFAULT_MODEL, modelNamed, labelOf, downloadBytes, megabytes } from './models.js';
+import { loadModelFiles, isCached, cacheAvailable } from './model-files.js';
+import { stopHelper } from './helper-thread.js';
+import { renderModelText } from './applicable.js';
+
+const mb = (bytes) => megabytes(bytes, 1);
+
+/** A model that could not be built, with where its files came from. */
+class ModelLoadError extends Error {}
+
+function setProgress(model, done, total) {
+  const bar = $('loading-progress');
+  bar.max = total;
+  bar.value = done;
+  $('loading-amount').textContent = `${mb(done)} of ${mb(total)} MB`;
+  const p = window.__tviz.progress;
+  if (p?.model === model.name) Object.assign(p, { done, total, updates: p.updates + 1 });
+  else window.__tviz.progress = { model: model.name, done, total, updates: 1 };
+}
+
+/**
+ * Where the model's files came from: a few words for the status line, and a sentence.
+ * `stored`: whether the download was kept in the cache (undefined while it is being written).
+ */
+function sourceWords(load, stored) {
+  if (load.source === 'cache') return ['from the browser\'s cache', 'Read from the browser\'s cache (Cache API), where an earlier visit kept it: nothing was downloaded.'];
+  const again = load.discarded.length ? ' again (the cached copy was incomplete)' : '';
+  if (stored === undefined) return [`downloaded${again}, caching…`, `Downloaded${again}; being written to the browser's cache (Cache API) for the next visit.`];
+  if (stored) return [`downloaded${again}, now cached`, `Downloaded${again} and kept in the browser's cache (Cache API): the next visit reads it from there.`];
+  if (!cacheAvailable()) return [`downloaded${again} (no Cache API here)`, `Downloaded${again}. Pages served over plain http from another machine have no Cache API, so the next visit downloads it again.`];
+  return [`downloaded${again}, not cached`, `Downloaded${again}, but the browser refused to keep it (storage quota), so the next visit downloads it again.`];
+}
+
+// The load whose words the status line shows.
+let shownLoad = null;
+
+function showSource(load) {
+  [$('model-source').textContent, $('model-source').title] = sourceWords(load, load.source === 'cache' ? true : load.stored ?? undefined);
+}
+
+// Lets the browser show the last words before the page blocks for a while.
+function nextPaint() {
+  return new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
+}
+
+/**
+ * Downloads (or reads from the cache) the files of model `name` and builds its `Viz`.
+ * Returns `{ name, viz, files, load }` (load: what `__tviz.loads` records); throws ModelLoadError when the engine refuses the files.
+ */
+async function fetchAndBuild(name, bindingsReady, { signal, why = '' } = {}) {
+  const model = modelNamed(name);
+  $('loading').hidden = false;
+  $('loading-text').textContent = `Loading ${model.short} (${megabytes(downloadBytes(model))} MB of trained weights${why})…`;
+  setProgress(model, 0, downloadBytes(model));
+  const [bindings, files] = await Promise.all([
+    bindingsReady,
+    loadModelFiles(model, { signal, onProgress: (done, total) => setProgress(model, done, total) }),
+  ]);
+  $('loading-text').textContent = `Preparing ${model.short}…`;
+  await nextPaint();
+  signal?.throwIfAborted();
+  const load = { model: name, source: files.source, discarded: files.discarded, stored: null, error: null };
+  window.__tviz.loads.push(load);
+  files.stored.then((stored) => {
+    load.stored = stored;
+    if (shownLoad === load) showSource(load);
+  });
+  try {
+    const viz = new bindings.Viz(name, files.config, files.tokenizer, files.weights);
+    return { name, viz, files, load };
+  } catch (err) {
+    load.error = String(err.message ?? err);
+    const from = files.source === 'cache' ? 'read from the browser\'s cache' : 'downloaded';
+    throw new ModelLoadError(`${model.short} (${mb(downloadBytes(model))} MB, ${from}) could not be loaded: ${load.error}`);
+  }
+}
+
+/** Puts the built model in place of the one shown (whose memory is given back). */
+function install({ name, viz, load }) {
+  const old = session.viz;
+  stopHelper(); // it serves the old model
+  session.viz = viz;
+  session.modelName = name;
+  session.config = viz.config();
+  state.model = name;
+  old?.free();
+  const model = modelNamed(name);
+  $('model').value = name;
+  shownLoad = load;
+  showSource(load);
+  $('model-source').hidden = false;
+  $('model').title = `${model.title}: ${model.description}`;
+  renderModelText();
+  window.__tviz.model = name;
+  window.__tviz.modelError = null;
+}
+
+function fillPicker() {
+  const select = $('model');
+  select.replaceChildren(...Object.values(MODELS).map((m) => {
+    const o = document.createElement('option');
+    o.value = m.name;
+    o.textContent = labelOf(m);
+    o.title = m.description;
+    return o;
+  }));
+  select.value = state.model;
+}
+
+/**
+ * Loads the model the link asks for (the default without one) while the WebAssembly module
+ * starts. A link's model that cannot be loaded is reported and the default model shown.
+ * Returns the files, which the helper thread is given.
+ */
+export async function openFirstModel() {
+  // What the tests read: the model shown, each load's outcome, the last download's progress,
+  // and what the picker is doing (idle, checking the cache, offering a download, loading).
+  Object.assign(window.__tviz, { model: null, picker: 'idle', modelError: null, loads: [], progress: null });
+  fillPicker();
+  const bindings = wasmBindings();
+  const asked = state.model;
+  let loaded;
+  try {
+    loaded = await fetchAndBuild(asked, bindings, { why: asked === DEFAULT_MODEL ? '' : ', as the link asks' });
+  } catch (err) {
+    if (asked === DEFAULT_MODEL || !(err instanceof ModelLoadError)) throw err;
+    showError(`${err.message}. ${modelNamed(DEFAULT_MODEL).short} is shown instead.`);
+    loaded = await fetchAndBuild(DEFAULT_MODEL, bindings);
+    install(loaded);
+    window.__tviz.modelError = err.message;
+    return loaded.files;
+  }
+  install(loaded);
+  return loaded.files;
+}
+
+// ---------- switching ----------
+let switching = null; // { seq, controller } of the load under way
+let switchSeq = 0;
+let afterSwitch = () => {};
+
+function hideOffer() {
+  $('model-offer').hidden = true;
+  if (window.__tviz.picker === 'offer') window.__tviz.picker = 'idle';
+}
+
+function cancelSwitch() {
+  if (!switching) return;
+  switching.controller.abort();
+  switching = null;
+  $('loading').hidden = true;
+  $('loading-cancel').hidden = true;
+  window.__tviz.picker = 'idle';
+}
+
+/** Shows the model the page has in the picker again (a download declined, cancelled or failed). */
+function keepShownModel() {
+  hideOffer();
+  cancelSwitch();
+  $('model').value = session.modelName;
+  state.model = session.modelName;
+  $('model-source').hidden = false;
+}
+
+function offer(model) {
+  const shown = modelNamed(session.modelName);
+  $('model-offer-text').textContent = `${model.short}: ${megabytes(downloadBytes(model))} MB, download? ${model.description}`;
+  $('model-download').textContent = `Download ${megabytes(downloadBytes(model))} MB`;
+  $('model-download').dataset.model = model.name;
+  $('model-keep').textContent = `Keep ${shown.short}`;
+  $('model-offer').hidden = false;
+  $('model-source').hidden = true; // it describes the model shown, not the one picked
+  window.__tviz.picker = 'offer';
+}
+
+/**
+ * Loads model `name` and shows it: every section is drawn again for it and the current text
+ * is run through it. The page keeps working on the old model while the new one downloads.
+ */
+export async function switchModel(name) {
+  hideOffer();
+  cancelSwitch();
+  if (name === session.modelName) return;
+  const seq = ++switchSeq;
+  const controller = new AbortController();
+  switching = { seq, controller };
+  window.__tviz.picker = 'loading';
+  $('loading-cancel').hidden = false;
+  $('model-source').hidden = true;
+  try {
+    const loaded = await fetchAndBuild(name, wasmBindings(), { signal: controller.signal });
+    if (switching?.seq !== seq) { loaded.viz.free(); return; } // another choice came first
+    switching = null;
+    clearError();
+    install(loaded);
+    afterSwitch(loaded.files);
+  } catch (err) {
+    if (controller.signal.aborted) return; // cancelled: the page says nothing
+    switching = null;
+    const message = err instanceof ModelLoadError ? err.message : `${modelNamed(name).short} could not be loaded: ${err.message ?? err}`;
+    showError(`${message}. The page still shows ${modelNamed(session.modelName).short}.`);
+    window.__tviz.modelError = message;
+    keepShownModel();
+  } finally {
+    if (seq === switchSeq) {
+      $('loading').hidden = true;
+      $('loading-cancel').hidden = true;
+      if (window.__tviz.picker === 'loading') window.__tviz.picker = 'idle';
+    }
+  }
+}
+
+/** The student chose `name` in the picker: load it at once if cached, else say its size first. */
+async function pick(name) {
+  const model = modelNamed(name);
+  hideOffer();
+  cancelSwitch();
+  if (!model || name === session.modelName) {
+    $('model-source').hidden = false; // back on the model shown
+    window.__tviz.picker = 'idle';
+    return;
+  }
+  const seq = ++switchSeq;
+  window.__tviz.picker = 'checking';
+  const cached = await isCached(model);
+  if (seq !== switchSeq || $('model').value !== name) return; // chose again meanwhile
+  window.__tviz.picker = 'idle';
+  if (cached) switchModel(name);
+  else offer(model);
+}
+
+/** `onSwitch(files)` brings every section up to date after another model was loaded. */
+export function wirePicker(onSwitch) {
+  afterSwitch = onSwitch;
+  $('model').addEventListener('change', () => pick($('model').value));
+  $('model-download').addEventListener('click', () => switchModel($('model-download').dataset.model));
+  $('model-keep').addEventListener('click', () => { keepShownModel(); $('model').focus(); });
+  $('loading-cancel').addEventListener('click', () => { keepShownModel(); $('model').focus(); });
+}

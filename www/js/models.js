@@ -1,0 +1,66 @@
+// The models the page can show: what each is, which files it needs and how big they are (so
+// the page can say a download's size before starting it). Pure data and functions (no DOM),
+// so that Node's tests read the same registry and check each size against the file itself
+// (tests/e2e/models.test.mjs).
+//
+// The engine builds a model as `new Viz(name, configJson, tokenizerJson, weightsBytes)`. A file
+// a model does not have is passed as "" (SmolLM2's GGUF holds its config and vocabulary).
+
+/** @typedef {{ path: string, bytes: number }} ModelFile */
+
+export const MODELS = {
+  'minilm-l6': {
+    name: 'minilm-l6',
+    short: 'MiniLM-L6',
+    title: 'all-MiniLM-L6-v2', // the checkpoint's own name: export captions, messages
+    kind: 'encoder',
+    description: 'A 6-layer encoder (22.7M parameters) that reads the whole sentence at once and outputs one vector per token; it predicts no words.',
+    files: {
+      config: { path: 'models/minilm-l6/config.json', bytes: 612 },
+      tokenizer: { path: 'models/minilm-l6/tokenizer.json', bytes: 466247 },
+      weights: { path: 'models/minilm-l6/model.f16.safetensors', bytes: 45441912 },
+    },
+    // The helper thread holds a second copy of the weights (~90 MB in f32): worth it to halve
+    // a 512-token pass.
+    helperThread: null,
+  },
+  'smollm2-135m': {
+    name: 'smollm2-135m',
+    short: 'SmolLM2-135M',
+    title: 'SmolLM2-135M-Instruct',
+    kind: 'decoder',
+    description: 'A 30-layer decoder (135M parameters, stored in 4-bit blocks) trained to predict the next token from the ones before it.',
+    files: {
+      weights: { path: 'models/smollm2-135m/model.Q4_1.gguf', bytes: 98362432 },
+    },
+    // Why this model computes with one thread (null: the helper thread may start).
+    helperThread: 'the helper thread is off for SmolLM2 (its 98 MB of weights would be held twice)',
+  },
+};
+
+export const DEFAULT_MODEL = 'minilm-l6';
+
+/** The model called `name`, or undefined. */
+export function modelNamed(name) {
+  return Object.hasOwn(MODELS, name) ? MODELS[name] : undefined;
+}
+
+/** Every file of `model` as `[role, file]` pairs (roles: config, tokenizer, weights). */
+export function filesOf(model) {
+  return Object.entries(model.files);
+}
+
+/** How many bytes the page downloads for `model`. */
+export function downloadBytes(model) {
+  return filesOf(model).reduce((sum, [, f]) => sum + f.bytes, 0);
+}
+
+/** Bytes as megabytes for a label ("98 MB") or, with `digits`, for progress ("12.3"). */
+export function megabytes(bytes, digits = 0) {
+  return (bytes / 1e6).toFixed(digits);
+}
+
+/** The picker's label: "SmolLM2-135M · decoder · 98 MB". */
+export function labelOf(model) {
+  return `${model.short} · ${model.kind} · ${megabytes(downloadBytes(model))} MB`;
+}

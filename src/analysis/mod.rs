@@ -2,6 +2,7 @@
 
 pub mod generation;
 pub mod heads;
+pub mod logit_lens;
 pub mod pooling;
 pub mod prediction;
 pub mod sampling;

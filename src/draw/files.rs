@@ -8,6 +8,7 @@ use std::sync::Once;
 use plotters::prelude::*;
 
 use super::draw_err;
+use super::head_grid::HeadPattern;
 use super::view::{draw_view, view_svg, View};
 use crate::error::{Result, VizError};
 use crate::model::config::Position;
@@ -95,11 +96,15 @@ pub fn render_all(model: &Transformer, trace: &Trace, out: &Path, only_layer: Op
         }
     }
     jobs.push(job(out, "residual_stream".into(), View::Residual { tokens: None }, (1100, 760)));
+    for (name, pattern) in [("previous", HeadPattern::Previous), ("first", HeadPattern::First)] {
+        jobs.push(job(out, format!("head_grid_{name}"), View::HeadGrid { pattern }, (760, 820)));
+    }
     if model.config.has_lm_head() {
         let model_own = crate::analysis::sampling::SamplingSettings::default();
         jobs.push(job(out, "prediction".into(), View::Prediction { top: 20, settings: model_own }, (900, 640)));
         let shaped = crate::analysis::sampling::SamplingSettings { temperature: 0.7, top_k: 10, top_p: 0.9, seed: 0 };
         jobs.push(job(out, "prediction_t0.7_k10_p0.9".into(), View::Prediction { top: 20, settings: shaped }, (900, 640)));
+        jobs.push(job(out, "logit_lens".into(), View::LogitLens { positions: None }, (1100, 820)));
     }
 
     for dir in [out, &attention_dir, &norm_dir] {

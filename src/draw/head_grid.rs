@@ -51,6 +51,7 @@ pub fn score_grid(trace: &Trace, pattern: HeadPattern) -> Result<Array2<f32>> {
 /// Draws the grid; returns the heatmap's geometry and the (layers, heads) scores.
 pub fn draw_head_grid<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, trace: &Trace, pattern: HeadPattern, vector: bool) -> Result<(HeatmapDrawn, Array2<f32>)> {
     let grid = score_grid(trace, pattern)?;
+    area.fill(&WHITE).map_err(super::draw_err)?;
     let rows: Vec<String> = (0..grid.nrows()).map(|l| format!("L{l}")).collect();
     let cols: Vec<String> = (0..grid.ncols()).map(|h| format!("H{h}")).collect();
     let title = format!("Every head's {} (mean attention weight), {} layers × {} heads", pattern.words(), grid.nrows(), grid.ncols());

@@ -7,6 +7,7 @@ pub mod compare;
 pub mod head_grid;
 pub mod heatmap;
 pub mod layer_norm;
+pub mod logit_lens;
 pub(crate) mod furniture;
 pub mod pixels;
 pub mod position;

@@ -25,11 +25,12 @@ const TEMPERED: RGBColor = CATEGORICAL[0];
 const CUT_BY_K: RGBColor = CATEGORICAL[5];
 const CUT_BY_P: RGBColor = CATEGORICAL[1];
 
-/// A token as a label: a leading space shown as `␣`, line breaks and tabs as escapes.
+/// A token as a label: a leading space shown as `·` (as editors show spaces), line breaks
+/// and tabs as escapes.
 pub fn token_label(text: &str) -> String {
     let escaped = text.replace('\n', "\\n").replace('\t', "\\t").replace('\r', "\\r");
     match escaped.strip_prefix(' ') {
-        Some(rest) => format!("␣{rest}"),
+        Some(rest) => format!("·{rest}"),
         None => escaped,
     }
 }

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::colors::{Clipped, Scale};
 use super::heatmap::{draw_heatmap, AxisLabels, Geometry, Heatmap, HeatmapDrawn};
 use super::pixels::{embed_images, EmbeddedImage};
-use super::{attention, draw_err, head_grid, layer_norm, position, prediction, residual, token_ids};
+use super::{attention, draw_err, head_grid, layer_norm, logit_lens, position, prediction, residual, token_ids};
 use crate::analysis::sampling::SamplingSettings;
 use crate::analysis::position::position_table;
 use crate::error::{Result, VizError};
@@ -57,6 +57,12 @@ pub enum View {
     /// Every head of every layer coloured by one pattern score (`pattern`: previous,
     /// induction or first); a cell is a (layer, head).
     HeadGrid { pattern: head_grid::HeadPattern },
+    /// The logit lens: the top token read from the stream at every depth, at `positions`
+    /// (default: the last eight), and the final prediction's probability by depth.
+    LogitLens {
+        #[serde(default)]
+        positions: Option<Vec<usize>>,
+    },
     /// The `top` most likely next tokens and what temperature, top-k and top-p do to them.
     Prediction {
         #[serde(default = "default_top")]
@@ -110,6 +116,7 @@ pub enum Plotted {
     Residual(residual::ResidualDrawn),
     Waves(position::WavesDrawn),
     Prediction(prediction::PredictionDrawn),
+    LogitLens(logit_lens::LensDrawn),
 }
 
 impl Drawn {
@@ -295,6 +302,15 @@ fn draw_view_parts<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, model: &Tr
             let rows = (0..grid.nrows()).map(|l| format!("layer {l}")).collect();
             let cols = (0..grid.ncols()).map(|h| format!("head {h}")).collect();
             Ok(Drawn::heatmap(drawn, flat(grid.view()), rows, cols))
+        }
+        View::LogitLens { positions } => {
+            let (drawn, lens) = logit_lens::draw_logit_lens(area, model, trace, positions.as_deref(), vector)?;
+            let values = lens.lens.cells.iter().flatten().map(|c| c.prob).collect();
+            let rows = lens.lens.depths.clone();
+            let cols = lens.lens.positions.iter().map(|&p| trace.tokens[p].text.clone()).collect();
+            let mut out = Drawn::heatmap(drawn, values, rows, cols);
+            out.plotted = Some(Plotted::LogitLens(lens));
+            Ok(out)
         }
         View::Prediction { top, settings } => {
             let drawn = prediction::draw_prediction(area, model, trace, *top, settings)?;

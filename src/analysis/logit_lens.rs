@@ -1,0 +1,115 @@
+//! The logit lens: the residual stream after each layer, read as if it were the last layer's
+//! output (through the final norm and the unembedding), shows what the model "would predict"
+//! at that depth. Each read is a (d_model x vocab) product per position per layer (SmolLM2:
+//! 28 million multiply-adds), so only the positions asked for are read, in chunks.
+
+use ndarray::{s, Array2, ArrayView2};
+use serde::Serialize;
+
+use super::prediction::top_ids;
+use crate::error::{Result, VizError};
+use crate::model::attention::softmax_rows;
+use crate::model::config::NormPlace;
+use crate::model::norm;
+use crate::trace::{Op, Trace};
+use crate::Transformer;
+
+/// At most this many positions are read at once.
+pub const MAX_POSITIONS: usize = 16;
+/// Rows unembedded at a time: 32 rows of SmolLM2's 49,152 logits are 6 MB.
+const CHUNK_ROWS: usize = 32;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LensCell {
+    pub id: u32,
+    pub text: String,
+    pub prob: f32,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LogitLens {
+    pub positions: Vec<usize>,
+    /// One label a depth: "embedding", "layer 0", ..., "layer N-1".
+    pub depths: Vec<String>,
+    /// The top token at each depth (rows) and position (columns).
+    pub cells: Vec<Vec<LensCell>>,
+    /// The model's prediction at the last position after the last layer...
+    pub final_token: LensCell,
+    /// ...and its probability at every depth, at the last position.
+    pub final_prob_by_depth: Vec<f32>,
+}
+
+/// The stream at each depth, (T, d): the embedding, then each layer's output.
+fn depths(trace: &Trace) -> Result<Vec<(String, ArrayView2<'_, f32>)>> {
+    let first = trace.find(Op::EmbeddingNorm, None).or_else(|| trace.find(Op::AddPosition, None)).or_else(|| trace.find(Op::TokenEmbedding, None));
+    let mut out = vec![("embedding".to_string(), first.ok_or_else(|| VizError::NoSuchStep("embedding".into()))?.tensor.view2()?)];
+    let after_layer = if trace.config.norm_place == NormPlace::Pre { Op::FfnResidual } else { Op::FfnNorm };
+    for layer in 0..trace.config.n_layers {
+        let step = trace.find(after_layer, Some(layer)).ok_or_else(|| VizError::NoSuchStep(format!("the output of layer {layer}")))?;
+        out.push((format!("layer {layer}"), step.tensor.view2()?));
+    }
+    Ok(out)
+}
+
+/// Reads the stream at every depth at `positions` (the last one always joins, for the final
+/// prediction's curve).
+pub fn logit_lens(model: &Transformer, trace: &Trace, positions: &[usize]) -> Result<LogitLens> {
+    let unembedding = model.weights.unembedding(&model.config).ok_or(VizError::NoLmHead)?;
+    let t = trace.len();
+    if positions.len() > MAX_POSITIONS {
+        return Err(VizError::BadConfig(format!("the logit lens reads at most {MAX_POSITIONS} positions at once, not {}", positions.len())));
+    }
+    if let Some(&bad) = positions.iter().find(|&&p| p >= t) {
+        return Err(VizError::NoSuchToken { index: bad, tokens: t });
+    }
+    let mut read: Vec<usize> = positions.to_vec();
+    if !read.contains(&(t - 1)) {
+        read.push(t - 1);
+    }
+    let points = depths(trace)?;
+    let d = model.config.d_model;
+    // Every (depth, position) row, through the final norm of a pre-LN model (a post-LN
+    // model's stream is already normalised).
+    let mut rows = Array2::<f32>::zeros((points.len() * read.len(), d)); // (depths * positions, d)
+    for (k, (_, stream)) in points.iter().enumerate() {
+        for (j, &p) in read.iter().enumerate() {
+            rows.row_mut(k * read.len() + j).assign(&stream.row(p));
+        }
+    }
+    if let (NormPlace::Pre, Some(n)) = (model.config.norm_place, &model.weights.final_norm) {
+        rows = norm::apply(model.config.norm, n, rows.view(), model.config.norm_eps); // (depths * positions, d)
+    }
+    // The final prediction: what the pass itself gives at the last position.
+    let final_probs = trace.next_token_probabilities()?; // (vocab)
+    let final_id = top_ids(final_probs.as_slice().expect("kept contiguous"), 1)[0];
+    let text = |id: u32| model.tokenizer.token_text(id).unwrap_or("?").to_string();
+    let mut tops = Vec::with_capacity(rows.nrows());
+    let mut final_prob = Vec::with_capacity(rows.nrows());
+    for start in (0..rows.nrows()).step_by(CHUNK_ROWS) {
+        let end = (start + CHUNK_ROWS).min(rows.nrows());
+        let mut logits = unembedding.multiply_rows(rows.slice(s![start..end, ..]), 0, unembedding.rows()); // (chunk, vocab)
+        softmax_rows(logits.view_mut());
+        for row in logits.rows() {
+            let probs = row.as_slice().expect("fresh rows are contiguous");
+            let id = top_ids(probs, 1)[0];
+            tops.push(LensCell { id, text: text(id), prob: probs[id as usize] });
+            final_prob.push(probs[final_id as usize]);
+        }
+    }
+    let n = read.len();
+    let last = read.iter().position(|&p| p == t - 1).expect("the last position is read");
+    let cells = (0..points.len()).map(|k| positions.iter().enumerate().map(|(j, _)| tops[k * n + j].clone()).collect()).collect();
+    Ok(LogitLens {
+        positions: positions.to_vec(),
+        depths: points.iter().map(|(label, _)| label.clone()).collect(),
+        cells,
+        final_token: LensCell { id: final_id, text: text(final_id), prob: final_probs[final_id as usize] },
+        final_prob_by_depth: (0..points.len()).map(|k| final_prob[k * n + last]).collect(),
+    })
+}
+
+/// The positions the page reads by default: the last `n` (at most `MAX_POSITIONS`).
+pub fn last_positions(tokens: usize, n: usize) -> Vec<usize> {
+    let n = n.min(MAX_POSITIONS).min(tokens);
+    (tokens - n..tokens).collect()
+}

@@ -96,6 +96,12 @@ pub fn render_all(model: &Transformer, trace: &Trace, out: &Path, only_layer: Op
         }
     }
     jobs.push(job(out, "residual_stream".into(), View::Residual { tokens: None }, (1100, 760)));
+    if let Position::Rotary { .. } = model.config.position {
+        jobs.push(job(out, "rotary_frequencies".into(), View::RotaryFrequencies, (1000, 480)));
+        let layer = layers[0];
+        jobs.push(job(out, "rotary_pair".into(), View::RotaryPair { layer, head: 0, pair: 0 }, (700, 700)));
+        jobs.push(job(out, "rotary_distance".into(), View::RotaryDistance { layer, head: 0 }, (760, 700)));
+    }
     for (name, pattern) in [("previous", HeadPattern::Previous), ("first", HeadPattern::First)] {
         jobs.push(job(out, format!("head_grid_{name}"), View::HeadGrid { pattern }, (760, 820)));
     }

@@ -13,6 +13,7 @@ pub mod pixels;
 pub mod position;
 pub mod prediction;
 pub mod residual;
+pub mod rotary;
 pub mod token_ids;
 pub mod view;
 

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::colors::{Clipped, Scale};
 use super::heatmap::{draw_heatmap, AxisLabels, Geometry, Heatmap, HeatmapDrawn};
 use super::pixels::{embed_images, EmbeddedImage};
-use super::{attention, draw_err, head_grid, layer_norm, logit_lens, position, prediction, residual, token_ids};
+use super::{attention, draw_err, head_grid, layer_norm, logit_lens, position, prediction, residual, rotary, token_ids};
 use crate::analysis::sampling::SamplingSettings;
 use crate::analysis::position::position_table;
 use crate::error::{Result, VizError};
@@ -63,6 +63,11 @@ pub enum View {
         #[serde(default)]
         positions: Option<Vec<usize>>,
     },
+    /// Rotary positions: each feature pair's wavelength; one pair of a head's queries turning
+    /// with position; a query-key score at positions (m, n), a function of m - n only.
+    RotaryFrequencies,
+    RotaryPair { layer: usize, head: usize, pair: usize },
+    RotaryDistance { layer: usize, head: usize },
     /// The `top` most likely next tokens and what temperature, top-k and top-p do to them.
     Prediction {
         #[serde(default = "default_top")]
@@ -117,6 +122,9 @@ pub enum Plotted {
     Waves(position::WavesDrawn),
     Prediction(prediction::PredictionDrawn),
     LogitLens(logit_lens::LensDrawn),
+    RotaryFrequencies(rotary::FrequenciesDrawn),
+    RotaryPair(rotary::PairDrawn),
+    RotaryDistance(rotary::DistanceDrawn),
 }
 
 impl Drawn {
@@ -310,6 +318,15 @@ fn draw_view_parts<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, model: &Tr
             let cols = lens.lens.positions.iter().map(|&p| trace.tokens[p].text.clone()).collect();
             let mut out = Drawn::heatmap(drawn, values, rows, cols);
             out.plotted = Some(Plotted::LogitLens(lens));
+            Ok(out)
+        }
+        View::RotaryFrequencies => Ok(Drawn { plotted: Some(Plotted::RotaryFrequencies(rotary::draw_frequencies(area, trace)?)), ..Drawn::plain() }),
+        View::RotaryPair { layer, head, pair } => Ok(Drawn { plotted: Some(Plotted::RotaryPair(rotary::draw_pair(area, trace, *layer, *head, *pair)?)), ..Drawn::plain() }),
+        View::RotaryDistance { layer, head } => {
+            let (drawn, distance) = rotary::draw_distance(area, trace, *layer, *head, vector)?;
+            let labels: Vec<String> = (0..distance.positions).map(|p| format!("position {p}")).collect();
+            let mut out = Drawn::heatmap(drawn, distance.scores.clone(), labels.clone(), labels);
+            out.plotted = Some(Plotted::RotaryDistance(distance));
             Ok(out)
         }
         View::Prediction { top, settings } => {

@@ -17,6 +17,7 @@ function positionWords(config) {
   switch (positionKind(config)) {
     case 'Rotary': return 'it rotates each query and key by an angle that grows with the token\'s position (rotary positions), so no position vector is added to the embeddings';
     case 'Sinusoidal': return 'it adds the fixed sinusoidal table, drawn beside this chart';
+    case 'Learned': return 'it adds a learned position vector to each token\'s embedding (the charts above)';
     default: return 'it gets no position information at all';
   }
 }
@@ -27,6 +28,12 @@ export function whyNotShown(name) {
   const title = modelNamed(session.modelName)?.title ?? session.modelName;
   if (LEARNED_POSITION_CHARTS.has(name) && positionKind(config) !== 'Learned') {
     return `${title} has no learned position table: ${positionWords(config)}.`;
+  }
+  if (name.startsWith('rotary-') && positionKind(config) !== 'Rotary') {
+    return `${title} does not rotate its queries and keys: ${positionWords(config)}.`;
+  }
+  if (name === 'lens' && config.lm_head === 'None') {
+    return `${title} is an encoder with no language-model head: there is no final norm and unembedding to read its stream with, so it has no logit lens.`;
   }
   return null;
 }

@@ -23,6 +23,10 @@ export const charts = {
   'compare-a': () => compareSpec('compare-a'),
   'compare-b': () => compareSpec('compare-b'),
   'compare-diff': () => compareSpec('compare-diff'),
+  'rotary-freq': () => ({ kind: 'rotary_frequencies' }),
+  'rotary-pair': () => ({ kind: 'rotary_pair', layer: state.layer, head: state.head, pair: state.rotaryPair }),
+  'rotary-distance': () => ({ kind: 'rotary_distance', layer: state.layer, head: state.head }),
+  lens: () => ({ kind: 'logit_lens' }),
 };
 
 // Height as a fraction of width, and a floor, per chart.
@@ -31,6 +35,7 @@ const shapes = {
   'pos-sin-table': [0.72, 300], 'pos-sin-waves': [0.72, 340], 'pos-sim': [0.9, 340], 'pos-sin': [0.9, 340],
   norm: [0.5, 460], 'norm-params': [0.32, 300], residual: [0.62, 520], step: [0.55, 340],
   'compare-a': [0.9, 340], 'compare-b': [0.9, 340], 'compare-diff': [0.9, 340],
+  'rotary-freq': [0.5, 300], 'rotary-pair': [1.0, 340], 'rotary-distance': [0.92, 340], lens: [0.78, 560],
 };
 
 export function canvasOf(name) {

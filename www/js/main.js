@@ -21,6 +21,7 @@ import { wireCompare, refreshCompare } from './compare.js';
 import { wirePosition, renderDimsForModel } from './position.js';
 import { wireNorm } from './norm.js';
 import { wireResidual } from './residual.js';
+import { wireRotary, renderRotaryForModel, pairCount } from './rotary.js';
 import { wireStepper } from './stepper.js';
 import { attachHover } from './hover.js';
 import { attachExport } from './export.js';
@@ -60,6 +61,7 @@ function wire() {
   wirePosition();
   wireNorm();
   wireResidual();
+  wireRotary();
   wireStepper();
   wirePresenter();
   $('text').addEventListener('input', (event) => { state.text = $('text').value; scheduleUpdate(event); });
@@ -76,6 +78,7 @@ function wire() {
 function showNewModel(files) {
   renderLayerHeadOptions();
   renderDimsForModel('The features chosen for the other model do not fit this one.');
+  renderRotaryForModel();
   showBackend();
   update();
   refreshCompare();
@@ -89,7 +92,8 @@ async function main() {
   const files = await openFirstModel();
   const { config } = session;
   // Features are checked by position.js, which says what it drops beside its box.
-  checkAgainst({ layer: config.n_layers, head: config.n_heads, stepHead: config.n_heads });
+  checkAgainst({ layer: config.n_layers, head: config.n_heads, stepHead: config.n_heads, rotaryPair: pairCount() || undefined });
+  renderRotaryForModel();
   showBackend();
   renderStaticMath();
   wire();

@@ -19,6 +19,7 @@ export const state = {
   norm: 1,
   dims: [...DEFAULT_DIMS],
   residualTokens: null, // tokens the residual chart follows; null: a few chosen by the chart
+  rotaryPair: 0, // the feature pair the rotary pair chart shows
   threads: 2, // 1: no helper thread (`?threads=1`)
   layerHeadFromUrl: false, // else the head finder picks an informative head to open on
 };
@@ -52,7 +53,7 @@ export function checkAgainst(limits, asked = state) {
 }
 
 // ---------- the address bar ----------
-const KEYS = ['model', 'text', 'layer', 'head', 'mode', 'step', 'stepHead', 'norm', 'dims', 'residualTokens'];
+const KEYS = ['model', 'text', 'layer', 'head', 'mode', 'step', 'stepHead', 'norm', 'dims', 'residualTokens', 'rotaryPair'];
 let written = null; // the state the current history entry shows
 let lastChange = { keys: '', at: -Infinity };
 let linkSeq = 0;

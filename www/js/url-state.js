@@ -107,7 +107,7 @@ export async function parseLink(search, hash) {
     values.text = q.get('text'); // links made before the text moved to the fragment
   }
   if (q.has('model')) values.model = q.get('model');
-  for (const [key, param] of [['layer', 'layer'], ['head', 'head'], ['step', 'step'], ['stepHead', 'stephead'], ['norm', 'norm']]) {
+  for (const [key, param] of [['layer', 'layer'], ['head', 'head'], ['step', 'step'], ['stepHead', 'stephead'], ['norm', 'norm'], ['rotaryPair', 'pair']]) {
     if (!q.has(param)) continue;
     const n = wholeNumber(q.get(param));
     if (n === null) notes.push(`The link's ${param}=${shorten(q.get(param))} is not a whole number, so it was ignored.`);
@@ -143,7 +143,7 @@ export function clampToLimits(values, limits) {
   for (const [key, count] of Object.entries(limits)) {
     if (key === 'dims' || out[key] === undefined || count === undefined) continue;
     if (out[key] >= count) {
-      notes.push(`The link asked for ${key === 'stepHead' ? 'step head' : key} ${shorten(String(out[key]))}, but there are only ${count} (0–${count - 1}); ${count - 1} is shown.`);
+      notes.push(`The link asked for ${WORDS[key] ?? key} ${shorten(String(out[key]))}, but there are only ${count} (0–${count - 1}); ${count - 1} is shown.`);
       out[key] = count - 1;
     }
   }
@@ -157,6 +157,9 @@ export function clampToLimits(values, limits) {
   }
   return { values: out, notes };
 }
+
+// How a clamped choice is named in a note.
+const WORDS = { stepHead: 'step head', rotaryPair: 'rotary pair' };
 
 /** A list typed as "0, 1, 4": distinct whole numbers, at most 64 given (else null). */
 export function parseDims(text) {
@@ -172,6 +175,7 @@ export function queryFor(state, model) {
     stephead: state.stepHead, norm: state.norm, dims: state.dims.join(','),
   });
   if (state.residualTokens?.length) q.set('follow', state.residualTokens.join(','));
+  if (state.rotaryPair) q.set('pair', String(state.rotaryPair));
   if (state.threads === 1) q.set('threads', '1');
   return `?${q}`;
 }

@@ -1,0 +1,61 @@
+// SmolLM2's own views: the logit lens finds " Paris" at the last layers, the rotary charts draw
+// the head's real queries and follow the pair box and the link; MiniLM says why it has neither.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { usePage, openPage as open, typeSentence } from './helpers.mjs';
+
+const env = usePage();
+const openPage = (url, options) => open(env, url, options);
+
+/** What Rust reported for `chart` once drawn (scrolled into view first, so it is drawn). */
+async function drawn(page, chart, ready = (d) => d) {
+  await page.locator(`canvas[data-chart="${chart}"]`).scrollIntoViewIfNeeded();
+  await page.waitForFunction(([c, test]) => {
+    const d = window.__tvizDrawn[c];
+    return d && new Function('d', `return (${test})(d)`)(d);
+  }, [chart, ready.toString()]);
+  return page.evaluate((c) => window.__tvizDrawn[c], chart);
+}
+
+test('SmolLM2: the logit lens and the rotary views', async () => {
+  const { page, context, problems } = await openPage(`${env.base}?model=smollm2-135m&pair=3`);
+  await page.waitForFunction(() => window.__tviz.model === 'smollm2-135m');
+  await typeSentence(page, 'The capital of France is');
+  const lens = await drawn(page, 'lens', (d) => d.plotted?.lens?.final_token?.text === ' Paris');
+  const { depths, cells, final_prob_by_depth: byDepth, positions } = lens.plotted.lens;
+  assert.equal(depths.length, 31, 'the embedding and 30 layers');
+  assert.equal(positions.length, 5, 'all five tokens (fewer than eight)');
+  assert.equal(cells[30][4].text, ' Paris', 'the last layer predicts Paris at the last token');
+  assert.ok(byDepth[30] > 0.7 && byDepth[10] < 0.05, `Paris appears late: ${byDepth.map((p) => p.toFixed(2))}`);
+
+  // Rotary: the pair from the link, then another typed in the box.
+  assert.equal(await page.inputValue('#rotary-pair'), '3');
+  const pair = await drawn(page, 'rotary-pair', (d) => d.plotted?.pair === 3);
+  assert.equal(pair.plotted.rotated.length, 5);
+  await page.fill('#rotary-pair', '0');
+  const pair0 = await drawn(page, 'rotary-pair', (d) => d.plotted?.pair === 0);
+  assert.deepEqual(pair0.plotted.features, [0, 1]);
+  await page.waitForFunction(() => !new URLSearchParams(location.search).has('pair'), null, { timeout: 5000 });
+  const freq = await drawn(page, 'rotary-freq', (d) => d.plotted?.frequencies);
+  assert.equal(freq.plotted.frequencies.length, 32, 'head_dim 64: 32 pairs');
+  const distance = await drawn(page, 'rotary-distance', (d) => d.plotted?.scores);
+  const n = distance.plotted.positions;
+  const s = distance.plotted.scores;
+  assert.ok(Math.abs(s[2 * n + 1] - s[12 * n + 11]) < 1e-3, 'the score depends on m - n only');
+  // Out of range: a message beside the box, the chart unchanged.
+  await page.fill('#rotary-pair', '32');
+  await page.waitForFunction(() => !document.querySelector('#rotary-pair-message').hidden);
+  assert.match(await page.textContent('#rotary-pair-message'), /0 to 31/);
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
+test('MiniLM has no logit lens and no rotary charts, and says why', async () => {
+  const { page, context, problems } = await openPage(env.base);
+  await page.locator('#lens-heading').scrollIntoViewIfNeeded();
+  await page.waitForFunction(() => document.querySelector('#lens-section .not-shown:not([hidden])'));
+  assert.match(await page.textContent('#lens-section .not-shown'), /no language-model head/);
+  assert.equal(await page.isVisible('#rotary-block'), false, 'the rotary block is only for rotary models');
+  assert.deepEqual(problems, []);
+  await context.close();
+});

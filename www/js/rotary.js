@@ -1,0 +1,45 @@
+// The rotary block of the positional-encoding section (models with rotary positions): the
+// feature pair whose turning the pair chart shows. Layer and head are the attention section's.
+import { $ } from './dom.js';
+import { state, writeUrl } from './state.js';
+import { session } from './session.js';
+import { draw } from './charts.js';
+
+/** Pairs in one head of the loaded model (0 for a model without rotary positions). */
+export function pairCount() {
+  return Math.floor((session.config?.head_dim ?? 0) / 2);
+}
+
+function say(message) {
+  const el = $('rotary-pair-message');
+  el.textContent = message ?? '';
+  el.hidden = !message;
+}
+
+/** The pair box's range for the loaded model; a pair it does not have becomes the last one. */
+export function renderRotaryForModel() {
+  const count = pairCount();
+  const input = $('rotary-pair');
+  if (!count) return;
+  input.max = String(count - 1);
+  if (state.rotaryPair >= count) {
+    say(`This model's heads have pairs 0 to ${count - 1}; pair ${count - 1} is shown.`);
+    state.rotaryPair = count - 1;
+  }
+  input.value = String(state.rotaryPair);
+}
+
+export function wireRotary() {
+  $('rotary-pair').addEventListener('input', () => {
+    const text = $('rotary-pair').value.trim();
+    const count = pairCount();
+    if (!/^\d{1,6}$/.test(text) || Number(text) >= count) {
+      say(`Type a pair from 0 to ${count - 1}.`);
+      return;
+    }
+    say(null);
+    state.rotaryPair = Number(text);
+    draw('rotary-pair');
+    writeUrl();
+  });
+}

@@ -96,3 +96,40 @@ test('a 512-token pass does not pin the memory of two traces, and short passes r
   assert.deepEqual(problems, []);
   await context.close();
 });
+
+// SmolLM2-135M: 98 MB of quantized weights, 30 layers. Its trace keeps each layer's stream,
+// attention weights and norm statistics and computes the rest on read; a pass that continues
+// the last one (the KV cache) must not hold two traces for good either. Goal: under 600 MB.
+const MAX_SMOLLM2_WASM_BYTES_AT_256 = 600 * MB;
+
+/** n SmolLM2 tokens: "the" then n - 1 words each read as one token with its leading space. */
+function smolText(n, shift = 0) {
+  const words = 'the cat sat on a mat while the dog ran to the park and the sun set over the old town'.split(' ');
+  return Array.from({ length: n }, (_, i) => words[(i + shift) % words.length]).join(' ');
+}
+
+async function typeSmol(page, text, tokens) {
+  const before = await page.evaluate(() => window.__tviz.renders);
+  await page.fill('#text', text);
+  await waitForDrawn(page, before, tokens);
+}
+
+test('SmolLM2 at 256 tokens stays under 600 MB of WebAssembly memory, through cached passes', { timeout: 600_000 }, async () => {
+  const { page, context, problems } = await openPage(`${env.base}?model=smollm2-135m`);
+  await page.waitForFunction(() => window.__tviz.model === 'smollm2-135m');
+  const figures = { loaded: await memory(page) };
+  show('SmolLM2 after load', figures.loaded);
+  await typeSmol(page, smolText(256), 256);
+  figures[256] = await memory(page);
+  show('SmolLM2 after 256', figures[256]);
+  // One more word: the cache gives 256 tokens, one is computed.
+  await typeSmol(page, `${smolText(256)} cat`, 257);
+  figures.appended = await memory(page);
+  show('SmolLM2 one more token', figures.appended);
+  await typeSmol(page, smolText(256, 1), 256);
+  figures.again = await memory(page);
+  show('SmolLM2 another 256', figures.again);
+  assert.ok(figures.again.wasm < MAX_SMOLLM2_WASM_BYTES_AT_256, `SmolLM2 grew the wasm memory to ${(figures.again.wasm / MB).toFixed(0)} MB`);
+  assert.deepEqual(problems, []);
+  await context.close();
+});

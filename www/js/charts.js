@@ -75,7 +75,11 @@ function sizeCanvas(name) {
   if (name === 'grid') {
     // Square thumbnails that fill the width (the grid leaves room for its labels).
     const font = width < 400 ? 10 : 12;
-    const side = Math.floor((width - (font * 3 + 6) - 4) / config.n_heads);
+    // A deep model (SmolLM2: 30 layers) gets smaller thumbnails, so the grid stays about a
+    // screen tall; a click still opens any head large.
+    const fitWidth = Math.floor((width - (font * 3 + 6) - 4) / config.n_heads);
+    const fitHeight = Math.floor(Math.max(640, width * 0.9) / config.n_layers);
+    const side = Math.max(12, Math.min(fitWidth, fitHeight));
     height = font * 2 + 8 + side * config.n_layers + 4;
   }
   const [backingWidth, backingHeight] = [Math.round(width * scale), Math.round(height * scale)];

@@ -32,6 +32,9 @@ export function whyNotShown(name) {
   if (name.startsWith('rotary-') && positionKind(config) !== 'Rotary') {
     return `${title} does not rotate its queries and keys: ${positionWords(config)}.`;
   }
+  if (name === 'prediction' && config.lm_head === 'None') {
+    return `${title} has no language-model head, so there is no prediction to draw.`;
+  }
   if (name === 'lens' && config.lm_head === 'None') {
     return `${title} is an encoder with no language-model head: there is no final norm and unembedding to read its stream with, so it has no logit lens.`;
   }

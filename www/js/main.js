@@ -14,7 +14,8 @@ import { showError, wireNotice } from './messages.js';
 import { renderStaticMath } from './math.js';
 import { charts, drawAll, drawTiming, observeCharts } from './charts.js';
 import { renderStep } from './stepper.js';
-import { update, scheduleUpdate } from './pass.js';
+import { update, scheduleUpdate, showSummary } from './pass.js';
+import { wirePrediction, renderSamplingControls } from './prediction.js';
 import { wireAttention, renderLayerHeadOptions } from './attention.js';
 import { wireHeadFinder } from './head-finder.js';
 import { wireCompare, refreshCompare } from './compare.js';
@@ -42,6 +43,8 @@ function showHistoryView(before) {
   document.querySelector(`input[name=mode][value=${state.mode}]`).checked = true;
   $('dims').value = state.dims.join(', ');
   $('norm').value = state.norm;
+  $('rotary-pair').value = String(state.rotaryPair);
+  renderSamplingControls();
   if (state.text !== before.text) {
     update(); // a new pass, then every chart
   } else {
@@ -62,6 +65,7 @@ function wire() {
   wireNorm();
   wireResidual();
   wireRotary();
+  wirePrediction(showSummary);
   wireStepper();
   wirePresenter();
   $('text').addEventListener('input', (event) => { state.text = $('text').value; scheduleUpdate(event); });

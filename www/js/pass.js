@@ -47,6 +47,24 @@ export function update() {
   }
   clearError('text-error');
   document.body.classList.remove('stale');
+  showSummary(summary, started);
+}
+
+/** What a pass computed, in words: its time, and for a causal model what the KV cache gave. */
+function timingText(summary) {
+  const n = summary.tokens.length;
+  if (!summary.recomputed) return `same ${n} tokens as before: numbers unchanged`;
+  const cache = summary.reused
+    ? `; reused ${summary.reused} of ${n} tokens from the KV cache, computed ${n - summary.reused}`
+    : '';
+  return `${summary.milliseconds.toFixed(0)} ms for ${n} tokens${cache}`;
+}
+
+/**
+ * Makes `summary` (from `set_text` or `generate_next`) the current pass and brings every view
+ * up to date with it.
+ */
+export function showSummary(summary, started = performance.now()) {
   session.summary = summary;
   session.stepsByName = Object.fromEntries(summary.steps.map((s) => [s.name, s]));
   drawTiming.passStartedAt = inputAt ?? started;
@@ -62,9 +80,7 @@ export function update() {
   renderStep();
   renderPrediction();
   if (summary.threads !== window.__tviz.threads) showBackend(); // the helper joined or left
-  $('timing').textContent = summary.recomputed
-    ? `${summary.milliseconds.toFixed(0)} ms for ${summary.tokens.length} tokens`
-    : `same ${summary.tokens.length} tokens as before: numbers unchanged`;
+  $('timing').textContent = timingText(summary);
   writeUrl();
   const done = performance.now();
   window.__tviz.renders += 1;

@@ -1,7 +1,21 @@
-// The next-token prediction section.
+// The next-token prediction section: for a decoder, the decoding controls (temperature, top-k,
+// top-p, seed) whose effect the prediction chart draws, and generation through the KV cache;
+// for an encoder, why it predicts nothing.
 import { $ } from './dom.js';
+import { state, writeUrl } from './state.js';
 import { session } from './session.js';
 import { modelNamed } from './models.js';
+import { draw } from './charts.js';
+import { showError, clearError } from './messages.js';
+
+/** The decoding settings as the engine reads them. */
+export function samplingSettings() {
+  return { temperature: state.temperature, top_k: state.topK, top_p: state.topP, seed: state.seed };
+}
+
+export function predictionSpec() {
+  return { kind: 'prediction', top: 20, ...samplingSettings() };
+}
 
 export function renderPrediction() {
   const el = $('prediction');
@@ -11,6 +25,115 @@ export function renderPrediction() {
     // the title is the page's own registry's).
     el.innerHTML = `${title} is an <a class="term" href="#g-encoder" title="Every token sees every other token; one vector out per token">encoder</a>: it reads the whole sentence in both directions and outputs one vector per token (averaged, they make a sentence embedding for search and similarity). It has no language-model head, so it makes no next-token prediction. A decoder model ends with an <a class="term" href="#g-unembed" title="Maps the final vector to one raw score (logit) per vocabulary word">unembedding</a> matrix, whose <a class="term" href="#g-logits" title="Raw scores for every vocabulary word, before the softmax">logits</a> a softmax turns into next-token probabilities.`;
   } else {
-    el.textContent = `${title} has a language-model head; this page does not draw its next-token prediction yet.`;
+    el.textContent = `${title} is a decoder: after the last token of your text, its unembedding gives every one of its ${session.config.vocab_size.toLocaleString('en')} tokens a score, and the chart shows the 20 most likely next tokens.`;
   }
+  $('generate').disabled = generation.running || !session.config.causal;
+}
+
+/** The controls show the state (after a link, Back/Forward, or a model switch). */
+export function renderSamplingControls() {
+  $('temperature').value = String(state.temperature);
+  $('top-k').value = String(state.topK);
+  $('top-p').value = String(state.topP);
+  $('seed').value = String(state.seed);
+  $('temperature-value').textContent = state.temperature === 0 ? '0 (greedy)' : state.temperature.toFixed(2);
+  $('top-p-value').textContent = state.topP >= 1 ? '1.00 (off)' : state.topP.toFixed(2);
+}
+
+/** Reads one control; a value out of its range is refused beside the controls. */
+function readControl(input, key, lo, hi, whole) {
+  const text = input.value.trim();
+  const n = Number(text);
+  if (text === '' || !Number.isFinite(n) || n < lo || n > hi || (whole && !Number.isInteger(n))) {
+    showError(`${input.closest('label').firstChild.textContent.trim()} must be ${whole ? 'a whole number' : 'a number'} from ${lo} to ${hi}.`, 'sampling-message');
+    return false;
+  }
+  clearError('sampling-message');
+  state[key] = n;
+  return true;
+}
+
+// ---------- generation ----------
+const generation = { running: false, stop: false };
+window.__tvizGeneration = generation; // read by the browser tests
+
+function say(text) {
+  $('generation-status').textContent = text;
+}
+
+function formatBytes(bytes) {
+  return bytes >= 1e6 ? `${(bytes / 1e6).toFixed(1)} MB` : `${(bytes / 1e3).toFixed(0)} kB`;
+}
+
+/** Adds up to N tokens, one pass each through the KV cache, redrawing every view after each. */
+async function generate(showSummary) {
+  if (generation.running) return;
+  const count = Number($('gen-tokens').value);
+  if (!Number.isInteger(count) || count < 1 || count > 200) {
+    showError('Tokens must be a whole number from 1 to 200.', 'generate-message');
+    return;
+  }
+  clearError('generate-message');
+  const { viz } = session;
+  try {
+    viz.start_generation(state.seed);
+  } catch (err) {
+    showError(String(err.message ?? err), 'generate-message');
+    return;
+  }
+  Object.assign(generation, { running: true, stop: false, tokens: [], text: null, tokensPerSecond: null });
+  $('generate').disabled = true;
+  $('stop').disabled = false;
+  const started = performance.now();
+  try {
+    for (let i = 0; i < count && !generation.stop; i += 1) {
+      const summary = viz.generate_next(samplingSettings());
+      const { generated } = summary;
+      generation.tokens.push(generated.token);
+      generation.text = generated.text;
+      state.text = generated.text;
+      $('text').value = generated.text; // no input event: this text's pass is the one just run
+      showSummary(summary);
+      const seconds = (performance.now() - started) / 1000;
+      generation.tokensPerSecond = generation.tokens.length / seconds;
+      say(`Generated ${generation.tokens.length} of ${count} tokens, ${generation.tokensPerSecond.toFixed(1)} tokens/s. Last: “${generated.token}” (drawn with probability ${(generated.probability * 100).toFixed(1)}%, the model's own ${(generated.model_probability * 100).toFixed(1)}%). KV cache: ${summary.cached_tokens} tokens, ${formatBytes(summary.cache_bytes)}.`);
+      // Let the browser draw, and a click on Stop or a keystroke arrive, before the next token.
+      await new Promise((resolve) => setTimeout(resolve, 0));
+    }
+  } catch (err) {
+    showError(String(err.message ?? err), 'generate-message');
+  } finally {
+    viz.end_generation();
+    generation.running = false;
+    $('generate').disabled = false;
+    $('stop').disabled = true;
+    if (generation.stop) say(`${$('generation-status').textContent} Stopped.`);
+    writeUrl();
+  }
+}
+
+/** Stops a generation under way (Stop, or the student typing). */
+export function stopGeneration() {
+  generation.stop = true;
+}
+
+export function wirePrediction(showSummary) {
+  const controls = [
+    ['temperature', 'temperature', 0, 2, false],
+    ['top-k', 'topK', 0, 1000, true],
+    ['top-p', 'topP', 0.05, 1, false],
+    ['seed', 'seed', 0, 999999999, true],
+  ];
+  for (const [id, key, lo, hi, whole] of controls) {
+    $(id).addEventListener('input', () => {
+      if (!readControl($(id), key, lo, hi, whole)) return;
+      renderSamplingControls();
+      draw('prediction');
+      writeUrl();
+    });
+  }
+  $('generate').addEventListener('click', () => generate(showSummary));
+  $('stop').addEventListener('click', stopGeneration);
+  $('text').addEventListener('input', stopGeneration);
+  renderSamplingControls();
 }

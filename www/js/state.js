@@ -20,6 +20,10 @@ export const state = {
   dims: [...DEFAULT_DIMS],
   residualTokens: null, // tokens the residual chart follows; null: a few chosen by the chart
   rotaryPair: 0, // the feature pair the rotary pair chart shows
+  temperature: 1, // decoding: 0 is greedy
+  topK: 0, // 0: off
+  topP: 1, // 1: off
+  seed: 0,
   threads: 2, // 1: no helper thread (`?threads=1`)
   layerHeadFromUrl: false, // else the head finder picks an informative head to open on
 };
@@ -53,7 +57,7 @@ export function checkAgainst(limits, asked = state) {
 }
 
 // ---------- the address bar ----------
-const KEYS = ['model', 'text', 'layer', 'head', 'mode', 'step', 'stepHead', 'norm', 'dims', 'residualTokens', 'rotaryPair'];
+const KEYS = ['model', 'text', 'layer', 'head', 'mode', 'step', 'stepHead', 'norm', 'dims', 'residualTokens', 'rotaryPair', 'temperature', 'topK', 'topP', 'seed'];
 let written = null; // the state the current history entry shows
 let lastChange = { keys: '', at: -Infinity };
 let linkSeq = 0;

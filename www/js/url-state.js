@@ -128,6 +128,14 @@ export async function parseLink(search, hash) {
     if (tokens) values.residualTokens = tokens.slice(0, MAX_DIMS); // checked against the sentence by residual.js
     else notes.push(`The link's follow=${shorten(q.get('follow'))} is not a list of token positions, so it was ignored.`);
   }
+  // Decoding settings, each within its control's range (a hostile value is refused with a note).
+  for (const [key, param, lo, hi, whole] of SAMPLING) {
+    if (!q.has(param)) continue;
+    const text = q.get(param);
+    const n = /^\d{1,12}(\.\d{1,6})?$/.test(text) ? Number(text) : NaN;
+    if (Number.isFinite(n) && n >= lo && n <= hi && (!whole || Number.isInteger(n))) values[key] = n;
+    else notes.push(`The link's ${param}=${shorten(text)} is not ${whole ? 'a whole number' : 'a number'} from ${lo} to ${hi}, so it was ignored.`);
+  }
   if (q.get('threads') === '1') values.threads = 1;
   return { values, notes };
 }
@@ -158,6 +166,14 @@ export function clampToLimits(values, limits) {
   return { values: out, notes };
 }
 
+// Decoding settings in a link: [state key, parameter, lowest, highest, whole numbers only].
+export const SAMPLING = [
+  ['temperature', 'temp', 0, 2, false],
+  ['topK', 'topk', 0, 1000, true],
+  ['topP', 'topp', 0.05, 1, false],
+  ['seed', 'seed', 0, 999999999, true],
+];
+
 // How a clamped choice is named in a note.
 const WORDS = { stepHead: 'step head', rotaryPair: 'rotary pair' };
 
@@ -176,6 +192,11 @@ export function queryFor(state, model) {
   });
   if (state.residualTokens?.length) q.set('follow', state.residualTokens.join(','));
   if (state.rotaryPair) q.set('pair', String(state.rotaryPair));
+  // Decoding settings only when changed from the model's own distribution.
+  if (state.temperature !== undefined && state.temperature !== 1) q.set('temp', String(state.temperature));
+  if (state.topK) q.set('topk', String(state.topK));
+  if (state.topP !== undefined && state.topP !== 1) q.set('topp', String(state.topP));
+  if (state.seed) q.set('seed', String(state.seed));
   if (state.threads === 1) q.set('threads', '1');
   return `?${q}`;
 }

@@ -1,0 +1,106 @@
+// SmolLM2 on the page: the prediction chart and its decoding controls (drawn stages, the link),
+// generation through the KV cache (greedy twice gives the same text, a seed repeats, Stop
+// stops, the status line says what the cache gave), and the status line after typing.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { usePage, openPage as open, typeSentence } from './helpers.mjs';
+
+const env = usePage();
+const openPage = (url, options) => open(env, url, options);
+const PROMPT = 'The capital of France is';
+
+async function prediction(page, ready) {
+  await page.locator('canvas[data-chart="prediction"]').scrollIntoViewIfNeeded();
+  await page.waitForFunction((test) => {
+    const d = window.__tvizDrawn.prediction;
+    return d?.plotted && new Function('d', `return (${test})(d)`)(d.plotted);
+  }, ready.toString());
+  return page.evaluate(() => window.__tvizDrawn.prediction.plotted);
+}
+
+async function openSmol(query = '') {
+  const opened = await openPage(`${env.base}?model=smollm2-135m${query}`);
+  await opened.page.waitForFunction(() => window.__tviz.model === 'smollm2-135m');
+  await typeSentence(opened.page, PROMPT);
+  return opened;
+}
+
+/** Generates `n` tokens with the current settings and returns the text box's text. */
+async function generate(page, n) {
+  await page.fill('#gen-tokens', String(n));
+  await page.click('#generate');
+  await page.waitForFunction((k) => !window.__tvizGeneration.running && window.__tvizGeneration.tokens?.length === k, n, { timeout: 120_000 });
+  return page.inputValue('#text');
+}
+
+test('the prediction chart draws the decoding stages and keeps them in the link', async () => {
+  const { page, context, problems } = await openSmol();
+  const own = await prediction(page, (d) => d.settings.temperature === 1);
+  assert.equal(own.bars[0].label, '·Paris');
+  assert.ok(own.bars.every((b) => !b.removed_by_top_k && !b.removed_by_top_p), 'nothing is cut at the defaults');
+  await page.fill('#temperature', '0');
+  const greedy = await prediction(page, (d) => d.settings.temperature === 0);
+  assert.equal(greedy.kept, 1, 'greedy keeps one token');
+  assert.equal(greedy.bars[0].renormalised, 1);
+  await page.fill('#temperature', '1');
+  await page.fill('#top-k', '3');
+  const k3 = await prediction(page, (d) => d.settings.top_k === 3 && d.settings.temperature === 1);
+  assert.deepEqual(k3.bars.map((b) => b.removed_by_top_k), k3.bars.map((_, i) => i >= 3));
+  const sum = k3.bars.slice(0, 3).reduce((s, b) => s + b.renormalised, 0);
+  assert.ok(Math.abs(sum - 1) < 1e-5, `the three kept tokens share all the probability: ${sum}`);
+  await page.waitForFunction(() => new URLSearchParams(location.search).get('topk') === '3');
+  // Reopened from the link: the same settings.
+  const link = await page.evaluate(() => location.href);
+  const again = await openPage(link);
+  await again.page.waitForFunction(() => window.__tviz.model === 'smollm2-135m');
+  assert.equal(await again.page.inputValue('#top-k'), '3');
+  const reopened = await prediction(again.page, (d) => d.settings.top_k === 3);
+  assert.equal(reopened.kept, 3);
+  // A hostile value is refused beside the controls; the chart keeps the last good one.
+  await page.fill('#top-k', '-4');
+  await page.waitForFunction(() => !document.querySelector('#sampling-message').hidden);
+  assert.deepEqual([...problems, ...again.problems], []);
+  await context.close();
+  await again.context.close();
+});
+
+test('generation: greedy repeats, a seed repeats, the cache is reported, Stop stops', { timeout: 300_000 }, async () => {
+  const { page, context, problems } = await openSmol('&temp=0');
+  const first = await generate(page, 5);
+  assert.ok(first.startsWith(`${PROMPT} Paris`), first);
+  assert.match(await page.textContent('#generation-status'), /KV cache: 10 tokens/);
+  assert.match(await page.textContent('#generation-status'), /tokens\/s/);
+  assert.match(await page.textContent('#timing'), /reused 9 of 10 tokens from the KV cache, computed 1/);
+  await typeSentence(page, PROMPT);
+  assert.match(await page.textContent('#timing'), /for 5 tokens/);
+  assert.equal(await generate(page, 5), first, 'greedy decoding gives the same text again');
+
+  // Sampled, with a seed: the same seed gives the same text.
+  await typeSentence(page, 'Once upon a');
+  await page.fill('#temperature', '1.2');
+  await page.fill('#seed', '7');
+  const sampled = await generate(page, 6);
+  await typeSentence(page, 'Once upon a');
+  assert.equal(await generate(page, 6), sampled);
+
+  // Stop: a long generation ends early.
+  await typeSentence(page, 'Once upon a');
+  await page.fill('#gen-tokens', '200');
+  await page.click('#generate');
+  await page.waitForFunction(() => window.__tvizGeneration.tokens?.length >= 2);
+  await page.click('#stop');
+  await page.waitForFunction(() => !window.__tvizGeneration.running);
+  const made = await page.evaluate(() => window.__tvizGeneration.tokens.length);
+  assert.ok(made < 200, `stopped after ${made} tokens`);
+  assert.match(await page.textContent('#generation-status'), /Stopped/);
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
+test('MiniLM cannot generate and says why', async () => {
+  const { page, context, problems } = await openPage(env.base);
+  assert.equal(await page.isVisible('#generate'), false, 'the decoding controls are for decoders');
+  assert.match(await page.textContent('#prediction'), /no next-token prediction/);
+  assert.deepEqual(problems, []);
+  await context.close();
+});

@@ -70,12 +70,15 @@ fn induction_targets_and_score_are_exact() {
 fn head_grid_holds_every_heads_scores() {
     let model = fixture(decoder_config(), 5).unwrap();
     let trace = model.trace("abcabc").unwrap();
-    let grid = score_grid(&trace, HeadPattern::Previous).unwrap();
+    let grid = score_grid(&trace, HeadPattern::Previous).unwrap().unwrap();
     assert_eq!(grid.dim(), (model.config.n_layers, model.config.n_heads));
     let a = trace.attention(1, 2).unwrap();
     let previous = (1..trace.len()).map(|i| a[[i, i - 1]]).sum::<f32>() / (trace.len() - 1) as f32;
     assert!((grid[[1, 2]] - previous).abs() < 1e-6);
-    assert!(score_grid(&trace, HeadPattern::Induction).is_ok());
+    assert!(score_grid(&trace, HeadPattern::Induction).unwrap().is_some());
     let no_repeat = model.trace("abc").unwrap();
-    assert!(score_grid(&no_repeat, HeadPattern::Induction).is_err(), "nothing repeats: a message, not zeros");
+    assert!(score_grid(&no_repeat, HeadPattern::Induction).unwrap().is_none(), "nothing repeats: no scores");
+    transformer_viz::draw::files::register_fonts();
+    let svg = view_svg(&model, &no_repeat, &View::HeadGrid { pattern: HeadPattern::Induction }, (600, 500)).unwrap();
+    assert!(svg.contains("No token repeats"), "the chart says why it is empty");
 }

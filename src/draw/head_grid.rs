@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::colors::Scale;
 use super::heatmap::{draw_heatmap, Heatmap, HeatmapDrawn};
 use crate::analysis::heads::head_scores;
-use crate::error::{Result, VizError};
+use crate::error::Result;
 use crate::trace::Trace;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -32,29 +32,37 @@ impl HeadPattern {
     }
 }
 
-/// The (layers, heads) scores of `pattern` on `trace`.
-pub fn score_grid(trace: &Trace, pattern: HeadPattern) -> Result<Array2<f32>> {
+/// The (layers, heads) scores of `pattern` on `trace`; `None` for induction on a text that
+/// repeats no token (no head can show it).
+pub fn score_grid(trace: &Trace, pattern: HeadPattern) -> Result<Option<Array2<f32>>> {
     let scores = head_scores(trace)?;
     let mut grid = Array2::<f32>::zeros((trace.config.n_layers, trace.config.n_heads)); // (layers, heads)
     for s in scores {
         grid[[s.layer, s.head]] = match pattern {
             HeadPattern::Previous => s.scores.previous,
             HeadPattern::First => s.scores.first,
-            HeadPattern::Induction => s.induction.ok_or_else(|| {
-                VizError::Draw("the text repeats no token, so no head can show induction: try “repeat a random sequence twice”".into())
-            })?,
+            HeadPattern::Induction => match s.induction {
+                Some(score) => score,
+                None => return Ok(None),
+            },
         };
     }
-    Ok(grid)
+    Ok(Some(grid))
 }
 
 /// Draws the grid; returns the heatmap's geometry and the (layers, heads) scores.
 pub fn draw_head_grid<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, trace: &Trace, pattern: HeadPattern, vector: bool) -> Result<(HeatmapDrawn, Array2<f32>)> {
-    let grid = score_grid(trace, pattern)?;
+    let scores = score_grid(trace, pattern)?;
     area.fill(&WHITE).map_err(super::draw_err)?;
+    let (layers, heads) = (trace.config.n_layers, trace.config.n_heads);
+    let title = match &scores {
+        Some(_) => format!("Every head's {} (mean attention weight), {layers} layers × {heads} heads", pattern.words()),
+        // Drawn empty with the reason, not refused: the student sees what to do.
+        None => "No token repeats in this text, so no head can show induction: use “Repeat a random sequence twice”".to_string(),
+    };
+    let grid = scores.unwrap_or_else(|| Array2::zeros((layers, heads))); // (layers, heads)
     let rows: Vec<String> = (0..grid.nrows()).map(|l| format!("L{l}")).collect();
     let cols: Vec<String> = (0..grid.ncols()).map(|h| format!("H{h}")).collect();
-    let title = format!("Every head's {} (mean attention weight), {} layers × {} heads", pattern.words(), grid.nrows(), grid.ncols());
     let drawn = draw_heatmap(
         area,
         grid.view(),

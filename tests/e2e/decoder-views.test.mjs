@@ -59,3 +59,34 @@ test('MiniLM has no logit lens and no rotary charts, and says why', async () => 
   assert.deepEqual(problems, []);
   await context.close();
 });
+
+test('the head grid: a repeated random sequence lights up induction heads; a click opens one', { timeout: 180_000 }, async () => {
+  const { page, context, problems } = await openPage(`${env.base}?model=smollm2-135m`);
+  await page.waitForFunction(() => window.__tviz.model === 'smollm2-135m');
+  const before = await page.evaluate(() => window.__tviz.renders);
+  await page.click('#example-repeat');
+  await page.waitForFunction((n) => window.__tviz.renders > n, before);
+  assert.equal(await page.inputValue('#grid-pattern'), 'induction');
+  const grid = await drawn(page, 'head-grid', (d) => d.values?.length === 270 && d.values.some((v) => v > 0));
+  assert.equal(grid.geometry.rows, 30);
+  assert.equal(grid.geometry.cols, 9);
+  const best = grid.values.reduce((b, v, i) => (v > grid.values[b] ? i : b), 0);
+  assert.ok(grid.values[best] > 0.5, `an induction head scores ${grid.values[best]}`);
+  const [layer, head] = [Math.floor(best / 9), best % 9];
+  // Click the middle of that cell: the attention section opens the head.
+  const box = await page.locator('canvas[data-chart="head-grid"]').boundingBox();
+  const g = grid.geometry;
+  const x = box.x + ((g.left + (head + 0.5) * (g.width / g.cols)) * box.width) / grid.width;
+  const y = box.y + ((g.top + (layer + 0.5) * (g.height / g.rows)) * box.height) / grid.height;
+  await page.mouse.click(x, y);
+  await page.waitForFunction(([l, h]) => {
+    const q = new URLSearchParams(location.search);
+    return q.get('layer') === String(l) && q.get('head') === String(h);
+  }, [layer, head]);
+  assert.equal(await page.inputValue('#layer'), String(layer));
+  // A sentence that repeats nothing: the induction grid says why instead of failing.
+  await page.click('#example-sentence');
+  await drawn(page, 'head-grid', (d) => d.values?.every((v) => v === 0));
+  assert.deepEqual(problems, []);
+  await context.close();
+});

@@ -29,6 +29,7 @@ export const charts = {
   'rotary-distance': () => ({ kind: 'rotary_distance', layer: state.layer, head: state.head }),
   lens: () => ({ kind: 'logit_lens' }),
   prediction: predictionSpec,
+  'head-grid': () => ({ kind: 'head_grid', pattern: state.gridPattern }),
 };
 
 // Height as a fraction of width, and a floor, per chart.
@@ -37,7 +38,7 @@ const shapes = {
   'pos-sin-table': [0.72, 300], 'pos-sin-waves': [0.72, 340], 'pos-sim': [0.9, 340], 'pos-sin': [0.9, 340],
   norm: [0.5, 460], 'norm-params': [0.32, 300], residual: [0.62, 520], step: [0.55, 340],
   'compare-a': [0.9, 340], 'compare-b': [0.9, 340], 'compare-diff': [0.9, 340],
-  'rotary-freq': [0.5, 300], 'rotary-pair': [1.0, 340], 'rotary-distance': [0.92, 340], lens: [0.78, 560], prediction: [0.6, 520],
+  'rotary-freq': [0.5, 300], 'rotary-pair': [1.0, 340], 'rotary-distance': [0.92, 340], lens: [0.78, 560], prediction: [0.6, 520], 'head-grid': [0.8, 420],
 };
 
 export function canvasOf(name) {

@@ -7,6 +7,8 @@ import { $, fillSelect } from './dom.js';
 import { state } from './state.js';
 import { session } from './session.js';
 import { selectHead, renderLinesControls } from './attention.js';
+import { draw, canvasOf } from './charts.js';
+import { chartPoint, cellAt } from './hover.js';
 
 const SHOWN = 8; // entries per list
 
@@ -80,7 +82,7 @@ function renderFrom() {
 
 function renderPattern() {
   const kind = $('finder-kind').value;
-  const names = { previous: 'the previous token', next: 'the next token', first: 'the first token ([CLS])', last: 'the last token ([SEP])' };
+  const names = { previous: 'the previous token', next: 'the next token', first: 'the first token ([CLS])', last: 'the last token ([SEP])', induction: 'the token after the last occurrence of its own token' };
   const ranked = finder.scores.filter((s) => s[kind] !== null && s[kind] !== undefined).sort((a, b) => b[kind] - a[kind]);
   $('finder-pattern').replaceChildren(...ranked.slice(0, SHOWN).map((s) => entry(
     s.layer, s.head,
@@ -113,7 +115,7 @@ function openingHead() {
   const q = finder.token;
   if (PRONOUNS.has(texts[q])) {
     const back = session.viz.heads_from(q, true).find((r) => r.key < q);
-    if (back) return { ...back, why: `Opened on layer ${back.layer}, head ${back.head}: of all 72 heads it sends "${texts[q]}" most strongly back to an earlier word, "${texts[back.key]}" (${back.weight.toFixed(2)}).` };
+    if (back) return { ...back, why: `Opened on layer ${back.layer}, head ${back.head}: of all ${finder.scores.length} heads it sends "${texts[q]}" most strongly back to an earlier word, "${texts[back.key]}" (${back.weight.toFixed(2)}).` };
   }
   const best = finder.scores.reduce((a, b) => (b.previous > a.previous ? b : a));
   return { ...best, why: `Opened on layer ${best.layer}, head ${best.head}, the clearest previous-token head: on average each token gives ${(best.previous * 100).toFixed(0)}% of its attention to the token before it.` };
@@ -128,6 +130,7 @@ export function renderHeadFinder() {
   finder.tokenText = texts[finder.token];
   fillSelect($('finder-token'), texts.map((_, i) => i), (i) => `${i}: ${texts[i]}`, finder.token);
   $('finder-kind').querySelector('option[value=last]').disabled = finder.scores[0]?.last === null;
+  $('finder-kind').querySelector('option[value=induction]').disabled = finder.scores[0]?.induction === null;
   if (!finder.openingChosen) {
     finder.openingChosen = true;
     if (!state.layerHeadFromUrl) {
@@ -144,7 +147,44 @@ export function renderHeadFinder() {
   render();
 }
 
+// Common words, each one token for both models' tokenizers, for a random sequence to repeat.
+const WORDS = ('apple river chair green window music paper stone yellow garden train bottle silver '
+  + 'market winter candle forest pencil summer rabbit castle orange letter bridge doctor ocean '
+  + 'blanket kitchen monkey planet button farmer jacket pillow rocket island tiger camera basket '
+  + 'engine violin cookie dragon mirror ladder wallet circle hammer puzzle spider tunnel wizard').split(' ');
+
+/** Twenty words in a random order, then the same twenty again. */
+export function repeatedRandomText(random = Math.random) {
+  const pool = [...WORDS];
+  for (let i = pool.length - 1; i > 0; i -= 1) {
+    const j = Math.floor(random() * (i + 1));
+    [pool[i], pool[j]] = [pool[j], pool[i]];
+  }
+  const half = pool.slice(0, 20).join(' ');
+  return `${half} ${half}`;
+}
+
+function useExample(text) {
+  $('text').value = text;
+  $('text').dispatchEvent(new Event('input', { bubbles: true }));
+}
+
 export function wireHeadFinder() {
+  $('grid-pattern').addEventListener('change', () => {
+    state.gridPattern = $('grid-pattern').value;
+    draw('head-grid');
+  });
+  $('example-repeat').addEventListener('click', () => {
+    useExample(repeatedRandomText());
+    $('grid-pattern').value = 'induction';
+    state.gridPattern = 'induction';
+  });
+  $('example-sentence').addEventListener('click', () => useExample('The animal didn\'t cross the street because it was too tired.'));
+  canvasOf('head-grid').addEventListener('click', (event) => {
+    const point = chartPoint('head-grid', event);
+    const cell = point && cellAt(point);
+    if (cell) selectHead(cell.row, cell.col);
+  });
   $('finder-token').addEventListener('change', () => chooseToken(Number($('finder-token').value)));
   $('finder-beyond').addEventListener('change', renderFrom);
   $('finder-beyond').addEventListener('change', markCurrent);

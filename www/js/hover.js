@@ -6,7 +6,7 @@ import { $ } from './dom.js';
 import { session } from './session.js';
 import { canvasOf } from './charts.js';
 
-function chartPoint(name, event) {
+export function chartPoint(name, event) {
   const info = session.drawn[name];
   if (!info) return null;
   const rect = canvasOf(name).getBoundingClientRect();
@@ -15,7 +15,7 @@ function chartPoint(name, event) {
   return { info, x, y };
 }
 
-function cellAt({ info, x, y }) {
+export function cellAt({ info, x, y }) {
   const g = info.geometry;
   if (!g) return null;
   const gx = x - g.left;

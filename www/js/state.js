@@ -24,6 +24,7 @@ export const state = {
   topK: 0, // 0: off
   topP: 1, // 1: off
   seed: 0,
+  gridPattern: 'previous', // the head grid's colouring: previous, induction or first
   threads: 2, // 1: no helper thread (`?threads=1`)
   layerHeadFromUrl: false, // else the head finder picks an informative head to open on
 };

@@ -1,5 +1,5 @@
-//! Times SmolLM2-135M (Q4_1/Q8_0 weights kept quantized): the traced pass from scratch at 32
-//! and 256 tokens, the same text continued by one token through the KV cache (what typing a
+//! Times SmolLM2-135M (Q4_1/Q8_0 weights kept quantized): the traced pass from scratch at 16,
+//! 64 and 256 tokens, the same text continued by one token through the KV cache (what typing a
 //! word or generating costs), and one generated token on its own (`next_logits`).
 //! Needs the model file: run scripts/fetch-models.sh first.
 
@@ -18,9 +18,14 @@ fn smollm2(c: &mut Criterion) {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("models");
     let model = load_named(&root, "smollm2-135m", WeightPrecision::F32).expect("model file (run scripts/fetch-models.sh)");
     let mut group = c.benchmark_group("smollm2-135m");
-    for tokens in [32usize, 256] {
+    // Time to the first prediction: the whole prompt traced.
+    for tokens in [16usize, 64, 256] {
         let encoding = first_tokens(&model, tokens);
         group.bench_with_input(BenchmarkId::new("traced from scratch", tokens), &encoding, |b, enc| b.iter(|| model.trace_ids(enc.clone(), "")));
+    }
+    // A word appended (the last token new), and a generated token, after 32 and 256.
+    for tokens in [33usize, 257] {
+        let encoding = first_tokens(&model, tokens);
         // The first tokens-1 tokens cached; the pass computes the last one.
         let prefix = Encoding { tokens: encoding.tokens[..tokens - 1].to_vec(), truncated: None };
         let mut cache = KvCache::new();

@@ -7,3 +7,5 @@ bash scripts/build-page.sh
 ensure_chromium
 step "browser benchmark"
 node scripts/bench-page.mjs
+step "browser benchmark: SmolLM2-135M (one and two threads)"
+node scripts/bench-smollm2.mjs

@@ -68,7 +68,7 @@ pub enum VizError {
     #[error("the sampling setting `{setting}` = {value} {problem}")]
     BadSampling { setting: String, value: String, problem: String },
 
-    #[error("this text has {tokens} tokens, which fill the model's context of {context}: no token can be added")]
+    #[error("this text has {tokens} tokens, which fill the {context} tokens that can be traced here: no token can be added")]
     ContextFull { tokens: usize, context: usize },
 
     #[error("drawing failed: {}", clip_message(.0))]

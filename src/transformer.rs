@@ -51,6 +51,12 @@ impl Transformer {
         self.tokenizer.encode(text, self.config.context)
     }
 
+    /// `encode`, keeping at most `most` tokens (fewer than the context when a caller traces
+    /// less than the model can read).
+    pub fn encode_within(&self, text: &str, most: usize) -> Result<Encoding> {
+        self.tokenizer.encode(text, most.min(self.config.context))
+    }
+
     /// The forward pass with every intermediate recorded.
     pub fn trace(&self, text: &str) -> Result<Trace> {
         let encoding = self.encode(text)?;
@@ -91,12 +97,24 @@ impl Transformer {
     /// differs are reused and only the rest are computed. A layer's detailed steps are
     /// computed again from its stored input when read (`LayeredRecorder`).
     pub fn continue_trace(&self, encoding: Encoding, text: &str, previous: Option<&Trace>, cache: &mut KvCache) -> Continued {
-        let ids = encoding.ids();
+        self.continue_trace_within(encoding, text, previous, cache, usize::MAX)
+    }
+
+    /// How many of `ids`' first tokens a pass continuing `previous` (with `cache`) can take
+    /// from it: those up to the first that differs, but never the last one (its logits give
+    /// the next-token prediction).
+    pub fn reusable(&self, ids: &[u32], previous: Option<&Trace>, cache: &KvCache) -> usize {
         let same = previous
             .filter(|p| self.config.causal && p.config == self.config && p.len() == cache.len())
-            .map_or(0, |p| p.tokens.iter().zip(&ids).take_while(|(a, b)| a.id == **b).count());
-        // At least the last token is computed: its logits give the next-token prediction.
-        let reused = same.min(ids.len().saturating_sub(1));
+            .map_or(0, |p| p.tokens.iter().zip(ids).take_while(|(a, b)| a.id == **b).count());
+        same.min(ids.len().saturating_sub(1))
+    }
+
+    /// `continue_trace`, reusing at most `most` tokens (a helper thread whose cache holds
+    /// fewer tokens must compute the same rows as this pass).
+    pub fn continue_trace_within(&self, encoding: Encoding, text: &str, previous: Option<&Trace>, cache: &mut KvCache, most: usize) -> Continued {
+        let ids = encoding.ids();
+        let reused = self.reusable(&ids, previous, cache).min(most);
         cache.truncate(reused);
         let prefix = previous.filter(|_| reused > 0).map(|p| (p, reused));
         let mut rec = LayeredRecorder::new(&self.config, self.weights.clone(), prefix, ids.len());

@@ -61,6 +61,8 @@ struct Summary<'a> {
     recomputed: bool,
     /// Threads that computed the pass: 2 while a helper worker shares it, else 1.
     threads: usize,
+    /// The most tokens a pass takes: the model's context, or less (`PAGE_TOKENS`).
+    token_limit: usize,
     /// Tokens taken from the last pass (a causal model's KV cache and trace rows) rather
     /// than computed again; 0 for an encoder, whose every token sees every other.
     reused: usize,
@@ -94,7 +96,7 @@ struct Prompt {
 extern "C" {
     fn team_buffer_bytes(max_floats: usize) -> usize;
     fn team_init(buffer: &js_sys::SharedArrayBuffer, member: usize, helper: &JsValue);
-    fn team_begin(ids: &[u32]);
+    fn team_begin(ids: &[u32], reused: usize);
     fn team_exchange(mine: &[f32], theirs: &mut [f32]) -> bool;
 }
 
@@ -136,7 +138,16 @@ pub struct Viz {
     generation: Option<(Sampler, Prompt)>,
     /// A second sentence's pass, to compare with the first (same model, same weights).
     compare: Option<Trace>,
+    /// The most tokens a pass takes (`PAGE_TOKENS`, or the model's context if shorter).
+    limit: usize,
+    /// A causal model's tokens whose keys and values the helper thread's cache holds.
+    helper_cached: Vec<u32>,
 }
+
+/// The most tokens the page traces. The trace keeps every layer's attention weights for the
+/// views: SmolLM2's 30 layers of 9 heads at 512 tokens are 283 MB of them, at its full context
+/// of 8,192 tokens they would be 72 GB. MiniLM's context is 512.
+pub const PAGE_TOKENS: usize = 512;
 
 /// Any chart the page can ask for: one of the sentence's views, or a compare chart that also
 /// reads the second sentence.
@@ -165,7 +176,8 @@ impl Viz {
             "smollm2-135m" => smollm2::from_gguf_bytes(name, weights).map_err(js_err)?,
             other => return Err(js_err(VizError::UnknownModel(other.into(), crate::checkpoints::KNOWN_MODELS.join(", ")))),
         };
-        Ok(Viz { model, trace: None, cache: KvCache::new(), reused: 0, generation: None, compare: None })
+        let limit = model.config.context.min(PAGE_TOKENS);
+        Ok(Viz { model, trace: None, cache: KvCache::new(), reused: 0, generation: None, compare: None, limit, helper_cached: Vec::new() })
     }
 
     /// The model's config (layers, heads, widths, architecture choices).
@@ -190,7 +202,9 @@ impl Viz {
     pub fn team_buffer_bytes(&self) -> usize {
         let c = &self.model.config;
         let widest = c.d_ff.max(c.d_model).max(c.n_heads * c.head_dim).max(c.n_kv_heads * c.head_dim);
-        team_buffer_bytes(c.context * (widest / 2 + 2))
+        // A causal model's pass shares the last token's logits too (one row of the vocabulary).
+        let logits = if c.causal && c.has_lm_head() { c.vocab_size / 2 + 2 } else { 0 };
+        team_buffer_bytes((self.limit * (widest / 2 + 2)).max(logits))
     }
 
     /// Joins a team of two through `buffer`: member 0 is the page, which tells `helper` (its
@@ -204,6 +218,7 @@ impl Viz {
         }
         team_init(buffer, member, &helper);
         team::join(std::rc::Rc::new(BrowserTeam { member }));
+        self.helper_cached.clear();
         Ok(())
     }
 
@@ -213,14 +228,44 @@ impl Viz {
     }
 
     /// Member 1: runs the (untraced) pass on the page's tokens, computing its half of every
-    /// dense layer.
-    pub fn help(&self, ids: Vec<u32>) -> Result<(), JsError> {
+    /// dense layer. A causal model's pass continues this copy's KV cache after its first
+    /// `reused` tokens, as the page's pass does.
+    pub fn help(&mut self, ids: Vec<u32>, reused: usize) -> Result<(), JsError> {
         let c = &self.model.config;
-        if ids.is_empty() || ids.len() > c.context || ids.iter().any(|&i| i as usize >= c.vocab_size) {
+        if ids.is_empty() || ids.len() > self.limit || ids.iter().any(|&i| i as usize >= c.vocab_size) {
             return Err(JsError::new("the page sent tokens this model cannot read"));
         }
-        self.model.run_ids(&ids);
+        if !c.causal {
+            self.model.run_ids(&ids);
+            return Ok(());
+        }
+        if reused >= ids.len() || reused > self.cache.len() {
+            return Err(JsError::new("the page asked the helper to reuse tokens it has not cached"));
+        }
+        self.cache.truncate(reused);
+        self.model.next_logits(&ids[reused..], &mut self.cache).map_err(js_err)?;
         Ok(())
+    }
+
+    /// A causal model's traced pass on `encoding`, continuing the last one through the KV
+    /// cache; the helper thread, if any, computes half of every product alongside.
+    fn continue_pass(&mut self, encoding: crate::tokenize::Encoding, text: &str) {
+        let ids = encoding.ids();
+        let previous = self.trace.take();
+        let mut most = usize::MAX;
+        if team::current().is_some_and(|t| t.member() == 0) {
+            // The helper's cache may hold fewer of these tokens (it started later): both
+            // compute the same rows.
+            let helper_has = self.helper_cached.iter().zip(&ids).take_while(|(a, b)| a == b).count();
+            most = self.model.reusable(&ids, previous.as_ref(), &self.cache).min(helper_has);
+            team_begin(&ids, most);
+        }
+        let continued = self.model.continue_trace_within(encoding, text, previous.as_ref(), &mut self.cache, most);
+        drop(previous);
+        // A helper that stopped answering left the team: its cache is no longer known.
+        self.helper_cached = if team::current().is_some() { ids } else { Vec::new() };
+        self.reused = continued.reused;
+        self.trace = Some(continued.trace);
     }
 
     /// Runs the traced forward pass on `text` and describes the result: tokens, truncation,
@@ -229,7 +274,7 @@ impl Viz {
     /// last pass: its numbers would be the same.
     pub fn set_text(&mut self, text: &str) -> Result<JsValue, JsError> {
         let start = now_ms();
-        let encoding = self.model.encode(text).map_err(js_err)?;
+        let encoding = self.model.encode_within(text, self.limit).map_err(js_err)?;
         let recomputed = match self.trace.as_mut() {
             Some(last) if last.tokens == encoding.tokens && last.truncated == encoding.truncated => {
                 last.text = text.to_string();
@@ -237,13 +282,8 @@ impl Viz {
             }
             _ if self.model.config.causal => {
                 // A causal model continues its last pass: the tokens before the first change
-                // keep their keys, values and trace rows. The helper thread has no copy of
-                // the cache, so this pass is computed here alone.
-                let previous = self.trace.take();
-                let continued = team::alone(|| self.model.continue_trace(encoding, text, previous.as_ref(), &mut self.cache));
-                drop(previous);
-                self.reused = continued.reused;
-                self.trace = Some(continued.trace);
+                // keep their keys, values and trace rows.
+                self.continue_pass(encoding, text);
                 true
             }
             _ => {
@@ -251,7 +291,7 @@ impl Viz {
                 // shrinks, so two traces alive at once would pin both for good.
                 self.trace = None;
                 if team::current().is_some_and(|t| t.member() == 0) {
-                    team_begin(&encoding.ids()); // the helper runs the same pass alongside
+                    team_begin(&encoding.ids(), 0); // the helper runs the same pass alongside
                 }
                 self.trace = Some(self.model.trace_ids(encoding, text));
                 self.reused = 0;
@@ -287,9 +327,8 @@ impl Viz {
             return Err(JsError::new("no generation was started: call start_generation first"));
         };
         let trace = self.trace.as_ref().ok_or_else(|| js_err(VizError::EmptyText))?;
-        let context = self.model.config.context;
-        if trace.len() >= context {
-            return Err(js_err(VizError::ContextFull { tokens: trace.len(), context }));
+        if trace.len() >= self.limit {
+            return Err(js_err(VizError::ContextFull { tokens: trace.len(), context: self.limit }));
         }
         let stages = SamplingStages::new(trace.next_token_probabilities().map_err(js_err)?, &settings).map_err(js_err)?;
         let id = stages.sample(sampler);
@@ -301,12 +340,8 @@ impl Viz {
         // character may take several tokens).
         let generated_ids: Vec<u32> = tokens[prompt.tokens.min(tokens.len())..].iter().map(|t| t.id).collect();
         let text = format!("{}{}", prompt.text, self.model.tokenizer.decode(&generated_ids).map_err(js_err)?);
-        let previous = self.trace.take();
         let encoding = crate::tokenize::Encoding { tokens, truncated: None };
-        let continued = team::alone(|| self.model.continue_trace(encoding, &text, previous.as_ref(), &mut self.cache));
-        drop(previous);
-        self.reused = continued.reused;
-        self.trace = Some(continued.trace);
+        self.continue_pass(encoding, &text);
         let generated = Generated {
             id,
             token: info.text,
@@ -358,7 +393,6 @@ impl Viz {
             })
             .collect();
         let norms = trace.norms.iter().enumerate().map(|(index, n)| NormInfo { index, step: &n.step, layer: n.layer }).collect();
-        let threads = if self.model.config.causal { 1 } else { threads() };
         to_js(&Summary {
             tokens: &trace.tokens,
             truncated: &trace.truncated,
@@ -366,7 +400,8 @@ impl Viz {
             norms,
             milliseconds,
             recomputed,
-            threads,
+            threads: threads(),
+            token_limit: self.limit,
             reused: self.reused,
             cached_tokens: self.cache.len(),
             cache_bytes: self.cache.bytes(),
@@ -448,7 +483,7 @@ impl Viz {
     /// Runs the traced pass on a second sentence, kept beside the first for the compare
     /// charts (the same model: no second copy of the weights). Same-token text keeps its pass.
     pub fn set_compare_text(&mut self, text: &str) -> Result<JsValue, JsError> {
-        let encoding = self.model.encode(text).map_err(js_err)?;
+        let encoding = self.model.encode_within(text, self.limit).map_err(js_err)?;
         let recomputed = match self.compare.as_mut() {
             Some(last) if last.tokens == encoding.tokens && last.truncated == encoding.truncated => {
                 last.text = text.to_string();
@@ -461,7 +496,7 @@ impl Viz {
             }
             _ => {
                 if team::current().is_some_and(|t| t.member() == 0) {
-                    team_begin(&encoding.ids()); // the helper runs the same pass alongside
+                    team_begin(&encoding.ids(), 0); // the helper runs the same pass alongside
                 }
                 self.compare = Some(self.model.trace_ids(encoding, text));
                 true

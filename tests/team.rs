@@ -111,3 +111,57 @@ fn halves_keep_whole_kernel_blocks() {
     assert_eq!(team::halves(7, 2), [(0, 2), (2, 7)]);
     assert_eq!(team::halves(1, 2), [(0, 0), (0, 1)]);
 }
+
+#[test]
+fn a_causal_model_shares_its_passes_through_the_kv_cache_with_the_numbers_of_one_thread() {
+    let Some(model) = common::smollm2() else { return };
+    use transformer_viz::model::kv_cache::KvCache;
+    let texts = ["The capital of France is", "The capital of France is a city", "The capital of Spain"];
+    // One thread: each text continues the last pass through the cache.
+    let mut cache = KvCache::new();
+    let mut previous: Option<Trace> = None;
+    let mut alone = Vec::new();
+    for text in texts {
+        let continued = model.continue_trace(model.encode(text).unwrap(), text, previous.as_ref(), &mut cache);
+        alone.push(continued.trace.clone());
+        previous = Some(continued.trace);
+    }
+    // Two threads: the page (member 0) traces, the helper (member 1) keeps its own cache and
+    // runs the same rows untraced, as `Viz::help` does.
+    let (to_1, from_0) = channel();
+    let (to_0, from_1) = channel();
+    let (orders, work) = channel::<(Vec<u32>, usize)>();
+    let shared = thread::scope(|s| {
+        s.spawn(move || {
+            team::join(Rc::new(ChannelTeam { member: 1, send: to_0, receive: from_0 }));
+            let mut cache = KvCache::new();
+            for (ids, reused) in work {
+                cache.truncate(reused);
+                model.next_logits(&ids[reused..], &mut cache).unwrap();
+            }
+            team::leave();
+        });
+        team::join(Rc::new(ChannelTeam { member: 0, send: to_1, receive: from_1 }));
+        let mut cache = KvCache::new();
+        let mut previous: Option<Trace> = None;
+        let mut traces = Vec::new();
+        for text in texts {
+            let encoding = model.encode(text).unwrap();
+            let reused = model.reusable(&encoding.ids(), previous.as_ref(), &cache);
+            orders.send((encoding.ids(), reused)).unwrap();
+            let continued = model.continue_trace_within(encoding, text, previous.as_ref(), &mut cache, reused);
+            assert_eq!(continued.reused, reused);
+            traces.push(continued.trace.clone());
+            previous = Some(continued.trace);
+        }
+        assert!(team::current().is_some(), "the partner answered every exchange");
+        drop(orders);
+        team::leave();
+        traces
+    });
+    assert_eq!(alone[1].len(), 7);
+    for (a, b) in alone.iter().zip(&shared) {
+        assert_eq!(worst_difference(a, b), 0.0, "{}: the shared pass differs from one thread's", a.text);
+        assert_eq!(a.next_token_probabilities().unwrap(), b.next_token_probabilities().unwrap());
+    }
+}

@@ -22,7 +22,7 @@ self.onmessage = async ({ data }) => {
     }
   } else if (data.ids && viz) {
     try {
-      viz.help(data.ids);
+      viz.help(data.ids, data.reused ?? 0);
     } catch (err) {
       fail(err);
     }

@@ -29,9 +29,12 @@ export function team_init(buffer, who, helper) {
   published = Atomics.load(counters, who);
 }
 
-/** Member 0: tells the helper to run the same pass on the same tokens. */
-export function team_begin(ids) {
-  worker.postMessage({ ids: ids.slice() }); // a copy: `ids` views the wasm memory
+/**
+ * Member 0: tells the helper to run the same pass on the same tokens (a causal model's pass
+ * takes its first `reused` tokens from the helper's KV cache, as the page's does).
+ */
+export function team_begin(ids, reused) {
+  worker.postMessage({ ids: ids.slice(), reused }); // a copy: `ids` views the wasm memory
 }
 
 /** Publishes this member's half and waits for the partner's; false if it never comes. */

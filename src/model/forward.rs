@@ -7,6 +7,7 @@ use super::config::{ModelConfig, NormPlace};
 use super::ffn::feed_forward;
 use super::norm::{self, row_mean_std};
 use super::kv_cache::KvCache;
+use super::team;
 use super::weights::{LayerWeights, NormWeights, Weights};
 use super::embed::embed;
 use crate::trace::{NormStats, Op, Recorder};
@@ -140,7 +141,12 @@ pub fn forward_cached<R: Recorder>(
             Logits::All => x.view(),                            // (T, d)
             Logits::Last => x.slice(s![x.nrows() - 1.., ..]), // (1, d)
         };
-        let logits = u.multiply_rows(rows, 0, u.rows()); // (T or 1, vocab) = (T or 1, d) · (d, vocab)
+        let logits = match logits {
+            // One row: shared with the team (if any), as the layers' products are.
+            Logits::Last => team::shared_product(1, u.rows(), 2, |lo, hi| u.multiply_rows(rows, lo, hi)), // (1, vocab) = (1, d) · (d, vocab)
+            // Every row would not fit the team's exchange: computed whole, by each member alike.
+            Logits::All => u.multiply_rows(rows, 0, u.rows()), // (T, vocab) = (T, d) · (d, vocab)
+        };
         rec.step(Op::Unembed, None, &[stream], || logits.clone().into_dyn());
         rec.step(Op::NextTokenProbabilities, None, &[Op::Unembed], || {
             let mut last = logits.row(logits.nrows() - 1).to_owned().insert_axis(ndarray::Axis(0)); // (1, vocab)

@@ -3,7 +3,7 @@
 use ndarray::{s, Array1, Array2, ArrayView2};
 
 use super::matrix::Matrix;
-use super::team::{self, Team};
+use super::team;
 
 #[derive(Debug, Clone)]
 pub struct Linear {
@@ -26,12 +26,9 @@ impl Linear {
         self.weight.rows()
     }
 
-    /// y = x W^T + b
+    /// y = x W^T + b, shared with the team (if any): see `team::shared_product`.
     pub fn forward(&self, x: ArrayView2<f32>) -> Array2<f32> {
-        if let Some(team) = team::current() {
-            return self.forward_shared(x, &*team);
-        }
-        self.forward_features(x, 0, self.out_features())
+        team::shared_product(x.nrows(), self.out_features(), ROWS_PER_BLOCK, |lo, hi| self.forward_features(x, lo, hi))
     }
 
     /// Output features [lo, hi) only: x W[lo..hi]^T + b[lo..hi].
@@ -41,29 +38,6 @@ impl Linear {
         if let Some(b) = &self.bias {
             y += &b.slice(s![lo..hi]); // (T, hi - lo) + (hi - lo)
         }
-        y
-    }
-
-    /// This member's half of the output features, swapped with the partner's half.
-    fn forward_shared(&self, x: ArrayView2<f32>, team: &dyn Team) -> Array2<f32> {
-        let (t, out) = (x.nrows(), self.out_features());
-        let halves = team::halves(out, ROWS_PER_BLOCK);
-        let member = team.member().min(1);
-        let ((lo, hi), (other_lo, other_hi)) = (halves[member], halves[1 - member]);
-        let mine = self.forward_features(x, lo, hi); // (T, hi - lo), standard layout
-        let mut theirs = Array2::<f32>::zeros((t, other_hi - other_lo)); // (T, other half)
-        let swapped = match (mine.as_slice(), theirs.as_slice_mut()) {
-            (Some(m), Some(o)) => team.exchange(m, o),
-            _ => false,
-        };
-        if !swapped {
-            // The partner did not answer (or this half could not be sent): finish alone.
-            team::leave();
-            theirs = self.forward_features(x, other_lo, other_hi);
-        }
-        let mut y = Array2::<f32>::zeros((t, out)); // (T, out)
-        y.slice_mut(s![.., lo..hi]).assign(&mine);
-        y.slice_mut(s![.., other_lo..other_hi]).assign(&theirs);
         y
     }
 }

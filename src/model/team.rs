@@ -14,6 +14,8 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
+use ndarray::{s, Array2};
+
 pub trait Team {
     /// 0 computes the first half of every product's output features, 1 the second half.
     fn member(&self) -> usize;
@@ -59,4 +61,33 @@ pub fn alone<T>(f: impl FnOnce() -> T) -> T {
         join(team);
     }
     out
+}
+
+/// A product of `out` output features shared with the team (if any): `features(lo, hi)`
+/// computes output features [lo, hi) as a (T, hi - lo) array; this member computes its half,
+/// swaps it with the partner's and returns all `out` features (T, out). Without a team, or
+/// when the partner does not answer (the team is then left), this member computes the rest.
+/// The split falls on a multiple of `block` features.
+pub fn shared_product(t: usize, out: usize, block: usize, features: impl Fn(usize, usize) -> Array2<f32>) -> Array2<f32> {
+    let Some(team) = current() else {
+        return features(0, out);
+    };
+    let halves = halves(out, block);
+    let member = team.member().min(1);
+    let ((lo, hi), (other_lo, other_hi)) = (halves[member], halves[1 - member]);
+    let mine = features(lo, hi).as_standard_layout().into_owned(); // (T, hi - lo)
+    let mut theirs = Array2::<f32>::zeros((t, other_hi - other_lo)); // (T, other half)
+    let swapped = match (mine.as_slice(), theirs.as_slice_mut()) {
+        (Some(m), Some(o)) => team.exchange(m, o),
+        _ => false,
+    };
+    if !swapped {
+        // The partner did not answer (or this half could not be sent): finish alone.
+        leave();
+        theirs = features(other_lo, other_hi);
+    }
+    let mut y = Array2::<f32>::zeros((t, out)); // (T, out)
+    y.slice_mut(s![.., lo..hi]).assign(&mine);
+    y.slice_mut(s![.., other_lo..other_hi]).assign(&theirs);
+    y
 }

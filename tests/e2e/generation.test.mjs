@@ -104,3 +104,41 @@ test('MiniLM cannot generate and says why', async () => {
   assert.deepEqual(problems, []);
   await context.close();
 });
+
+test('SmolLM2 shared with the helper thread gives the numbers of SmolLM2 alone: a pass, a cached pass, generation', { timeout: 400_000 }, async () => {
+  const read = async (query) => {
+    const { page, context, problems } = await openPage(`${env.base}?model=smollm2-135m&layer=29&head=4&temp=1.2&seed=11${query}`);
+    await page.waitForFunction(() => window.__tviz.model === 'smollm2-135m');
+    await page.waitForFunction(() => window.__tviz.helper !== 'starting', null, { timeout: 120_000 });
+    const helper = await page.evaluate(() => window.__tviz.helper);
+    const backend = await page.textContent('#backend');
+    const drawn = async () => {
+      await page.evaluate(() => window.__tvizFlush());
+      return page.evaluate(() => ({
+        attention: Array.from(window.__tvizDrawn.attention.values),
+        prediction: JSON.stringify(window.__tvizDrawn.prediction.plotted),
+      }));
+    };
+    await typeSentence(page, PROMPT); // from scratch (the helper's cache is empty)
+    const pass = await drawn();
+    await typeSentence(page, `${PROMPT} a city`); // continued through both caches
+    const timing = await page.textContent('#timing');
+    const cached = await drawn();
+    const text = await generate(page, 5);
+    const generated = await drawn();
+    assert.deepEqual(problems, []);
+    await context.close();
+    return { helper, backend, timing, pass, cached, text, generated };
+  };
+  const shared = await read('');
+  const alone = await read('&threads=1');
+  assert.equal(shared.helper, 'ready');
+  assert.equal(shared.backend, 'CPU (WebAssembly, 2 threads)');
+  assert.equal(alone.backend, 'CPU (WebAssembly)');
+  assert.match(shared.timing, /reused 5 of 7 tokens from the KV cache/);
+  assert.ok(shared.pass.attention.length === 25 && shared.cached.attention.length === 49, 'layer 29 head 4: T x T');
+  assert.deepEqual(shared.pass, alone.pass, 'a pass differs between one and two threads');
+  assert.deepEqual(shared.cached, alone.cached, 'a cached pass differs between one and two threads');
+  assert.equal(shared.text, alone.text, 'the same seed generates the same text with one or two threads');
+  assert.deepEqual(shared.generated, alone.generated, 'the views after generation differ between one and two threads');
+});

@@ -56,7 +56,7 @@ function runCompare() {
   try {
     const summary = session.viz.set_compare_text($('compare-text').value);
     compare.tokens = summary.tokens;
-    $('compare-status').textContent = `Sentence B: ${summary.tokens.length} tokens${summary.truncated ? ` (cut to the model's ${session.config.context})` : ''}.`;
+    $('compare-status').textContent = `Sentence B: ${summary.tokens.length} tokens${summary.truncated ? ` (cut to ${session.summary?.token_limit ?? session.config.context})` : ''}.`;
     $('compare-status').classList.remove('warning');
   } catch (err) {
     // Keep the last comparison; say what is wrong in plain words.

@@ -81,7 +81,7 @@ async function generate(showSummary) {
     showError(String(err.message ?? err), 'generate-message');
     return;
   }
-  Object.assign(generation, { running: true, stop: false, tokens: [], text: null, tokensPerSecond: null });
+  Object.assign(generation, { running: true, stop: false, tokens: [], passMilliseconds: [], text: null, tokensPerSecond: null });
   $('generate').disabled = true;
   $('stop').disabled = false;
   const started = performance.now();
@@ -90,6 +90,7 @@ async function generate(showSummary) {
       const summary = viz.generate_next(samplingSettings());
       const { generated } = summary;
       generation.tokens.push(generated.token);
+      generation.passMilliseconds.push(summary.milliseconds); // the pass alone, for the benchmark
       generation.text = generated.text;
       state.text = generated.text;
       $('text').value = generated.text; // no input event: this text's pass is the one just run

@@ -17,11 +17,18 @@ export function renderTokens() {
     return li;
   }));
   const { context } = config;
-  $('token-count').textContent = `${summary.tokens.length} / ${context} tokens (the model's context limit)`;
+  const limit = summary.token_limit ?? context;
+  // The page may trace fewer tokens than the model can read (it keeps every layer's attention).
+  const why = limit < context
+    ? `the page traces at most ${limit} (the model reads up to ${context.toLocaleString('en')}; every layer's attention is kept for the views)`
+    : `the model reads at most ${context}`;
+  $('token-count').textContent = limit < context
+    ? `${summary.tokens.length} / ${limit} tokens (the page's limit; the model's context is ${context.toLocaleString('en')})`
+    : `${summary.tokens.length} / ${context} tokens (the model's context limit)`;
   const warn = $('truncated');
   if (summary.truncated) {
     warn.hidden = false;
-    warn.textContent = `Your text is ${summary.truncated.original_tokens} tokens long; the model reads at most ${context}, so only the first ${summary.truncated.kept_tokens} are used.`;
+    warn.textContent = `Your text is ${summary.truncated.original_tokens} tokens long; ${why}, so only the first ${summary.truncated.kept_tokens} are used.`;
   } else {
     warn.hidden = true;
   }

@@ -122,3 +122,64 @@ fn smollm2_quantized_pass_in_wasm_matches_native() {
     }
     assert_eq!(next[0]["token"], " Paris");
 }
+
+/// The WebAssembly SIMD block kernels (`gguf::simd128`, which generation and a typed word use)
+/// against dequantize-then-multiply summed in f64, on random Q8_0 and Q4_1 rows.
+#[wasm_bindgen_test]
+fn wasm_block_dot_products_equal_dequantize_then_multiply() {
+    use transformer_viz::formats::gguf::{dequantize_row, dot_q4_1, dot_q8_0, GgmlType};
+    let mut state = 0x2545_F491_4F6C_DD1Du64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state >> 40) as f32 / (1u64 << 24) as f32 // [0, 1)
+    };
+    let mut worst = 0f64;
+    for trial in 0..400 {
+        let kind = if trial % 2 == 0 { GgmlType::Q8_0 } else { GgmlType::Q4_1 };
+        let blocks = 1 + trial % 40;
+        let mut row = Vec::new();
+        for _ in 0..blocks {
+            row.extend(half::f16::from_f32((next() - 0.5) * 0.2).to_le_bytes());
+            if kind == GgmlType::Q4_1 {
+                row.extend(half::f16::from_f32((next() - 0.5) * 2.0).to_le_bytes());
+            }
+            let quants = if kind == GgmlType::Q4_1 { 16 } else { 32 };
+            row.extend((0..quants).map(|_| (next() * 256.0) as u8));
+        }
+        let x: Vec<f32> = (0..blocks * 32).map(|_| (next() - 0.5) * 6.0).collect();
+        let mut w = vec![0f32; x.len()];
+        dequantize_row(kind, &row, &mut w).unwrap();
+        let exact: f64 = w.iter().zip(&x).map(|(&a, &b)| a as f64 * b as f64).sum();
+        let scale: f64 = w.iter().zip(&x).map(|(&a, &b)| (a as f64 * b as f64).abs()).sum();
+        let got = if kind == GgmlType::Q8_0 { dot_q8_0(&row, &x) } else { dot_q4_1(&row, &x) };
+        let rel = (got as f64 - exact).abs() / scale.max(f64::MIN_POSITIVE);
+        assert!(rel <= 1e-5, "{kind:?}, {blocks} blocks: {got} vs {exact} (relative {rel:.2e})");
+        worst = worst.max(rel);
+    }
+    console_log!("worst wasm block dot product difference {worst:.2e} relative to Σ|w·x|");
+}
+
+/// One token through SmolLM2's KV cache in WebAssembly (the block kernels) gives the
+/// prediction of the whole text traced from scratch (the panel kernel).
+#[wasm_bindgen_test]
+fn smollm2_one_token_through_the_cache_in_wasm_matches_the_pass_from_scratch() {
+    use transformer_viz::model::kv_cache::KvCache;
+    let gguf = read("models/smollm2-135m/model.Q4_1.gguf");
+    let model = transformer_viz::checkpoints::smollm2::from_gguf_bytes("smollm2-135m", &gguf).unwrap();
+    drop(gguf);
+    let ids = model.encode(SMOLLM2_PARITY_TEXT).unwrap().ids();
+    let traced = model.trace(SMOLLM2_PARITY_TEXT).unwrap();
+    let scratch = traced.next_token_probabilities().unwrap();
+    let mut cache = KvCache::new();
+    model.next_logits(&ids[..ids.len() - 1], &mut cache).unwrap();
+    let logits = model.next_logits(&ids[ids.len() - 1..], &mut cache).unwrap();
+    let top = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let total: f32 = logits.iter().map(|&l| (l - top).exp()).sum();
+    let mut worst = 0f32;
+    for (l, p) in logits.iter().zip(scratch.iter()) {
+        worst = worst.max((((l - top).exp() / total) - p).abs());
+    }
+    assert!(worst < 1e-4, "cached and from-scratch probabilities differ by {worst}");
+}

@@ -3,6 +3,7 @@
 // both of the machine's cores. Started by js/helper-thread.js once the first view is drawn; the page works
 // alone if this worker cannot start or stops answering.
 let viz = null;
+let wasm = null; // the module's exports: its memory, measured for the page
 
 function fail(err) {
   self.postMessage({ failed: String(err?.message ?? err) });
@@ -13,7 +14,7 @@ self.onmessage = async ({ data }) => {
     const s = data.start;
     try {
       const glue = await import(s.glue);
-      await glue.default({ module_or_path: s.wasm });
+      wasm = await glue.default({ module_or_path: s.wasm });
       viz = new glue.Viz(s.model, s.config, s.tokenizer, new Uint8Array(s.weights));
       viz.join_team(s.buffer, 1, undefined);
       self.postMessage({ ready: true });
@@ -23,6 +24,7 @@ self.onmessage = async ({ data }) => {
   } else if (data.ids && viz) {
     try {
       viz.help(data.ids, data.reused ?? 0);
+      self.postMessage({ memory: wasm.memory.buffer.byteLength });
     } catch (err) {
       fail(err);
     }

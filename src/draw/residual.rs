@@ -67,6 +67,21 @@ fn stream_points(trace: &Trace) -> Vec<StreamPoint<'_>> {
     points
 }
 
+/// The length of each token's sublayer output (`output`, added to the stream by `sum`). A
+/// trace that computes the output only when read (a deep model's `LayeredRecorder`, which
+/// would run the layer again for it) gives it as what the addition changed: the sum minus the
+/// stream it was added to, equal to the output up to rounding.
+fn sublayer_output_lengths(trace: &Trace, output: Op, sum: Op, layer: usize) -> Option<Vec<f32>> {
+    let out = trace.find(output, Some(layer))?;
+    if !out.tensor.data.computed_when_read() {
+        return out.tensor.view2().ok().map(row_norms);
+    }
+    let sum = trace.find(sum, Some(layer))?;
+    let before = trace.steps.iter().find(|s| Some(&s.name) == sum.inputs.first())?;
+    let (after, before) = (sum.tensor.view2().ok()?, before.tensor.view2().ok()?); // (T, d), (T, d)
+    Some(row_norms((&after - &before).view())) // (T)
+}
+
 /// Ticks 1, 2, 5, 10, 20, 50, ... between `lo` and `hi`, for a log axis.
 fn one_two_five(lo: f32, hi: f32) -> Vec<f32> {
     let mut ticks = Vec::new();
@@ -266,9 +281,9 @@ pub fn draw_residual<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, trace: &
     // Mean over all tokens of the length of what each sublayer added.
     let mut writes = Vec::new();
     for layer in 0..trace.config.n_layers {
-        for (op, name) in [(Op::OutputProjection, "attn"), (Op::FfnDown, "FFN")] {
-            if let Some(v) = trace.find(op, Some(layer)).and_then(|s| s.tensor.view2().ok()) {
-                writes.push((name, Some(layer), row_norms(v).iter().sum::<f32>() / t as f32));
+        for (op, sum, name) in [(Op::OutputProjection, Op::AttentionResidual, "attn"), (Op::FfnDown, Op::FfnResidual, "FFN")] {
+            if let Some(lengths) = sublayer_output_lengths(trace, op, sum, layer) {
+                writes.push((name, Some(layer), lengths.iter().sum::<f32>() / t as f32));
             }
         }
     }

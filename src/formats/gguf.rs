@@ -931,59 +931,79 @@ pub fn dot_q8_0(row: &[u8], x: &[f32]) -> f32 {
         // SAFETY: the CPU has the features the function is compiled for.
         return unsafe { wide::dot_q8_0(row, x) };
     }
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    return simd128::dot_q8_0(row, x);
+    #[allow(unreachable_code)]
     dot_q8_0_body(row, x)
 }
 
 #[inline(always)]
 fn dot_q8_0_body(row: &[u8], x: &[f32]) -> f32 {
     debug_assert_eq!(row.len(), x.len() / QK * Q8_0_BLOCK_BYTES);
-    let mut total = 0.0f32;
+    // Eight lanes of d · q · x, summed across lanes once at the end: fixed-size arrays and
+    // lane-wise sums, which the compiler turns into SIMD code.
+    let mut acc = [0.0f32; 8];
     for (block, xs) in row.chunks_exact(Q8_0_BLOCK_BYTES).zip(x.chunks_exact(QK)) {
         let d = f16_at(block, 0);
         let qs: &[u8; QK] = block[2..].try_into().expect("a Q8_0 block holds 32 quants");
         let xs: &[f32; QK] = xs.try_into().expect("chunks of 32");
-        // Fixed-size arrays and lane-wise sums: the compiler turns this into SIMD code.
-        let q: [f32; QK] = core::array::from_fn(|j| f32::from(qs[j] as i8));
-        let mut acc = [0.0f32; 8];
+        let mut qx = [0.0f32; 8];
         for j in 0..QK {
-            acc[j % 8] += q[j] * xs[j];
+            qx[j % 8] += f32::from(qs[j] as i8) * xs[j];
         }
-        total += d * acc.iter().sum::<f32>();
+        for lane in 0..8 {
+            acc[lane] += d * qx[lane];
+        }
     }
-    total
+    acc.iter().sum()
 }
 
 /// A Q4_1 row times `x`, block by block: Σ_blocks d · Σ_j q_j x_j + m · Σ_j x_j.
 /// Same contract as `dot_q8_0` (`row` is `x.len() / 32` whole blocks of 20 bytes).
 pub fn dot_q4_1(row: &[u8], x: &[f32]) -> f32 {
+    dot_q4_1_summed(row, x, &block_sums(x))
+}
+
+/// The sum of each block of 32 values of `x`: Q4_1's m · Σ_j x_j term needs it for every
+/// block of every row, so a product of many rows with one `x` computes it once.
+pub fn block_sums(x: &[f32]) -> Vec<f32> {
+    x.chunks_exact(QK).map(|xs| xs.iter().sum()).collect()
+}
+
+/// `dot_q4_1` with `x`'s `block_sums` given.
+pub fn dot_q4_1_summed(row: &[u8], x: &[f32], sums: &[f32]) -> f32 {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
         // SAFETY: the CPU has the features the function is compiled for.
-        return unsafe { wide::dot_q4_1(row, x) };
+        return unsafe { wide::dot_q4_1(row, x, sums) };
     }
-    dot_q4_1_body(row, x)
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    return simd128::dot_q4_1(row, x, sums);
+    #[allow(unreachable_code)]
+    dot_q4_1_body(row, x, sums)
 }
 
 #[inline(always)]
-fn dot_q4_1_body(row: &[u8], x: &[f32]) -> f32 {
+fn dot_q4_1_body(row: &[u8], x: &[f32], sums: &[f32]) -> f32 {
     debug_assert_eq!(row.len(), x.len() / QK * Q4_1_BLOCK_BYTES);
-    let mut total = 0.0f32;
-    for (block, xs) in row.chunks_exact(Q4_1_BLOCK_BYTES).zip(x.chunks_exact(QK)) {
+    debug_assert_eq!(sums.len(), x.len() / QK);
+    let mut acc = [0.0f32; 8]; // eight lanes of d · Σ q x, summed once at the end
+    let mut offset = 0.0f32; // Σ_blocks m · Σ x
+    for ((block, xs), &sum) in row.chunks_exact(Q4_1_BLOCK_BYTES).zip(x.chunks_exact(QK)).zip(sums) {
         let (d, m) = (f16_at(block, 0), f16_at(block, 2));
         let nibbles: &[u8; QK / 2] = block[4..].try_into().expect("a Q4_1 block holds 16 bytes of nibbles");
         let xs: &[f32; QK] = xs.try_into().expect("chunks of 32");
         // Element j is the low nibble of byte j, element j + 16 its high nibble.
-        let low: [f32; QK / 2] = core::array::from_fn(|j| f32::from(nibbles[j] & 0x0F));
-        let high: [f32; QK / 2] = core::array::from_fn(|j| f32::from(nibbles[j] >> 4));
         let mut qx = [0.0f32; 8];
-        let mut sx = [0.0f32; 8];
         for j in 0..QK / 2 {
-            qx[j % 8] += low[j] * xs[j] + high[j] * xs[j + QK / 2];
-            sx[j % 8] += xs[j] + xs[j + QK / 2];
+            qx[j % 8] += f32::from(nibbles[j] & 0x0F) * xs[j] + f32::from(nibbles[j] >> 4) * xs[j + QK / 2];
         }
-        total += d * qx.iter().sum::<f32>() + m * sx.iter().sum::<f32>();
+        for lane in 0..8 {
+            acc[lane] += d * qx[lane];
+        }
+        offset += m * sum;
     }
-    total
+    acc.iter().sum::<f32>() + offset
 }
 
 /// The same bodies compiled for AVX2 and FMA, chosen at run time on CPUs that have them
@@ -996,8 +1016,79 @@ mod wide {
     }
 
     #[target_feature(enable = "avx2,fma")]
-    pub unsafe fn dot_q4_1(row: &[u8], x: &[f32]) -> f32 {
-        super::dot_q4_1_body(row, x)
+    pub unsafe fn dot_q4_1(row: &[u8], x: &[f32], sums: &[f32]) -> f32 {
+        super::dot_q4_1_body(row, x, sums)
+    }
+}
+
+/// The same products written with WebAssembly's 128-bit SIMD: the compiler's own
+/// vectorisation of the portable bodies converts the quants one lane at a time. Four f32
+/// lanes, two accumulators; summed across lanes once at the end.
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+mod simd128 {
+    use super::{f16_at, Q4_1_BLOCK_BYTES, Q8_0_BLOCK_BYTES, QK};
+    use core::arch::wasm32::*;
+
+    /// Four i32 lanes as f32.
+    #[inline(always)]
+    fn lanes(v: v128) -> v128 {
+        f32x4_convert_i32x4(v)
+    }
+
+    #[inline(always)]
+    fn load(xs: &[f32], at: usize) -> v128 {
+        debug_assert!(at + 4 <= xs.len());
+        // SAFETY: `at + 4 <= xs.len()` (blocks of 32 values, read 4 at a time).
+        unsafe { v128_load(xs.as_ptr().add(at) as *const v128) }
+    }
+
+    #[inline(always)]
+    fn sum_lanes(v: v128) -> f32 {
+        f32x4_extract_lane::<0>(v) + f32x4_extract_lane::<1>(v) + f32x4_extract_lane::<2>(v) + f32x4_extract_lane::<3>(v)
+    }
+
+    /// Sixteen quants, widened to two i16x8 (signed or not), times x[at..at + 16].
+    #[inline(always)]
+    fn dot16(q16_low: v128, q16_high: v128, xs: &[f32], at: usize, signed: bool) -> v128 {
+        let (a, b, c, d) = if signed {
+            (i32x4_extend_low_i16x8(q16_low), i32x4_extend_high_i16x8(q16_low), i32x4_extend_low_i16x8(q16_high), i32x4_extend_high_i16x8(q16_high))
+        } else {
+            (u32x4_extend_low_u16x8(q16_low), u32x4_extend_high_u16x8(q16_low), u32x4_extend_low_u16x8(q16_high), u32x4_extend_high_u16x8(q16_high))
+        };
+        let p = f32x4_add(f32x4_mul(lanes(a), load(xs, at)), f32x4_mul(lanes(b), load(xs, at + 4)));
+        let q = f32x4_add(f32x4_mul(lanes(c), load(xs, at + 8)), f32x4_mul(lanes(d), load(xs, at + 12)));
+        f32x4_add(p, q)
+    }
+
+    pub fn dot_q8_0(row: &[u8], x: &[f32]) -> f32 {
+        let mut acc = f32x4_splat(0.0);
+        for (block, xs) in row.chunks_exact(Q8_0_BLOCK_BYTES).zip(x.chunks_exact(QK)) {
+            let d = f16_at(block, 0);
+            // SAFETY: a block holds 2 + 32 bytes: two 16-byte loads from byte 2.
+            let (q0, q1) = unsafe { (v128_load(block.as_ptr().add(2) as *const v128), v128_load(block.as_ptr().add(18) as *const v128)) };
+            let first = dot16(i16x8_extend_low_i8x16(q0), i16x8_extend_high_i8x16(q0), xs, 0, true);
+            let second = dot16(i16x8_extend_low_i8x16(q1), i16x8_extend_high_i8x16(q1), xs, 16, true);
+            acc = f32x4_add(acc, f32x4_mul(f32x4_splat(d), f32x4_add(first, second)));
+        }
+        sum_lanes(acc)
+    }
+
+    pub fn dot_q4_1(row: &[u8], x: &[f32], sums: &[f32]) -> f32 {
+        let mut acc = f32x4_splat(0.0);
+        let mut offset = 0.0f32;
+        let mask = u8x16_splat(0x0F);
+        for ((block, xs), &sum) in row.chunks_exact(Q4_1_BLOCK_BYTES).zip(x.chunks_exact(QK)).zip(sums) {
+            let (d, m) = (f16_at(block, 0), f16_at(block, 2));
+            // SAFETY: a block holds 4 + 16 bytes: one 16-byte load from byte 4.
+            let v = unsafe { v128_load(block.as_ptr().add(4) as *const v128) };
+            // Element j is the low nibble of byte j, element j + 16 its high nibble.
+            let (low, high) = (v128_and(v, mask), u8x16_shr(v, 4));
+            let first = dot16(u16x8_extend_low_u8x16(low), u16x8_extend_high_u8x16(low), xs, 0, false);
+            let second = dot16(u16x8_extend_low_u8x16(high), u16x8_extend_high_u8x16(high), xs, 16, false);
+            acc = f32x4_add(acc, f32x4_mul(f32x4_splat(d), f32x4_add(first, second)));
+            offset += m * sum;
+        }
+        sum_lanes(acc) + offset
     }
 }
 

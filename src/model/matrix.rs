@@ -7,7 +7,7 @@
 use ndarray::{s, Array2, ArrayView2, ArrayViewMut2};
 
 use crate::error::{Result, VizError};
-use crate::formats::gguf::{dequantize_row, dot_row, GgmlType, GgufTensor};
+use crate::formats::gguf::{block_sums, dequantize_row, dot_q4_1_summed, dot_row, GgmlType, GgufTensor};
 
 /// Rows dequantized at a time: 32 rows of 576 values are 72 KB of f32, which stay in the
 /// cache while every token's dot products with them are taken.
@@ -135,11 +135,17 @@ impl Matrix {
             // they are read, with no buffer to fill and no GEMM to pack.
             Matrix::Quantized(q) if t <= FUSED_MAX_TOKENS => {
                 let xs = x.as_standard_layout(); // (T, cols)
+                let xs: Vec<&[f32]> = xs.rows().into_iter().map(|r| r.to_slice().expect("standard layout rows are contiguous")).collect();
+                assert!(xs.iter().all(|x| x.len() == q.cols()), "x has as many columns as the matrix");
+                // Q4_1's m · Σx term: each token's block sums, once for all rows.
+                let sums: Vec<Vec<f32>> = xs.iter().map(|x| block_sums(x)).collect();
                 for o in lo..hi {
                     let row = &q.bytes()[o * q.row_bytes()..(o + 1) * q.row_bytes()];
-                    for (tok, xrow) in xs.rows().into_iter().enumerate() {
-                        let xrow = xrow.to_slice().expect("standard layout rows are contiguous");
-                        y[[tok, o - lo]] = dot_row(q.kind(), row, xrow).expect("whole rows of a checked tensor");
+                    for (tok, xrow) in xs.iter().enumerate() {
+                        y[[tok, o - lo]] = match q.kind() {
+                            GgmlType::Q4_1 => dot_q4_1_summed(row, xrow, &sums[tok]),
+                            kind => dot_row(kind, row, xrow).expect("whole rows of a checked tensor"),
+                        };
                     }
                 }
             }

@@ -34,6 +34,11 @@ impl TensorData {
         Self(Arc::new(Storage { values: OnceLock::new(), recipe: Some(recipe) }))
     }
 
+    /// True when the values are computed from a recipe when first read (not kept by the pass).
+    pub fn computed_when_read(&self) -> bool {
+        self.0.recipe.is_some()
+    }
+
     /// True when the values are in memory (kept, or computed by an earlier read).
     pub fn is_in_memory(&self) -> bool {
         self.0.values.get().is_some()

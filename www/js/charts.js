@@ -110,6 +110,10 @@ function keyOf(name) {
 export const afterDraw = {};
 
 /** Draws chart `name` now, unless nothing it shows has changed. */
+// How long each chart's last drawing took, for the benchmarks.
+const drawMilliseconds = {};
+window.__tvizDrawMilliseconds = drawMilliseconds;
+
 export function draw(name) {
   const why = whyNotShown(name); // this model has no such chart: say why instead
   showWhyNotShown(canvasOf(name), why);
@@ -124,7 +128,9 @@ export function draw(name) {
   const old = drawnKey[name];
   dirty.delete(name);
   if (old && old.every((part, i) => part === key[i])) return; // nothing it shows has changed
+  const started = performance.now();
   session.drawn[name] = session.viz.draw(canvasOf(name), charts[name]());
+  drawMilliseconds[name] = performance.now() - started;
   drawnKey[name] = key;
   afterDraw[name]?.(session.drawn[name]);
 }
@@ -153,8 +159,8 @@ export function observeCharts() {
 // are exported). A keystroke that arrives meanwhile is handled first: the off-screen charts
 // give way as soon as the browser reports pending input, so typing stays fast.
 let background = null;
-const timing = { passStartedAt: null, passPending: () => false, afterFirstView: null };
-export const drawTiming = timing; // set by pass.js and main.js
+const timing = { passStartedAt: null, passPending: () => false, afterFirstView: null, generating: () => false };
+export const drawTiming = timing; // set by pass.js, main.js and prediction.js
 
 function settled() { // once a pass has drawn every chart (a second call changes nothing)
   if (window.__tviz.firstSettledAt === undefined) {
@@ -165,10 +171,19 @@ function settled() { // once a pass has drawn every chart (a second call changes
   timing.passStartedAt = null;
 }
 
+// While a generation runs, each new token redraws only the charts on screen, except these
+// (the logit lens unembeds every layer's stream: hundreds of milliseconds a token); the rest
+// are drawn when it stops (prediction.js calls drawAll).
+const HELD_WHILE_GENERATING = new Set(['lens']);
+
 export function drawAll() {
   for (const name of Object.keys(charts)) dirty.add(name);
-  drawVisible();
   clearTimeout(background);
+  if (timing.generating()) {
+    for (const name of [...dirty]) if (onScreen(name) && !HELD_WHILE_GENERATING.has(name)) draw(name);
+    return;
+  }
+  drawVisible();
   if (!dirty.size) return;
   background = setTimeout(function next() {
     if (timing.passPending() || !dirty.size) return; // a new pass is coming, or all is drawn

@@ -79,6 +79,7 @@ export function startHelper(configJson, tokenizer, weights) {
       window.__tviz.helper = 'ready';
       showBackend();
     }
+    if (data.memory) window.__tviz.helperMemory = data.memory; // the worker's WebAssembly memory
     if (data.failed) stop();
   };
   worker.onerror = (event) => { event.preventDefault(); stop(); };

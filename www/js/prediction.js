@@ -5,7 +5,7 @@ import { $ } from './dom.js';
 import { state, writeUrl } from './state.js';
 import { session } from './session.js';
 import { modelNamed } from './models.js';
-import { draw } from './charts.js';
+import { draw, drawAll, drawTiming } from './charts.js';
 import { showError, clearError } from './messages.js';
 
 /** The decoding settings as the engine reads them. */
@@ -106,6 +106,7 @@ async function generate(showSummary) {
   } finally {
     viz.end_generation();
     generation.running = false;
+    drawAll(); // the charts held while generating, and those off screen
     $('generate').disabled = false;
     $('stop').disabled = true;
     if (generation.stop) say(`${$('generation-status').textContent} Stopped.`);
@@ -119,6 +120,7 @@ export function stopGeneration() {
 }
 
 export function wirePrediction(showSummary) {
+  drawTiming.generating = () => generation.running;
   const controls = [
     ['temperature', 'temperature', 0, 2, false],
     ['top-k', 'topK', 0, 1000, true],

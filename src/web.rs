@@ -169,11 +169,11 @@ struct CompareSummary<'a> {
 impl Viz {
     /// Builds the model from its files' contents; `name` is the model's short name.
     #[wasm_bindgen(constructor)]
-    pub fn new(name: &str, config_json: &str, tokenizer_json: &str, weights: &[u8]) -> Result<Viz, JsError> {
+    pub fn new(name: &str, config_json: &str, tokenizer_json: &str, weights: Vec<u8>) -> Result<Viz, JsError> {
         let model = match name {
-            "minilm-l6" => minilm::from_bytes(name, config_json, tokenizer_json, weights).map_err(js_err)?,
+            "minilm-l6" => minilm::from_bytes(name, config_json, tokenizer_json, &weights).map_err(js_err)?,
             // The GGUF file holds the config and the vocabulary too.
-            "smollm2-135m" => smollm2::from_gguf_bytes(name, weights).map_err(js_err)?,
+            "smollm2-135m" => smollm2::from_gguf_file(name, weights).map_err(js_err)?,
             other => return Err(js_err(VizError::UnknownModel(other.into(), crate::checkpoints::KNOWN_MODELS.join(", ")))),
         };
         let limit = model.config.context.min(PAGE_TOKENS);

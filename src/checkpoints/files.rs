@@ -48,7 +48,7 @@ pub fn load_named(root: &Path, name: &str, precision: WeightPrecision) -> Result
                 &read_file(&dir.join(weights))?,
             )
         }
-        "smollm2-135m" => super::smollm2::from_gguf_bytes(name, &read_file(&dir.join(super::SMOLLM2_FILE))?),
+        "smollm2-135m" => super::smollm2::from_gguf_file(name, read_file(&dir.join(super::SMOLLM2_FILE))?),
         other => Err(VizError::UnknownModel(other.into(), super::KNOWN_MODELS.join(", "))),
     }
 }

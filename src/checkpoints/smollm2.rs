@@ -7,6 +7,8 @@
 //! halves Hugging Face rotates: the config says so (`adjacent_pairs`).
 //! Quantized matrices stay quantized (`Matrix::Quantized`); norms' gammas become f32.
 
+use std::sync::Arc;
+
 use ndarray::Array1;
 
 use crate::error::{Result, VizError};
@@ -103,21 +105,22 @@ pub fn config_from_gguf(name: &str, g: &Gguf<'_>) -> Result<ModelConfig> {
     Ok(config)
 }
 
-/// A tensor of the expected row-major shape, its bytes copied out of the file.
-fn tensor(g: &Gguf<'_>, name: &str, shape: &[usize]) -> Result<GgufTensor<Vec<u8>>> {
+/// A tensor of the expected row-major shape, read from the file's bytes.
+fn tensor<'a>(g: &Gguf<'a>, name: &str, shape: &[usize]) -> Result<GgufTensor<&'a [u8]>> {
     let t = g.tensor(name)?;
     if t.shape() != shape {
         return Err(VizError::ShapeMismatch { name: name.into(), expected: shape.to_vec(), found: t.shape().to_vec() });
     }
-    Ok(t.to_owned())
+    Ok(t)
 }
 
-fn matrix(g: &Gguf<'_>, name: &str, rows: usize, cols: usize) -> Result<Matrix> {
-    Matrix::quantized(tensor(g, name, &[rows, cols])?)
+/// A weight matrix; quantized blocks stay in `file` (the bytes `g` was parsed from).
+fn matrix(g: &Gguf<'_>, file: &Arc<Vec<u8>>, name: &str, rows: usize, cols: usize) -> Result<Matrix> {
+    Matrix::quantized(tensor(g, name, &[rows, cols])?.within(file)?)
 }
 
-fn linear(g: &Gguf<'_>, name: &str, out: usize, inp: usize) -> Result<Linear> {
-    Ok(Linear { weight: matrix(g, name, out, inp)?, bias: None })
+fn linear(g: &Gguf<'_>, file: &Arc<Vec<u8>>, name: &str, out: usize, inp: usize) -> Result<Linear> {
+    Ok(Linear { weight: matrix(g, file, name, out, inp)?, bias: None })
 }
 
 fn rms_norm(g: &Gguf<'_>, name: &str, d: usize) -> Result<NormWeights> {
@@ -129,7 +132,8 @@ fn rms_norm(g: &Gguf<'_>, name: &str, d: usize) -> Result<NormWeights> {
 }
 
 /// Maps `blk.N.*` onto `Weights`, checking each tensor's shape against the config first.
-pub fn weights_from_gguf(g: &Gguf<'_>, c: &ModelConfig) -> Result<Weights> {
+/// The model's weights from `g`, parsed from `file`: quantized matrices keep pointing into it.
+pub fn weights_from_gguf(g: &Gguf<'_>, file: &Arc<Vec<u8>>, c: &ModelConfig) -> Result<Weights> {
     let d = c.d_model;
     let (q, kv) = (c.n_heads * c.head_dim, c.n_kv_heads * c.head_dim);
     let layers_in_file = (0..).take_while(|i| g.tensor(&format!("blk.{i}.attn_q.weight")).is_ok()).count();
@@ -143,28 +147,28 @@ pub fn weights_from_gguf(g: &Gguf<'_>, c: &ModelConfig) -> Result<Weights> {
         layers.push(LayerWeights {
             attention_norm: rms_norm(g, &format!("{p}.attn_norm.weight"), d)?,
             attention: AttentionWeights {
-                query: linear(g, &format!("{p}.attn_q.weight"), q, d)?,
-                key: linear(g, &format!("{p}.attn_k.weight"), kv, d)?,
-                value: linear(g, &format!("{p}.attn_v.weight"), kv, d)?,
-                output: linear(g, &format!("{p}.attn_output.weight"), d, q)?,
+                query: linear(g, file, &format!("{p}.attn_q.weight"), q, d)?,
+                key: linear(g, file, &format!("{p}.attn_k.weight"), kv, d)?,
+                value: linear(g, file, &format!("{p}.attn_v.weight"), kv, d)?,
+                output: linear(g, file, &format!("{p}.attn_output.weight"), d, q)?,
             },
             ffn_norm: rms_norm(g, &format!("{p}.ffn_norm.weight"), d)?,
             ffn: FfnWeights {
-                up: linear(g, &format!("{p}.ffn_up.weight"), c.d_ff, d)?,
-                gate: Some(linear(g, &format!("{p}.ffn_gate.weight"), c.d_ff, d)?),
-                down: linear(g, &format!("{p}.ffn_down.weight"), d, c.d_ff)?,
+                up: linear(g, file, &format!("{p}.ffn_up.weight"), c.d_ff, d)?,
+                gate: Some(linear(g, file, &format!("{p}.ffn_gate.weight"), c.d_ff, d)?),
+                down: linear(g, file, &format!("{p}.ffn_down.weight"), d, c.d_ff)?,
             },
         });
     }
     let weights = Weights {
-        token_embedding: matrix(g, "token_embd.weight", c.vocab_size, d)?,
+        token_embedding: matrix(g, file, "token_embd.weight", c.vocab_size, d)?,
         segment_embedding: None,
         position_embedding: None,
         embedding_norm: None,
         layers,
         final_norm: Some(rms_norm(g, "output_norm.weight", d)?),
         lm_head: match c.lm_head {
-            LmHead::Separate => Some(matrix(g, "output.weight", c.vocab_size, d)?),
+            LmHead::Separate => Some(matrix(g, file, "output.weight", c.vocab_size, d)?),
             _ => None,
         },
     };
@@ -198,9 +202,17 @@ pub fn tokenizer_from_gguf(g: &Gguf<'_>) -> Result<ByteLevelBpe> {
 
 /// Builds the model from a GGUF file's bytes (what the browser fetches).
 pub fn from_gguf_bytes(name: &str, bytes: &[u8]) -> Result<Transformer> {
-    let g = Gguf::parse(bytes)?;
+    from_gguf_file(name, bytes.to_vec())
+}
+
+/// Builds the model from a GGUF file it takes over: the quantized weights stay where they
+/// are in the file's bytes (no second copy).
+pub fn from_gguf_file(name: &str, file: Vec<u8>) -> Result<Transformer> {
+    let file = Arc::new(file);
+    let g = Gguf::parse(&file)?;
     let config = config_from_gguf(name, &g)?;
     let tokenizer = tokenizer_from_gguf(&g)?;
-    let weights = weights_from_gguf(&g, &config)?;
+    let weights = weights_from_gguf(&g, &file, &config)?;
+    drop(g);
     Transformer::new(config, weights, Box::new(tokenizer))
 }

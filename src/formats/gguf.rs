@@ -18,6 +18,7 @@
 //! then the items (arrays may nest).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use half::f16;
 
@@ -849,6 +850,50 @@ impl<B: AsRef<[u8]>> GgufTensor<B> {
     /// The same tensor owning a copy of its bytes.
     pub fn to_owned(&self) -> GgufTensor<Vec<u8>> {
         GgufTensor { name: self.name.clone(), shape: self.shape.clone(), kind: self.kind, bytes: self.bytes().to_vec() }
+    }
+
+    /// The same tensor holding its bytes as `SharedBytes` (no copy when they are already).
+    pub fn into_shared(self) -> GgufTensor<SharedBytes>
+    where
+        B: Into<SharedBytes>,
+    {
+        GgufTensor { name: self.name, shape: self.shape, kind: self.kind, bytes: self.bytes.into() }
+    }
+}
+
+impl GgufTensor<&[u8]> {
+    /// The same tensor reading its bytes from `file`, the buffer this tensor was parsed from,
+    /// instead of copying them: a model keeps the file and its tensors point into it.
+    pub fn within(&self, file: &Arc<Vec<u8>>) -> Result<GgufTensor<SharedBytes>> {
+        let start = (self.bytes.as_ptr() as usize).wrapping_sub(file.as_ptr() as usize);
+        let end = start.checked_add(self.bytes.len()).filter(|&end| end <= file.len() && start <= file.len());
+        let Some(end) = end else {
+            return Err(corrupt(format!("tensor {} is not inside the file it was read from", self.name)));
+        };
+        let bytes = SharedBytes { file: file.clone(), start, end };
+        Ok(GgufTensor { name: self.name.clone(), shape: self.shape.clone(), kind: self.kind, bytes })
+    }
+}
+
+/// A range of a file's bytes held in memory once and shared by every tensor that lives in it
+/// (SmolLM2: 98 MB kept once rather than the file plus a copy of each tensor).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SharedBytes {
+    file: Arc<Vec<u8>>,
+    start: usize,
+    end: usize,
+}
+
+impl AsRef<[u8]> for SharedBytes {
+    fn as_ref(&self) -> &[u8] {
+        &self.file[self.start..self.end]
+    }
+}
+
+impl From<Vec<u8>> for SharedBytes {
+    fn from(bytes: Vec<u8>) -> Self {
+        let end = bytes.len();
+        SharedBytes { file: Arc::new(bytes), start: 0, end }
     }
 }
 

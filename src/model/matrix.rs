@@ -7,7 +7,7 @@
 use ndarray::{s, Array2, ArrayView2, ArrayViewMut2};
 
 use crate::error::{Result, VizError};
-use crate::formats::gguf::{block_sums, dequantize_row, dot_q4_1_summed, dot_row, GgmlType, GgufTensor};
+use crate::formats::gguf::{block_sums, dequantize_row, dot_q4_1_summed, dot_row, GgmlType, GgufTensor, SharedBytes};
 
 /// Rows dequantized at a time: 32 rows of 576 values are 72 KB of f32, which stay in the
 /// cache while every token's dot products with them are taken.
@@ -23,7 +23,7 @@ pub enum Matrix {
     /// (rows, cols) f32.
     Dense(Array2<f32>),
     /// GGUF blocks, row after row; each row is a whole number of blocks.
-    Quantized(GgufTensor<Vec<u8>>),
+    Quantized(GgufTensor<SharedBytes>),
 }
 
 impl From<Array2<f32>> for Matrix {
@@ -34,7 +34,7 @@ impl From<Array2<f32>> for Matrix {
 
 impl Matrix {
     /// A quantized matrix from a GGUF tensor of two dimensions.
-    pub fn quantized(tensor: GgufTensor<Vec<u8>>) -> Result<Self> {
+    pub fn quantized<B: AsRef<[u8]> + Into<SharedBytes>>(tensor: GgufTensor<B>) -> Result<Self> {
         if tensor.shape().len() != 2 {
             return Err(VizError::ShapeMismatch { name: tensor.name().into(), expected: vec![0, 0], found: tensor.shape().to_vec() });
         }
@@ -45,7 +45,7 @@ impl Matrix {
                 let values = tensor.to_f32()?;
                 Matrix::Dense(Array2::from_shape_vec((rows, cols), values).expect("to_f32 gives rows * cols values"))
             }
-            GgmlType::Q8_0 | GgmlType::Q4_1 => Matrix::Quantized(tensor),
+            GgmlType::Q8_0 | GgmlType::Q4_1 => Matrix::Quantized(tensor.into_shared()),
         })
     }
 

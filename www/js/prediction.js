@@ -98,8 +98,9 @@ async function generate(showSummary) {
       const seconds = (performance.now() - started) / 1000;
       generation.tokensPerSecond = generation.tokens.length / seconds;
       say(`Generated ${generation.tokens.length} of ${count} tokens, ${generation.tokensPerSecond.toFixed(1)} tokens/s. Last: “${generated.token}” (drawn with probability ${(generated.probability * 100).toFixed(1)}%, the model's own ${(generated.model_probability * 100).toFixed(1)}%). KV cache: ${summary.cached_tokens} tokens, ${formatBytes(summary.cache_bytes)}.`);
-      // Let the browser draw, and a click on Stop or a keystroke arrive, before the next token.
-      await new Promise((resolve) => setTimeout(resolve, 0));
+      // Let the browser draw, and a click on Stop or a keystroke arrive, before the next token
+      // (scheduler.yield where the browser has it: nested timers wait at least 4 ms each).
+      await (globalThis.scheduler?.yield ? globalThis.scheduler.yield() : new Promise((resolve) => setTimeout(resolve, 0)));
     }
   } catch (err) {
     showError(String(err.message ?? err), 'generate-message');

@@ -40,14 +40,16 @@ fn every_view_is_written_and_changes_with_the_sentence() {
     let nb = render_all(model, &tb, &b, Some(1)).unwrap();
     assert_eq!(na, nb);
     // 12 heads x (heatmap + lines) + grid + 4 position views + 2 sinusoidal views
-    // + 3 norms x (stages + parameters) + residual, each as SVG and PNG.
-    assert_eq!(na, 2 * (12 * 2 + 1 + 4 + 2 + 3 * 2 + 1));
+    // + 3 norms x (stages + parameters) + residual + 2 head grids (previous, first token),
+    // each as SVG and PNG.
+    assert_eq!(na, 2 * (12 * 2 + 1 + 4 + 2 + 3 * 2 + 1 + 2));
     let views = [
         "attention/layer1_head3",
         "attention/lines_layer1_head3",
         "attention_grid",
         "layer_norm/layer1_attn_norm",
         "residual_stream",
+        "head_grid_previous",
     ];
     for view in views {
         let (wa, ha, pa) = png_pixels(&a.join(format!("{view}.png")));

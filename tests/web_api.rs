@@ -51,7 +51,7 @@ const VIEWS: &[&str] = &[
 
 #[wasm_bindgen_test]
 fn every_view_draws_and_follows_the_sentence() {
-    let mut viz = Viz::new("minilm-l6", CONFIG, TOKENIZER, WEIGHTS).unwrap();
+    let mut viz = Viz::new("minilm-l6", CONFIG, TOKENIZER, WEIGHTS.to_vec()).unwrap();
     assert_eq!(viz.backend(), "CPU (WebAssembly)");
     viz.set_text("The cat sat on the mat.").unwrap();
     let first: Vec<Vec<u8>> = VIEWS
@@ -76,7 +76,7 @@ fn every_view_draws_and_follows_the_sentence() {
 
 #[wasm_bindgen_test]
 fn attention_rows_sum_to_one_and_svg_exports() {
-    let mut viz = Viz::new("minilm-l6", CONFIG, TOKENIZER, WEIGHTS).unwrap();
+    let mut viz = Viz::new("minilm-l6", CONFIG, TOKENIZER, WEIGHTS.to_vec()).unwrap();
     viz.set_text("Attention rows are probability distributions.").unwrap();
     let a = viz.attention(2, 5).unwrap();
     let t = (a.len() as f64).sqrt() as usize;
@@ -93,7 +93,7 @@ fn attention_rows_sum_to_one_and_svg_exports() {
 
 #[wasm_bindgen_test]
 fn bad_input_and_bad_files_are_errors_not_panics() {
-    let mut viz = Viz::new("minilm-l6", CONFIG, TOKENIZER, WEIGHTS).unwrap();
+    let mut viz = Viz::new("minilm-l6", CONFIG, TOKENIZER, WEIGHTS.to_vec()).unwrap();
     assert!(viz.set_text("   ").is_err());
     let long = "word ".repeat(600);
     viz.set_text(&long).unwrap();
@@ -103,20 +103,20 @@ fn bad_input_and_bad_files_are_errors_not_panics() {
     // A feature or a token that does not exist is an error, not a silently shorter chart.
     assert!(viz.draw(canvas(300, 300), view(r#"{"kind":"sinusoidal_waves","dims":[0,999999]}"#)).is_err());
     assert!(viz.draw(canvas(300, 300), view(r#"{"kind":"residual","tokens":[9999]}"#)).is_err());
-    assert!(Viz::new("minilm-l6", CONFIG, TOKENIZER, &WEIGHTS[..1000]).is_err());
-    assert!(Viz::new("gpt-9", CONFIG, TOKENIZER, WEIGHTS).is_err());
+    assert!(Viz::new("minilm-l6", CONFIG, TOKENIZER, WEIGHTS[..1000].to_vec()).is_err());
+    assert!(Viz::new("gpt-9", CONFIG, TOKENIZER, WEIGHTS.to_vec()).is_err());
     // The helper thread's entry point refuses tokens the model cannot read.
-    assert!(viz.help(vec![]).is_err());
-    assert!(viz.help(vec![101, 30_522]).is_err());
-    assert!(viz.help(vec![101; 513]).is_err());
-    assert!(viz.help(vec![101, 7_592, 102]).is_ok());
+    assert!(viz.help(vec![], 0).is_err());
+    assert!(viz.help(vec![101, 30_522], 0).is_err());
+    assert!(viz.help(vec![101; 513], 0).is_err());
+    assert!(viz.help(vec![101, 7_592, 102], 0).is_ok());
     assert_eq!(viz.backend(), "CPU (WebAssembly)", "no team was joined");
 }
 
 #[wasm_bindgen_test]
 fn text_with_the_same_tokens_keeps_the_last_pass() {
     let field = |summary: &JsValue, name: &str| js_sys::Reflect::get(summary, &name.into()).unwrap();
-    let mut viz = Viz::new("minilm-l6", CONFIG, TOKENIZER, WEIGHTS).unwrap();
+    let mut viz = Viz::new("minilm-l6", CONFIG, TOKENIZER, WEIGHTS.to_vec()).unwrap();
     let first = viz.set_text("The cat sat").unwrap();
     assert_eq!(field(&first, "recomputed"), JsValue::TRUE);
     let before = viz.attention(3, 1).unwrap();

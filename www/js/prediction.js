@@ -65,6 +65,15 @@ function formatBytes(bytes) {
   return bytes >= 1e6 ? `${(bytes / 1e6).toFixed(1)} MB` : `${(bytes / 1e3).toFixed(0)} kB`;
 }
 
+/** A promise kept in a new task, queued behind the tasks already waiting. */
+function nextTask() {
+  return new Promise((resolve) => {
+    const channel = new MessageChannel();
+    channel.port1.onmessage = () => { channel.port1.close(); resolve(); };
+    channel.port2.postMessage(null);
+  });
+}
+
 /** Adds up to N tokens, one pass each through the KV cache, redrawing every view after each. */
 async function generate(showSummary) {
   if (generation.running) return;
@@ -98,9 +107,10 @@ async function generate(showSummary) {
       const seconds = (performance.now() - started) / 1000;
       generation.tokensPerSecond = generation.tokens.length / seconds;
       say(`Generated ${generation.tokens.length} of ${count} tokens, ${generation.tokensPerSecond.toFixed(1)} tokens/s. Last: “${generated.token}” (drawn with probability ${(generated.probability * 100).toFixed(1)}%, the model's own ${(generated.model_probability * 100).toFixed(1)}%). KV cache: ${summary.cached_tokens} tokens, ${formatBytes(summary.cache_bytes)}.`);
-      // Let the browser draw, and a click on Stop or a keystroke arrive, before the next token
-      // (scheduler.yield where the browser has it: nested timers wait at least 4 ms each).
-      await (globalThis.scheduler?.yield ? globalThis.scheduler.yield() : new Promise((resolve) => setTimeout(resolve, 0)));
+      // Let the browser draw, and a click on Stop or a keystroke arrive, before the next token:
+      // the next token waits behind every task already queued (a message, not a timer: nested
+      // timers wait at least 4 ms each; not scheduler.yield, whose continuation goes first).
+      await nextTask();
     }
   } catch (err) {
     showError(String(err.message ?? err), 'generate-message');

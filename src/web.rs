@@ -248,10 +248,20 @@ impl Viz {
     }
 
     /// A causal model's traced pass on `encoding`, continuing the last one through the KV
-    /// cache; the helper thread, if any, computes half of every product alongside.
-    fn continue_pass(&mut self, encoding: crate::tokenize::Encoding, text: &str) {
+    /// cache; with `share`, the helper thread (if any) computes half of every product
+    /// alongside. A pass of one new token (a generated one) gains nothing from the helper:
+    /// swapping the halves of 211 products costs what computing them alone would.
+    fn continue_pass(&mut self, encoding: crate::tokenize::Encoding, text: &str, share: bool) {
         let ids = encoding.ids();
         let previous = self.trace.take();
+        if !share {
+            // The helper's cache is left as it was: `helper_cached` still says what it holds.
+            let continued = team::alone(|| self.model.continue_trace(encoding, text, previous.as_ref(), &mut self.cache));
+            drop(previous);
+            self.reused = continued.reused;
+            self.trace = Some(continued.trace);
+            return;
+        }
         let mut most = usize::MAX;
         if team::current().is_some_and(|t| t.member() == 0) {
             // The helper's cache may hold fewer of these tokens (it started later): both
@@ -283,7 +293,7 @@ impl Viz {
             _ if self.model.config.causal => {
                 // A causal model continues its last pass: the tokens before the first change
                 // keep their keys, values and trace rows.
-                self.continue_pass(encoding, text);
+                self.continue_pass(encoding, text, true);
                 true
             }
             _ => {
@@ -341,7 +351,8 @@ impl Viz {
         let generated_ids: Vec<u32> = tokens[prompt.tokens.min(tokens.len())..].iter().map(|t| t.id).collect();
         let text = format!("{}{}", prompt.text, self.model.tokenizer.decode(&generated_ids).map_err(js_err)?);
         let encoding = crate::tokenize::Encoding { tokens, truncated: None };
-        self.continue_pass(encoding, &text);
+        // One new token: computed here alone (see `continue_pass`).
+        self.continue_pass(encoding, &text, false);
         let generated = Generated {
             id,
             token: info.text,

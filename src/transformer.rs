@@ -48,7 +48,7 @@ impl Transformer {
 
     /// Tokens of the sentence, cut to the model's context.
     pub fn encode(&self, text: &str) -> Result<Encoding> {
-        self.tokenizer.encode(text, self.config.context)
+        self.encode_within(text, self.config.context)
     }
 
     /// `encode`, keeping at most `most` tokens (fewer than the context when a caller traces

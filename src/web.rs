@@ -254,26 +254,24 @@ impl Viz {
     fn continue_pass(&mut self, encoding: crate::tokenize::Encoding, text: &str, share: bool) {
         let ids = encoding.ids();
         let previous = self.trace.take();
-        if !share {
+        let continued = if !share {
             // The helper's cache is left as it was: `helper_cached` still says what it holds.
-            let continued = team::alone(|| self.model.continue_trace(encoding, text, previous.as_ref(), &mut self.cache));
-            drop(previous);
-            self.reused = continued.reused;
-            self.trace = Some(continued.trace);
-            return;
-        }
-        let mut most = usize::MAX;
-        if team::current().is_some_and(|t| t.member() == 0) {
-            // The helper's cache may hold fewer of these tokens (it started later): both
-            // compute the same rows.
-            let helper_has = self.helper_cached.iter().zip(&ids).take_while(|(a, b)| a == b).count();
-            most = self.model.reusable(&ids, previous.as_ref(), &self.cache).min(helper_has);
-            team_begin(&ids, most);
-        }
-        let continued = self.model.continue_trace_within(encoding, text, previous.as_ref(), &mut self.cache, most);
+            team::alone(|| self.model.continue_trace(encoding, text, previous.as_ref(), &mut self.cache))
+        } else {
+            let mut most = usize::MAX;
+            if team::current().is_some_and(|t| t.member() == 0) {
+                // The helper's cache may hold fewer of these tokens (it started later): both
+                // compute the same rows.
+                let helper_has = self.helper_cached.iter().zip(&ids).take_while(|(a, b)| a == b).count();
+                most = self.model.reusable(&ids, previous.as_ref(), &self.cache).min(helper_has);
+                team_begin(&ids, most);
+            }
+            let continued = self.model.continue_trace_within(encoding, text, previous.as_ref(), &mut self.cache, most);
+            // A helper that stopped answering left the team: its cache is no longer known.
+            self.helper_cached = if team::current().is_some() { ids } else { Vec::new() };
+            continued
+        };
         drop(previous);
-        // A helper that stopped answering left the team: its cache is no longer known.
-        self.helper_cached = if team::current().is_some() { ids } else { Vec::new() };
         self.reused = continued.reused;
         self.trace = Some(continued.trace);
     }

@@ -213,6 +213,5 @@ pub fn from_gguf_file(name: &str, file: Vec<u8>) -> Result<Transformer> {
     let config = config_from_gguf(name, &g)?;
     let tokenizer = tokenizer_from_gguf(&g)?;
     let weights = weights_from_gguf(&g, &file, &config)?;
-    drop(g);
     Transformer::new(config, weights, Box::new(tokenizer))
 }

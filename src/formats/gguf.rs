@@ -866,7 +866,7 @@ impl GgufTensor<&[u8]> {
     /// instead of copying them: a model keeps the file and its tensors point into it.
     pub fn within(&self, file: &Arc<Vec<u8>>) -> Result<GgufTensor<SharedBytes>> {
         let start = (self.bytes.as_ptr() as usize).wrapping_sub(file.as_ptr() as usize);
-        let end = start.checked_add(self.bytes.len()).filter(|&end| end <= file.len() && start <= file.len());
+        let end = start.checked_add(self.bytes.len()).filter(|&end| end <= file.len());
         let Some(end) = end else {
             return Err(corrupt(format!("tensor {} is not inside the file it was read from", self.name)));
         };
@@ -1074,12 +1074,6 @@ mod simd128 {
     use super::{f16_at, Q4_1_BLOCK_BYTES, Q8_0_BLOCK_BYTES, QK};
     use core::arch::wasm32::*;
 
-    /// Four i32 lanes as f32.
-    #[inline(always)]
-    fn lanes(v: v128) -> v128 {
-        f32x4_convert_i32x4(v)
-    }
-
     #[inline(always)]
     fn load(xs: &[f32], at: usize) -> v128 {
         debug_assert!(at + 4 <= xs.len());
@@ -1100,8 +1094,9 @@ mod simd128 {
         } else {
             (u32x4_extend_low_u16x8(q16_low), u32x4_extend_high_u16x8(q16_low), u32x4_extend_low_u16x8(q16_high), u32x4_extend_high_u16x8(q16_high))
         };
-        let p = f32x4_add(f32x4_mul(lanes(a), load(xs, at)), f32x4_mul(lanes(b), load(xs, at + 4)));
-        let q = f32x4_add(f32x4_mul(lanes(c), load(xs, at + 8)), f32x4_mul(lanes(d), load(xs, at + 12)));
+        let f = f32x4_convert_i32x4; // four i32 lanes as f32
+        let p = f32x4_add(f32x4_mul(f(a), load(xs, at)), f32x4_mul(f(b), load(xs, at + 4)));
+        let q = f32x4_add(f32x4_mul(f(c), load(xs, at + 8)), f32x4_mul(f(d), load(xs, at + 12)));
         f32x4_add(p, q)
     }
 

@@ -82,6 +82,7 @@ build_page() {
 }
 
 ensure_models() {
-  step "model files"
+  step "model files, and the corpus the lecture's models were trained on (tests check them on it)"
   scripts/fetch-models.sh
+  scripts/fetch-corpus.sh
 }

@@ -10,6 +10,10 @@ use thiserror::Error;
 /// person can do about it; none of them is ever raised as a panic.
 #[derive(Debug, Error, Clone, PartialEq)]
 pub enum VizError {
+    /// Training failed (a tensor operation of the trainer, or its settings).
+    #[error("training: {0}")]
+    Training(String),
+
     #[error("the text is empty: type a sentence to see the model work on it")]
     EmptyText,
 

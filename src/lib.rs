@@ -16,6 +16,8 @@ pub mod formats;
 pub mod model;
 pub mod tokenize;
 pub mod trace;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod train;
 pub mod transformer;
 
 #[cfg(target_arch = "wasm32")]

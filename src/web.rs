@@ -8,7 +8,7 @@ use web_sys::HtmlCanvasElement;
 
 use crate::analysis::heads::{head_scores, heads_from};
 use crate::analysis::sampling::{Sampler, SamplingSettings, SamplingStages};
-use crate::checkpoints::{minilm, smollm2};
+use crate::checkpoints::{lecture, minilm, smollm2};
 use crate::model::kv_cache::KvCache;
 use crate::draw::compare::{draw_compare_view, CompareView};
 use crate::draw::draw_err;
@@ -174,6 +174,7 @@ impl Viz {
             "minilm-l6" => minilm::from_bytes(name, config_json, tokenizer_json, &weights).map_err(js_err)?,
             // The GGUF file holds the config and the vocabulary too.
             "smollm2-135m" => smollm2::from_gguf_file(name, weights).map_err(js_err)?,
+            lecture if lecture::DECODERS.contains(&lecture) => lecture::from_bytes(name, config_json, tokenizer_json, &weights).map_err(js_err)?,
             other => return Err(js_err(VizError::UnknownModel(other.into(), crate::checkpoints::KNOWN_MODELS.join(", ")))),
         };
         let limit = model.config.context.min(PAGE_TOKENS);

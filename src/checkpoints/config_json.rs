@@ -69,6 +69,11 @@ impl ConfigJson {
         }
     }
 
+    /// Whether the field is present.
+    pub fn has(&self, field: &str) -> bool {
+        self.fields.contains_key(field)
+    }
+
     /// A count that may be absent, with the value its absence means.
     pub fn count_or(&self, field: &str, default: usize) -> Result<usize> {
         if self.fields.contains_key(field) {

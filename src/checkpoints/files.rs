@@ -49,6 +49,16 @@ pub fn load_named(root: &Path, name: &str, precision: WeightPrecision) -> Result
             )
         }
         "smollm2-135m" => super::smollm2::from_gguf_file(name, read_file(&dir.join(super::SMOLLM2_FILE))?),
+        // Committed with the repository rather than fetched: `trained/NAME/`.
+        lecture if super::lecture::DECODERS.contains(&lecture) => {
+            let dir = Path::new(super::lecture::TRAINED_DIR).join(lecture);
+            super::lecture::from_bytes(
+                name,
+                &read_text(&dir.join("config.json"))?,
+                &read_text(&dir.join("tokenizer.json"))?,
+                &read_file(&dir.join("model.safetensors"))?,
+            )
+        }
         other => Err(VizError::UnknownModel(other.into(), super::KNOWN_MODELS.join(", "))),
     }
 }

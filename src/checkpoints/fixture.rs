@@ -54,6 +54,7 @@ pub fn encoder_config() -> ModelConfig {
         linear_bias: true,
         lm_head: LmHead::None,
         embedding_norm: false,
+        embedding_scale: 1.0,
     }
 }
 
@@ -80,6 +81,7 @@ pub fn decoder_config() -> ModelConfig {
         linear_bias: false,
         lm_head: LmHead::Tied,
         embedding_norm: false,
+        embedding_scale: 1.0,
     }
 }
 

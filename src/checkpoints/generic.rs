@@ -129,6 +129,8 @@ pub fn config_from_json(json: &str) -> Result<ModelConfig> {
         linear_bias: j.boolean("linear_bias")?,
         lm_head: j.typed("lm_head")?,
         embedding_norm: j.boolean("embedding_norm")?,
+        // Absent in configs saved before the field existed: 1.
+        embedding_scale: if j.has("embedding_scale") { j.number("embedding_scale")? } else { 1.0 },
     };
     config.validate().map_err(|e| in_file(e, FILE, &[]))?;
     Ok(config)

@@ -87,6 +87,7 @@ pub fn config_from_json(name: &str, json: &str) -> Result<ModelConfig> {
         linear_bias: true,
         lm_head: LmHead::None,
         embedding_norm: true,
+        embedding_scale: 1.0,
     };
     config.validate().map_err(|e| in_file(e, FILE, SPELLING))?;
     Ok(config)

@@ -96,6 +96,7 @@ pub fn config_from_gguf(name: &str, g: &Gguf<'_>) -> Result<ModelConfig> {
         linear_bias: false,
         lm_head: if g.tensor("output.weight").is_ok() { LmHead::Separate } else { LmHead::Tied },
         embedding_norm: false,
+        embedding_scale: 1.0,
     };
     config.validate().map_err(|e| in_metadata(e, arch))?;
     if head_dim * n_heads != d_model {

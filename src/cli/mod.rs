@@ -4,6 +4,8 @@ use std::io::{BufWriter, ErrorKind, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+mod train;
+
 use clap::{Parser, Subcommand};
 use serde::Serialize;
 
@@ -109,6 +111,10 @@ enum Command {
     },
     /// Convert a safetensors file's floating-point tensors to f16.
     ConvertF16 { input: PathBuf, output: PathBuf },
+    /// Learn a byte-level BPE vocabulary from a folder of text (for `train`).
+    Vocab(train::VocabArgs),
+    /// Train one of the lecture's models on a folder of text (both cores, seeded).
+    Train(train::TrainArgs),
 }
 
 #[derive(Serialize)]
@@ -198,6 +204,8 @@ fn run(cli: Cli) -> Result<()> {
                 Ok(())
             })
         }
+        Command::Vocab(args) => train::vocab(args),
+        Command::Train(args) => train::train(args),
         Command::ConvertF16 { input, output } => {
             let halves = crate::formats::safetensors::convert_to_f16(&read_file(&input)?)?;
             let tmp = output.with_extension("part");

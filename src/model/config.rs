@@ -77,6 +77,16 @@ pub struct ModelConfig {
     pub lm_head: LmHead,
     /// A LayerNorm right after embedding (BERT does this, before any layer).
     pub embedding_norm: bool,
+    /// The token embedding is multiplied by this before the positions are added: 1 for most
+    /// models; sqrt(d_model) in the original paper (and the lecture's models), whose tied
+    /// embedding stays small for the unembedding while the token's part of the stream
+    /// matches the sinusoidal table's size.
+    #[serde(default = "unit_scale")]
+    pub embedding_scale: f32,
+}
+
+fn unit_scale() -> f32 {
+    1.0
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -107,6 +117,8 @@ pub mod limits {
     /// Rotary base: real models use 1e4 to 1e7; at 1 or below every angle is the same or
     /// grows without bound.
     pub const MAX_ROTARY_BASE: f32 = 1e12;
+    /// Embedding scale: sqrt(d_model) is at most 256 for any width allowed here.
+    pub const MAX_EMBEDDING_SCALE: f32 = 1e4;
 }
 
 /// The name `validate` gives the config in its errors; loaders replace it with their file's.
@@ -163,6 +175,10 @@ impl ModelConfig {
         }
         if matches!(self.position, Position::Sinusoidal) && self.d_model % 2 != 0 {
             return Err(VizError::config_field(CONFIG_NAME, "d_model", self.d_model, "must be even for the sinusoidal table"));
+        }
+        if !(self.embedding_scale > 0.0 && self.embedding_scale <= limits::MAX_EMBEDDING_SCALE) {
+            let problem = format!("must be a positive number of at most {}", limits::MAX_EMBEDDING_SCALE);
+            return Err(VizError::config_field(CONFIG_NAME, "embedding_scale", self.embedding_scale, problem));
         }
         if !(self.norm_eps > 0.0 && self.norm_eps < limits::MAX_NORM_EPS) {
             let problem = format!("must be a small positive number (below {})", limits::MAX_NORM_EPS);

@@ -14,7 +14,10 @@ use crate::trace::{Op, Recorder};
 pub fn embed<R: Recorder>(ids: &[u32], first: usize, w: &Weights, c: &ModelConfig, rec: &mut R) -> (Array2<f32>, Op) {
     let t = ids.len();
     let rows: Vec<usize> = ids.iter().map(|&i| i as usize).collect();
-    let tokens = w.token_embedding.select_rows(&rows).expect("Transformer::encode keeps ids below vocab_size"); // (T, d)
+    let mut tokens = w.token_embedding.select_rows(&rows).expect("Transformer::encode keeps ids below vocab_size"); // (T, d)
+    if c.embedding_scale != 1.0 {
+        tokens *= c.embedding_scale; // (T, d): sqrt(d_model) E[t] in the original paper
+    }
     rec.step(Op::TokenEmbedding, None, &[Op::Tokenize], || tokens.clone().into_dyn());
     let mut x = tokens; // (T, d)
     let mut sum_inputs = vec![Op::TokenEmbedding];

@@ -92,7 +92,7 @@ fn bad(msg: impl Into<String>) -> VizError {
 /// GPT-2's byte-to-unicode table: printable Latin-1 bytes stand for themselves, the other 68
 /// (controls, space, DEL, NBSP, soft hyphen) are moved to U+0100 upwards, so every byte is a
 /// visible character and a vocabulary can be written as plain strings.
-fn byte_to_char() -> [char; 256] {
+pub fn byte_to_char() -> [char; 256] {
     let printable = |b: u32| (0x21..=0x7E).contains(&b) || (0xA1..=0xAC).contains(&b) || (0xAE..=0xFF).contains(&b);
     let mut table = ['\0'; 256];
     let mut moved = 0;
@@ -295,7 +295,7 @@ impl ByteLevelBpe {
     }
 
     /// The pre-tokenizer's pieces of `text`, in order; together they are the whole text.
-    fn pieces<'s, 't: 's>(&'s self, text: &'t str) -> Box<dyn Iterator<Item = &'t str> + 's> {
+    pub fn pieces<'s, 't: 's>(&'s self, text: &'t str) -> Box<dyn Iterator<Item = &'t str> + 's> {
         let stretches: Box<dyn Iterator<Item = &'t str>> = match self.pre {
             PreTokenizer::Gpt2 => Box::new(std::iter::once(text)),
             PreTokenizer::DigitsThenGpt2 => Box::new(digit_stretches(text)),

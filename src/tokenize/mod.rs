@@ -3,6 +3,7 @@
 pub mod bert_normalizer;
 pub mod bpe;
 pub mod bytes;
+pub mod vocab_file;
 pub mod wordpiece;
 
 use crate::error::Result;

@@ -48,8 +48,16 @@ pub fn describe(op: Op, layer: Option<usize>, config: &ModelConfig) -> StepText 
         Op::TokenEmbedding => (
             "embed.tokens",
             "Token embedding".into(),
-            r"X_i = E[t_i] \in \mathbb{R}^{d_{model}}".into(),
-            "Each id picks one row of the learned embedding matrix E: a vector that stands for the token before it has seen any context.".into(),
+            if config.embedding_scale == 1.0 {
+                r"X_i = E[t_i] \in \mathbb{R}^{d_{model}}".into()
+            } else {
+                r"X_i = \sqrt{d_{model}}\; E[t_i] \in \mathbb{R}^{d_{model}}".into()
+            },
+            if config.embedding_scale == 1.0 {
+                "Each id picks one row of the learned embedding matrix E: a vector that stands for the token before it has seen any context.".into()
+            } else {
+                format!("Each id picks one row of the learned embedding matrix E: a vector that stands for the token before it has seen any context. As in the original paper, the row is multiplied by √d_model = {:.2}, so that the token's part is about as large as the position vector added next (E itself stays small, because it is also the unembedding).", config.embedding_scale)
+            },
             tokens_model,
         ),
         Op::SegmentEmbedding => (

@@ -234,7 +234,7 @@ test('screenshots of the attention heatmap at classroom sizes', async () => {
     await page.locator('#step-canvas').screenshot({ path: join(ARTIFACTS, `step-${name}.png`) });
     if (name === '1280x720') {
       // A long sentence, a clipped colour scale and the position table, as a student sees them.
-      await page.goto(`${env.base}?step=19`);
+      await page.goto(`${env.base}?model=minilm-l6&step=19`);
       await page.evaluate(() => window.__tviz.ready);
       await typeSentence(page, LONG);
       for (const [chart, file] of [['attention', 'attention-71-tokens'], ['step', 'step-ffn-down'], ['pos-table', 'position-table']]) {

@@ -34,12 +34,26 @@ export function usePage() {
 }
 
 /**
+ * `url` asking for `model` when it names none. Most tests were written for MiniLM, which was
+ * the page's default before the lecture decoder: they ask for it by name (`model: null` opens
+ * the page's own default). The query is edited as text, so a hostile raw query stays as the
+ * test wrote it.
+ */
+export function withModel(url, model) {
+  if (!model || /[?&]model=/.test(url.split('#')[0])) return url;
+  const [head, ...fragment] = url.split('#');
+  const tail = fragment.length ? `#${fragment.join('#')}` : '';
+  return head.includes('?') ? head.replace('?', `?model=${model}&`) + tail : `${head}?model=${model}${tail}`;
+}
+
+/**
  * Opens `url` (default: the page) in a new browser context (or in `context`, a second visit
  * that shares the first one's storage) and waits until the model is loaded and the first pass
  * drawn. `problems` collects what must never happen; each test ends with
  * `assert.deepEqual(problems, [])`.
  */
-export async function openPage(env, url = env.base, { viewport = { width: 1280, height: 720 }, deviceScaleFactor = 1, route = null, context: reuse = null } = {}) {
+export async function openPage(env, url = env.base, { viewport = { width: 1280, height: 720 }, deviceScaleFactor = 1, route = null, context: reuse = null, model = 'minilm-l6' } = {}) {
+  url = withModel(url, model);
   const context = reuse ?? await env.browser.newContext({ viewport, deviceScaleFactor, acceptDownloads: true });
   const page = await context.newPage();
   const problems = [];

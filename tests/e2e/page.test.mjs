@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { usePage, openPage as open, typeSentence, ARTIFACTS, CHARTS } from './helpers.mjs';
+import { usePage, openPage as open, typeSentence, ARTIFACTS, CHARTS, withModel } from './helpers.mjs';
 
 // Views of the model itself (its position tables, a norm's gamma and beta), identical for
 // every sentence under 64 tokens.
@@ -217,7 +217,7 @@ test('a missing model file gives a plain message, not a blank page', async () =>
   await page.route('**/model.f16.safetensors', (route) => route.fulfill({ status: 404, body: 'gone' }));
   const pageErrors = [];
   page.on('pageerror', (err) => pageErrors.push(String(err)));
-  await page.goto(env.base);
+  await page.goto(withModel(env.base, 'minilm-l6'));
   await page.waitForFunction(() => window.__tviz?.failed);
   const message = await page.textContent('#error');
   assert.match(message, /could not be loaded/);
@@ -230,7 +230,7 @@ test('a corrupt model file is reported in plain words', async () => {
   const context = await env.browser.newContext();
   const page = await context.newPage();
   await page.route('**/model.f16.safetensors', (route) => route.fulfill({ status: 200, body: Buffer.from('definitely not safetensors') }));
-  await page.goto(env.base);
+  await page.goto(withModel(env.base, 'minilm-l6'));
   await page.waitForFunction(() => window.__tviz?.failed);
   assert.match(await page.textContent('#error'), /not valid safetensors/);
   writeFileSync(join(ARTIFACTS, 'corrupt-model-message.txt'), await page.textContent('#error'));
@@ -249,7 +249,7 @@ test('an absurd config is refused in plain words that name the field, never a We
       config.num_hidden_layers = layers;
       await route.fulfill({ response, body: JSON.stringify(config) });
     });
-    await page.goto(env.base);
+    await page.goto(withModel(env.base, 'minilm-l6'));
     await page.waitForFunction(() => window.__tviz?.failed);
     const message = await page.textContent('#error');
     assert.match(message, /num_hidden_layers/, message);

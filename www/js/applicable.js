@@ -16,7 +16,7 @@ export function positionKind(config) {
 function positionWords(config) {
   switch (positionKind(config)) {
     case 'Rotary': return 'it rotates each query and key by an angle that grows with the token\'s position (rotary positions), so no position vector is added to the embeddings';
-    case 'Sinusoidal': return 'it adds the fixed sinusoidal table, drawn beside this chart';
+    case 'Sinusoidal': return 'it adds the fixed sinusoidal table of the original paper, drawn beside this chart: those are its real position vectors';
     case 'Learned': return 'it adds a learned position vector to each token\'s embedding (the charts above)';
     default: return 'it gets no position information at all';
   }
@@ -67,6 +67,7 @@ const CONDITIONS = {
   'layer-norm': (c) => c.norm === 'Layer',
   'rms-norm': (c) => c.norm === 'Rms',
   'learned-position': (c) => positionKind(c) === 'Learned',
+  'sinusoidal-position': (c) => positionKind(c) === 'Sinusoidal',
   rotary: (c) => positionKind(c) === 'Rotary',
 };
 

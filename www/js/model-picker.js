@@ -100,9 +100,17 @@ function install({ name, viz, load }) {
   showSource(load);
   $('model-source').hidden = false;
   $('model').title = `${model.title}: ${model.description}`;
+  showTwinSwitch(model);
   renderModelText();
   window.__tviz.model = name;
   window.__tviz.modelError = null;
+}
+
+/** The post-LN / pre-LN switch, for a model trained with a twin that differs only there. */
+function showTwinSwitch(model) {
+  const box = $('twin-switch');
+  box.hidden = !model.twin;
+  for (const button of box.querySelectorAll('button')) button.setAttribute('aria-pressed', String(button.dataset.twin === model.name));
 }
 
 function fillPicker() {
@@ -235,14 +243,21 @@ async function pick(name) {
   const cached = await isCached(model);
   if (seq !== switchSeq || $('model').value !== name) return; // chose again meanwhile
   window.__tviz.picker = 'idle';
-  if (cached) switchModel(name);
+  // A small model (the lecture's own, a few MB) loads at once; a big one says its size first.
+  if (cached || downloadBytes(model) < SMALL_MODEL_BYTES) switchModel(name);
   else offer(model);
 }
+
+/** Models smaller than this load without asking first. */
+const SMALL_MODEL_BYTES = 10e6;
 
 /** `onSwitch(files)` brings every section up to date after another model was loaded. */
 export function wirePicker(onSwitch) {
   afterSwitch = onSwitch;
   $('model').addEventListener('change', () => pick($('model').value));
+  for (const button of document.querySelectorAll('#twin-switch button')) {
+    button.addEventListener('click', () => { if (button.dataset.twin !== session.modelName) switchModel(button.dataset.twin); });
+  }
   $('model-download').addEventListener('click', () => switchModel($('model-download').dataset.model));
   $('model-keep').addEventListener('click', () => { keepShownModel(); $('model').focus(); });
   $('loading-cancel').addEventListener('click', () => { keepShownModel(); $('model').focus(); });

@@ -9,6 +9,35 @@
 /** @typedef {{ path: string, bytes: number }} ModelFile */
 
 export const MODELS = {
+  'lecture-post-ln': {
+    name: 'lecture-post-ln',
+    short: 'Lecture decoder (post-LN)',
+    title: 'the lecture decoder (post-LN)',
+    kind: 'decoder',
+    description: 'The notes\' own transformer, trained by this project on public-domain English: 3 layers, 4 heads, d_model 128, sinusoidal positions, LayerNorm after each sublayer, ReLU feed-forward, tied embeddings (0.86M parameters).',
+    files: {
+      config: { path: 'models/lecture-post-ln/config.json', bytes: 0 },
+      tokenizer: { path: 'models/lecture-post-ln/tokenizer.json', bytes: 0 },
+      weights: { path: 'models/lecture-post-ln/model.safetensors', bytes: 0 },
+    },
+    // A pass takes a few milliseconds: a helper thread would cost more than it saves.
+    helperThread: 'the model is small enough that one thread computes a pass in a few milliseconds',
+    twin: 'lecture-pre-ln',
+  },
+  'lecture-pre-ln': {
+    name: 'lecture-pre-ln',
+    short: 'Lecture decoder (pre-LN)',
+    title: 'the lecture decoder (pre-LN)',
+    kind: 'decoder',
+    description: 'The post-LN lecture decoder\'s twin, trained on the same data with the same seed, with LayerNorm before each sublayer and one final norm (as GPT-2).',
+    files: {
+      config: { path: 'models/lecture-pre-ln/config.json', bytes: 0 },
+      tokenizer: { path: 'models/lecture-pre-ln/tokenizer.json', bytes: 0 },
+      weights: { path: 'models/lecture-pre-ln/model.safetensors', bytes: 0 },
+    },
+    helperThread: 'the model is small enough that one thread computes a pass in a few milliseconds',
+    twin: 'lecture-post-ln',
+  },
   'minilm-l6': {
     name: 'minilm-l6',
     short: 'MiniLM-L6',
@@ -39,7 +68,7 @@ export const MODELS = {
   },
 };
 
-export const DEFAULT_MODEL = 'minilm-l6';
+export const DEFAULT_MODEL = 'lecture-post-ln';
 
 /** The model called `name`, or undefined. */
 export function modelNamed(name) {

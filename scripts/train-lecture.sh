@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Reproduces the lecture's trained models in trained/ (the exact command their logs record):
+#   1. fetch the corpus (scripts/fetch-corpus.sh) and learn a 2,048-token byte-level BPE;
+#   2. train lecture-post-ln and its pre-LN twin side by side, one core each, same data and
+#      seed; each writes config.json, tokenizer.json, model.safetensors, train.log, loss.svg.
+# STEPS=... shortens or lengthens both runs (the committed weights: the default).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+STEPS=${STEPS:-1500}
+OUT=${OUT:-trained}
+scripts/fetch-corpus.sh
+cargo build --release --quiet --bin transformer-viz
+bin=target/release/transformer-viz
+mkdir -p "$OUT"
+$bin vocab --corpus models/corpus --size 2048 --out "$OUT/vocab.json"
+# candle allocates a fresh buffer for every tensor; glibc's default returns big ones to the
+# system at once, and the page faults of taking them back cost a third of the time.
+export MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=4000000000 MALLOC_TOP_PAD_=1000000000
+# One core each: candle's element-wise operations run on one thread, so two runs side by side
+# finish sooner than one after the other on two threads.
+export RAYON_NUM_THREADS=1
+pids=()
+for model in lecture-post-ln lecture-pre-ln; do
+  $bin train --model "$model" --vocab "$OUT/vocab.json" --corpus models/corpus --out "$OUT/$model" \
+    --steps "$STEPS" --seed 1 > "$OUT/$model.out" 2>&1 &
+  pids+=($!)
+done
+status=0
+for pid in "${pids[@]}"; do wait "$pid" || status=1; done
+rm -f "$OUT/vocab.json"
+for model in lecture-post-ln lecture-pre-ln; do tail -n 2 "$OUT/$model.out"; rm -f "$OUT/$model.out"; done
+exit $status

@@ -1,0 +1,135 @@
+//! `transformer-viz vocab` and `transformer-viz train`: the trainer's command line.
+
+use std::path::PathBuf;
+
+use crate::checkpoints::lecture;
+use crate::error::{Result, VizError};
+use crate::tokenize::vocab_file::VocabFile;
+use crate::tokenize::Tokenizer;
+use crate::train::bigram::bigram_loss;
+use crate::train::corpus::{token_stream, Corpus};
+use crate::train::run::{Run, Settings};
+use crate::train::vocab::learn_vocab;
+
+#[derive(clap::Args)]
+pub struct VocabArgs {
+    /// A folder of .txt files (`scripts/fetch-corpus.sh` fills `models/corpus/`).
+    #[arg(long, default_value = "models/corpus")]
+    pub corpus: PathBuf,
+    /// Tokens in all: the 256 bytes, the merges and the start token.
+    #[arg(long, default_value_t = 2048)]
+    pub size: usize,
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+#[derive(clap::Args)]
+pub struct TrainArgs {
+    /// Which lecture model: lecture-post-ln or lecture-pre-ln.
+    #[arg(long)]
+    pub model: String,
+    #[arg(long, default_value = "models/corpus")]
+    pub corpus: PathBuf,
+    /// The vocabulary learned by `transformer-viz vocab`.
+    #[arg(long)]
+    pub vocab: PathBuf,
+    /// Where to write config.json, tokenizer.json, model.safetensors, train.log and loss.svg.
+    #[arg(long)]
+    pub out: PathBuf,
+    #[arg(long, default_value_t = 4000)]
+    pub steps: usize,
+    #[arg(long, default_value_t = 32)]
+    pub batch: usize,
+    #[arg(long, default_value_t = 128)]
+    pub sequence: usize,
+    #[arg(long, default_value_t = 4e-3)]
+    pub learning_rate: f64,
+    #[arg(long, default_value_t = 100)]
+    pub warmup: usize,
+    #[arg(long, default_value_t = 0.1)]
+    pub weight_decay: f64,
+    #[arg(long, default_value_t = 1.0)]
+    pub clip: f64,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    #[arg(long, default_value_t = 100)]
+    pub eval_every: usize,
+    #[arg(long, default_value_t = 500)]
+    pub checkpoint_every: usize,
+    /// Train on plain text only (no sequences with a repeated span).
+    #[arg(long)]
+    pub no_repeats: bool,
+    /// Continue from the checkpoint in --out (same settings).
+    #[arg(long)]
+    pub resume: bool,
+}
+
+fn io(path: &std::path::Path) -> impl Fn(std::io::Error) -> VizError + '_ {
+    move |e| VizError::Io { path: path.display().to_string(), reason: e.to_string() }
+}
+
+pub fn vocab(args: VocabArgs) -> Result<()> {
+    let corpus = Corpus::read(&args.corpus)?;
+    if !(258..=crate::tokenize::vocab_file::MAX_TOKENS).contains(&args.size) {
+        return Err(VizError::Training(format!("--size {} must be 258 to {}", args.size, crate::tokenize::vocab_file::MAX_TOKENS)));
+    }
+    let started = std::time::Instant::now();
+    let file = learn_vocab(&corpus.train, args.size)?;
+    std::fs::write(&args.out, file.to_json()).map_err(io(&args.out))?;
+    eprintln!("learned {} tokens ({} merges) from {} documents in {:.1} s: {}", file.tokens.len(), file.merges.len(), corpus.train.len(), started.elapsed().as_secs_f64(), args.out.display());
+    Ok(())
+}
+
+pub fn train(args: TrainArgs) -> Result<()> {
+    let vocab_json = std::fs::read_to_string(&args.vocab).map_err(io(&args.vocab))?;
+    let file = VocabFile::parse(&vocab_json)?;
+    let bos = file.bos;
+    let tokenizer = file.tokenizer()?;
+    let config = lecture::preset(&args.model, tokenizer.vocab_size())
+        .ok_or_else(|| VizError::UnknownModel(args.model.clone(), lecture::DECODERS.join(", ")))?;
+    let corpus = Corpus::read(&args.corpus)?;
+    let started = std::time::Instant::now();
+    let train = token_stream(&corpus.train, &tokenizer, bos)?;
+    let held_out = token_stream(&corpus.held_out, &tokenizer, bos)?;
+    let (baseline, lambda) = bigram_loss(&train, &held_out, tokenizer.vocab_size());
+    eprintln!("tokenized in {:.1} s; bigram baseline on held-out text: {baseline:.4} nats/token (mixing weight {lambda})", started.elapsed().as_secs_f64());
+    std::fs::create_dir_all(&args.out).map_err(io(&args.out))?;
+    let tokenizer_path = args.out.join("tokenizer.json");
+    std::fs::write(&tokenizer_path, &vocab_json).map_err(io(&tokenizer_path))?;
+    let settings = Settings {
+        steps: args.steps,
+        batch: args.batch,
+        sequence: args.sequence,
+        learning_rate: args.learning_rate,
+        warmup_steps: args.warmup,
+        final_rate_share: 0.1,
+        weight_decay: args.weight_decay,
+        clip_norm: args.clip,
+        seed: args.seed,
+        eval_every: args.eval_every,
+        checkpoint_every: args.checkpoint_every,
+        repeats: !args.no_repeats,
+    };
+    let log_path = args.out.join("train.log");
+    if !args.resume {
+        let _ = std::fs::remove_file(&log_path);
+    }
+    let line = format!("bigram baseline (held out): {baseline:.4} nats/token, mixing weight {lambda}\n");
+    std::fs::OpenOptions::new().create(true).append(true).open(&log_path).and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes())).map_err(io(&log_path))?;
+    let outcome = Run {
+        name: args.model.clone(),
+        config,
+        settings,
+        train: &train,
+        held_out: &held_out,
+        bos,
+        out: args.out.clone(),
+        resume: args.resume,
+        baseline: Some(baseline),
+        progress: std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        stop_after: None,
+    }
+    .train()?;
+    eprintln!("held-out loss {:.4} against the bigram baseline's {baseline:.4}; wrote {}", outcome.final_held_out, args.out.display());
+    Ok(())
+}

@@ -1,0 +1,62 @@
+//! The training text: every `.txt` file under a folder (the set-up step fetches public-domain
+//! English into `models/corpus/`), each file one document, split into training and held-out
+//! documents by a fixed rule, and turned into one stream of token ids per split with the start
+//! token between documents.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::{Result, VizError};
+use crate::tokenize::Tokenizer;
+
+/// Every `HELD_OUT_EVERY`-th document (in path order) is held out for validation.
+pub const HELD_OUT_EVERY: usize = 20;
+
+pub struct Corpus {
+    pub train: Vec<String>,
+    pub held_out: Vec<String>,
+}
+
+fn text_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+    let io = |e: std::io::Error| VizError::Io { path: dir.display().to_string(), reason: e.to_string() };
+    for entry in std::fs::read_dir(dir).map_err(io)? {
+        let path = entry.map_err(io)?.path();
+        if path.is_dir() {
+            text_files(&path, out)?;
+        } else if path.extension().is_some_and(|e| e == "txt") {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+impl Corpus {
+    /// Reads every `.txt` file under `dir` (line ends made `\n`, leading and trailing space
+    /// trimmed); fails when there is none.
+    pub fn read(dir: &Path) -> Result<Self> {
+        let mut paths = Vec::new();
+        text_files(dir, &mut paths)?;
+        paths.sort();
+        if paths.is_empty() {
+            return Err(VizError::Io { path: dir.display().to_string(), reason: "holds no .txt files (run `scripts/fetch-corpus.sh`)".into() });
+        }
+        let mut corpus = Corpus { train: vec![], held_out: vec![] };
+        for (i, path) in paths.iter().enumerate() {
+            let bytes = std::fs::read(path).map_err(|e| VizError::Io { path: path.display().to_string(), reason: e.to_string() })?;
+            let text = String::from_utf8_lossy(&bytes).replace("\r\n", "\n").trim().to_string();
+            if i % HELD_OUT_EVERY == HELD_OUT_EVERY - 1 { corpus.held_out.push(text) } else { corpus.train.push(text) }
+        }
+        Ok(corpus)
+    }
+}
+
+/// The documents as one id stream: `bos` before each document.
+pub fn token_stream(documents: &[String], tokenizer: &dyn Tokenizer, bos: u32) -> Result<Vec<u32>> {
+    let mut stream = Vec::new();
+    for doc in documents.iter().filter(|d| !d.is_empty()) {
+        // encode() puts BOS first; the whole document is kept.
+        let encoding = tokenizer.encode(doc, usize::MAX)?;
+        debug_assert_eq!(encoding.tokens.first().map(|t| t.id), Some(bos));
+        stream.extend(encoding.tokens.iter().map(|t| t.id));
+    }
+    Ok(stream)
+}

@@ -1,0 +1,14 @@
+//! The trainer (native only): learns a byte-level BPE vocabulary and trains the lecture's
+//! small transformers (sinusoidal positions, post-LN or pre-LN, ReLU FFN, tied embeddings) on
+//! public-domain English, with candle's automatic differentiation on the CPU. The weights it
+//! saves are the engine's own format, so the page and the CLI run them through the one
+//! inference engine (`tests/trainer.rs` checks the two forward passes agree).
+
+pub mod adamw;
+pub mod batches;
+pub mod bigram;
+pub mod corpus;
+pub mod curve;
+pub mod network;
+pub mod run;
+pub mod vocab;

@@ -1,0 +1,252 @@
+//! One training run: seeded sampling, forward, cross-entropy, backward, gradient clipping,
+//! AdamW with linear warm-up and cosine decay; held-out loss, a log, a progress bar with loss
+//! and tokens/s, checkpoints that resume the run exactly, and the loss curve as SVG.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use candle_core::{Device, Tensor};
+use rand_chacha::ChaCha8Rng;
+use rand_core::SeedableRng;
+use serde::{Deserialize, Serialize};
+
+use super::adamw::{clip_gradients, AdamW};
+use super::batches::{evaluation_windows, sample_sequence};
+use super::curve::{loss_curve_svg, CurvePoint};
+use super::network::{candle_err, id_tensor, Network};
+use crate::error::{Result, VizError};
+use crate::model::ModelConfig;
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Settings {
+    pub steps: usize,
+    /// Sequences per step.
+    pub batch: usize,
+    /// Tokens per sequence (at most the context).
+    pub sequence: usize,
+    pub learning_rate: f64,
+    pub warmup_steps: usize,
+    /// The cosine decays to this share of the peak rate.
+    pub final_rate_share: f64,
+    pub weight_decay: f64,
+    pub clip_norm: f64,
+    pub seed: u64,
+    pub eval_every: usize,
+    pub checkpoint_every: usize,
+    /// Whether a share of sequences repeats a span (see `batches`).
+    pub repeats: bool,
+}
+
+/// Linear warm-up to the peak, then a cosine down to `final_rate_share` of it.
+pub fn learning_rate(s: &Settings, step: usize) -> f64 {
+    if step < s.warmup_steps {
+        return s.learning_rate * (step + 1) as f64 / s.warmup_steps as f64;
+    }
+    let progress = (step - s.warmup_steps) as f64 / (s.steps - s.warmup_steps).max(1) as f64;
+    let cosine = 0.5 * (1.0 + (std::f64::consts::PI * progress.min(1.0)).cos());
+    s.learning_rate * (s.final_rate_share + (1.0 - s.final_rate_share) * cosine)
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+pub struct History {
+    /// (step, tokens seen, training loss) every logged step.
+    pub train: Vec<(usize, f64, f64)>,
+    /// (step, tokens seen, held-out loss).
+    pub held_out: Vec<(usize, f64, f64)>,
+}
+
+/// What a checkpoint holds beside the weights and moments.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct CheckpointState {
+    step: usize,
+    /// The sampler's position in its random stream (a u128 as text).
+    rng_word_pos: String,
+    settings: Settings,
+    history: History,
+    seconds: f64,
+}
+
+pub struct Outcome {
+    pub network: Network,
+    pub history: History,
+    pub final_held_out: f64,
+}
+
+fn io(path: &Path) -> impl Fn(std::io::Error) -> VizError + '_ {
+    move |e| VizError::Io { path: path.display().to_string(), reason: e.to_string() }
+}
+
+/// Mean loss over fixed windows, in batches.
+pub fn evaluate(net: &Network, windows: &[Vec<u32>], batch: usize) -> Result<f64> {
+    let mut total = 0.0;
+    for chunk in windows.chunks(batch) {
+        let inputs: Vec<Vec<u32>> = chunk.iter().map(|w| w[..w.len() - 1].to_vec()).collect();
+        let targets: Vec<Vec<u32>> = chunk.iter().map(|w| w[1..].to_vec()).collect();
+        let loss = net.loss(&id_tensor(&inputs)?, &id_tensor(&targets)?).and_then(|l| l.to_scalar::<f32>()).map_err(candle_err)?;
+        total += loss as f64 * chunk.len() as f64;
+    }
+    Ok(total / windows.len() as f64)
+}
+
+pub struct Run<'a> {
+    pub name: String,
+    pub config: ModelConfig,
+    pub settings: Settings,
+    pub train: &'a [u32],
+    pub held_out: &'a [u32],
+    pub bos: u32,
+    pub out: PathBuf,
+    pub resume: bool,
+    pub baseline: Option<f64>,
+    /// Show a progress bar on the terminal (the log goes to `train.log` either way).
+    pub progress: bool,
+    /// Stop after this step with a checkpoint written, as an interrupted run would (tests
+    /// resume from it); `None` trains to the end.
+    pub stop_after: Option<usize>,
+}
+
+fn save_checkpoint(dir: &Path, net: &Network, opt: &AdamW, state: &CheckpointState) -> Result<()> {
+    let mut tensors: Vec<(String, Tensor)> = Vec::new();
+    for (name, var) in &net.params {
+        tensors.push((name.clone(), var.as_tensor().clone()));
+    }
+    for ((name, _), (_, m, v)) in net.params.iter().zip(&opt.state) {
+        tensors.push((format!("adam.m.{name}"), m.clone()));
+        tensors.push((format!("adam.v.{name}"), v.clone()));
+    }
+    let path = dir.join("checkpoint.safetensors");
+    candle_core::safetensors::save(&tensors.into_iter().collect(), &path).map_err(candle_err)?;
+    let json = dir.join("checkpoint.json");
+    std::fs::write(&json, serde_json::to_string_pretty(state).expect("serialises")).map_err(io(&json))
+}
+
+impl Run<'_> {
+    pub fn train(self) -> Result<Outcome> {
+        let s = &self.settings;
+        if s.sequence > self.config.context || s.sequence < 16 || s.steps == 0 || s.batch == 0 || s.warmup_steps > s.steps {
+            return Err(VizError::Training(format!("settings out of range: sequence {} (16..={}), steps {}, batch {}, warm-up {}", s.sequence, self.config.context, s.steps, s.batch, s.warmup_steps)));
+        }
+        if self.train.len() < 2 * s.sequence + 2 || self.held_out.len() < s.sequence + 2 {
+            return Err(VizError::Training("the corpus is too small for one sequence".into()));
+        }
+        std::fs::create_dir_all(&self.out).map_err(io(&self.out))?;
+        let mut net = Network::init(&self.config, s.seed)?;
+        let mut opt = AdamW::new(net.vars(), s.weight_decay).map_err(candle_err)?;
+        // The sampler's stream is seeded apart from the initial weights'.
+        let mut rng = ChaCha8Rng::seed_from_u64(s.seed ^ 0x5eed_da7a);
+        let mut history = History::default();
+        let mut first_step = 0;
+        let mut seconds_before = 0.0;
+        if self.resume && self.out.join("checkpoint.json").exists() {
+            let json_path = self.out.join("checkpoint.json");
+            let state: CheckpointState = serde_json::from_str(&std::fs::read_to_string(&json_path).map_err(io(&json_path))?)
+                .map_err(|e| VizError::Training(format!("checkpoint.json: {e}")))?;
+            if &state.settings != s {
+                return Err(VizError::Training("the checkpoint was made with other settings: start afresh without --resume".into()));
+            }
+            let saved = candle_core::safetensors::load(self.out.join("checkpoint.safetensors"), &Device::Cpu).map_err(candle_err)?;
+            for ((name, var), (_, m, v)) in net.params.iter().zip(opt.state.iter_mut()) {
+                let get = |key: &str| saved.get(key).cloned().ok_or_else(|| VizError::Training(format!("the checkpoint lacks `{key}`")));
+                var.set(&get(name)?).map_err(candle_err)?;
+                *m = get(&format!("adam.m.{name}"))?;
+                *v = get(&format!("adam.v.{name}"))?;
+            }
+            opt.step = state.step;
+            first_step = state.step;
+            rng.set_word_pos(state.rng_word_pos.parse().map_err(|_| VizError::Training("checkpoint.json: bad rng_word_pos".into()))?);
+            history = state.history;
+            seconds_before = state.seconds;
+        }
+
+        let log_path = self.out.join("train.log");
+        let mut log = std::fs::OpenOptions::new().create(true).append(true).open(&log_path).map_err(io(&log_path))?;
+        let mut say = |line: String, bar: &indicatif::ProgressBar| {
+            bar.suspend(|| println!("{line}"));
+            let _ = writeln!(log, "{line}");
+        };
+        let bar = if self.progress { indicatif::ProgressBar::new(s.steps as u64) } else { indicatif::ProgressBar::hidden() };
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} steps · {msg} · {elapsed_precise} (~{eta} left)")
+                .expect("a valid template"),
+        );
+        bar.set_position(first_step as u64);
+        say(
+            format!(
+                "{}: {} parameters, {} training tokens, {} held-out; {}",
+                self.name,
+                net.parameter_count(),
+                self.train.len(),
+                self.held_out.len(),
+                serde_json::to_string(s).expect("serialises")
+            ),
+            &bar,
+        );
+        let windows = evaluation_windows(self.held_out, s.sequence, self.bos, 64);
+        let started = Instant::now();
+        let tokens_per_step = (s.batch * s.sequence) as f64;
+        let vars = net.vars();
+        for step in first_step..s.steps {
+            let seqs: Vec<Vec<u32>> = (0..s.batch).map(|_| sample_sequence(&mut rng, self.train, s.sequence, self.bos, s.repeats)).collect();
+            let inputs: Vec<Vec<u32>> = seqs.iter().map(|q| q[..s.sequence].to_vec()).collect();
+            let targets: Vec<Vec<u32>> = seqs.iter().map(|q| q[1..].to_vec()).collect();
+            let loss = net.loss(&id_tensor(&inputs)?, &id_tensor(&targets)?).map_err(candle_err)?;
+            let mut grads = loss.backward().map_err(candle_err)?;
+            let norm = clip_gradients(&mut grads, &vars, s.clip_norm).map_err(candle_err)?;
+            let rate = learning_rate(s, step);
+            opt.step(&grads, rate).map_err(candle_err)?;
+            let loss = loss.to_scalar::<f32>().map_err(candle_err)? as f64;
+            if !loss.is_finite() {
+                return Err(VizError::Training(format!("the loss became {loss} at step {step}: lower the learning rate")));
+            }
+            let done = step + 1;
+            let seen = done as f64 * tokens_per_step;
+            let elapsed = started.elapsed().as_secs_f64();
+            let speed = (done - first_step) as f64 * tokens_per_step / elapsed.max(1e-9);
+            bar.set_position(done as u64);
+            bar.set_message(format!("loss {loss:.3} · {:.1}k tokens/s", speed / 1e3));
+            if done % 10 == 0 || done == s.steps {
+                history.train.push((done, seen, loss));
+            }
+            if done % s.eval_every == 0 || done == s.steps {
+                let held = evaluate(&net, &windows, s.batch)?;
+                history.held_out.push((done, seen, held));
+                say(
+                    format!(
+                        "step {done}/{} · tokens {:.2}M · lr {rate:.2e} · loss {loss:.4} · held-out {held:.4} · grad norm {norm:.2} · {:.0} tokens/s · {:.0} s",
+                        s.steps,
+                        seen / 1e6,
+                        speed,
+                        seconds_before + elapsed
+                    ),
+                    &bar,
+                );
+            }
+            let interrupted = self.stop_after == Some(done);
+            if (done % s.checkpoint_every == 0 || interrupted) && done < s.steps {
+                let state = CheckpointState { step: done, rng_word_pos: rng.get_word_pos().to_string(), settings: s.clone(), history: history.clone(), seconds: seconds_before + elapsed };
+                save_checkpoint(&self.out, &net, &opt, &state)?;
+            }
+            if interrupted {
+                let final_held_out = history.held_out.last().map(|h| h.2).unwrap_or(f64::NAN);
+                return Ok(Outcome { network: net, history, final_held_out });
+            }
+        }
+        bar.finish_and_clear();
+        let final_held_out = history.held_out.last().map(|h| h.2).unwrap_or(f64::NAN);
+        let model_path = self.out.join("model.safetensors");
+        std::fs::write(&model_path, net.to_safetensors()?).map_err(io(&model_path))?;
+        let config_path = self.out.join("config.json");
+        std::fs::write(&config_path, serde_json::to_string_pretty(&self.config).expect("serialises")).map_err(io(&config_path))?;
+        let points = |v: &[(usize, f64, f64)]| v.iter().map(|&(_, tokens, loss)| CurvePoint { tokens, loss }).collect::<Vec<_>>();
+        let svg = loss_curve_svg(&format!("{}: loss while training", self.name), &points(&history.train), &points(&history.held_out), self.baseline)?;
+        let svg_path = self.out.join("loss.svg");
+        std::fs::write(&svg_path, svg).map_err(io(&svg_path))?;
+        for stale in ["checkpoint.safetensors", "checkpoint.json"] {
+            let _ = std::fs::remove_file(self.out.join(stale));
+        }
+        say(format!("done: held-out loss {final_held_out:.4} after {} steps, {:.0} s", s.steps, seconds_before + started.elapsed().as_secs_f64()), &bar);
+        net = Network::from_safetensors(&self.config, &std::fs::read(&model_path).map_err(io(&model_path))?)?;
+        Ok(Outcome { network: net, history, final_held_out })
+    }
+}

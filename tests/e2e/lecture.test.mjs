@@ -1,0 +1,108 @@
+// The page's default model, the lecture's own post-LN decoder (trained by this project), and
+// its pre-LN twin: the default page shows it, its positional encoding is the sinusoidal table
+// it really adds, the post-LN / pre-LN switch reruns the sentence through the twin and changes
+// the layer-norm and residual views, and the decoder views (prediction, head grid) work.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { usePage, openPage as open, ARTIFACTS } from './helpers.mjs';
+
+const env = usePage();
+const openDefault = (query = '') => open(env, `${env.base}${query}`, { model: null });
+
+async function drawn(page, chart, ready = (d) => d) {
+  await page.locator(`canvas[data-chart="${chart}"]`).scrollIntoViewIfNeeded();
+  await page.waitForFunction(([c, test]) => {
+    const d = window.__tvizDrawn[c];
+    return d && new Function('d', `return (${test})(d)`)(d);
+  }, [chart, ready.toString()]);
+  return page.evaluate((c) => window.__tvizDrawn[c], chart);
+}
+
+/** The chart's pixels once it is drawn (scrolled into view first, as a student would). */
+async function pixels(page, chart) {
+  await page.locator(`canvas[data-chart="${chart}"]`).scrollIntoViewIfNeeded();
+  await page.waitForFunction(() => window.__tvizSettled());
+  return page.evaluate((c) => document.querySelector(`canvas[data-chart="${c}"]`).toDataURL(), chart);
+}
+
+test('the default page shows the lecture decoder, and its positional encoding is the sinusoidal table it adds', async () => {
+  const { page, context, problems } = await openDefault();
+  await page.waitForFunction(() => window.__tviz.model === 'lecture-post-ln');
+  const firstView = await page.evaluate(() => window.__tviz.firstViewAt);
+  writeFileSync(join(ARTIFACTS, 'lecture-first-view-ms.txt'), `${Math.round(firstView)}\n`); // the benchmark reports it
+  assert.equal(await page.inputValue('#model'), 'lecture-post-ln');
+  assert.match(await page.textContent('#tokens'), /<\|endoftext\|>/, 'the start token leads the chips');
+  // The position section: the sinusoidal paragraph, the formula, the table and its waves.
+  await page.locator('#position-section').scrollIntoViewIfNeeded();
+  assert.equal(await page.isVisible('#position-section [data-when="sinusoidal-position"]'), true);
+  assert.equal(await page.isVisible('#position-section [data-when="learned-position"]'), false);
+  assert.match(await page.textContent('#position-section .not-shown'), /no learned position table: it adds the fixed sinusoidal table/);
+  const table = await drawn(page, 'pos-sin-table', (d) => d.values?.length > 0);
+  const { rows, cols } = table.geometry;
+  assert.equal(cols, 128, 'the table at the model\'s width');
+  // Every cell is the formula: PE(p, 2i) = sin(p / 10000^(2i/d)), PE(p, 2i+1) = cos(...).
+  let worst = 0;
+  for (let p = 0; p < rows; p++) {
+    for (let j = 0; j < cols; j++) {
+      const angle = p / 10000 ** ((2 * Math.floor(j / 2)) / 128);
+      const want = j % 2 === 0 ? Math.sin(angle) : Math.cos(angle);
+      worst = Math.max(worst, Math.abs(table.values[p * cols + j] - want));
+    }
+  }
+  assert.ok(worst < 1e-5, `the drawn table differs from the formula by ${worst}`);
+  // A decoder: the prediction section shows a next token.
+  await drawn(page, 'prediction', (d) => d);
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
+test('the post-LN / pre-LN switch reruns the sentence through the twin and changes the norm and residual views', async () => {
+  const { page, context, problems } = await openDefault();
+  await page.waitForFunction(() => window.__tviz.model === 'lecture-post-ln');
+  assert.equal(await page.isVisible('#twin-switch'), true);
+  const text = await page.inputValue('#text');
+  const post = { norm: await pixels(page, 'norm'), residual: await pixels(page, 'residual') };
+  const residualPost = await drawn(page, 'residual', (d) => d);
+  assert.equal(await page.isVisible('#norm-section [data-when="post-norm layer-norm"]'), true);
+
+  const renders = await page.evaluate(() => window.__tviz.renders);
+  await page.click('#twin-switch button[data-twin="lecture-pre-ln"]');
+  await page.waitForFunction((n) => window.__tviz.model === 'lecture-pre-ln' && window.__tviz.renders > n, renders);
+  await page.waitForFunction(() => new URLSearchParams(location.search).get('model') === 'lecture-pre-ln');
+  assert.equal(await page.inputValue('#text'), text, 'the same sentence');
+  assert.equal(await page.getAttribute('#twin-switch button[data-twin="lecture-pre-ln"]', 'aria-pressed'), 'true');
+  assert.equal(await page.isVisible('#norm-section [data-when="pre-norm layer-norm"]'), true);
+  const pre = { norm: await pixels(page, 'norm'), residual: await pixels(page, 'residual') };
+  const residualPre = await drawn(page, 'residual', (d) => d);
+  assert.notEqual(pre.norm, post.norm, 'the layer-norm view changed');
+  assert.notEqual(pre.residual, post.residual, 'the residual view changed');
+  assert.notDeepEqual(residualPre, residualPost);
+  await page.screenshot({ path: join(ARTIFACTS, 'lecture-pre-ln.png'), fullPage: false });
+
+  // And back.
+  const again = await page.evaluate(() => window.__tviz.renders);
+  await page.click('#twin-switch button[data-twin="lecture-post-ln"]');
+  await page.waitForFunction((n) => window.__tviz.model === 'lecture-post-ln' && window.__tviz.renders > n, again);
+  assert.equal(await pixels(page, 'residual'), post.residual, 'the same sentence through the same model draws the same chart');
+  // Other models hide the switch.
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
+test('the lecture decoder has a previous-token head on a plain sentence, found in the head grid', async () => {
+  const { page, context, problems } = await openDefault('?model=lecture-post-ln');
+  await page.waitForFunction(() => window.__tviz.model === 'lecture-post-ln');
+  const before = await page.evaluate(() => window.__tviz.renders);
+  await page.click('#example-sentence');
+  await page.waitForFunction((n) => window.__tviz.renders > n, before);
+  await page.selectOption('#grid-pattern', 'previous');
+  const grid = await drawn(page, 'head-grid', (d) => d.values?.length === 12 && d.values.some((v) => v > 0));
+  assert.equal(grid.geometry.rows, 3);
+  assert.equal(grid.geometry.cols, 4);
+  const best = Math.max(...grid.values);
+  assert.ok(best > 0.5, `the best previous-token head scores ${best}`);
+  assert.deepEqual(problems, []);
+  await context.close();
+});

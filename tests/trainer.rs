@@ -1,0 +1,236 @@
+//! The trainer (src/train/): its forward pass agrees with the engine's on the same weights,
+//! its vocabulary round-trips text, a shortened run is reproducible and resumes exactly, and
+//! the committed lecture decoders do what the README says of them (beat a bigram model on
+//! held-out text, have previous-token heads).
+
+mod common;
+
+use std::path::PathBuf;
+
+use candle_core::Tensor;
+use ndarray::Array2;
+use transformer_viz::analysis::heads::head_scores;
+use transformer_viz::checkpoints::lecture::{self, decoder_config};
+use transformer_viz::checkpoints::{load_named, WeightPrecision};
+use transformer_viz::model::config::NormPlace;
+use transformer_viz::model::forward;
+use transformer_viz::tokenize::Tokenizer;
+use transformer_viz::train::bigram::bigram_loss;
+use transformer_viz::train::corpus::{token_stream, Corpus};
+use transformer_viz::train::network::{id_tensor, Network};
+use transformer_viz::train::run::{evaluate, learning_rate, Run, Settings};
+use transformer_viz::train::vocab::learn_vocab;
+use transformer_viz::trace::NoRecorder;
+
+fn corpus_dir() -> PathBuf {
+    common::models_dir().join("corpus")
+}
+
+fn corpus() -> Corpus {
+    Corpus::read(&corpus_dir()).unwrap_or_else(|e| panic!("{e}\n(run scripts/fetch-corpus.sh first; the README's test command does)"))
+}
+
+/// A pseudo-random id stream (LCG) with some structure: each id tends to follow its predecessor.
+fn synthetic_stream(n: usize, vocab: u32) -> Vec<u32> {
+    let mut x = 12345u64;
+    let mut prev = 0u32;
+    (0..n)
+        .map(|_| {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            prev = if (x >> 60) < 10 { (prev * 7 + 3) % vocab } else { ((x >> 33) % vocab as u64) as u32 };
+            prev
+        })
+        .collect()
+}
+
+fn short_settings(steps: usize, seed: u64) -> Settings {
+    Settings {
+        steps,
+        batch: 4,
+        sequence: 32,
+        learning_rate: 3e-3,
+        warmup_steps: 3,
+        final_rate_share: 0.1,
+        weight_decay: 0.1,
+        clip_norm: 1.0,
+        seed,
+        eval_every: 5,
+        checkpoint_every: 1000,
+        repeats: true,
+    }
+}
+
+fn small_config(place: NormPlace) -> transformer_viz::ModelConfig {
+    let mut c = decoder_config("test", 300, place);
+    c.d_model = 32;
+    c.n_heads = 4;
+    c.n_kv_heads = 4;
+    c.head_dim = 8;
+    c.d_ff = 64;
+    c.n_layers = 2;
+    c.context = 64;
+    c
+}
+
+fn run(out: &std::path::Path, config: &transformer_viz::ModelConfig, settings: Settings, stream: &[u32], stop_after: Option<usize>, resume: bool) -> transformer_viz::train::run::Outcome {
+    Run {
+        name: "test".into(),
+        config: config.clone(),
+        settings,
+        train: stream,
+        held_out: &stream[..2000],
+        bos: 299,
+        out: out.to_path_buf(),
+        resume,
+        baseline: None,
+        progress: false,
+        stop_after,
+    }
+    .train()
+    .unwrap()
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("tviz-trainer-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+/// Largest |a - b| over two logit matrices, and the largest |a|.
+fn compare(candle: &Tensor, engine: &Array2<f32>) -> (f32, f32) {
+    let c: Vec<Vec<f32>> = candle.to_vec2().unwrap();
+    assert_eq!((c.len(), c[0].len()), engine.dim());
+    let mut diff = 0f32;
+    let mut size = 0f32;
+    for (row, erow) in c.iter().zip(engine.rows()) {
+        for (a, b) in row.iter().zip(erow) {
+            diff = diff.max((a - b).abs());
+            size = size.max(b.abs());
+        }
+    }
+    (diff, size)
+}
+
+#[test]
+fn trainer_and_engine_agree_after_training_steps() {
+    for place in [NormPlace::Post, NormPlace::Pre] {
+        let config = small_config(place);
+        let stream = synthetic_stream(20_000, 299);
+        let dir = temp_dir(&format!("parity-{place:?}"));
+        // A few steps, so biases, gammas and betas are no longer 0 and 1.
+        let outcome = run(&dir, &config, short_settings(8, 7), &stream, None, false);
+        let saved = std::fs::read(dir.join("model.safetensors")).unwrap();
+        let weights = transformer_viz::checkpoints::generic::from_safetensors(&saved, &config).unwrap();
+        for ids in [vec![299u32], stream[100..164].to_vec(), stream[5000..5017].to_vec()] {
+            let candle = outcome.network.logits(&id_tensor(&[ids.clone()]).unwrap()).unwrap(); // (T, V)
+            let engine = forward(&ids, &weights, &config, &mut NoRecorder).logits.unwrap(); // (T, V)
+            let (diff, size) = compare(&candle, &engine);
+            assert!(diff <= 1e-4 * size.max(1.0), "{place:?}, T = {}: logits differ by {diff} (largest {size})", ids.len());
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+#[test]
+fn committed_decoders_agree_with_the_trainer_within_1e_4() {
+    for name in lecture::DECODERS {
+        let model = load_named(&common::models_dir(), name, WeightPrecision::F32).unwrap();
+        let dir = std::path::Path::new(lecture::TRAINED_DIR).join(name);
+        let net = Network::from_safetensors(&model.config, &std::fs::read(dir.join("model.safetensors")).unwrap()).unwrap();
+        let ids = model.encode("The President said that the ship sailed for the whale.").unwrap().ids();
+        let candle = net.logits(&id_tensor(&[ids.clone()]).unwrap()).unwrap();
+        let engine = model.run_ids(&ids).logits.unwrap();
+        let (diff, size) = compare(&candle, &engine);
+        assert!(diff <= 1e-4 * size.max(1.0), "{name}: logits differ by {diff} (largest {size})");
+    }
+}
+
+#[test]
+fn a_shortened_run_is_reproducible_and_resumes_exactly() {
+    let config = small_config(NormPlace::Post);
+    let stream = synthetic_stream(20_000, 299);
+    let (a, b, c) = (temp_dir("repro-a"), temp_dir("repro-b"), temp_dir("repro-c"));
+    let first = run(&a, &config, short_settings(20, 3), &stream, None, false);
+    let second = run(&b, &config, short_settings(20, 3), &stream, None, false);
+    assert_eq!(first.history.train, second.history.train, "same seed, same losses");
+    let weights_a = std::fs::read(a.join("model.safetensors")).unwrap();
+    assert_eq!(weights_a, std::fs::read(b.join("model.safetensors")).unwrap(), "same seed, same weights");
+    let losses: Vec<f64> = first.history.held_out.iter().map(|h| h.2).collect();
+    assert!(losses.last().unwrap() < &(losses[0] - 0.2), "the held-out loss falls: {losses:?}");
+
+    // Interrupted at step 9 and resumed from its checkpoint: the same run, bit for bit.
+    run(&c, &config, short_settings(20, 3), &stream, Some(9), false);
+    assert!(c.join("checkpoint.safetensors").exists());
+    let resumed = run(&c, &config, short_settings(20, 3), &stream, None, true);
+    assert_eq!(resumed.history.train, first.history.train);
+    assert_eq!(std::fs::read(c.join("model.safetensors")).unwrap(), weights_a);
+
+    // Another seed, another run.
+    let other = run(&b, &config, short_settings(20, 4), &stream, None, false);
+    assert_ne!(other.history.train, first.history.train);
+    for d in [a, b, c] {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
+
+#[test]
+fn the_schedule_warms_up_then_decays_by_a_cosine() {
+    let s = short_settings(103, 1);
+    assert!((learning_rate(&s, 0) - 1e-3).abs() < 1e-12, "step 1 of 3 of the warm-up: a third of the peak");
+    assert!((learning_rate(&s, 2) - 3e-3).abs() < 1e-12);
+    assert!((learning_rate(&s, 53) - 3e-3 * 0.55).abs() < 1e-9, "half way: (1 + cos(pi/2))/2 of the way down to 10%");
+    assert!((learning_rate(&s, 103) - 3e-4).abs() < 1e-12, "the end: 10% of the peak");
+}
+
+#[test]
+fn the_learned_vocabulary_round_trips_text_and_shortens_it() {
+    let docs: Vec<String> = ["the cat sat on the mat. the cat ate the rat.", "Whales! The whale, the whaling ship; naïve café 12345 — ünïcödé"]
+        .iter()
+        .map(|s| s.repeat(20))
+        .collect();
+    let file = learn_vocab(&docs, 300).unwrap();
+    assert_eq!(file.tokens.len(), 300);
+    assert_eq!(file.tokens[file.bos as usize], "<|endoftext|>");
+    let tokenizer = file.tokenizer().unwrap();
+    for text in ["the cat sat on the mat", "Whales! naïve 日本語 🐋 whaling", "x"] {
+        let ids: Vec<u32> = tokenizer.encode(text, 10_000).unwrap().ids();
+        assert_eq!(ids[0], 299, "BOS first");
+        assert_eq!(tokenizer.decode(&ids[1..]).unwrap(), text);
+    }
+    let ids = tokenizer.encode("the cat sat on the mat", 100).unwrap().ids();
+    assert!(ids.len() < 10, "merges learned from the text shorten it: {ids:?}");
+}
+
+/// The committed decoders on held-out documents (every 20th of the corpus, never trained on).
+#[test]
+fn committed_decoders_beat_the_bigram_baseline_and_have_previous_token_heads() {
+    let corpus = corpus();
+    for name in lecture::DECODERS {
+        let model = load_named(&common::models_dir(), name, WeightPrecision::F32).unwrap();
+        let bos = model.tokenizer.encode("x", 4).unwrap().ids()[0];
+        let train = token_stream(&corpus.train, model.tokenizer.as_ref(), bos).unwrap();
+        let held_out = token_stream(&corpus.held_out, model.tokenizer.as_ref(), bos).unwrap();
+        let (bigram, _) = bigram_loss(&train, &held_out, model.config.vocab_size);
+        let dir = std::path::Path::new(lecture::TRAINED_DIR).join(name);
+        let net = Network::from_safetensors(&model.config, &std::fs::read(dir.join("model.safetensors")).unwrap()).unwrap();
+        let windows = transformer_viz::train::batches::evaluation_windows(&held_out, 127, bos, 64);
+        let loss = evaluate(&net, &windows, 16).unwrap();
+        eprintln!("{name}: held-out loss {loss:.3}, bigram {bigram:.3}");
+        assert!(loss < bigram - 0.4, "{name}: held-out loss {loss:.3} against the bigram's {bigram:.3}");
+
+        // Previous-token score per head, averaged over held-out sentences.
+        let sentences: Vec<&str> = corpus.held_out.iter().flat_map(|d| d.split(". ")).filter(|s| s.len() > 60 && s.len() < 300).take(40).collect();
+        assert!(sentences.len() >= 20);
+        let heads = model.config.n_layers * model.config.n_heads;
+        let mut previous = vec![0f32; heads];
+        for s in &sentences {
+            let trace = model.trace(s).unwrap();
+            for (i, h) in head_scores(&trace).unwrap().iter().enumerate() {
+                previous[i] += h.scores.previous / sentences.len() as f32;
+            }
+        }
+        let best = previous.iter().copied().fold(0f32, f32::max);
+        eprintln!("{name}: previous-token scores {previous:.2?}");
+        assert!(best > 0.5, "{name}: no previous-token head (best {best:.2})");
+    }
+}

@@ -1,5 +1,6 @@
 // Browser benchmark of the release page (run scripts/build-page.sh first, or use
-// scripts/bench-page.sh which does). In headless Debian Chromium it measures:
+// scripts/bench-page.sh which does). For the default model (the lecture decoder) and MiniLM,
+// in headless Debian Chromium it measures:
 //   - time from navigation to the first complete view (model loaded, every chart drawn);
 //   - over 20 keystrokes, with the helper thread and (at 32 tokens) without it (?threads=1),
 //     the time from each input event to the charts on screen drawn, and
@@ -17,11 +18,20 @@ import { launchChromium } from '../tests/e2e/browser.mjs';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 const KEYSTROKES = 20;
-const WORDS = 'the cat sat on a mat and then it slept by the warm fire while rain fell on the roof of our old house near the quiet river bank in the town where we lived for many long years together'.split(' ');
+// Words that are one token each for both models' tokenizers (MiniLM's WordPiece and the
+// lecture decoder's learned BPE).
+const WORDS = 'the people of our great nation have made many new laws for all men and who work in this country with their own hands every day since the first year when we went to see what they had done'.split(' ');
+
+// The models measured: the page's default (the lecture decoder: <|endoftext|> + words) and
+// MiniLM ([CLS] + words + [SEP]).
+const MODELS = [
+  { name: 'lecture-post-ln', query: '', specials: 1 },
+  { name: 'minilm-l6', query: 'model=minilm-l6', specials: 2 },
+];
+let specials = 1;
 
 function sentence(tokens) {
-  // One-token words: [CLS] + (tokens - 2) words + [SEP].
-  return WORDS.concat(WORDS, WORDS, WORDS).slice(0, tokens - 2).join(' ');
+  return WORDS.concat(WORDS, WORDS, WORDS).slice(0, tokens - specials).join(' ');
 }
 
 function stats(values) {
@@ -51,18 +61,20 @@ async function typing(page, tokens) {
   return { onScreen: { ...stats(latencies), samples: latencies.length }, allCharts: stats(everything), forwardPass: stats(passes) };
 }
 
-async function measure({ dist, serveWith }) {
+async function measure({ dist, serveWith }, model) {
   const server = await serveWith(dist, 0);
   const url = `http://127.0.0.1:${server.address().port}/`;
-  const results = { dist, keystrokes: KEYSTROKES, firstView: [], firstAllCharts: [], typing: {} };
+  specials = model.specials;
+  const results = { dist, model: model.name, keystrokes: KEYSTROKES, firstView: [], firstAllCharts: [], typing: {} };
   try {
     // Three loads of the default page (with the helper thread where the page is cross-origin
     // isolated, as served here), typing at 8/32/128 tokens in the first; then one load computing
     // alone (?threads=1), typing at 32 tokens, for comparison.
-    for (const [run, query] of [[0, ''], [1, ''], [2, ''], [3, '?threads=1']]) {
+    const q = (extra) => [model.query, extra].filter(Boolean).join('&');
+    for (const [run, query] of [[0, q('')], [1, q('')], [2, q('')], [3, q('threads=1')]]) {
       const context = await browser.newContext({ viewport: { width: 1280, height: 720 } });
       const page = await context.newPage();
-      await page.goto(url + query);
+      await page.goto(url + (query ? `?${query}` : ''));
       await page.waitForFunction(() => window.__tviz?.firstSettledAt !== undefined || window.__tviz?.failed, null, { timeout: 60000 });
       if (run < 3) {
         results.firstView.push(await page.evaluate(() => window.__tviz.firstViewAt));
@@ -87,7 +99,7 @@ async function measure({ dist, serveWith }) {
 
 function report(results) {
   const ms = (v) => `${v.toFixed(1)} ms`;
-  console.log(`${results.dist}`);
+  console.log(`${results.dist}: ${results.model}`);
   console.log(`navigation to first complete view (3 loads): on-screen charts median ${ms(results.firstViewStats.median)}, max ${ms(results.firstViewStats.max)}; every chart median ${ms(results.firstAllChartsStats.median)}, max ${ms(results.firstAllChartsStats.max)}`);
   for (const [backend, byTokens] of Object.entries(results.typing)) {
     console.log(`${backend}:`);
@@ -108,7 +120,7 @@ const rounds = Number(process.env.ROUNDS ?? 1);
 const all = [];
 try {
   for (let round = 0; round < rounds; round += 1) {
-    for (const dist of builds) all.push(await measure(dist));
+    for (const model of MODELS) for (const dist of builds) all.push(await measure(dist, model));
   }
 } finally {
   await browser.close();

@@ -6,7 +6,7 @@
 # STEPS=... shortens or lengthens both runs (the committed weights: the default).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-STEPS=${STEPS:-1500}
+STEPS=${STEPS:-2400}
 OUT=${OUT:-trained}
 scripts/fetch-corpus.sh
 cargo build --release --quiet --bin transformer-viz

@@ -42,9 +42,9 @@ pub struct TrainArgs {
     pub batch: usize,
     #[arg(long, default_value_t = 128)]
     pub sequence: usize,
-    #[arg(long, default_value_t = 4e-3)]
+    #[arg(long, default_value_t = 2e-3)]
     pub learning_rate: f64,
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = 400)]
     pub warmup: usize,
     #[arg(long, default_value_t = 0.1)]
     pub weight_decay: f64,

@@ -86,7 +86,6 @@ test('the post-LN / pre-LN switch reruns the sentence through the twin and chang
   await page.click('#twin-switch button[data-twin="lecture-post-ln"]');
   await page.waitForFunction((n) => window.__tviz.model === 'lecture-post-ln' && window.__tviz.renders > n, again);
   assert.equal(await pixels(page, 'residual'), post.residual, 'the same sentence through the same model draws the same chart');
-  // Other models hide the switch.
   assert.deepEqual(problems, []);
   await context.close();
 });

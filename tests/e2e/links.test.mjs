@@ -5,6 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { usePage, openPage as open, CHARTS } from './helpers.mjs';
+import { DEFAULT_MODEL } from '../../www/js/models.js';
 
 const env = usePage();
 const openPage = (url = env.base, options) => open(env, url, options);
@@ -45,15 +46,26 @@ test('a hostile link is clamped with notes that stay, and every chart is drawn',
   assert.ok(notes.some((n) => /norm=1e18/.test(n)), notes.join('\n'));
   assert.ok(notes.some((n) => /step 100000/.test(n)), notes.join('\n'));
   assert.equal(await page.isVisible('#error'), false, 'no error: the link was brought in range');
-  assert.deepEqual(await shown(page).then((s) => [s.layer, s.head, s.step]), ['5', '3', '101']);
+  // The unknown model gives way to the page's default; every number is clamped to its last.
+  assert.equal(await page.evaluate(() => window.__tviz.model), DEFAULT_MODEL);
+  const last = await page.evaluate(() => ({
+    layer: [...document.getElementById('layer').options].at(-1).value,
+    step: String(Number(document.getElementById('step-count').textContent.match(/of (\d+)/)[1]) - 1),
+  }));
+  assert.deepEqual(await shown(page).then((s) => [s.layer, s.head, s.step]), [last.layer, '3', last.step]);
   // Features are the features box's business: it says beside itself what it dropped.
   await page.waitForFunction(() => !document.getElementById('dims-message').hidden);
   assert.match(await page.textContent('#dims-message'), /4294967296/);
-  const plotted = await page.evaluate(() => window.__tvizDrawn['pos-waves'].plotted.series.map((s) => s.dim).join(', '));
+  // The default model's own table is the sinusoidal one: its waves chart plots the features.
+  const plotted = await page.evaluate(() => window.__tvizDrawn['pos-sin-waves'].plotted.series.map((s) => s.dim).join(', '));
   assert.equal(await page.inputValue('#dims'), plotted, 'the box shows what is plotted');
   await page.evaluate(() => window.__tvizFlush());
   for (const c of CHARTS) {
-    const blank = await page.evaluate((name) => document.querySelector(`canvas[data-chart="${name}"]`).toDataURL().length < 3000, c);
+    // A chart the model does not have is replaced by a sentence saying why (its canvas hidden).
+    const blank = await page.evaluate((name) => {
+      const canvas = document.querySelector(`canvas[data-chart="${name}"]`);
+      return !canvas.hidden && canvas.toDataURL().length < 3000;
+    }, c);
     assert.ok(!blank, `${c} is blank`);
   }
   // A new sentence keeps the notes (they are about the link, not the sentence).
@@ -173,7 +185,7 @@ test('the status line says why the page computes with one thread', async () => {
   assert.match(await forced.page.textContent('#backend-why'), /threads=1/);
   await forced.context.close();
   // Served without the isolation headers, the page says that is why.
-  const stripHeaders = (page) => page.route(env.base, async (route) => {
+  const stripHeaders = (page) => page.route((url) => url.pathname === '/', async (route) => {
     const response = await route.fetch();
     const headers = { ...response.headers() };
     delete headers['cross-origin-opener-policy'];

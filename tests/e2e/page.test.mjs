@@ -6,7 +6,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { usePage, openPage as open, typeSentence, ARTIFACTS, CHARTS, withModel } from './helpers.mjs';
+import { usePage, openPage as open, typeSentence, ARTIFACTS, CHARTS } from './helpers.mjs';
+import { MODELS, DEFAULT_MODEL } from '../../www/js/models.js';
 
 // Views of the model itself (its position tables, a norm's gamma and beta), identical for
 // every sentence under 64 tokens.
@@ -211,17 +212,21 @@ test('screenshots at projector and phone sizes', async () => {
   }
 });
 
+// The default model's files (a link's model that fails gives way to the default instead).
+const DEFAULT_WEIGHTS = `**/${MODELS[DEFAULT_MODEL].files.weights.path}`;
+const DEFAULT_CONFIG = `**/${MODELS[DEFAULT_MODEL].files.config.path}`;
+
 test('a missing model file gives a plain message, not a blank page', async () => {
   const context = await env.browser.newContext();
   const page = await context.newPage();
-  await page.route('**/model.f16.safetensors', (route) => route.fulfill({ status: 404, body: 'gone' }));
+  await page.route(DEFAULT_WEIGHTS, (route) => route.fulfill({ status: 404, body: 'gone' }));
   const pageErrors = [];
   page.on('pageerror', (err) => pageErrors.push(String(err)));
-  await page.goto(withModel(env.base, 'minilm-l6'));
+  await page.goto(env.base);
   await page.waitForFunction(() => window.__tviz?.failed);
   const message = await page.textContent('#error');
   assert.match(message, /could not be loaded/);
-  assert.match(message, /model\.f16\.safetensors/);
+  assert.match(message, /model\.safetensors/);
   assert.deepEqual(pageErrors, []);
   await context.close();
 });
@@ -229,8 +234,8 @@ test('a missing model file gives a plain message, not a blank page', async () =>
 test('a corrupt model file is reported in plain words', async () => {
   const context = await env.browser.newContext();
   const page = await context.newPage();
-  await page.route('**/model.f16.safetensors', (route) => route.fulfill({ status: 200, body: Buffer.from('definitely not safetensors') }));
-  await page.goto(withModel(env.base, 'minilm-l6'));
+  await page.route(DEFAULT_WEIGHTS, (route) => route.fulfill({ status: 200, body: Buffer.from('definitely not safetensors') }));
+  await page.goto(env.base);
   await page.waitForFunction(() => window.__tviz?.failed);
   assert.match(await page.textContent('#error'), /not valid safetensors/);
   writeFileSync(join(ARTIFACTS, 'corrupt-model-message.txt'), await page.textContent('#error'));
@@ -243,16 +248,16 @@ test('an absurd config is refused in plain words that name the field, never a We
     const page = await context.newPage();
     const pageErrors = [];
     page.on('pageerror', (err) => pageErrors.push(String(err)));
-    await page.route('**/config.json', async (route) => {
+    await page.route(DEFAULT_CONFIG, async (route) => {
       const response = await route.fetch();
       const config = await response.json();
-      config.num_hidden_layers = layers;
+      config.n_layers = layers;
       await route.fulfill({ response, body: JSON.stringify(config) });
     });
-    await page.goto(withModel(env.base, 'minilm-l6'));
+    await page.goto(env.base);
     await page.waitForFunction(() => window.__tviz?.failed);
     const message = await page.textContent('#error');
-    assert.match(message, /num_hidden_layers/, message);
+    assert.match(message, /n_layers/, message);
     assert.doesNotMatch(message, /unreachable|RuntimeError|memory/i, message);
     assert.ok(message.length < 700, `a message of ${message.length} characters`);
     assert.deepEqual(pageErrors, []);

@@ -16,13 +16,14 @@ export const MODELS = {
     kind: 'decoder',
     description: 'The notes\' own transformer, trained by this project on public-domain English: 3 layers, 4 heads, d_model 128, sinusoidal positions, LayerNorm after each sublayer, ReLU feed-forward, tied embeddings (0.86M parameters).',
     files: {
-      config: { path: 'models/lecture-post-ln/config.json', bytes: 0 },
-      tokenizer: { path: 'models/lecture-post-ln/tokenizer.json', bytes: 0 },
-      weights: { path: 'models/lecture-post-ln/model.safetensors', bytes: 0 },
+      config: { path: 'models/lecture-post-ln/config.json', bytes: 433 },
+      tokenizer: { path: 'models/lecture-post-ln/tokenizer.json', bytes: 32925 },
+      weights: { path: 'models/lecture-post-ln/model.safetensors', bytes: 3432400 },
     },
     // A pass takes a few milliseconds: a helper thread would cost more than it saves.
     helperThread: 'the model is small enough that one thread computes a pass in a few milliseconds',
     twin: 'lecture-pre-ln',
+    committed: true, // in the repository's trained/, not fetched by the set-up
   },
   'lecture-pre-ln': {
     name: 'lecture-pre-ln',
@@ -31,12 +32,13 @@ export const MODELS = {
     kind: 'decoder',
     description: 'The post-LN lecture decoder\'s twin, trained on the same data with the same seed, with LayerNorm before each sublayer and one final norm (as GPT-2).',
     files: {
-      config: { path: 'models/lecture-pre-ln/config.json', bytes: 0 },
-      tokenizer: { path: 'models/lecture-pre-ln/tokenizer.json', bytes: 0 },
-      weights: { path: 'models/lecture-pre-ln/model.safetensors', bytes: 0 },
+      config: { path: 'models/lecture-pre-ln/config.json', bytes: 431 },
+      tokenizer: { path: 'models/lecture-pre-ln/tokenizer.json', bytes: 32925 },
+      weights: { path: 'models/lecture-pre-ln/model.safetensors', bytes: 3433576 },
     },
     helperThread: 'the model is small enough that one thread computes a pass in a few milliseconds',
     twin: 'lecture-post-ln',
+    committed: true,
   },
   'minilm-l6': {
     name: 'minilm-l6',

@@ -199,6 +199,9 @@ fn generic_config_with(field: &str, value: Option<Value>) -> String {
 fn this_projects_config_format_checks_every_field() {
     let valid = generic_config_with("name", Some(json!("fixture-decoder")));
     assert_eq!(generic::config_from_json(&valid).unwrap(), fixture::decoder_config());
+    // A config saved before `embedding_scale` existed means 1.
+    let older = generic::config_from_json(&generic_config_with("embedding_scale", None)).unwrap();
+    assert_eq!(older.embedding_scale, 1.0);
     let rotary = |base: Value| json!({"Rotary": {"base": base, "adjacent_pairs": true}});
     let cases = [
         ("n_layers", Some(json!(1_000_000_000_000_000_000u64)), "n_layers"),
@@ -228,6 +231,11 @@ fn this_projects_config_format_checks_every_field() {
         ("causal", Some(json!("yes")), "causal"),
         ("name", Some(json!(42)), "name"),
         ("lm_head", None, "lm_head"),
+        ("embedding_scale", Some(json!(0.0)), "embedding_scale"),
+        ("embedding_scale", Some(json!(-11.3)), "embedding_scale"),
+        ("embedding_scale", Some(json!(1e9)), "embedding_scale"),
+        ("embedding_scale", Some(json!(1e300)), "embedding_scale"),
+        ("embedding_scale", Some(json!("11.3")), "embedding_scale"),
     ];
     for (field, value, named) in cases {
         let case = format!("{field} = {value:?}");

@@ -2,11 +2,14 @@
 # Reproduces the lecture's trained models in trained/ (the exact command their logs record):
 #   1. fetch the corpus (scripts/fetch-corpus.sh) and learn a 2,048-token byte-level BPE;
 #   2. train lecture-post-ln and its pre-LN twin side by side, one core each, same data and
-#      seed; each writes config.json, tokenizer.json, model.safetensors, train.log, loss.svg.
-# STEPS=... shortens or lengthens both runs (the committed weights: the default).
+#      seed; each writes config.json, tokenizer.json, model.safetensors, train.log, loss.svg;
+#   3. train lecture-reverse, the encoder-decoder that writes its source backwards (no corpus:
+#      random strings of lowercase letters and spaces, held-out ones never trained on).
+# STEPS=... / REVERSE_STEPS=... shorten or lengthen the runs (the committed weights: the defaults).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 STEPS=${STEPS:-2400}
+REVERSE_STEPS=${REVERSE_STEPS:-12000}
 OUT=${OUT:-trained}
 scripts/fetch-corpus.sh
 cargo build --release --quiet --bin transformer-viz
@@ -29,4 +32,6 @@ status=0
 for pid in "${pids[@]}"; do wait "$pid" || status=1; done
 rm -f "$OUT/vocab.json"
 for model in lecture-post-ln lecture-pre-ln; do tail -n 2 "$OUT/$model.out"; rm -f "$OUT/$model.out"; done
-exit $status
+[ $status -eq 0 ] || exit $status
+# One core, its defaults: pre-LN, 64 strings a step, AdamW at 5e-4 after 500 warm-up steps.
+$bin train-reverse --out "$OUT/lecture-reverse" --steps "$REVERSE_STEPS" --seed 1

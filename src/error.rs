@@ -69,6 +69,15 @@ pub enum VizError {
     #[error("this model has no language-model head, so it makes no next-token prediction")]
     NoLmHead,
 
+    #[error("this model has no cross-attention: only an encoder-decoder's decoder reads an encoder's output")]
+    NoCrossAttention,
+
+    #[error("this is not an encoder-decoder: it has no source to translate")]
+    NotEncoderDecoder,
+
+    #[error("this model's vocabulary has no token for {}: it can only spell {allowed}", clip(.dropped))]
+    Unspellable { dropped: String, allowed: String },
+
     #[error("the sampling setting `{setting}` = {value} {problem}")]
     BadSampling { setting: String, value: String, problem: String },
 

@@ -58,7 +58,12 @@ impl Transformer {
     }
 
     /// The forward pass with every intermediate recorded.
+    /// An encoder-decoder's trace is its decoder's pass over what it wrote from `text`, the
+    /// encoder's pass over `text` inside (`translate`).
     pub fn trace(&self, text: &str) -> Result<Trace> {
+        if self.config.is_encoder_decoder() {
+            return Ok(self.translate(text)?.trace);
+        }
         let encoding = self.encode(text)?;
         Ok(self.trace_ids(encoding, text))
     }
@@ -74,7 +79,8 @@ impl Transformer {
         forward(ids, &self.weights, &self.config, &mut NoRecorder)
     }
 
-    /// The traced forward pass on ids that came from `encode`.
+    /// The traced forward pass on ids that came from `encode` (a decoder-only model or an
+    /// encoder: an encoder-decoder needs its source, `translate`).
     pub fn trace_ids(&self, encoding: Encoding, text: &str) -> Trace {
         if self.config.causal {
             return self.continue_trace(encoding, text, None, &mut KvCache::new()).trace;
@@ -89,6 +95,7 @@ impl Transformer {
             truncated: encoding.truncated,
             steps: rec.steps,
             norms: rec.norms,
+            source: None,
         }
     }
 
@@ -128,6 +135,7 @@ impl Transformer {
             truncated: encoding.truncated,
             steps,
             norms,
+            source: None,
         };
         Continued { trace, reused }
     }
@@ -138,6 +146,9 @@ impl Transformer {
     pub fn next_logits(&self, new_ids: &[u32], cache: &mut KvCache) -> Result<Array1<f32>> {
         if !self.config.has_lm_head() {
             return Err(VizError::NoLmHead);
+        }
+        if self.config.is_encoder_decoder() {
+            return Err(VizError::BadConfig(format!("{} is an encoder-decoder: it writes from a source (`translate`), it does not continue a text", self.config.name)));
         }
         if new_ids.is_empty() {
             return Err(VizError::EmptyText);

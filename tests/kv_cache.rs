@@ -23,6 +23,7 @@ fn kept_trace(model: &Transformer, text: &str) -> Trace {
         truncated: encoding.truncated,
         steps: rec.steps,
         norms: rec.norms,
+        source: None,
     }
 }
 

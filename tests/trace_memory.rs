@@ -47,6 +47,7 @@ fn full_trace(model: &Transformer, text: &str) -> Trace {
         truncated: encoding.truncated,
         steps: rec.0.steps,
         norms: rec.0.norms,
+        source: None,
     }
 }
 

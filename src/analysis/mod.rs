@@ -6,4 +6,5 @@ pub mod logit_lens;
 pub mod pooling;
 pub mod prediction;
 pub mod sampling;
+pub mod translation;
 pub mod position;

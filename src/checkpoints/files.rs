@@ -50,7 +50,7 @@ pub fn load_named(root: &Path, name: &str, precision: WeightPrecision) -> Result
         }
         "smollm2-135m" => super::smollm2::from_gguf_file(name, read_file(&dir.join(super::SMOLLM2_FILE))?),
         // Committed with the repository rather than fetched: `trained/NAME/`.
-        lecture if super::lecture::DECODERS.contains(&lecture) => {
+        lecture if super::lecture::ALL.contains(&lecture) => {
             let dir = Path::new(super::lecture::TRAINED_DIR).join(lecture);
             super::lecture::from_bytes(
                 name,

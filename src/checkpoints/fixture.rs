@@ -7,7 +7,7 @@ use ndarray::{Array1, Array2};
 use crate::error::Result;
 use crate::model::config::{Activation, LmHead, ModelConfig, NormKind, NormPlace, Position};
 use crate::model::linear::Linear;
-use crate::model::weights::{AttentionWeights, FfnWeights, LayerWeights, NormWeights, Weights};
+use crate::model::weights::{AttentionWeights, CrossWeights, FfnWeights, LayerWeights, NormWeights, Weights};
 use crate::tokenize::bytes::ByteTokenizer;
 use crate::transformer::Transformer;
 
@@ -55,6 +55,7 @@ pub fn encoder_config() -> ModelConfig {
         lm_head: LmHead::None,
         embedding_norm: false,
         embedding_scale: 1.0,
+        encoder_layers: 0,
     }
 }
 
@@ -82,6 +83,7 @@ pub fn decoder_config() -> ModelConfig {
         lm_head: LmHead::Tied,
         embedding_norm: false,
         embedding_scale: 1.0,
+        encoder_layers: 0,
     }
 }
 
@@ -98,23 +100,25 @@ pub fn random_weights(c: &ModelConfig, seed: u64) -> Weights {
         gamma: rng.vector(d, 1.0, 0.2),
         beta: (c.norm == NormKind::Layer).then(|| rng.vector(d, 0.0, 0.1)),
     };
-    let layers = (0..c.n_layers)
-        .map(|_| LayerWeights {
-            attention_norm: norm(&mut rng),
-            attention: AttentionWeights {
-                query: linear(&mut rng, q, d),
-                key: linear(&mut rng, kv, d),
-                value: linear(&mut rng, kv, d),
-                output: linear(&mut rng, d, q),
-            },
-            ffn_norm: norm(&mut rng),
-            ffn: FfnWeights {
-                up: linear(&mut rng, c.d_ff, d),
-                gate: (c.activation == Activation::SwiGlu).then(|| linear(&mut rng, c.d_ff, d)),
-                down: linear(&mut rng, d, c.d_ff),
-            },
-        })
-        .collect();
+    let attention = |rng: &mut SplitMix| AttentionWeights {
+        query: linear(rng, q, d),
+        key: linear(rng, kv, d),
+        value: linear(rng, kv, d),
+        output: linear(rng, d, q),
+    };
+    let layer = |rng: &mut SplitMix, crossed: bool| LayerWeights {
+        attention_norm: norm(rng),
+        attention: attention(rng),
+        ffn_norm: norm(rng),
+        ffn: FfnWeights {
+            up: linear(rng, c.d_ff, d),
+            gate: (c.activation == Activation::SwiGlu).then(|| linear(rng, c.d_ff, d)),
+            down: linear(rng, d, c.d_ff),
+        },
+        cross: crossed.then(|| CrossWeights { norm: norm(rng), attention: attention(rng) }),
+    };
+    let layers = (0..c.n_layers).map(|_| layer(&mut rng, c.is_encoder_decoder())).collect();
+    let encoder_layers = (0..c.encoder_layers).map(|_| layer(&mut rng, false)).collect();
     Weights {
         token_embedding: rng.matrix(c.vocab_size, d, 1.0).into(),
         segment_embedding: (c.token_types > 0).then(|| rng.matrix(c.token_types, d, 0.1)),
@@ -123,6 +127,8 @@ pub fn random_weights(c: &ModelConfig, seed: u64) -> Weights {
         layers,
         final_norm: (c.norm_place == NormPlace::Pre).then(|| norm(&mut rng)),
         lm_head: (c.lm_head == LmHead::Separate).then(|| rng.matrix(c.vocab_size, d, 0.1).into()),
+        encoder_layers,
+        encoder_final_norm: (c.is_encoder_decoder() && c.norm_place == NormPlace::Pre).then(|| norm(&mut rng)),
     }
 }
 

@@ -12,7 +12,7 @@ use crate::formats::safetensors::read_safetensors;
 use crate::formats::TensorMap;
 use crate::model::config::{ModelConfig, NormKind, CONFIG_NAME};
 use crate::model::linear::Linear;
-use crate::model::weights::{AttentionWeights, FfnWeights, LayerWeights, NormWeights, Weights};
+use crate::model::weights::{AttentionWeights, CrossWeights, FfnWeights, LayerWeights, NormWeights, Weights};
 
 /// Every tensor of `Weights` under its generic name, as (shape, row-major values).
 pub fn named_tensors(w: &Weights) -> BTreeMap<String, (Vec<usize>, Vec<f32>)> {
@@ -45,13 +45,21 @@ pub fn named_tensors(w: &Weights) -> BTreeMap<String, (Vec<usize>, Vec<f32>)> {
     if let Some(n) = &w.embedding_norm {
         norm(&mut put, "embedding_norm", n);
     }
-    for (i, l) in w.layers.iter().enumerate() {
-        let p = format!("layers.{i}");
+    let stacks = w.layers.iter().enumerate().map(|(i, l)| (format!("layers.{i}"), l));
+    let encoder = w.encoder_layers.iter().enumerate().map(|(i, l)| (format!("encoder.layers.{i}"), l));
+    for (p, l) in stacks.chain(encoder) {
         norm(&mut put, &format!("{p}.attention_norm"), &l.attention_norm);
         linear(&mut put, &format!("{p}.attention.query"), &l.attention.query);
         linear(&mut put, &format!("{p}.attention.key"), &l.attention.key);
         linear(&mut put, &format!("{p}.attention.value"), &l.attention.value);
         linear(&mut put, &format!("{p}.attention.output"), &l.attention.output);
+        if let Some(x) = &l.cross {
+            norm(&mut put, &format!("{p}.cross_norm"), &x.norm);
+            linear(&mut put, &format!("{p}.cross_attention.query"), &x.attention.query);
+            linear(&mut put, &format!("{p}.cross_attention.key"), &x.attention.key);
+            linear(&mut put, &format!("{p}.cross_attention.value"), &x.attention.value);
+            linear(&mut put, &format!("{p}.cross_attention.output"), &x.attention.output);
+        }
         norm(&mut put, &format!("{p}.ffn_norm"), &l.ffn_norm);
         linear(&mut put, &format!("{p}.ffn.up"), &l.ffn.up);
         if let Some(g) = &l.ffn.gate {
@@ -61,6 +69,9 @@ pub fn named_tensors(w: &Weights) -> BTreeMap<String, (Vec<usize>, Vec<f32>)> {
     }
     if let Some(n) = &w.final_norm {
         norm(&mut put, "final_norm", n);
+    }
+    if let Some(n) = &w.encoder_final_norm {
+        norm(&mut put, "encoder.final_norm", n);
     }
     if let Some(h) = &w.lm_head {
         put("lm_head".into(), &h.shape(), flat(&h.to_dense()));
@@ -131,6 +142,7 @@ pub fn config_from_json(json: &str) -> Result<ModelConfig> {
         embedding_norm: j.boolean("embedding_norm")?,
         // Absent in configs saved before the field existed: 1.
         embedding_scale: if j.has("embedding_scale") { j.number("embedding_scale")? } else { 1.0 },
+        encoder_layers: j.count_or("encoder_layers", 0)?,
     };
     config.validate().map_err(|e| in_file(e, FILE, &[]))?;
     Ok(config)
@@ -172,17 +184,29 @@ pub fn from_safetensors(bytes: &[u8], c: &ModelConfig) -> Result<Weights> {
     check_config_against_weights(&t, c)?;
     // validate() keeps heads and head_dim at most 4096 each, so these products cannot overflow.
     let (d, q, kv) = (c.d_model, c.n_heads * c.head_dim, c.n_kv_heads * c.head_dim);
+    let attention = |t: &mut TensorMap, p: &str| -> Result<AttentionWeights> {
+        Ok(AttentionWeights {
+            query: linear(t, &format!("{p}.query"), q, d, c)?,
+            key: linear(t, &format!("{p}.key"), kv, d, c)?,
+            value: linear(t, &format!("{p}.value"), kv, d, c)?,
+            output: linear(t, &format!("{p}.output"), d, q, c)?,
+        })
+    };
     let mut layers = Vec::with_capacity(c.n_layers);
-    for i in 0..c.n_layers {
-        let p = format!("layers.{i}");
-        layers.push(LayerWeights {
+    let mut encoder_layers = Vec::with_capacity(c.encoder_layers);
+    let stacks = (0..c.n_layers).map(|i| (format!("layers.{i}"), c.is_encoder_decoder()));
+    let encoder = (0..c.encoder_layers).map(|i| (format!("encoder.layers.{i}"), false));
+    for (p, crossed) in stacks.chain(encoder) {
+        let cross = if crossed {
+            Some(CrossWeights { norm: norm(&mut t, &format!("{p}.cross_norm"), c)?, attention: attention(&mut t, &format!("{p}.cross_attention"))? })
+        } else {
+            None
+        };
+        let into = if p.starts_with("encoder.") { &mut encoder_layers } else { &mut layers };
+        into.push(LayerWeights {
             attention_norm: norm(&mut t, &format!("{p}.attention_norm"), c)?,
-            attention: AttentionWeights {
-                query: linear(&mut t, &format!("{p}.attention.query"), q, d, c)?,
-                key: linear(&mut t, &format!("{p}.attention.key"), kv, d, c)?,
-                value: linear(&mut t, &format!("{p}.attention.value"), kv, d, c)?,
-                output: linear(&mut t, &format!("{p}.attention.output"), d, q, c)?,
-            },
+            attention: attention(&mut t, &format!("{p}.attention"))?,
+            cross,
             ffn_norm: norm(&mut t, &format!("{p}.ffn_norm"), c)?,
             ffn: FfnWeights {
                 up: linear(&mut t, &format!("{p}.ffn.up"), c.d_ff, d, c)?,
@@ -207,6 +231,12 @@ pub fn from_safetensors(bytes: &[u8], c: &ModelConfig) -> Result<Weights> {
         layers,
         final_norm: if c.norm_place == crate::model::config::NormPlace::Pre { Some(norm(&mut t, "final_norm", c)?) } else { None },
         lm_head: if c.lm_head == crate::model::config::LmHead::Separate { Some(t.matrix("lm_head", c.vocab_size, d)?.into()) } else { None },
+        encoder_final_norm: if c.is_encoder_decoder() && c.norm_place == crate::model::config::NormPlace::Pre {
+            Some(norm(&mut t, "encoder.final_norm", c)?)
+        } else {
+            None
+        },
+        encoder_layers,
     };
     w.check(c)?;
     Ok(w)

@@ -21,6 +21,29 @@ pub const PRE_LN: &str = "lecture-pre-ln";
 
 pub const DECODERS: &[&str] = &[POST_LN, PRE_LN];
 
+/// The encoder-decoder that writes its source backwards (`train::reversal`).
+pub const REVERSE: &str = "lecture-reverse";
+
+/// Every lecture model, as `trained/` holds them.
+pub const ALL: &[&str] = &[POST_LN, PRE_LN, REVERSE];
+
+/// The reversal encoder-decoder: 2 encoder and 2 decoder layers of width 64, pre-LN (post-LN
+/// runs of this task were unstable at every rate tried; see the README), over a vocabulary of a
+/// few characters; its context holds a 20-character source
+/// with the start token, and an output of that length with the start and end tokens.
+pub fn reverse_config(vocab_size: usize) -> ModelConfig {
+    ModelConfig {
+        d_model: 64,
+        n_layers: 2,
+        head_dim: 16,
+        d_ff: 256,
+        context: 24,
+        embedding_scale: 8.0, // sqrt(64)
+        encoder_layers: 2,
+        ..decoder_config(REVERSE, vocab_size, NormPlace::Pre)
+    }
+}
+
 /// Shapes of the lecture decoders: small enough to train in about half an hour on one core
 /// and to load at once in a page, deep enough (3 layers) for previous-token heads to feed
 /// induction heads.
@@ -46,6 +69,7 @@ pub fn decoder_config(name: &str, vocab_size: usize, place: NormPlace) -> ModelC
         lm_head: LmHead::Tied,
         embedding_norm: false,
         embedding_scale: (128f32).sqrt(),
+        encoder_layers: 0,
     }
 }
 

@@ -88,6 +88,7 @@ pub fn config_from_json(name: &str, json: &str) -> Result<ModelConfig> {
         lm_head: LmHead::None,
         embedding_norm: true,
         embedding_scale: 1.0,
+        encoder_layers: 0,
     };
     config.validate().map_err(|e| in_file(e, FILE, SPELLING))?;
     Ok(config)
@@ -148,6 +149,7 @@ pub fn weights_from_tensors(mut t: TensorMap, c: &ModelConfig) -> Result<Weights
                 gate: None,
                 down: linear(&mut t, &format!("{p}.output.dense"), d, c.d_ff)?,
             },
+            cross: None,
             ffn_norm: layer_norm(&mut t, &format!("{p}.output.LayerNorm"), d)?,
         });
     }
@@ -164,6 +166,8 @@ pub fn weights_from_tensors(mut t: TensorMap, c: &ModelConfig) -> Result<Weights
         layers,
         final_norm: None,
         lm_head: None,
+        encoder_layers: vec![],
+        encoder_final_norm: None,
     };
     weights.check(c)?;
     Ok(weights)

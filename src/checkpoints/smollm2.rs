@@ -97,6 +97,7 @@ pub fn config_from_gguf(name: &str, g: &Gguf<'_>) -> Result<ModelConfig> {
         lm_head: if g.tensor("output.weight").is_ok() { LmHead::Separate } else { LmHead::Tied },
         embedding_norm: false,
         embedding_scale: 1.0,
+        encoder_layers: 0,
     };
     config.validate().map_err(|e| in_metadata(e, arch))?;
     if head_dim * n_heads != d_model {
@@ -159,6 +160,7 @@ pub fn weights_from_gguf(g: &Gguf<'_>, file: &Arc<Vec<u8>>, c: &ModelConfig) -> 
                 gate: Some(linear(g, file, &format!("{p}.ffn_gate.weight"), c.d_ff, d)?),
                 down: linear(g, file, &format!("{p}.ffn_down.weight"), d, c.d_ff)?,
             },
+            cross: None,
         });
     }
     let weights = Weights {
@@ -172,6 +174,8 @@ pub fn weights_from_gguf(g: &Gguf<'_>, file: &Arc<Vec<u8>>, c: &ModelConfig) -> 
             LmHead::Separate => Some(matrix(g, file, "output.weight", c.vocab_size, d)?),
             _ => None,
         },
+        encoder_layers: vec![],
+        encoder_final_norm: None,
     };
     weights.check(c)?;
     Ok(weights)

@@ -115,6 +115,15 @@ enum Command {
     Vocab(train::VocabArgs),
     /// Train one of the lecture's models on a folder of text (both cores, seeded).
     Train(train::TrainArgs),
+    /// Train the lecture's encoder-decoder to write its source backwards (seeded, one core).
+    TrainReverse(train::ReverseArgs),
+    /// Write a source through an encoder-decoder (greedy), with each step's choice.
+    Translate {
+        #[command(flatten)]
+        model: ModelArgs,
+        #[arg(long)]
+        text: String,
+    },
 }
 
 #[derive(Serialize)]
@@ -206,6 +215,17 @@ fn run(cli: Cli) -> Result<()> {
         }
         Command::Vocab(args) => train::vocab(args),
         Command::Train(args) => train::train(args),
+        Command::TrainReverse(args) => train::train_reverse(args),
+        Command::Translate { model, text } => {
+            let model = model.load()?;
+            let t = model.translate(&text)?;
+            for (i, step) in t.steps.iter().enumerate() {
+                let runner = step.runner_up.as_ref().map(|(tok, p)| format!(", then {:?} {:.3}", tok.text, p)).unwrap_or_default();
+                println!("step {}: {:?} {:.3}{runner}", i + 1, step.token.text, step.probability);
+            }
+            println!("{}{}", t.output, if t.finished { "" } else { " (the context filled before the end token)" });
+            Ok(())
+        }
         Command::ConvertF16 { input, output } => {
             let halves = crate::formats::safetensors::convert_to_f16(&read_file(&input)?)?;
             let tmp = output.with_extension("part");

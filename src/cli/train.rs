@@ -64,6 +64,59 @@ pub struct TrainArgs {
     pub resume: bool,
 }
 
+#[derive(clap::Args)]
+pub struct ReverseArgs {
+    /// Where to write config.json, tokenizer.json, model.safetensors, train.log and loss.svg.
+    #[arg(long)]
+    pub out: PathBuf,
+    #[arg(long, default_value_t = 12000)]
+    pub steps: usize,
+    #[arg(long, default_value_t = 64)]
+    pub batch: usize,
+    #[arg(long, default_value_t = 5e-4)]
+    pub learning_rate: f64,
+    #[arg(long, default_value_t = 500)]
+    pub warmup: usize,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    #[arg(long, default_value_t = 250)]
+    pub eval_every: usize,
+    /// Held-out strings measured at each evaluation.
+    #[arg(long, default_value_t = 1000)]
+    pub eval_strings: usize,
+    /// LayerNorm after each residual addition, as the paper, instead of before each sublayer
+    /// (with a final norm per stack) as the committed model.
+    #[arg(long)]
+    pub post_ln: bool,
+}
+
+pub fn train_reverse(args: ReverseArgs) -> Result<()> {
+    let settings = Settings {
+        steps: args.steps,
+        batch: args.batch,
+        sequence: crate::train::reversal::MAX_LETTERS + 1,
+        learning_rate: args.learning_rate,
+        warmup_steps: args.warmup,
+        final_rate_share: 0.1,
+        weight_decay: 0.01,
+        clip_norm: 1.0,
+        seed: args.seed,
+        eval_every: args.eval_every,
+        checkpoint_every: args.steps,
+        repeats: false,
+    };
+    let outcome = crate::train::reversal::ReversalRun {
+        settings,
+        out: args.out.clone(),
+        eval_strings: args.eval_strings,
+        norm_place: if args.post_ln { crate::model::config::NormPlace::Post } else { crate::model::config::NormPlace::Pre },
+        progress: std::io::IsTerminal::is_terminal(&std::io::stderr()),
+    }
+    .train()?;
+    eprintln!("exact match {:.1}% on held-out strings; wrote {}", 100.0 * outcome.exact_match, args.out.display());
+    Ok(())
+}
+
 fn io(path: &std::path::Path) -> impl Fn(std::io::Error) -> VizError + '_ {
     move |e| VizError::Io { path: path.display().to_string(), reason: e.to_string() }
 }
@@ -115,7 +168,10 @@ pub fn train(args: TrainArgs) -> Result<()> {
         let _ = std::fs::remove_file(&log_path);
     }
     let line = format!("bigram baseline (held out): {baseline:.4} nats/token, mixing weight {lambda}\n");
-    std::fs::OpenOptions::new().create(true).append(true).open(&log_path).and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes())).map_err(io(&log_path))?;
+    // A resumed run's log already names the baseline.
+    if !args.resume || !log_path.exists() {
+        std::fs::OpenOptions::new().create(true).append(true).open(&log_path).and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes())).map_err(io(&log_path))?;
+    }
     let outcome = Run {
         name: args.model.clone(),
         config,

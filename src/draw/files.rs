@@ -74,6 +74,9 @@ pub fn render_all(model: &Transformer, trace: &Trace, out: &Path, only_layer: Op
             jobs.push(job(&attention_dir, format!("layer{layer}_head{head}"), View::Head { layer, head }, (side + 70, side)));
             let lines = View::Lines { layer, head, focus: None, focus_key: None, heads: Vec::new() };
             jobs.push(job(&attention_dir, format!("lines_layer{layer}_head{head}"), lines, (640, (t * 20 + 80).clamp(300, 1400))));
+            if trace.source.is_some() {
+                jobs.push(job(&attention_dir, format!("cross_layer{layer}_head{head}"), View::CrossAttention { layer, head }, (side + 70, side)));
+            }
         }
     }
     let grid_size = (c.n_heads as u32 * 60 + 60, c.n_layers as u32 * 60 + 40);

@@ -24,6 +24,7 @@ pub fn norm_place_words(trace: &Trace, index: usize) -> Result<String> {
         (Op::EmbeddingNorm, _) => "embedding norm (before layer 0)".into(),
         (Op::FinalNorm, _) => "final norm (after the last layer)".into(),
         (Op::AttentionNorm, Some(l)) => format!("layer {l}, {when} attention"),
+        (Op::CrossNorm, Some(l)) => format!("layer {l}, {when} cross-attention"),
         (Op::FfnNorm, Some(l)) => format!("layer {l}, {when} feed-forward"),
         (_, Some(l)) => format!("layer {l}"),
         (_, None) => "norm".into(),

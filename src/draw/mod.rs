@@ -4,6 +4,7 @@
 pub mod attention;
 pub mod colors;
 pub mod compare;
+pub mod cross_attention;
 pub mod head_grid;
 pub mod heatmap;
 pub mod layer_norm;

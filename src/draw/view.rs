@@ -34,6 +34,8 @@ pub enum View {
         #[serde(default)]
         heads: Vec<usize>,
     },
+    /// An encoder-decoder's cross-attention: target tokens down, source tokens across.
+    CrossAttention { layer: usize, head: usize },
     PositionTable,
     PositionWaves { dims: Vec<usize> },
     PositionSimilarity,
@@ -236,6 +238,11 @@ fn draw_view_parts<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, model: &Tr
         View::Head { layer, head } => {
             let drawn = attention::draw_head(area, trace, *layer, *head, vector)?;
             Ok(Drawn::heatmap(drawn, flat(trace.attention(*layer, *head)?), tokens.clone(), tokens))
+        }
+        View::CrossAttention { layer, head } => {
+            let drawn = super::cross_attention::draw_cross_attention(area, trace, *layer, *head, vector)?;
+            let source = trace.source.as_ref().ok_or(VizError::NoCrossAttention)?.token_texts();
+            Ok(Drawn::heatmap(drawn, flat(trace.cross_attention(*layer, *head)?), tokens, source))
         }
         View::Grid { layer, head } => {
             let (grid, image) = attention::draw_grid(area, trace, Some((*layer, *head)), vector)?;

@@ -83,6 +83,13 @@ pub struct ModelConfig {
     /// matches the sinusoidal table's size.
     #[serde(default = "unit_scale")]
     pub embedding_scale: f32,
+    /// Layers of an encoder stack in front of the decoder (0: no encoder). With an encoder the
+    /// model is an encoder-decoder, as in the original paper: the encoder reads the source with
+    /// bidirectional self-attention, and every decoder layer (`n_layers` of them, causal) adds a
+    /// cross-attention sublayer whose keys and values come from the encoder's output. Both
+    /// stacks share the embedding, the positional encoding and every other choice here.
+    #[serde(default)]
+    pub encoder_layers: usize,
 }
 
 fn unit_scale() -> f32 {
@@ -149,6 +156,10 @@ impl ModelConfig {
         check_count("vocab_size", self.vocab_size, 1, limits::VOCAB)?;
         check_count("context", self.context, 2, limits::CONTEXT)?;
         check_count("token_types", self.token_types, 0, limits::TOKEN_TYPES)?;
+        check_count("encoder_layers", self.encoder_layers, 0, limits::LAYERS)?;
+        if self.encoder_layers > 0 && !(self.causal && self.has_lm_head()) {
+            return Err(VizError::config_field(CONFIG_NAME, "encoder_layers", self.encoder_layers, "needs a causal decoder with a language-model head after the encoder"));
+        }
         if self.n_heads % self.n_kv_heads != 0 {
             let problem = format!("but {} query heads cannot share them evenly", self.n_heads);
             return Err(VizError::config_field(CONFIG_NAME, "n_kv_heads", self.n_kv_heads, problem));
@@ -194,5 +205,23 @@ impl ModelConfig {
 
     pub fn has_lm_head(&self) -> bool {
         self.lm_head != LmHead::None
+    }
+
+    /// Whether the model has an encoder stack whose output the decoder cross-attends to.
+    pub fn is_encoder_decoder(&self) -> bool {
+        self.encoder_layers > 0
+    }
+
+    /// The encoder stack of an encoder-decoder as a model of its own: the same choices,
+    /// `encoder_layers` bidirectional layers and no head. Its trace is the source's trace.
+    pub fn encoder_config(&self) -> ModelConfig {
+        ModelConfig {
+            name: format!("{} encoder", self.name),
+            n_layers: self.encoder_layers,
+            causal: false,
+            lm_head: LmHead::None,
+            encoder_layers: 0,
+            ..self.clone()
+        }
     }
 }

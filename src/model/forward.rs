@@ -3,6 +3,7 @@
 use ndarray::{s, Array1, Array2, ArrayView2};
 
 use super::attention::{self_attention, softmax_rows};
+use super::cross_attention::cross_attention;
 use super::config::{ModelConfig, NormPlace};
 use super::ffn::feed_forward;
 use super::norm::{self, row_mean_std};
@@ -57,7 +58,8 @@ pub enum Logits {
 
 /// One layer on its (T, d) input `x`, read from the op `stream`; returns the layer's output
 /// and the op that holds it. With `cache`, `x` holds the new tokens only, at positions
-/// `first`, `first + 1`, ... (see `self_attention`).
+/// `first`, `first + 1`, ... (see `self_attention`). An encoder-decoder's decoder layer also
+/// reads `memory`, the encoder's (S, d) output, through its cross-attention.
 #[allow(clippy::too_many_arguments)]
 pub fn layer_forward<R: Recorder>(
     x: ArrayView2<f32>,
@@ -68,9 +70,12 @@ pub fn layer_forward<R: Recorder>(
     rec: &mut R,
     cache: Option<&mut KvCache>,
     first: usize,
+    memory: Option<ArrayView2<f32>>,
 ) -> (Array2<f32>, Op) {
     let l = Some(i);
     rec.layer_input(i, stream);
+    let cross = lw.cross.as_ref().zip(memory);
+    debug_assert_eq!(lw.cross.is_some(), cross.is_some(), "a decoder layer with cross-attention needs the encoder's output");
     match c.norm_place {
         NormPlace::Post => {
             let mut x = x.to_owned(); // (T, d)
@@ -78,9 +83,17 @@ pub fn layer_forward<R: Recorder>(
             x += &attn; // (T, d)
             rec.step(Op::AttentionResidual, l, &[stream, Op::OutputProjection], || x.clone().into_dyn());
             x = norm_step(x.view(), &lw.attention_norm, c, Op::AttentionNorm, l, Op::AttentionResidual, rec); // (T, d)
-            let ffn = feed_forward(x.view(), &lw.ffn, c.activation, i, Op::AttentionNorm, rec); // (T, d)
+            let mut ffn_input = Op::AttentionNorm;
+            if let Some((xw, memory)) = cross {
+                let read = cross_attention(x.view(), memory, &xw.attention, c, i, Op::AttentionNorm, rec); // (T, d)
+                x += &read; // (T, d)
+                rec.step(Op::CrossResidual, l, &[Op::AttentionNorm, Op::CrossOutput], || x.clone().into_dyn());
+                x = norm_step(x.view(), &xw.norm, c, Op::CrossNorm, l, Op::CrossResidual, rec); // (T, d)
+                ffn_input = Op::CrossNorm;
+            }
+            let ffn = feed_forward(x.view(), &lw.ffn, c.activation, i, ffn_input, rec); // (T, d)
             x += &ffn; // (T, d)
-            rec.step(Op::FfnResidual, l, &[Op::AttentionNorm, Op::FfnDown], || x.clone().into_dyn());
+            rec.step(Op::FfnResidual, l, &[ffn_input, Op::FfnDown], || x.clone().into_dyn());
             x = norm_step(x.view(), &lw.ffn_norm, c, Op::FfnNorm, l, Op::FfnResidual, rec); // (T, d)
             (x, Op::FfnNorm)
         }
@@ -89,10 +102,18 @@ pub fn layer_forward<R: Recorder>(
             let attn = self_attention(h.view(), &lw.attention, c, i, Op::AttentionNorm, rec, cache, first); // (T, d)
             let mut x = &x + &attn; // (T, d)
             rec.step(Op::AttentionResidual, l, &[stream, Op::OutputProjection], || x.clone().into_dyn());
-            let h = norm_step(x.view(), &lw.ffn_norm, c, Op::FfnNorm, l, Op::AttentionResidual, rec); // (T, d)
+            let mut sum = Op::AttentionResidual;
+            if let Some((xw, memory)) = cross {
+                let h = norm_step(x.view(), &xw.norm, c, Op::CrossNorm, l, Op::AttentionResidual, rec); // (T, d)
+                let read = cross_attention(h.view(), memory, &xw.attention, c, i, Op::CrossNorm, rec); // (T, d)
+                x += &read; // (T, d)
+                rec.step(Op::CrossResidual, l, &[Op::AttentionResidual, Op::CrossOutput], || x.clone().into_dyn());
+                sum = Op::CrossResidual;
+            }
+            let h = norm_step(x.view(), &lw.ffn_norm, c, Op::FfnNorm, l, sum, rec); // (T, d)
             let ffn = feed_forward(h.view(), &lw.ffn, c.activation, i, Op::FfnNorm, rec); // (T, d)
             x += &ffn; // (T, d)
-            rec.step(Op::FfnResidual, l, &[Op::AttentionResidual, Op::FfnDown], || x.clone().into_dyn());
+            rec.step(Op::FfnResidual, l, &[sum, Op::FfnDown], || x.clone().into_dyn());
             (x, Op::FfnResidual)
         }
     }
@@ -109,7 +130,44 @@ pub fn forward<R: Recorder>(ids: &[u32], w: &Weights, c: &ModelConfig, rec: &mut
 /// with an empty one, this is the whole pass. The recorder sees the new tokens' rows only.
 pub fn forward_cached<R: Recorder>(
     ids: &[u32],
+    cache: Option<&mut KvCache>,
+    w: &Weights,
+    c: &ModelConfig,
+    rec: &mut R,
+    logits: Logits,
+) -> ForwardOutput {
+    debug_assert!(!c.is_encoder_decoder(), "an encoder-decoder's decoder runs through `decode`, with the encoder's output");
+    pass(ids, cache, None, w, c, rec, logits)
+}
+
+/// The encoder of an encoder-decoder on the source ids (within the context): the same
+/// embedding and layers as any model, with bidirectional attention (`encoder_config`).
+/// `rec` sees the encoder's steps, as an encoder's trace. Returns its (S, d_model) output.
+pub fn encode_source<R: Recorder>(source: &[u32], w: &Weights, c: &ModelConfig, rec: &mut R) -> Array2<f32> {
+    let ec = c.encoder_config();
+    rec.step(Op::Tokenize, None, &[], || Array1::from_iter(source.iter().map(|&i| i as f32)).into_dyn());
+    let (mut x, mut stream) = embed(source, 0, w, &ec, rec); // (S, d)
+    for (i, lw) in w.encoder_layers.iter().enumerate() {
+        (x, stream) = layer_forward(x.view(), lw, &ec, i, stream, rec, None, 0, None); // (S, d)
+    }
+    if let (NormPlace::Pre, Some(n)) = (ec.norm_place, &w.encoder_final_norm) {
+        x = norm_step(x.view(), n, &ec, Op::FinalNorm, None, stream, rec); // (S, d)
+    }
+    x
+}
+
+/// The decoder of an encoder-decoder on the target ids (the start token and the tokens
+/// decoded so far), every layer cross-attending to `memory`, the encoder's (S, d_model)
+/// output. The same pass as every decoder's, plus the cross-attention sublayers.
+pub fn decode<R: Recorder>(target: &[u32], memory: ArrayView2<f32>, w: &Weights, c: &ModelConfig, rec: &mut R, logits: Logits) -> ForwardOutput {
+    pass(target, None, Some(memory), w, c, rec, logits)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn pass<R: Recorder>(
+    ids: &[u32],
     mut cache: Option<&mut KvCache>,
+    memory: Option<ArrayView2<f32>>,
     w: &Weights,
     c: &ModelConfig,
     rec: &mut R,
@@ -129,8 +187,11 @@ pub fn forward_cached<R: Recorder>(
         x = norm_step(x.view(), n, c, Op::EmbeddingNorm, None, stream, rec); // (T, d)
         stream = Op::EmbeddingNorm;
     }
+    if let Some(m) = memory {
+        rec.step(Op::EncoderOutput, None, &[], || m.to_owned().into_dyn()); // (S, d)
+    }
     for (i, lw) in w.layers.iter().enumerate() {
-        (x, stream) = layer_forward(x.view(), lw, c, i, stream, rec, cache.as_deref_mut(), first); // (T, d)
+        (x, stream) = layer_forward(x.view(), lw, c, i, stream, rec, cache.as_deref_mut(), first, memory); // (T, d)
     }
     if let (NormPlace::Pre, Some(n)) = (c.norm_place, &w.final_norm) {
         x = norm_step(x.view(), n, c, Op::FinalNorm, None, stream, rec); // (T, d)

@@ -2,6 +2,7 @@
 
 pub mod attention;
 pub mod config;
+pub mod cross_attention;
 pub mod embed;
 pub mod ffn;
 pub mod forward;

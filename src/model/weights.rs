@@ -38,6 +38,15 @@ pub struct FfnWeights {
     pub down: Linear,
 }
 
+/// A decoder layer's cross-attention: its queries read the decoder's stream, its keys and
+/// values the encoder's output.
+#[derive(Debug, Clone)]
+pub struct CrossWeights {
+    /// Post-LN: the norm after the cross-attention residual; pre-LN: the norm before it.
+    pub norm: NormWeights,
+    pub attention: AttentionWeights,
+}
+
 #[derive(Debug, Clone)]
 pub struct LayerWeights {
     /// Post-LN: the norm after the attention residual; pre-LN: the norm before attention.
@@ -46,6 +55,8 @@ pub struct LayerWeights {
     /// Post-LN: after the FFN residual; pre-LN: before the FFN.
     pub ffn_norm: NormWeights,
     pub ffn: FfnWeights,
+    /// Decoder layers of an encoder-decoder only.
+    pub cross: Option<CrossWeights>,
 }
 
 #[derive(Debug, Clone)]
@@ -62,6 +73,10 @@ pub struct Weights {
     pub final_norm: Option<NormWeights>,
     /// (vocab, d_model) for a separate head; tied heads reuse `token_embedding`.
     pub lm_head: Option<Matrix>,
+    /// The encoder stack of an encoder-decoder (`encoder_layers` of them), else empty.
+    pub encoder_layers: Vec<LayerWeights>,
+    /// The encoder's final norm (pre-LN encoder-decoders only).
+    pub encoder_final_norm: Option<NormWeights>,
 }
 
 fn expect(name: &str, found: &[usize], expected: &[usize]) -> Result<()> {
@@ -119,8 +134,24 @@ impl Weights {
         }
         let q = c.n_heads * c.head_dim;
         let kv = c.n_kv_heads * c.head_dim;
-        for (i, l) in self.layers.iter().enumerate() {
-            let p = format!("layer{i}");
+        if self.encoder_layers.len() != c.encoder_layers {
+            return Err(VizError::BadConfig(format!("config says {} encoder layers, weights have {}", c.encoder_layers, self.encoder_layers.len())));
+        }
+        let stacks = self.layers.iter().enumerate().map(|(i, l)| (format!("layer{i}"), l, c.is_encoder_decoder()));
+        let encoder = self.encoder_layers.iter().enumerate().map(|(i, l)| (format!("encoder.layer{i}"), l, false));
+        for (p, l, crossed) in stacks.chain(encoder) {
+            match (&l.cross, crossed) {
+                (Some(x), true) => {
+                    x.norm.check(&format!("{p}.cross_norm"), c.norm, d)?;
+                    check_linear(&format!("{p}.cross_attention.query"), &x.attention.query, q, d, c.linear_bias)?;
+                    check_linear(&format!("{p}.cross_attention.key"), &x.attention.key, kv, d, c.linear_bias)?;
+                    check_linear(&format!("{p}.cross_attention.value"), &x.attention.value, kv, d, c.linear_bias)?;
+                    check_linear(&format!("{p}.cross_attention.output"), &x.attention.output, d, q, c.linear_bias)?;
+                }
+                (None, true) => return Err(VizError::MissingTensor { name: format!("{p}.cross_attention") }),
+                (Some(_), false) => return Err(VizError::BadConfig(format!("{p} has cross-attention, which only an encoder-decoder's decoder layers have"))),
+                (None, false) => {}
+            }
             l.attention_norm.check(&format!("{p}.attention_norm"), c.norm, d)?;
             l.ffn_norm.check(&format!("{p}.ffn_norm"), c.norm, d)?;
             check_linear(&format!("{p}.query"), &l.attention.query, q, d, c.linear_bias)?;
@@ -135,6 +166,12 @@ impl Weights {
                 (Some(_), _) => return Err(VizError::BadConfig("a gate projection needs the SwiGLU activation".into())),
                 (None, _) => {}
             }
+        }
+        match (c.norm_place, &self.encoder_final_norm, c.is_encoder_decoder()) {
+            (super::config::NormPlace::Pre, Some(n), true) => n.check("encoder_final_norm", c.norm, d)?,
+            (super::config::NormPlace::Pre, None, true) => return Err(VizError::MissingTensor { name: "encoder_final_norm".into() }),
+            (_, Some(_), _) => return Err(VizError::BadConfig("an encoder final norm was given but the model has no pre-LN encoder".into())),
+            _ => {}
         }
         match (c.norm_place, &self.final_norm) {
             (super::config::NormPlace::Pre, Some(n)) => n.check("final_norm", c.norm, d)?,

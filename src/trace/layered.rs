@@ -116,7 +116,9 @@ impl<'a> LayeredRecorder<'a> {
 fn replay(weights: &Weights, config: &ModelConfig, layer: usize, input: &Tensor, stream: Op, want: Op) -> Vec<f32> {
     let x = input.view2().expect("a layer's input is (T, d_model)");
     let mut pick = Pick { want, found: None };
-    team::alone(|| layer_forward(x, &weights.layers[layer], config, layer, stream, &mut pick, None, 0));
+    // Only decoder-only and encoder models are traced this way (an encoder-decoder's layers
+    // need the encoder's output: `Transformer::translate` keeps every step instead).
+    team::alone(|| layer_forward(x, &weights.layers[layer], config, layer, stream, &mut pick, None, 0, None));
     pick.found.expect("a layer records the same steps every time it runs")
 }
 

@@ -39,6 +39,18 @@ pub enum Op {
     Concat,
     OutputProjection,
     AttentionResidual,
+    /// The encoder's output (S, d_model), which every cross-attention of an encoder-decoder reads.
+    EncoderOutput,
+    CrossNorm,
+    CrossQuery,
+    CrossKey,
+    CrossValue,
+    CrossScores,
+    CrossSoftmax,
+    CrossWeightedSum,
+    CrossConcat,
+    CrossOutput,
+    CrossResidual,
     FfnNorm,
     FfnUp,
     FfnGate,
@@ -103,6 +115,10 @@ pub struct Trace {
     pub truncated: Option<Truncation>,
     pub steps: Vec<Step>,
     pub norms: Vec<NormRecord>,
+    /// An encoder-decoder's decoder pass carries the encoder's pass over the source here (its
+    /// tokens are the source's, its config `ModelConfig::encoder_config`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<Box<Trace>>,
 }
 
 /// One point of the residual stream: its label and the (T, d_model) vectors there.
@@ -156,6 +172,19 @@ impl Trace {
         self.layer_step(Op::Softmax, layer)?.tensor.view3()
     }
 
+    /// Cross-attention weights of one head of an encoder-decoder's decoder layer: (T, S), rows
+    /// are target tokens, columns source tokens.
+    pub fn cross_attention(&self, layer: usize, head: usize) -> Result<ArrayView2<'_, f32>> {
+        self.check_head(layer, head)?;
+        Ok(self.cross_attention_layer(layer)?.index_axis_move(ndarray::Axis(0), head))
+    }
+
+    /// All heads' cross-attention of one layer: (heads, T, S).
+    pub fn cross_attention_layer(&self, layer: usize) -> Result<ArrayView3<'_, f32>> {
+        self.check_head(layer, 0)?;
+        self.find(Op::CrossSoftmax, Some(layer)).ok_or(VizError::NoCrossAttention)?.tensor.view3()
+    }
+
     /// Scaled scores before the mask: (T, T).
     pub fn scores(&self, layer: usize, head: usize) -> Result<ArrayView2<'_, f32>> {
         self.check_head(layer, head)?;
@@ -188,12 +217,12 @@ impl Trace {
                 points.push(StreamPoint { label: "embedding".into(), vectors: v });
             }
         }
-        let (after_attn, after_ffn) = match self.config.norm_place {
-            NormPlace::Post => (Op::AttentionNorm, Op::FfnNorm),
-            NormPlace::Pre => (Op::AttentionResidual, Op::FfnResidual),
+        let (after_attn, after_cross, after_ffn) = match self.config.norm_place {
+            NormPlace::Post => (Op::AttentionNorm, Op::CrossNorm, Op::FfnNorm),
+            NormPlace::Pre => (Op::AttentionResidual, Op::CrossResidual, Op::FfnResidual),
         };
         for layer in 0..self.config.n_layers {
-            for (op, what) in [(after_attn, "attn"), (after_ffn, "ffn")] {
+            for (op, what) in [(after_attn, "attn"), (after_cross, "cross"), (after_ffn, "ffn")] {
                 if let Some(v) = self.find(op, Some(layer)).and_then(|s| s.tensor.view2().ok()) {
                     points.push(StreamPoint { label: format!("L{layer} {what}"), vectors: v });
                 }
@@ -207,7 +236,7 @@ impl Trace {
     pub fn sublayer_writes(&self) -> Vec<StreamPoint<'_>> {
         let mut points = Vec::new();
         for layer in 0..self.config.n_layers {
-            for (op, what) in [(Op::OutputProjection, "attn"), (Op::FfnDown, "ffn")] {
+            for (op, what) in [(Op::OutputProjection, "attn"), (Op::CrossOutput, "cross"), (Op::FfnDown, "ffn")] {
                 if let Some(v) = self.find(op, Some(layer)).and_then(|s| s.tensor.view2().ok()) {
                     points.push(StreamPoint { label: format!("L{layer} {what}"), vectors: v });
                 }

@@ -10,5 +10,6 @@ pub mod bigram;
 pub mod corpus;
 pub mod curve;
 pub mod network;
+pub mod reversal;
 pub mod run;
 pub mod vocab;

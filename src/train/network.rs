@@ -82,30 +82,48 @@ impl Network {
             Ok(())
         };
         let (d, f) = (c.d_model, c.d_ff);
-        let residual_std = 0.02 / ((2 * c.n_layers) as f32).sqrt();
+        // Sublayers writing into each stream: 2 a layer, 3 in an encoder-decoder's decoder.
+        let writers = 2 * c.n_layers + if c.is_encoder_decoder() { c.n_layers } else { 0 };
+        let residual_std = 0.02 / (writers as f32).sqrt();
+        let crossed = c.is_encoder_decoder();
         (|| -> CResult<()> {
             put("token_embedding".into(), &[c.vocab_size, d], normal(&mut rng, c.vocab_size * d, 1.0 / (d as f32).sqrt()))?;
-            for i in 0..c.n_layers {
-                let p = format!("layers.{i}");
-                for (name, out, inp, std) in [
+            let decoder = (0..c.n_layers).map(|i| (format!("layers.{i}"), crossed));
+            let encoder = (0..c.encoder_layers).map(|i| (format!("encoder.layers.{i}"), false));
+            for (p, crossed) in decoder.chain(encoder) {
+                let mut linears = vec![
                     ("attention.query", d, d, 0.02),
                     ("attention.key", d, d, 0.02),
                     ("attention.value", d, d, 0.02),
                     ("attention.output", d, d, residual_std),
                     ("ffn.up", f, d, 0.02),
                     ("ffn.down", d, f, residual_std),
-                ] {
+                ];
+                let mut norms = vec!["attention_norm", "ffn_norm"];
+                if crossed {
+                    linears.extend([
+                        ("cross_attention.query", d, d, 0.02),
+                        ("cross_attention.key", d, d, 0.02),
+                        ("cross_attention.value", d, d, 0.02),
+                        ("cross_attention.output", d, d, residual_std),
+                    ]);
+                    norms.push("cross_norm");
+                }
+                for (name, out, inp, std) in linears {
                     put(format!("{p}.{name}.weight"), &[out, inp], normal(&mut rng, out * inp, std))?;
                     put(format!("{p}.{name}.bias"), &[out], vec![0.0; out])?;
                 }
-                for norm in ["attention_norm", "ffn_norm"] {
+                for norm in norms {
                     put(format!("{p}.{norm}.gamma"), &[d], vec![1.0; d])?;
                     put(format!("{p}.{norm}.beta"), &[d], vec![0.0; d])?;
                 }
             }
             if c.norm_place == NormPlace::Pre {
-                put("final_norm.gamma".into(), &[d], vec![1.0; d])?;
-                put("final_norm.beta".into(), &[d], vec![0.0; d])?;
+                let finals = if crossed { vec!["final_norm", "encoder.final_norm"] } else { vec!["final_norm"] };
+                for name in finals {
+                    put(format!("{name}.gamma"), &[d], vec![1.0; d])?;
+                    put(format!("{name}.beta"), &[d], vec![0.0; d])?;
+                }
             }
             Ok(())
         })()
@@ -183,23 +201,92 @@ impl Network {
         standard.broadcast_mul(self.p(&format!("{name}.gamma")))?.broadcast_add(self.p(&format!("{name}.beta")))
     }
 
-    /// Multi-head attention of x (B*T, d) over its own rows (the mask keeps a causal model
-    /// from looking ahead); returns (B*T, d).
-    fn attention(&self, x: &Tensor, b: usize, t: usize, layer: &str) -> CResult<Tensor> {
+    /// Queries from `x` (B*T, d), keys and values from `memory` (B*S, d), through the
+    /// projections under `name`; `masked` hides later keys (T = S then). Returns (B*T, d).
+    #[allow(clippy::too_many_arguments)]
+    fn attend(&self, x: &Tensor, memory: &Tensor, b: usize, t: usize, s: usize, name: &str, masked: bool) -> CResult<Tensor> {
         let (h, hd) = (self.config.n_heads, self.config.head_dim);
-        let heads = |name: &str| -> CResult<Tensor> {
-            self.linear(x, &format!("{layer}.attention.{name}"))? // (B*T, d)
-                .reshape((b, t, h, hd))?
-                .transpose(1, 2)? // (B, H, T, hd)
+        let heads = |input: &Tensor, rows: usize, which: &str| -> CResult<Tensor> {
+            self.linear(input, &format!("{name}.{which}"))? // (B*rows, d)
+                .reshape((b, rows, h, hd))?
+                .transpose(1, 2)? // (B, H, rows, hd)
                 .contiguous()
         };
-        let (q, k, v) = (heads("query")?, heads("key")?, heads("value")?);
-        let scores = (q.matmul(&k.t()?)? / (hd as f64).sqrt())?; // (B, H, T, T)
-        let scores = scores.broadcast_add(&self.mask.narrow(0, 0, t)?.narrow(1, 0, t)?)?; // (B, H, T, T)
-        let weights = candle_nn::ops::softmax(&scores, D::Minus1)?; // (B, H, T, T)
+        let (q, k, v) = (heads(x, t, "query")?, heads(memory, s, "key")?, heads(memory, s, "value")?);
+        let mut scores = (q.matmul(&k.t()?)? / (hd as f64).sqrt())?; // (B, H, T, S)
+        if masked {
+            scores = scores.broadcast_add(&self.mask.narrow(0, 0, t)?.narrow(1, 0, s)?)?; // (B, H, T, T)
+        }
+        let weights = candle_nn::ops::softmax(&scores, D::Minus1)?; // (B, H, T, S)
         let mixed = weights.matmul(&v)?; // (B, H, T, hd)
         let joined = mixed.transpose(1, 2)?.reshape((b * t, h * hd))?; // (B*T, d)
-        self.linear(&joined, &format!("{layer}.attention.output")) // (B*T, d)
+        self.linear(&joined, &format!("{name}.output")) // (B*T, d)
+    }
+
+    /// The embedding and sinusoidal table of ids (B, T): (B*T, d).
+    fn embed(&self, ids: &Tensor) -> CResult<Tensor> {
+        let (b, t) = ids.dims2()?;
+        let embedding = self.p("token_embedding"); // (V, d)
+        let tokens = (embedding.index_select(&ids.flatten_all()?, 0)? * self.config.embedding_scale as f64)?; // (B*T, d): sqrt(d) E[t]
+        let positions = self.position_table.narrow(0, 0, t)?.repeat((b, 1))?; // (B*T, d)
+        tokens + positions // (B*T, d)
+    }
+
+    /// One layer under `prefix` on x (B*T, d): self-attention (masked if `masked`), then, with
+    /// `memory` (B*S, d), cross-attention to it, then the FFN; each sublayer's residual and
+    /// norm where the config puts them. The engine's `layer_forward`, step for step.
+    fn layer(&self, x: &Tensor, b: usize, t: usize, prefix: &str, masked: bool, memory: Option<(&Tensor, usize)>) -> CResult<Tensor> {
+        let p = prefix;
+        let self_attend = |h: &Tensor| self.attend(h, h, b, t, t, &format!("{p}.attention"), masked);
+        let cross = |h: &Tensor, (m, s): (&Tensor, usize)| self.attend(h, m, b, t, s, &format!("{p}.cross_attention"), false);
+        match self.config.norm_place {
+            NormPlace::Post => {
+                let mut x = self.layer_norm(&(x + self_attend(x)?)?, &format!("{p}.attention_norm"))?; // (B*T, d)
+                if let Some(m) = memory {
+                    x = self.layer_norm(&(&x + cross(&x, m)?)?, &format!("{p}.cross_norm"))?; // (B*T, d)
+                }
+                self.layer_norm(&(&x + self.feed_forward(&x, p)?)?, &format!("{p}.ffn_norm")) // (B*T, d)
+            }
+            NormPlace::Pre => {
+                let mut x = (x + self_attend(&self.layer_norm(x, &format!("{p}.attention_norm"))?)?)?; // (B*T, d)
+                if let Some(m) = memory {
+                    x = (&x + cross(&self.layer_norm(&x, &format!("{p}.cross_norm"))?, m)?)?; // (B*T, d)
+                }
+                let h = self.layer_norm(&x, &format!("{p}.ffn_norm"))?; // (B*T, d)
+                &x + self.feed_forward(&h, p)? // (B*T, d)
+            }
+        }
+    }
+
+    /// An encoder-decoder's logits (B*T, vocab) for target inputs `target` (B, T) given the
+    /// source ids `source` (B, S): the encoder reads the source without a mask, the decoder
+    /// reads the target causally and cross-attends to the encoder's output.
+    pub fn seq2seq_logits(&self, source: &Tensor, target: &Tensor) -> CResult<Tensor> {
+        let c = &self.config;
+        let (b, s) = source.dims2()?;
+        let (_, t) = target.dims2()?;
+        let mut memory = self.embed(source)?; // (B*S, d)
+        for i in 0..c.encoder_layers {
+            memory = self.layer(&memory, b, s, &format!("encoder.layers.{i}"), false, None)?; // (B*S, d)
+        }
+        if c.norm_place == NormPlace::Pre {
+            memory = self.layer_norm(&memory, "encoder.final_norm")?; // (B*S, d)
+        }
+        let mut x = self.embed(target)?; // (B*T, d)
+        for i in 0..c.n_layers {
+            x = self.layer(&x, b, t, &format!("layers.{i}"), true, Some((&memory, s)))?; // (B*T, d)
+        }
+        if c.norm_place == NormPlace::Pre {
+            x = self.layer_norm(&x, "final_norm")?; // (B*T, d)
+        }
+        x.matmul(&self.p("token_embedding").t()?) // (B*T, V)
+    }
+
+    /// Mean cross-entropy of an encoder-decoder predicting `labels` (B, T) from the source
+    /// (B, S) and the target inputs (B, T).
+    pub fn seq2seq_loss(&self, source: &Tensor, target: &Tensor, labels: &Tensor) -> CResult<Tensor> {
+        let logits = self.seq2seq_logits(source, target)?; // (B*T, V)
+        candle_nn::loss::cross_entropy(&logits, &labels.flatten_all()?)
     }
 
     /// ReLU FFN: max(0, x W1^T + b1) W2^T + b2, (B*T, d) -> (B*T, d).
@@ -212,29 +299,14 @@ impl Network {
     pub fn logits(&self, ids: &Tensor) -> CResult<Tensor> {
         let c = &self.config;
         let (b, t) = ids.dims2()?;
-        let embedding = self.p("token_embedding"); // (V, d)
-        let tokens = (embedding.index_select(&ids.flatten_all()?, 0)? * c.embedding_scale as f64)?; // (B*T, d): sqrt(d) E[t]
-        let positions = self.position_table.narrow(0, 0, t)?.repeat((b, 1))?; // (B*T, d)
-        let mut x = (tokens + positions)?; // (B*T, d)
+        let mut x = self.embed(ids)?; // (B*T, d)
         for i in 0..c.n_layers {
-            let l = format!("layers.{i}");
-            x = match c.norm_place {
-                NormPlace::Post => {
-                    let x = self.layer_norm(&(&x + self.attention(&x, b, t, &l)?)?, &format!("{l}.attention_norm"))?; // (B*T, d)
-                    self.layer_norm(&(&x + self.feed_forward(&x, &l)?)?, &format!("{l}.ffn_norm"))? // (B*T, d)
-                }
-                NormPlace::Pre => {
-                    let h = self.layer_norm(&x, &format!("{l}.attention_norm"))?; // (B*T, d)
-                    let x = (&x + self.attention(&h, b, t, &l)?)?; // (B*T, d)
-                    let h = self.layer_norm(&x, &format!("{l}.ffn_norm"))?; // (B*T, d)
-                    (&x + self.feed_forward(&h, &l)?)? // (B*T, d)
-                }
-            };
+            x = self.layer(&x, b, t, &format!("layers.{i}"), c.causal, None)?; // (B*T, d)
         }
         if c.norm_place == NormPlace::Pre {
             x = self.layer_norm(&x, "final_norm")?; // (B*T, d)
         }
-        x.matmul(&embedding.t()?) // (B*T, V): the unembedding is the embedding, transposed
+        x.matmul(&self.p("token_embedding").t()?) // (B*T, V): the unembedding is the embedding, transposed
     }
 
     /// Mean cross-entropy of predicting `targets` (B, T) from `ids` (B, T).

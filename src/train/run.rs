@@ -73,7 +73,7 @@ pub struct Outcome {
     pub final_held_out: f64,
 }
 
-fn io(path: &Path) -> impl Fn(std::io::Error) -> VizError + '_ {
+pub(crate) fn io(path: &Path) -> impl Fn(std::io::Error) -> VizError + '_ {
     move |e| VizError::Io { path: path.display().to_string(), reason: e.to_string() }
 }
 
@@ -182,6 +182,9 @@ impl Run<'_> {
             ),
             &bar,
         );
+        if first_step > 0 {
+            say(format!("resumed from the checkpoint at step {first_step}"), &bar);
+        }
         let windows = evaluation_windows(self.held_out, s.sequence, self.bos, 64);
         let started = Instant::now();
         let tokens_per_step = (s.batch * s.sequence) as f64;

@@ -1,0 +1,139 @@
+//! An encoder-decoder at work: the encoder reads the source once, then the decoder writes the
+//! output greedily, one token a pass, each pass cross-attending to the encoder's output, until
+//! it predicts the end token (the start token again) or fills the context. The last pass, over
+//! the start token and every decoded token, is traced with the encoder's pass inside it.
+
+use ndarray::Axis;
+
+use super::generation::probabilities_of;
+use crate::error::{Result, VizError};
+use crate::model::forward::{decode, encode_source, Logits};
+use crate::trace::{NoRecorder, Trace, TokenInfo, TraceRecorder};
+use crate::Transformer;
+
+/// One decoding step: the token the decoder chose and how sure it was.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct DecodedToken {
+    pub token: TokenInfo,
+    pub probability: f32,
+    /// The second most likely token and its probability.
+    pub runner_up: Option<(TokenInfo, f32)>,
+}
+
+#[derive(Debug)]
+pub struct Translation {
+    /// The decoder's traced pass over the start token and the output (its `source` holds the
+    /// encoder's pass over the source).
+    pub trace: Trace,
+    /// The decoded text (without the start and end tokens).
+    pub output: String,
+    /// Each step's choice, the last one the end token when `finished`.
+    pub steps: Vec<DecodedToken>,
+    /// Whether the decoder predicted the end token before the context filled.
+    pub finished: bool,
+}
+
+impl Transformer {
+    /// Characters of `text` this model's vocabulary cannot spell (a byte-level vocabulary
+    /// learned from a small alphabet drops the rest without a word).
+    fn unspellable(&self, text: &str) -> String {
+        let mut dropped = String::new();
+        for ch in text.chars() {
+            if dropped.contains(ch) {
+                continue;
+            }
+            let spelled = self.tokenizer.encode(&ch.to_string(), 8).map(|e| e.tokens.iter().any(|t| !t.special)).unwrap_or(false);
+            if !spelled {
+                dropped.push(ch);
+            }
+        }
+        dropped
+    }
+
+    /// What the vocabulary spells, for messages: its ordinary tokens when there are few.
+    fn alphabet(&self) -> String {
+        let ordinary: Vec<String> = (0..self.tokenizer.vocab_size() as u32)
+            .filter(|&id| !self.tokenizer.is_special(id))
+            .filter_map(|id| self.tokenizer.decode(&[id]).ok())
+            .collect();
+        if ordinary.len() > 64 {
+            return "the text it was trained on".into();
+        }
+        let shown: Vec<String> = ordinary.iter().map(|t| if t == " " { "space".to_string() } else { t.clone() }).collect();
+        shown.join(" ")
+    }
+
+    /// Encodes the source, decodes greedily and traces the final pass (see the module).
+    pub fn translate(&self, source: &str) -> Result<Translation> {
+        let c = &self.config;
+        if !c.is_encoder_decoder() {
+            return Err(VizError::NotEncoderDecoder);
+        }
+        let dropped = self.unspellable(source);
+        if !dropped.is_empty() {
+            return Err(VizError::Unspellable { dropped: format!("`{dropped}`"), allowed: self.alphabet() });
+        }
+        let encoding = self.encode(source)?; // start token, then the source's
+        let source_ids = encoding.ids();
+        let start = encoding.tokens.first().filter(|t| t.special).map(|t| t.id).ok_or_else(|| {
+            VizError::BadTokenizer("an encoder-decoder's tokenizer must put a start token first".into())
+        })?;
+        let memory = encode_source(&source_ids, &self.weights, c, &mut NoRecorder); // (S, d)
+        let mut target = vec![start];
+        let mut steps = Vec::new();
+        let mut finished = false;
+        while target.len() < c.context {
+            let out = decode(&target, memory.view(), &self.weights, c, &mut NoRecorder, Logits::Last);
+            let logits = out.logits.ok_or(VizError::NoLmHead)?; // (1, vocab)
+            let probabilities = probabilities_of(logits.index_axis(Axis(0), 0).to_owned()); // (vocab)
+            let mut ranked: Vec<(u32, f32)> = probabilities.iter().enumerate().map(|(i, &p)| (i as u32, p)).collect();
+            let second = 1.min(ranked.len() - 1);
+            ranked.select_nth_unstable_by(second, |a, b| b.1.total_cmp(&a.1));
+            ranked.truncate(2);
+            ranked.sort_by(|a, b| b.1.total_cmp(&a.1));
+            let info = |id: u32| self.tokenizer.token_info(id).ok_or(VizError::UnknownTokenId { id, vocab_size: self.tokenizer.vocab_size() });
+            let (best, p) = ranked[0];
+            let runner_up = match ranked.get(1) {
+                Some(&(id, q)) => Some((info(id)?, q)),
+                None => None,
+            };
+            steps.push(DecodedToken { token: info(best)?, probability: p, runner_up });
+            if best == start {
+                finished = true;
+                break;
+            }
+            target.push(best);
+        }
+        let output = self.tokenizer.decode(&target[1..])?;
+
+        // The traced passes: the encoder's over the source, the decoder's over the output.
+        let encoder_config = c.encoder_config();
+        let mut source_rec = TraceRecorder::new(&encoder_config);
+        let memory = encode_source(&source_ids, &self.weights, c, &mut source_rec); // (S, d)
+        let mut rec = TraceRecorder::new(c);
+        decode(&target, memory.view(), &self.weights, c, &mut rec, Logits::All);
+        let (steps_of_source, norms_of_source) = (source_rec.steps, source_rec.norms);
+        let source_trace = Trace {
+            model: encoder_config.name.clone(),
+            config: encoder_config.clone(),
+            text: source.to_string(),
+            tokens: encoding.tokens,
+            truncated: encoding.truncated,
+            steps: steps_of_source,
+            norms: norms_of_source,
+            source: None,
+        };
+        let tokens = target.iter().map(|&id| self.tokenizer.token_info(id).ok_or(VizError::UnknownTokenId { id, vocab_size: self.tokenizer.vocab_size() })).collect::<Result<Vec<_>>>()?;
+        let trace = Trace {
+            model: c.name.clone(),
+            config: c.clone(),
+            text: output.clone(),
+            tokens,
+            truncated: None,
+            steps: rec.steps,
+            norms: rec.norms,
+            source: Some(Box::new(source_trace)),
+        };
+        Ok(Translation { trace, output, steps, finished })
+    }
+}

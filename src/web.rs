@@ -6,6 +6,7 @@ use serde::Serialize;
 use wasm_bindgen::prelude::*;
 use web_sys::HtmlCanvasElement;
 
+use crate::analysis::translation::DecodedToken;
 use crate::analysis::heads::{head_scores, heads_from};
 use crate::analysis::sampling::{Sampler, SamplingSettings, SamplingStages};
 use crate::checkpoints::{lecture, minilm, smollm2};
@@ -72,6 +73,19 @@ struct Summary<'a> {
     /// The token `generate_next` just added, and the whole text with it.
     #[serde(skip_serializing_if = "Option::is_none")]
     generated: Option<Generated>,
+    /// An encoder-decoder's pass: the text is its source, `tokens` what it wrote.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    translation: Option<TranslationSummary<'a>>,
+}
+
+#[derive(Serialize)]
+struct TranslationSummary<'a> {
+    source_tokens: &'a [TokenInfo],
+    source_truncated: &'a Option<Truncation>,
+    output: &'a str,
+    /// Each decoding step's choice (the last the end token when `finished`).
+    steps: &'a [DecodedToken],
+    finished: bool,
 }
 
 #[derive(Serialize)]
@@ -142,6 +156,8 @@ pub struct Viz {
     limit: usize,
     /// A causal model's tokens whose keys and values the helper thread's cache holds.
     helper_cached: Vec<u32>,
+    /// An encoder-decoder's output, decoding steps and whether it ended, for `trace`.
+    translation: Option<(String, Vec<DecodedToken>, bool)>,
 }
 
 /// The most tokens the page traces. The trace keeps every layer's attention weights for the
@@ -174,11 +190,11 @@ impl Viz {
             "minilm-l6" => minilm::from_bytes(name, config_json, tokenizer_json, &weights).map_err(js_err)?,
             // The GGUF file holds the config and the vocabulary too.
             "smollm2-135m" => smollm2::from_gguf_file(name, weights).map_err(js_err)?,
-            lecture if lecture::DECODERS.contains(&lecture) => lecture::from_bytes(name, config_json, tokenizer_json, &weights).map_err(js_err)?,
+            lecture if lecture::ALL.contains(&lecture) => lecture::from_bytes(name, config_json, tokenizer_json, &weights).map_err(js_err)?,
             other => return Err(js_err(VizError::UnknownModel(other.into(), crate::checkpoints::KNOWN_MODELS.join(", ")))),
         };
         let limit = model.config.context.min(PAGE_TOKENS);
-        Ok(Viz { model, trace: None, cache: KvCache::new(), reused: 0, generation: None, compare: None, limit, helper_cached: Vec::new() })
+        Ok(Viz { model, trace: None, cache: KvCache::new(), reused: 0, generation: None, compare: None, limit, helper_cached: Vec::new(), translation: None })
     }
 
     /// The model's config (layers, heads, widths, architecture choices).
@@ -283,6 +299,17 @@ impl Viz {
     /// last pass: its numbers would be the same.
     pub fn set_text(&mut self, text: &str) -> Result<JsValue, JsError> {
         let start = now_ms();
+        if self.model.config.is_encoder_decoder() {
+            // The text is the source: encoded once, decoded greedily, the last pass traced.
+            let unchanged = self.trace.as_ref().is_some_and(|t| t.source.as_ref().is_some_and(|s| s.text == text));
+            if !unchanged {
+                self.trace = None;
+                let translation = self.model.translate(text).map_err(js_err)?;
+                self.trace = Some(translation.trace);
+                self.translation = Some((translation.output, translation.steps, translation.finished));
+            }
+            return self.summary(now_ms() - start, !unchanged, None);
+        }
         let encoding = self.model.encode_within(text, self.limit).map_err(js_err)?;
         let recomputed = match self.trace.as_mut() {
             Some(last) if last.tokens == encoding.tokens && last.truncated == encoding.truncated => {
@@ -416,6 +443,16 @@ impl Viz {
             cached_tokens: self.cache.len(),
             cache_bytes: self.cache.bytes(),
             generated,
+            translation: match (&self.translation, &trace.source) {
+                (Some((output, steps, finished)), Some(source)) => Some(TranslationSummary {
+                    source_tokens: &source.tokens,
+                    source_truncated: &source.truncated,
+                    output,
+                    steps,
+                    finished: *finished,
+                }),
+                _ => None,
+            },
         })
     }
 
@@ -493,6 +530,9 @@ impl Viz {
     /// Runs the traced pass on a second sentence, kept beside the first for the compare
     /// charts (the same model: no second copy of the weights). Same-token text keeps its pass.
     pub fn set_compare_text(&mut self, text: &str) -> Result<JsValue, JsError> {
+        if self.model.config.is_encoder_decoder() {
+            return Err(js_err(VizError::BadConfig("an encoder-decoder's two sentences would be two sources with two outputs of their own: compare them one at a time".into())));
+        }
         let encoding = self.model.encode_within(text, self.limit).map_err(js_err)?;
         let recomputed = match self.compare.as_mut() {
             Some(last) if last.tokens == encoding.tokens && last.truncated == encoding.truncated => {

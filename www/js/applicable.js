@@ -32,6 +32,9 @@ export function whyNotShown(name) {
   if (name.startsWith('rotary-') && positionKind(config) !== 'Rotary') {
     return `${title} does not rotate its queries and keys: ${positionWords(config)}.`;
   }
+  if (name === 'cross' && !(config.encoder_layers > 0)) {
+    return `${title} has no encoder stack, so nothing to cross-attend to: only an encoder-decoder's decoder reads another stack's output.`;
+  }
   if (name === 'prediction' && config.lm_head === 'None') {
     return `${title} has no language-model head, so there is no prediction to draw.`;
   }
@@ -61,7 +64,9 @@ export function showWhyNotShown(canvas, why) {
 // The conditions a `data-when` element may name (all must hold for it to show).
 const CONDITIONS = {
   encoder: (c) => !c.causal,
-  decoder: (c) => c.causal,
+  decoder: (c) => c.causal && !(c.encoder_layers > 0),
+  'encoder-decoder': (c) => c.encoder_layers > 0,
+  'not-encoder-decoder': (c) => !(c.encoder_layers > 0),
   'post-norm': (c) => c.norm_place === 'Post',
   'pre-norm': (c) => c.norm_place === 'Pre',
   'layer-norm': (c) => c.norm === 'Layer',

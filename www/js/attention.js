@@ -38,6 +38,7 @@ export function selectHead(layer, head) {
   renderLinesControls();
   draw('attention');
   draw('grid');
+  draw('cross');
   writeUrl();
   document.dispatchEvent(new CustomEvent('tviz:head', { detail: { layer: state.layer, head: state.head } }));
 }

@@ -6,6 +6,7 @@ import { session } from './session.js';
 import { attentionSpec } from './attention.js';
 import { compareSpec } from './compare.js';
 import { predictionSpec } from './prediction.js';
+import { crossSpec } from './translation.js';
 import { whyNotShown, showWhyNotShown } from './applicable.js';
 
 export const charts = {
@@ -30,6 +31,7 @@ export const charts = {
   lens: () => ({ kind: 'logit_lens' }),
   prediction: predictionSpec,
   'head-grid': () => ({ kind: 'head_grid', pattern: state.gridPattern }),
+  cross: crossSpec,
 };
 
 // Height as a fraction of width, and a floor, per chart.
@@ -39,6 +41,7 @@ const shapes = {
   norm: [0.5, 460], 'norm-params': [0.32, 300], residual: [0.62, 520], step: [0.55, 340],
   'compare-a': [0.9, 340], 'compare-b': [0.9, 340], 'compare-diff': [0.9, 340],
   'rotary-freq': [0.5, 300], 'rotary-pair': [1.0, 340], 'rotary-distance': [0.92, 340], lens: [0.78, 560], prediction: [0.6, 520], 'head-grid': [0.8, 420],
+  cross: [0.9, 340],
 };
 
 export function canvasOf(name) {

@@ -19,6 +19,7 @@ function settingsOf(name) {
   switch (spec.kind) {
     case 'head': return { text: `attention of layer ${spec.layer}, head ${spec.head}`, slug: `L${spec.layer}-H${spec.head}` };
     case 'lines': return { text: `attention of layer ${spec.layer}, head ${spec.head} as lines`, slug: `lines_L${spec.layer}-H${spec.head}` };
+    case 'cross_attention': return { text: `cross-attention of decoder layer ${spec.layer}, head ${spec.head}`, slug: `cross_L${spec.layer}-H${spec.head}` };
     case 'grid': return { text: `every head of every layer (layer ${spec.layer}, head ${spec.head} framed)`, slug: `L${spec.layer}-H${spec.head}` };
     case 'position_table': return { text: 'the learned position table', slug: '' };
     case 'position_waves': return { text: `position features ${spec.dims.join(', ')}`, slug: `features-${spec.dims.join('-')}` };

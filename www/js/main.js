@@ -3,7 +3,7 @@
 // views by name, and handle hover, export, the URL and the keyboard. One module a section:
 //   state.js (choices + URL)   session.js (model + last pass)   pass.js (text -> pass -> views)
 //   charts.js (sizes, when to draw)   tokens.js  attention.js  head-finder.js  compare.js  position.js
-//   norm.js  residual.js  stepper.js  prediction.js  hover.js  export.js  helper-thread.js  presenter.js
+//   norm.js  residual.js  stepper.js  prediction.js  translation.js (encoder-decoder)  hover.js  export.js  helper-thread.js  presenter.js
 //   models.js (which models, their files)  model-picker.js (choosing and loading one)
 //   model-files.js (Cache API, downloads)  applicable.js (views a model does not have)
 //   url-state.js (link format)  loading.js  messages.js  math.js  dom.js
@@ -24,6 +24,7 @@ import { wireNorm } from './norm.js';
 import { wireResidual } from './residual.js';
 import { wireRotary, renderRotaryForModel, pairCount } from './rotary.js';
 import { wireStepper } from './stepper.js';
+import { wireTranslation } from './translation.js';
 import { attachHover } from './hover.js';
 import { attachExport } from './export.js';
 import { showBackend, startHelper } from './helper-thread.js';
@@ -67,10 +68,11 @@ function wire() {
   wireRotary();
   wirePrediction(showSummary);
   wireStepper();
+  wireTranslation();
   wirePresenter();
   $('text').addEventListener('input', (event) => { state.text = $('text').value; scheduleUpdate(event); });
   for (const name of Object.keys(charts)) attachExport(name);
-  for (const name of ['attention', 'pos-table', 'pos-sin-table', 'pos-sim', 'pos-sin', 'step', 'head-grid', 'lens', 'rotary-distance']) attachHover(name);
+  for (const name of ['attention', 'pos-table', 'pos-sin-table', 'pos-sim', 'pos-sin', 'step', 'head-grid', 'lens', 'rotary-distance', 'cross']) attachHover(name);
   let resize = null;
   addEventListener('resize', () => { clearTimeout(resize); resize = setTimeout(() => session.summary && drawAll(), 150); });
   observeCharts();

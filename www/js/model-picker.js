@@ -6,7 +6,7 @@
 import { $ } from './dom.js';
 import { state } from './state.js';
 import { session } from './session.js';
-import { showError, clearError } from './messages.js';
+import { showError, clearError, showNotice } from './messages.js';
 import { wasmBindings } from './loading.js';
 import { MODELS, DEFAULT_MODEL, modelNamed, labelOf, downloadBytes, megabytes } from './models.js';
 import { loadModelFiles, isCached, cacheAvailable } from './model-files.js';
@@ -102,6 +102,13 @@ function install({ name, viz, load }) {
   $('model').title = `${model.title}: ${model.description}`;
   showTwinSwitch(model);
   renderModelText();
+  // A model that spells only a few characters (the reverser: lowercase letters and spaces)
+  // starts on its own example rather than refusing the text that was there.
+  if (model.accepts && !model.accepts.test(state.text)) {
+    showNotice([`${model.short} knows only lowercase letters and spaces, so the text box now holds its example, "${model.example}".`]);
+    state.text = model.example;
+    $('text').value = model.example;
+  }
   window.__tviz.model = name;
   window.__tviz.modelError = null;
 }

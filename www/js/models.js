@@ -40,6 +40,24 @@ export const MODELS = {
     twin: 'lecture-post-ln',
     committed: true,
   },
+  'lecture-reverse': {
+    name: 'lecture-reverse',
+    short: 'Lecture encoder-decoder (reverses)',
+    title: 'the lecture encoder-decoder',
+    kind: 'encoder-decoder',
+    description: 'The notes\' encoder-decoder, trained by this project to write its source backwards: 2 encoder and 2 decoder layers, 4 heads, d_model 64, sinusoidal positions, pre-LN, ReLU, cross-attention in every decoder layer (0.24M parameters). Lowercase letters and spaces, up to 20 characters.',
+    files: {
+      config: { path: 'models/lecture-reverse/config.json', bytes: 445 },
+      tokenizer: { path: 'models/lecture-reverse/tokenizer.json', bytes: 182 },
+      weights: { path: 'models/lecture-reverse/model.safetensors', bytes: 950496 },
+    },
+    helperThread: 'the model is small enough that one thread decodes a whole output in a few milliseconds',
+    committed: true,
+    // What the text box holds when this model is chosen from the picker (a sentence of
+    // another kind would be refused: it knows only lowercase letters and spaces).
+    example: 'attention heads',
+    accepts: /^[a-z ]*$/, // the characters its vocabulary spells
+  },
   'minilm-l6': {
     name: 'minilm-l6',
     short: 'MiniLM-L6',

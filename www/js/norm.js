@@ -10,7 +10,7 @@ function normLabel(n) {
   if (n.step === 'embed.norm') return 'embedding norm (before layer 0)';
   if (n.step === 'final_norm') return 'final norm (after the last layer)';
   const when = session.config.norm_place === 'Post' ? 'after' : 'before';
-  const what = n.step.endsWith('attn_norm') ? 'attention' : 'feed-forward';
+  const what = n.step.endsWith('attn_norm') ? 'attention' : n.step.endsWith('cross_norm') ? 'cross-attention' : 'feed-forward';
   return `layer ${n.layer}, ${when} ${what}`;
 }
 

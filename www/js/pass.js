@@ -17,6 +17,7 @@ import { showBackend } from './helper-thread.js';
 import { renderHeadFinder } from './head-finder.js';
 import { resetLinesFocus } from './attention.js';
 import { renderCompare } from './compare.js';
+import { renderTranslation } from './translation.js';
 
 // For tests and the benchmark: how many updates ran and how long input took to be drawn.
 window.__tviz = { renders: 0, latencies: [], settledLatencies: [], passes: [], ready: null, backend: null, helper: 'off' };
@@ -69,6 +70,7 @@ export function showSummary(summary, started = performance.now()) {
   session.stepsByName = Object.fromEntries(summary.steps.map((s) => [s.name, s]));
   drawTiming.passStartedAt = inputAt ?? started;
   renderTokens();
+  renderTranslation();
   renderNormOptions();
   renderResidualPicker();
   state.step = Math.min(state.step, summary.steps.length - 1);

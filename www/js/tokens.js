@@ -4,8 +4,13 @@ import { session } from './session.js';
 
 export function renderTokens() {
   const { summary, config } = session;
+  // An encoder-decoder's text is its source: the chips are the source's tokens (the tokens
+  // the decoder wrote are in the encoder-decoder section).
+  const source = summary.translation;
+  const tokens = source ? source.source_tokens : summary.tokens;
+  const truncated = source ? source.source_truncated : summary.truncated;
   const list = $('tokens');
-  list.replaceChildren(...summary.tokens.map((t, i) => {
+  list.replaceChildren(...tokens.map((t, i) => {
     const li = document.createElement('li');
     li.className = t.special ? 'special' : '';
     li.title = `position ${i}, id ${t.id}`;
@@ -23,12 +28,12 @@ export function renderTokens() {
     ? `the page traces at most ${limit} (the model reads up to ${context.toLocaleString('en')}; every layer's attention is kept for the views)`
     : `the model reads at most ${context}`;
   $('token-count').textContent = limit < context
-    ? `${summary.tokens.length} / ${limit} tokens (the page's limit; the model's context is ${context.toLocaleString('en')})`
-    : `${summary.tokens.length} / ${context} tokens (the model's context limit)`;
+    ? `${tokens.length} / ${limit} tokens (the page's limit; the model's context is ${context.toLocaleString('en')})`
+    : `${tokens.length} / ${context} ${source ? 'source ' : ''}tokens (the model's context limit)`;
   const warn = $('truncated');
-  if (summary.truncated) {
+  if (truncated) {
     warn.hidden = false;
-    warn.textContent = `Your text is ${summary.truncated.original_tokens} tokens long; ${why}, so only the first ${summary.truncated.kept_tokens} are used.`;
+    warn.textContent = `Your text is ${truncated.original_tokens} tokens long; ${why}, so only the first ${truncated.kept_tokens} are used.`;
   } else {
     warn.hidden = true;
   }

@@ -1,0 +1,130 @@
+// The lecture's encoder-decoder in the page: chosen in the picker it takes its own example,
+// decodes a held-out source correctly (greedy, step by step), draws cross-attention that
+// follows the anti-diagonal, refuses characters it cannot spell with a message, and a link
+// reopens the same view.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { usePage, openPage, typeSentence, ARTIFACTS } from './helpers.mjs';
+
+const env = usePage();
+
+/** The trainer's held-out test (src/train/reversal.rs `is_held_out`): FNV-1a, one in eight. */
+function isHeldOut(text) {
+  let h = 0xcbf29ce484222325n;
+  for (const b of new TextEncoder().encode(text)) h = ((h ^ BigInt(b)) * 0x100000001b3n) & 0xffffffffffffffffn;
+  return text.length >= 4 && h % 8n === 0n;
+}
+
+/** Held-out sources of 6 to 16 letters: strings no training run has seen. */
+function heldOutSources(n) {
+  const out = [];
+  let x = 17;
+  while (out.length < n) {
+    x = (x * 1103515245 + 12345) % 2147483648;
+    const len = 6 + (x % 11);
+    let s = '';
+    for (let i = 0; i < len; i++) {
+      x = (x * 1103515245 + 12345) % 2147483648;
+      s += String.fromCharCode(97 + ((x >> 8) % 26));
+    }
+    if (isHeldOut(s)) out.push(s);
+  }
+  return out;
+}
+
+async function crossDrawn(page, rows, cols) {
+  await page.locator('canvas[data-chart="cross"]').scrollIntoViewIfNeeded();
+  await page.waitForFunction(([r, c]) => {
+    const d = window.__tvizDrawn.cross;
+    return d && d.values?.length === r * c && d.row_labels.length === r && d.col_labels.length === c;
+  }, [rows, cols]);
+  return page.evaluate(() => window.__tvizDrawn.cross);
+}
+
+/** Mean weight on the anti-diagonal: row r reads source column n - r (column 0: start token). */
+function antiDiagonal(values, n) {
+  const cols = n + 1;
+  let sum = 0;
+  for (let r = 0; r < n; r++) sum += values[r * cols + (n - r)];
+  return sum / n;
+}
+
+test('the encoder-decoder decodes held-out sources step by step and its cross-attention follows the anti-diagonal', async () => {
+  const { page, context, problems } = await openPage(env, env.base, { model: null });
+  await page.waitForFunction(() => window.__tviz.model === 'lecture-post-ln');
+  assert.equal(await page.isVisible('#translation-section'), false, 'a decoder-only model has no encoder-decoder section');
+  await page.selectOption('#model', 'lecture-reverse');
+  await page.waitForFunction(() => window.__tviz.model === 'lecture-reverse');
+  await page.waitForFunction(() => document.querySelector('#translation-output')?.textContent === 'sdaeh noitnetta');
+  assert.equal(await page.inputValue('#text'), 'attention heads', 'the sentence it cannot spell was replaced by its example');
+  assert.match(await page.textContent('#notice'), /only lowercase letters and spaces/);
+  assert.equal(await page.isVisible('#translation-section'), true);
+  // 15 characters: 15 letters then the end token, one decoding step each.
+  assert.equal(await page.locator('#decode-steps li').count(), 16);
+  assert.match(await page.textContent('#decode-steps li:last-child'), /end/);
+  assert.match(await page.textContent('#token-count'), /16 \/ 24 source tokens/);
+
+  for (const source of heldOutSources(3)) {
+    await typeSentence(page, source);
+    const want = [...source].reverse().join('');
+    await page.waitForFunction((w) => document.querySelector('#translation-output').textContent === w, want);
+  }
+  // The last held-out source's cross-attention, every head of the last decoder layer.
+  const source = heldOutSources(3)[2];
+  const n = source.length;
+  await page.selectOption('#cross-layer', '1');
+  let best = 0;
+  for (let head = 0; head < 4; head++) {
+    await page.selectOption('#cross-head', String(head));
+    await page.waitForFunction((h) => window.__tvizDrawn.cross && new URLSearchParams(location.search).get('head') === String(h), head);
+    const drawn = await crossDrawn(page, n + 1, n + 1);
+    assert.deepEqual(drawn.col_labels.slice(1).join(''), source, 'source tokens across');
+    best = Math.max(best, antiDiagonal(drawn.values, n));
+  }
+  assert.ok(best > 0.5, `the best head of decoder layer 1 puts ${best.toFixed(2)} of its weight on the anti-diagonal`);
+  await page.locator('#translation-section').screenshot({ path: join(ARTIFACTS, 'encoder-decoder.png') });
+
+  // The stepper walks the decoder's pass: the encoder's output, then in every decoder layer
+  // the cross-attention steps, whose keys are read from the encoder's output.
+  const walk = await page.evaluate(() => {
+    const slider = document.querySelector('#step-slider');
+    const out = [];
+    for (let i = 0; i <= Number(slider.max); i++) {
+      slider.value = String(i);
+      slider.dispatchEvent(new Event('input', { bubbles: true })); // handled at once (stepper.js)
+      out.push([document.querySelector('#step-title').textContent, document.querySelector('#step-shapes').textContent]);
+    }
+    return out;
+  });
+  const titles = walk.map(([title]) => title);
+  assert.ok(titles.includes('Encoder output'), titles.join(' | '));
+  for (const layer of [0, 1]) {
+    for (const name of ['Cross-attention queries', 'Cross-attention keys', 'Cross-attention softmax', 'Residual add (cross-attention)']) {
+      assert.ok(titles.includes(`${name} (layer ${layer})`), `${name} (layer ${layer}) is missing from ${titles.join(' | ')}`);
+    }
+  }
+  const keys = walk.find(([title]) => title === 'Cross-attention keys (layer 0)')[1];
+  assert.match(keys, new RegExp(`in: encoder_output .*${n + 1}.*→\\s+out: layer0\\.cross_k`), keys);
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
+test('the encoder-decoder refuses characters it cannot spell, and a link reopens its view', async () => {
+  const url = `${env.base}?model=lecture-reverse&layer=1&head=2&text=${encodeURIComponent('hello world')}`;
+  const { page, context, problems } = await openPage(env, url, { model: null });
+  await page.waitForFunction(() => window.__tviz.model === 'lecture-reverse');
+  await page.waitForFunction(() => document.querySelector('#translation-output').textContent === 'dlrow olleh');
+  assert.equal(await page.inputValue('#cross-layer'), '1');
+  assert.equal(await page.inputValue('#cross-head'), '2');
+  await typeSentence(page, 'Hello, World!');
+  const error = await page.textContent('#text-error');
+  assert.match(error, /no token for .*H.*: it can only spell a b c/, error);
+  assert.equal(await page.isVisible('#text-error'), true);
+  assert.equal(await page.textContent('#translation-output'), 'dlrow olleh', 'the last output stays, marked stale');
+  await typeSentence(page, 'abc');
+  await page.waitForFunction(() => document.querySelector('#translation-output').textContent === 'cba');
+  assert.equal(await page.isVisible('#text-error'), false);
+  assert.deepEqual(problems, []);
+  await context.close();
+});

@@ -1,0 +1,68 @@
+// The encoder-decoder section (shown only for a model with an encoder stack): the text box is
+// the source; the decoder's output, written greedily one token a pass with each step's choice
+// and its probability; and the cross-attention of the chosen decoder layer and head (target
+// tokens down, source tokens across). Its layer and head are the attention section's.
+import { $, fillSelect } from './dom.js';
+import { state } from './state.js';
+import { session } from './session.js';
+import { selectHead } from './attention.js';
+
+export function crossSpec() {
+  return { kind: 'cross_attention', layer: state.layer, head: state.head };
+}
+
+/** Whether the loaded model is an encoder-decoder. */
+export function isEncoderDecoder(config = session.config) {
+  return (config?.encoder_layers ?? 0) > 0;
+}
+
+function shown(text) {
+  return text === ' ' ? '␣' : text;
+}
+
+function stepItem(step, index, steps) {
+  const li = document.createElement('li');
+  const end = step.token.special;
+  const choice = document.createElement('strong');
+  choice.textContent = end ? 'end' : `"${shown(step.token.text)}"`;
+  const written = steps.slice(0, index).filter((s) => !s.token.special).map((s) => s.token.text).join('');
+  const before = document.createElement('span');
+  before.className = 'hint';
+  before.textContent = index === 0 ? 'after the start token: ' : `after "${written}": `;
+  const p = document.createElement('span');
+  p.textContent = ` ${(100 * step.probability).toFixed(1)}%`;
+  li.append(before, choice, p);
+  if (step.runner_up) {
+    const [token, q] = step.runner_up;
+    const runner = document.createElement('span');
+    runner.className = 'hint';
+    runner.textContent = ` (next best ${token.special ? 'end' : `"${shown(token.text)}"`} ${(100 * q).toFixed(1)}%)`;
+    li.append(runner);
+  }
+  return li;
+}
+
+/** The output and the decoding steps of the current pass. */
+export function renderTranslation() {
+  const t = session.summary?.translation;
+  if (!t) return;
+  $('translation-output').textContent = t.output === '' ? '(nothing: the first choice was the end token)' : t.output;
+  $('translation-source').textContent = state.text;
+  $('translation-status').textContent = t.finished
+    ? `${t.steps.length} decoding steps: one pass of the decoder each, the last one choosing the end token.`
+    : `The output filled the context (${session.config.context} tokens) before the decoder chose the end token.`;
+  $('decode-steps').replaceChildren(...t.steps.map(stepItem));
+  fillSelect($('cross-layer'), [...Array(session.config.n_layers).keys()], (l) => `${l}`, state.layer);
+  fillSelect($('cross-head'), [...Array(session.config.n_heads).keys()], (h) => `${h}`, state.head);
+}
+
+export function wireTranslation() {
+  $('cross-layer').addEventListener('change', () => selectHead(Number($('cross-layer').value), state.head));
+  $('cross-head').addEventListener('change', () => selectHead(state.layer, Number($('cross-head').value)));
+  // The attention section's choice moves this chart too.
+  document.addEventListener('tviz:head', () => {
+    if (!isEncoderDecoder()) return;
+    $('cross-layer').value = state.layer;
+    $('cross-head').value = state.head;
+  });
+}

@@ -8,8 +8,10 @@ import { session } from './session.js';
 const PRESENTER_TEXT_ZOOM = 1.5;
 let current = 0;
 
+// The sections this model shows (one that does not apply to it, such as the encoder-decoder
+// section for a decoder, is hidden and skipped).
 function sections() {
-  return [...document.querySelectorAll('main > section.view')];
+  return [...document.querySelectorAll('main > section.view')].filter((s) => !s.hidden);
 }
 
 function show(index) {
@@ -38,7 +40,7 @@ function setPresenting(on) {
     const nearest = all.findIndex((s) => s.getBoundingClientRect().bottom > 80);
     show(nearest < 0 ? 0 : nearest);
   } else {
-    sections().forEach((s) => s.classList.remove('presenting'));
+    document.querySelectorAll('main > section.view').forEach((s) => s.classList.remove('presenting'));
     if (session.summary) drawAll();
   }
 }

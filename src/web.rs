@@ -345,7 +345,7 @@ impl Viz {
         if !self.model.config.causal || !self.model.config.has_lm_head() {
             return Err(js_err(VizError::NoLmHead));
         }
-        if !(seed >= 0.0 && seed <= 9_007_199_254_740_991.0 && seed.fract() == 0.0) {
+        if !((0.0..=9_007_199_254_740_991.0).contains(&seed) && seed.fract() == 0.0) {
             return Err(js_err(VizError::BadSampling { setting: "seed".into(), value: seed.to_string(), problem: "must be a whole number from 0 to 2^53 - 1".into() }));
         }
         let prompt = Prompt { text: trace.text.clone(), tokens: trace.len() };

@@ -32,7 +32,7 @@ fn engine_and_trainer_agree_on_an_encoder_decoder() {
     for (seed, place) in [(1, NormPlace::Post), (2, NormPlace::Pre)] {
         let (net, model) = random_reverser(seed, place);
         for (source, target) in [(vec![27u32, 3, 4, 5], vec![27u32]), (vec![27, 0, 26, 25, 1, 2, 3, 4, 5, 6], vec![27, 6, 5, 4]), (vec![27, 9], vec![27, 9, 8, 7, 6, 5, 4])] {
-            let candle = net.seq2seq_logits(&id_tensor(&[source.clone()]).unwrap(), &id_tensor(&[target.clone()]).unwrap()).unwrap(); // (T, V)
+            let candle = net.seq2seq_logits(&id_tensor(std::slice::from_ref(&source)).unwrap(), &id_tensor(std::slice::from_ref(&target)).unwrap()).unwrap(); // (T, V)
             let candle: Vec<f32> = candle.flatten_all().unwrap().to_vec1().unwrap();
             let memory = encode_source(&source, &model.weights, &model.config, &mut NoRecorder); // (S, d)
             let engine = decode(&target, memory.view(), &model.weights, &model.config, &mut NoRecorder, Logits::All).logits.unwrap(); // (T, V)
@@ -60,7 +60,7 @@ fn cross_attention_follows_its_formula(place: NormPlace) {
     let source = trace.source.as_ref().expect("the encoder's pass is inside the decoder's");
     let c: &ModelConfig = &model.config;
     let (s, tt) = (source.len(), trace.len());
-    assert_eq!(source.config.causal, false, "the encoder sees both ways");
+    assert!(!source.config.causal, "the encoder sees both ways");
     assert_eq!(source.config.n_layers, c.encoder_layers);
     // The encoder's output, as the decoder's trace holds it, is the encoder trace's last step.
     let memory = trace.find(Op::EncoderOutput, None).unwrap().tensor.view2().unwrap();

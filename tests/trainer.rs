@@ -122,7 +122,7 @@ fn trainer_and_engine_agree_after_training_steps() {
         let saved = std::fs::read(dir.join("model.safetensors")).unwrap();
         let weights = transformer_viz::checkpoints::generic::from_safetensors(&saved, &config).unwrap();
         for ids in [vec![299u32], stream[100..164].to_vec(), stream[5000..5017].to_vec()] {
-            let candle = outcome.network.logits(&id_tensor(&[ids.clone()]).unwrap()).unwrap(); // (T, V)
+            let candle = outcome.network.logits(&id_tensor(std::slice::from_ref(&ids)).unwrap()).unwrap(); // (T, V)
             let engine = forward(&ids, &weights, &config, &mut NoRecorder).logits.unwrap(); // (T, V)
             let (diff, size) = compare(&candle, &engine);
             assert!(diff <= 1e-4 * size.max(1.0), "{place:?}, T = {}: logits differ by {diff} (largest {size})", ids.len());
@@ -138,7 +138,7 @@ fn committed_decoders_agree_with_the_trainer_within_1e_4() {
         let dir = std::path::Path::new(lecture::TRAINED_DIR).join(name);
         let net = Network::from_safetensors(&model.config, &std::fs::read(dir.join("model.safetensors")).unwrap()).unwrap();
         let ids = model.encode("The President said that the ship sailed for the whale.").unwrap().ids();
-        let candle = net.logits(&id_tensor(&[ids.clone()]).unwrap()).unwrap();
+        let candle = net.logits(&id_tensor(std::slice::from_ref(&ids)).unwrap()).unwrap();
         let engine = model.run_ids(&ids).logits.unwrap();
         let (diff, size) = compare(&candle, &engine);
         assert!(diff <= 1e-4 * size.max(1.0), "{name}: logits differ by {diff} (largest {size})");
@@ -331,7 +331,7 @@ fn the_committed_reverser_reverses_held_out_text_along_the_anti_diagonal() {
     let net = Network::from_safetensors(&model.config, &std::fs::read(dir.join("model.safetensors")).unwrap()).unwrap();
     let source: Vec<u32> = vec![27, 19, 7, 4, 26, 2, 0, 19];
     let target: Vec<u32> = vec![27, 19, 0, 2, 26];
-    let candle = net.seq2seq_logits(&id_tensor(&[source.clone()]).unwrap(), &id_tensor(&[target.clone()]).unwrap()).unwrap();
+    let candle = net.seq2seq_logits(&id_tensor(std::slice::from_ref(&source)).unwrap(), &id_tensor(std::slice::from_ref(&target)).unwrap()).unwrap();
     let memory = transformer_viz::model::forward::encode_source(&source, &model.weights, c, &mut NoRecorder);
     let engine = transformer_viz::model::forward::decode(&target, memory.view(), &model.weights, c, &mut NoRecorder, transformer_viz::model::forward::Logits::All).logits.unwrap();
     let (diff, size) = compare(&candle, &engine);

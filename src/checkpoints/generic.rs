@@ -14,6 +14,9 @@ use crate::model::config::{ModelConfig, NormKind, CONFIG_NAME};
 use crate::model::linear::Linear;
 use crate::model::weights::{AttentionWeights, CrossWeights, FfnWeights, LayerWeights, NormWeights, Weights};
 
+/// Where `named_tensors` puts a tensor: its name, shape and values.
+type Put<'a> = dyn FnMut(String, &[usize], Vec<f32>) + 'a;
+
 /// Every tensor of `Weights` under its generic name, as (shape, row-major values).
 pub fn named_tensors(w: &Weights) -> BTreeMap<String, (Vec<usize>, Vec<f32>)> {
     let mut out = BTreeMap::new();
@@ -23,13 +26,13 @@ pub fn named_tensors(w: &Weights) -> BTreeMap<String, (Vec<usize>, Vec<f32>)> {
     fn flat<D: ndarray::Dimension>(a: &ndarray::Array<f32, D>) -> Vec<f32> {
         a.iter().copied().collect()
     }
-    let norm = |put: &mut dyn FnMut(String, &[usize], Vec<f32>), name: &str, n: &NormWeights| {
+    let norm = |put: &mut Put, name: &str, n: &NormWeights| {
         put(format!("{name}.gamma"), n.gamma.shape(), flat(&n.gamma));
         if let Some(b) = &n.beta {
             put(format!("{name}.beta"), b.shape(), flat(b));
         }
     };
-    let linear = |put: &mut dyn FnMut(String, &[usize], Vec<f32>), name: &str, l: &Linear| {
+    let linear = |put: &mut Put, name: &str, l: &Linear| {
         put(format!("{name}.weight"), &l.weight.shape(), flat(&l.weight.to_dense()));
         if let Some(b) = &l.bias {
             put(format!("{name}.bias"), b.shape(), flat(b));

@@ -62,7 +62,7 @@ pub fn draw_grid<DB: DrawingBackend>(
     let (layers, heads) = (trace.config.n_layers, trace.config.n_heads);
     let (w, h) = area.dim_in_pixel();
     let font_px = if w < 400 { 10 } else { 12 };
-    let (left, top) = (font_px as i32 * 3 + 6, font_px as i32 * 2 + 8);
+    let (left, top) = (font_px * 3 + 6, font_px * 2 + 8);
     let cell_w = ((w as i32 - left - 4) / heads as i32).max(4);
     let cell_h = ((h as i32 - top - 4) / layers as i32).max(4);
     let side = cell_w.min(cell_h);
@@ -75,11 +75,11 @@ pub fn draw_grid<DB: DrawingBackend>(
     for layer in 0..layers {
         let a = trace.attention_layer(layer)?; // (heads, T, T)
         let y0 = top + layer as i32 * side;
-        area.draw(&Text::new(format!("L{layer}"), (2, y0 + side / 2 - font_px as i32 / 2), style.clone())).map_err(draw_err)?;
+        area.draw(&Text::new(format!("L{layer}"), (2, y0 + side / 2 - font_px / 2), style.clone())).map_err(draw_err)?;
         for head in 0..heads {
             let x0 = left + head as i32 * side;
             if layer == 0 && (heads <= 16 || head % 2 == 0) {
-                area.draw(&Text::new(head.to_string(), (x0 + side / 2 - 4, font_px as i32 + 4), style.clone())).map_err(draw_err)?;
+                area.draw(&Text::new(head.to_string(), (x0 + side / 2 - 4, font_px + 4), style.clone())).map_err(draw_err)?;
             }
             let m = a.index_axis(ndarray::Axis(0), head); // (T, T)
             let inner = (side - 2).max(1);

@@ -170,9 +170,12 @@ pub fn shown_positions(trace: &Trace) -> usize {
     trace.len().max(64).min(trace.config.context)
 }
 
+/// A step's matrix, its row and column labels, and a note on what was cut.
+pub type StepMatrix = (Array2<f32>, Vec<String>, Vec<String>, Option<String>);
+
 /// The 2-D matrix a step shows: (T, x) as is, one head of (heads, T, x), a row for 1-D.
 /// Very wide matrices keep their first `max_cols` columns.
-pub fn step_matrix(trace: &Trace, index: usize, head: usize, max_cols: usize) -> Result<(Array2<f32>, Vec<String>, Vec<String>, Option<String>)> {
+pub fn step_matrix(trace: &Trace, index: usize, head: usize, max_cols: usize) -> Result<StepMatrix> {
     let step = trace.steps.get(index).ok_or_else(|| VizError::NoSuchStep(format!("step {index}")))?;
     let tokens = trace.token_texts();
     let view = step.tensor.view();

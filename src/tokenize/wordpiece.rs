@@ -91,7 +91,7 @@ impl WordPiece {
             added.push(AddedToken { content: content.into(), id, special: t["special"].as_bool().unwrap_or(false) });
         }
         // Longest first, so that a longer added token wins over a prefix of it.
-        added.sort_by(|a, b| b.content.len().cmp(&a.content.len()));
+        added.sort_by_key(|a| std::cmp::Reverse(a.content.len()));
 
         let (mut before, mut after, mut seen_sequence) = (Vec::new(), Vec::new(), false);
         let single = root["post_processor"]["single"].as_array().ok_or_else(|| bad("post_processor.single is missing"))?;

@@ -89,9 +89,12 @@ pub fn reversed(text: &str) -> String {
     text.chars().rev().collect()
 }
 
+/// Rows of token ids, one a string.
+type IdRows = Vec<Vec<u32>>;
+
 /// One batch of `batch` strings of one length (so no padding is needed): source ids (start,
 /// letters), target inputs (start, reversed letters) and labels (reversed letters, end).
-fn batch_ids(strings: &[String], bos: u32) -> (Vec<Vec<u32>>, Vec<Vec<u32>>, Vec<Vec<u32>>) {
+fn batch_ids(strings: &[String], bos: u32) -> (IdRows, IdRows, IdRows) {
     let id = |c: u8| ALPHABET.bytes().position(|a| a == c).expect("strings are made of the alphabet") as u32;
     let mut sources = Vec::new();
     let mut inputs = Vec::new();

@@ -9,7 +9,6 @@ use std::path::PathBuf;
 
 use candle_core::Tensor;
 use ndarray::Array2;
-use transformer_viz::analysis::heads::head_scores;
 use transformer_viz::checkpoints::lecture::{self, decoder_config};
 use transformer_viz::checkpoints::{load_named, WeightPrecision};
 use transformer_viz::model::config::NormPlace;
@@ -17,6 +16,7 @@ use transformer_viz::model::forward;
 use transformer_viz::tokenize::Tokenizer;
 use transformer_viz::train::bigram::bigram_loss;
 use transformer_viz::train::corpus::{token_stream, Corpus};
+use transformer_viz::train::head_probe::HeadProbe;
 use transformer_viz::train::network::{id_tensor, Network};
 use transformer_viz::train::run::{evaluate, learning_rate, Run, Settings};
 use transformer_viz::train::vocab::learn_vocab;
@@ -85,6 +85,7 @@ fn run(out: &std::path::Path, config: &transformer_viz::model::ModelConfig, sett
         baseline: None,
         progress: false,
         stop_after,
+        probe: None,
     }
     .train()
     .unwrap()
@@ -238,57 +239,20 @@ fn committed_decoders_beat_the_bigram_baseline_by_a_wide_margin() {
 #[ignore = "issue #7: the committed decoders have no previous-token or induction head yet (best previous-token score 0.30)"]
 fn committed_decoders_have_previous_token_and_induction_heads() {
     let corpus = corpus();
-    let mut scores = Vec::new();
+    let mut reports = Vec::new();
     for name in lecture::DECODERS {
         let model = load_named(&common::models_dir(), name, WeightPrecision::F32).unwrap();
         let bos = model.tokenizer.encode("x", 4).unwrap().ids()[0];
-        // Previous-token score per head, averaged over held-out sentences.
-        let sentences: Vec<&str> = corpus.held_out.iter().flat_map(|d| d.split(". ")).filter(|s| s.len() > 60 && s.len() < 300).take(40).collect();
-        assert!(sentences.len() >= 20);
-        let heads = model.config.n_layers * model.config.n_heads;
-        let mut previous = vec![0f32; heads];
-        for s in &sentences {
-            let trace = model.trace(s).unwrap();
-            for (i, h) in head_scores(&trace).unwrap().iter().enumerate() {
-                previous[i] += h.scores.previous / sentences.len() as f32;
-            }
-        }
-        let best = previous.iter().copied().fold(0f32, f32::max);
-        eprintln!("{name}: previous-token scores {previous:.2?}");
-
-        // Induction: 40 random ordinary tokens, then the same 40 again (mean over 5 draws).
-        let mut induction = vec![0f32; heads];
-        let mut repeat_loss = [0f64; 2];
-        let mut x = 7u64;
-        for _ in 0..5 {
-            let run: Vec<u32> = (0..40).map(|_| { x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407); ((x >> 33) % bos as u64) as u32 }).collect();
-            let ids: Vec<u32> = std::iter::once(bos).chain(run.iter().copied()).chain(run.iter().copied()).collect();
-            let tokens = ids.iter().map(|&id| model.tokenizer.token_info(id).unwrap()).collect();
-            let trace = model.trace_ids(transformer_viz::tokenize::Encoding { tokens, truncated: None }, "");
-            for (i, h) in head_scores(&trace).unwrap().iter().enumerate() {
-                induction[i] += h.induction.unwrap() / 5.0;
-            }
-            // Loss on the first and on the second copy: a model that copies predicts the second.
-            let logits = model.run_ids(&ids).logits.unwrap(); // (81, V)
-            for (half, range) in [(0, 1..40), (1, 41..80)] {
-                for t in range {
-                    let row = logits.row(t);
-                    let max = row.iter().copied().fold(f32::MIN, f32::max);
-                    let log_sum = (row.iter().map(|v| ((v - max) as f64).exp()).sum::<f64>()).ln() + max as f64;
-                    repeat_loss[half] += (log_sum - row[ids[t + 1] as usize] as f64) / (39.0 * 5.0);
-                }
-            }
-        }
-        let best_induction = induction.iter().copied().fold(0f32, f32::max);
-        eprintln!("{name}: induction scores {induction:.2?} (best {best_induction:.2}); loss on the first copy {:.2}, on the second {:.2}", repeat_loss[0], repeat_loss[1]);
-        scores.push((*name, best, best_induction, repeat_loss));
+        let probe = HeadProbe::new(&corpus.held_out, bos, None);
+        assert!(probe.sentence_count() >= 20);
+        let report = probe.measure(&model).unwrap();
+        eprintln!("{name}: previous-token scores {:.2?}; induction scores {:.2?}; {}", report.previous, report.induction, report.summary());
+        reports.push((*name, report));
     }
-    for (name, best, best_induction, repeat_loss) in &scores {
-        eprintln!("{name}: best previous-token {best:.2}, best induction {best_induction:.2}, loss on the first copy {:.2}, on the second {:.2}", repeat_loss[0], repeat_loss[1]);
-    }
-    for (name, best, _, repeat_loss) in &scores {
-        assert!(*best > 0.5, "{name}: no previous-token head (best {best:.2})");
-        assert!(repeat_loss[1] < repeat_loss[0] - 1.0, "{name}: the model does not copy ({repeat_loss:.2?})");
+    for (name, report) in &reports {
+        let best = report.best_previous().score;
+        assert!(best > 0.5, "{name}: no previous-token head (best {best:.2})");
+        assert!(report.copy_loss[1] < report.copy_loss[0] - 1.0, "{name}: the model does not copy ({:.2?})", report.copy_loss);
     }
 }
 

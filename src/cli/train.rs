@@ -8,6 +8,7 @@ use crate::tokenize::vocab_file::VocabFile;
 use crate::tokenize::Tokenizer;
 use crate::train::bigram::bigram_loss;
 use crate::train::corpus::{token_stream, Corpus};
+use crate::train::head_probe::HeadProbe;
 use crate::train::run::{Run, Settings};
 use crate::train::vocab::learn_vocab;
 
@@ -137,7 +138,7 @@ pub fn train(args: TrainArgs) -> Result<()> {
     let vocab_json = std::fs::read_to_string(&args.vocab).map_err(io(&args.vocab))?;
     let file = VocabFile::parse(&vocab_json)?;
     let bos = file.bos;
-    let tokenizer = file.tokenizer()?;
+    let tokenizer = file.clone().tokenizer()?;
     let config = lecture::preset(&args.model, tokenizer.vocab_size())
         .ok_or_else(|| VizError::UnknownModel(args.model.clone(), lecture::DECODERS.join(", ")))?;
     let corpus = Corpus::read(&args.corpus)?;
@@ -163,6 +164,7 @@ pub fn train(args: TrainArgs) -> Result<()> {
         checkpoint_every: args.checkpoint_every,
         repeats: !args.no_repeats,
     };
+    let probe = HeadProbe::new(&corpus.held_out, bos, Some(file.clone()));
     let log_path = args.out.join("train.log");
     if !args.resume {
         let _ = std::fs::remove_file(&log_path);
@@ -184,6 +186,7 @@ pub fn train(args: TrainArgs) -> Result<()> {
         baseline: Some(baseline),
         progress: std::io::IsTerminal::is_terminal(&std::io::stderr()),
         stop_after: None,
+        probe: Some(&probe),
     }
     .train()?;
     eprintln!("held-out loss {:.4} against the bigram baseline's {baseline:.4}; wrote {}", outcome.final_held_out, args.out.display());

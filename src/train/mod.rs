@@ -9,6 +9,7 @@ pub mod batches;
 pub mod bigram;
 pub mod corpus;
 pub mod curve;
+pub mod head_probe;
 pub mod network;
 pub mod reversal;
 pub mod run;

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::adamw::{clip_gradients, AdamW};
 use super::batches::{evaluation_windows, sample_sequence};
 use super::curve::{loss_curve_svg, CurvePoint};
+use super::head_probe::HeadProbe;
 use super::network::{candle_err, id_tensor, Network};
 use crate::error::{Result, VizError};
 use crate::model::ModelConfig;
@@ -104,6 +105,8 @@ pub struct Run<'a> {
     /// Stop after this step with a checkpoint written, as an interrupted run would (tests
     /// resume from it); `None` trains to the end.
     pub stop_after: Option<usize>,
+    /// Measures the heads at each evaluation and logs it (`head_probe`).
+    pub probe: Option<&'a HeadProbe>,
 }
 
 fn save_checkpoint(dir: &Path, net: &Network, opt: &AdamW, state: &CheckpointState) -> Result<()> {
@@ -214,9 +217,13 @@ impl Run<'_> {
             if done % s.eval_every == 0 || done == s.steps {
                 let held = evaluate(&net, &windows, s.batch)?;
                 history.held_out.push((done, seen, held));
+                let heads = match self.probe {
+                    Some(probe) => probe.measure_network(&net)?.map(|r| format!(" · {}", r.summary())).unwrap_or_default(),
+                    None => String::new(),
+                };
                 say(
                     format!(
-                        "step {done}/{} · tokens {:.2}M · lr {rate:.2e} · loss {loss:.4} · held-out {held:.4} · grad norm {norm:.2} · {:.0} tokens/s · {:.0} s",
+                        "step {done}/{} · tokens {:.2}M · lr {rate:.2e} · loss {loss:.4} · held-out {held:.4} · grad norm {norm:.2} · {:.0} tokens/s · {:.0} s{heads}",
                         s.steps,
                         seen / 1e6,
                         speed,

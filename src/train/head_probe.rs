@@ -1,0 +1,134 @@
+//! What a language model's heads have learned, measured through the engine: the strongest
+//! previous-token head on held-out sentences, the strongest induction head on a random run
+//! of tokens shown twice, and the loss on each copy of that run (a model that copies predicts
+//! the second copy far better than the first). The trainer logs it at every evaluation, so a
+//! run shows when the heads form; `tests/trainer.rs` asks it of the committed models.
+
+use crate::analysis::heads::head_scores;
+use crate::error::{Result, VizError};
+use crate::tokenize::vocab_file::VocabFile;
+use crate::tokenize::Encoding;
+use crate::train::network::Network;
+use crate::transformer::Transformer;
+
+/// Sentences taken from the held-out documents.
+pub const SENTENCES: usize = 40;
+/// The random run's length and how many runs are averaged.
+pub const RUN_LENGTH: usize = 40;
+pub const RUNS: usize = 5;
+
+/// The best score of one kind and the head that has it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BestHead {
+    pub score: f32,
+    pub layer: usize,
+    pub head: usize,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct HeadReport {
+    /// Mean previous-token score of every head (layer-major) over the sentences.
+    pub previous: Vec<f32>,
+    /// Mean induction score of every head over the repeated runs.
+    pub induction: Vec<f32>,
+    /// Mean loss (nats/token) on the first and on the second copy of the runs.
+    pub copy_loss: [f64; 2],
+    pub n_heads: usize,
+}
+
+impl HeadReport {
+    fn best(&self, scores: &[f32]) -> BestHead {
+        let (i, &score) = scores.iter().enumerate().fold((0, &f32::MIN), |best, s| if s.1 > best.1 { s } else { best });
+        BestHead { score, layer: i / self.n_heads.max(1), head: i % self.n_heads.max(1) }
+    }
+
+    pub fn best_previous(&self) -> BestHead {
+        self.best(&self.previous)
+    }
+
+    pub fn best_induction(&self) -> BestHead {
+        self.best(&self.induction)
+    }
+
+    /// One line for a training log.
+    pub fn summary(&self) -> String {
+        let (p, i) = (self.best_previous(), self.best_induction());
+        format!(
+            "previous-token best {:.2} (L{} H{}) · induction best {:.2} (L{} H{}) · copy loss {:.2} -> {:.2}",
+            p.score, p.layer, p.head, i.score, i.layer, i.head, self.copy_loss[0], self.copy_loss[1]
+        )
+    }
+}
+
+pub struct HeadProbe {
+    sentences: Vec<String>,
+    /// Each run twice after the start token: (1 + 2 * RUN_LENGTH) ids.
+    repeated: Vec<Vec<u32>>,
+    /// The vocabulary, to turn a training network into a `Transformer`.
+    vocab: Option<VocabFile>,
+}
+
+impl HeadProbe {
+    /// Sentences of 60 to 300 bytes from `held_out` documents; runs of ordinary tokens (ids
+    /// below `bos`) from a fixed pseudo-random sequence.
+    pub fn new(held_out: &[String], bos: u32, vocab: Option<VocabFile>) -> Self {
+        let sentences = held_out.iter().flat_map(|d| d.split(". ")).filter(|s| s.len() > 60 && s.len() < 300).take(SENTENCES).map(str::to_string).collect();
+        let mut x = 7u64;
+        let repeated = (0..RUNS)
+            .map(|_| {
+                let run: Vec<u32> = (0..RUN_LENGTH)
+                    .map(|_| {
+                        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                        ((x >> 33) % bos.max(1) as u64) as u32
+                    })
+                    .collect();
+                std::iter::once(bos).chain(run.iter().copied()).chain(run.iter().copied()).collect()
+            })
+            .collect();
+        HeadProbe { sentences, repeated, vocab }
+    }
+
+    pub fn sentence_count(&self) -> usize {
+        self.sentences.len()
+    }
+
+    /// Measures a training network through the engine (needs the vocabulary).
+    pub fn measure_network(&self, net: &Network) -> Result<Option<HeadReport>> {
+        let Some(vocab) = &self.vocab else { return Ok(None) };
+        let model = Transformer::new(net.config.clone(), net.to_weights()?, Box::new(vocab.clone().tokenizer()?))?;
+        self.measure(&model).map(Some)
+    }
+
+    pub fn measure(&self, model: &Transformer) -> Result<HeadReport> {
+        let heads = model.config.n_layers * model.config.n_heads;
+        let mut previous = vec![0f32; heads];
+        for s in &self.sentences {
+            let trace = model.trace(s)?;
+            for (i, h) in head_scores(&trace)?.iter().enumerate() {
+                previous[i] += h.scores.previous / self.sentences.len() as f32;
+            }
+        }
+        let mut induction = vec![0f32; heads];
+        let mut copy_loss = [0f64; 2];
+        let per_copy = (RUN_LENGTH - 1) as f64 * self.repeated.len() as f64;
+        for ids in &self.repeated {
+            let tokens = ids.iter().map(|&id| model.tokenizer.token_info(id).ok_or_else(|| VizError::Training(format!("id {id} is outside the vocabulary")))).collect::<Result<Vec<_>>>()?;
+            let trace = model.trace_ids(Encoding { tokens, truncated: None }, "");
+            for (i, h) in head_scores(&trace)?.iter().enumerate() {
+                induction[i] += h.induction.unwrap_or(0.0) / self.repeated.len() as f32;
+            }
+            // Row t predicts id t + 1: the first copy's predictions are rows 1..L (the first
+            // token of a run cannot be known), the second copy's rows L+1..2L.
+            let logits = model.run_ids(ids).logits.expect("a language model has logits"); // (1 + 2L, V)
+            for (copy, rows) in [(0, 1..RUN_LENGTH), (1, RUN_LENGTH + 1..2 * RUN_LENGTH)] {
+                for t in rows {
+                    let row = logits.row(t);
+                    let max = row.iter().copied().fold(f32::MIN, f32::max);
+                    let log_sum = row.iter().map(|v| ((v - max) as f64).exp()).sum::<f64>().ln() + max as f64;
+                    copy_loss[copy] += (log_sum - row[ids[t + 1] as usize] as f64) / per_copy;
+                }
+            }
+        }
+        Ok(HeadReport { previous, induction, copy_loss, n_heads: model.config.n_heads })
+    }
+}

@@ -11,7 +11,7 @@ import { $ } from './dom.js';
 import { state, fromLink, readUrl, checkAgainst, onHistoryMove, keepLinksOutOfHistory, writeUrl } from './state.js';
 import { session } from './session.js';
 import { showError, wireNotice } from './messages.js';
-import { renderStaticMath } from './math.js';
+import { renderStaticMath, renderRemainingMath } from './math.js';
 import { charts, drawAll, drawTiming, observeCharts } from './charts.js';
 import { renderStep } from './stepper.js';
 import { update, scheduleUpdate, showSummary } from './pass.js';
@@ -104,10 +104,12 @@ async function main() {
   renderStaticMath();
   wire();
   wirePicker(showNewModel);
-  // The helper starts after the first complete view, so that it does not delay it.
+  // The helper starts, and the equations off screen are typeset, after the first complete view,
+  // so that neither delays it.
   drawTiming.afterFirstView = () => {
     drawTiming.afterFirstView = null; // let go of the files (SmolLM2's weights stay in no worker)
     startHelper(files.config, files.tokenizer, files.weights);
+    renderRemainingMath();
   };
   window.__tviz.helper = 'starting';
   update();

@@ -10,6 +10,37 @@ export function renderTex(el, tex, display = false) {
   }
 }
 
+function renderStatic(el) {
+  renderTex(el, el.dataset.tex, el.classList.contains('math-block'));
+}
+
+// The page's fixed equations. Those on screen (or within 200 px of it) are typeset at once; the
+// others when they come near the screen or, at the latest, by `renderRemainingMath` once the
+// first view is complete: typesetting all of them first (and laying the taller page out) held
+// the first view back by about 0.1 s.
+let approaching = null;
 export function renderStaticMath() {
-  document.querySelectorAll('[data-tex]').forEach((el) => renderTex(el, el.dataset.tex, el.classList.contains('math-block')));
+  const all = [...document.querySelectorAll('[data-tex]')];
+  // Every position is read before anything is typeset, so the page is laid out once.
+  const near = all.map((el) => {
+    const r = el.getBoundingClientRect();
+    return r.width > 0 && r.bottom > -200 && r.top < innerHeight + 200; // a hidden section's are 0 wide
+  });
+  const later = all.filter((el, i) => !near[i]);
+  all.filter((el, i) => near[i]).forEach(renderStatic);
+  if (!later.length) return;
+  approaching = new IntersectionObserver((entries) => {
+    for (const e of entries.filter((x) => x.isIntersecting)) {
+      renderStatic(e.target);
+      approaching?.unobserve(e.target);
+    }
+  }, { rootMargin: '800px 0px' });
+  later.forEach((el) => approaching.observe(el));
+}
+
+/** Typesets every fixed equation not yet shown (called once the first view is complete). */
+export function renderRemainingMath() {
+  approaching?.disconnect();
+  approaching = null;
+  document.querySelectorAll('[data-tex]').forEach(renderStatic);
 }

@@ -6,6 +6,7 @@
 use ndarray::Axis;
 
 use super::generation::probabilities_of;
+use super::prediction::top_ids;
 use crate::error::{Result, VizError};
 use crate::model::forward::{decode, encode_source, Logits};
 use crate::trace::{NoRecorder, Trace, TokenInfo, TraceRecorder};
@@ -79,6 +80,7 @@ impl Transformer {
             VizError::BadTokenizer("an encoder-decoder's tokenizer must put a start token first".into())
         })?;
         let memory = encode_source(&source_ids, &self.weights, c, &mut NoRecorder); // (S, d)
+        let info = |id: u32| self.tokenizer.token_info(id).ok_or(VizError::UnknownTokenId { id, vocab_size: self.tokenizer.vocab_size() });
         let mut target = vec![start];
         let mut steps = Vec::new();
         let mut finished = false;
@@ -86,18 +88,11 @@ impl Transformer {
             let out = decode(&target, memory.view(), &self.weights, c, &mut NoRecorder, Logits::Last);
             let logits = out.logits.ok_or(VizError::NoLmHead)?; // (1, vocab)
             let probabilities = probabilities_of(logits.index_axis(Axis(0), 0).to_owned()); // (vocab)
-            let mut ranked: Vec<(u32, f32)> = probabilities.iter().enumerate().map(|(i, &p)| (i as u32, p)).collect();
-            let second = 1.min(ranked.len() - 1);
-            ranked.select_nth_unstable_by(second, |a, b| b.1.total_cmp(&a.1));
-            ranked.truncate(2);
-            ranked.sort_by(|a, b| b.1.total_cmp(&a.1));
-            let info = |id: u32| self.tokenizer.token_info(id).ok_or(VizError::UnknownTokenId { id, vocab_size: self.tokenizer.vocab_size() });
-            let (best, p) = ranked[0];
-            let runner_up = match ranked.get(1) {
-                Some(&(id, q)) => Some((info(id)?, q)),
-                None => None,
-            };
-            steps.push(DecodedToken { token: info(best)?, probability: p, runner_up });
+            let probabilities = probabilities.as_slice().expect("kept contiguous"); // (vocab)
+            let ranked = top_ids(probabilities, 2); // the choice, then the runner-up
+            let best = ranked[0];
+            let runner_up = ranked.get(1).map(|&id| info(id).map(|t| (t, probabilities[id as usize]))).transpose()?;
+            steps.push(DecodedToken { token: info(best)?, probability: probabilities[best as usize], runner_up });
             if best == start {
                 finished = true;
                 break;
@@ -123,7 +118,7 @@ impl Transformer {
             norms: norms_of_source,
             source: None,
         };
-        let tokens = target.iter().map(|&id| self.tokenizer.token_info(id).ok_or(VizError::UnknownTokenId { id, vocab_size: self.tokenizer.vocab_size() })).collect::<Result<Vec<_>>>()?;
+        let tokens = target.iter().map(|&id| info(id)).collect::<Result<Vec<_>>>()?;
         let trace = Trace {
             model: c.name.clone(),
             config: c.clone(),

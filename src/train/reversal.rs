@@ -5,17 +5,16 @@
 //! spaces; about one in eight strings of 4 letters or more is held out (by a hash of the
 //! string, so no run ever trains on it) to measure exact match on inputs never seen.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
 
-use super::adamw::{clip_gradients, AdamW};
+use super::adamw::AdamW;
 use super::curve::{loss_curve_svg, CurvePoint};
 use super::network::{candle_err, id_tensor, Network};
-use super::run::{io, learning_rate, History, Settings};
+use super::run::{io, optimise, History, Optimised, RunLog, Settings};
 use crate::checkpoints::lecture;
 use crate::error::{Result, VizError};
 use crate::model::config::NormPlace;
@@ -159,14 +158,8 @@ impl ReversalRun {
         let net = Network::init(&config, s.seed)?;
         let mut opt = AdamW::new(net.vars(), s.weight_decay).map_err(candle_err)?;
         let mut rng = ChaCha8Rng::seed_from_u64(s.seed ^ 0x5eed_da7a);
-        let log_path = self.out.join("train.log");
-        let mut log = std::fs::File::create(&log_path).map_err(io(&log_path))?;
-        let bar = if self.progress { indicatif::ProgressBar::new(s.steps as u64) } else { indicatif::ProgressBar::hidden() };
-        let mut say = |line: String, bar: &indicatif::ProgressBar| {
-            bar.suspend(|| println!("{line}"));
-            let _ = writeln!(log, "{line}");
-        };
-        say(format!("{}: {} parameters; {}", config.name, net.parameter_count(), serde_json::to_string(s).expect("serialises")), &bar);
+        let mut log = RunLog::open(&self.out, s.steps, self.progress, false)?;
+        log.say(format!("{}: {} parameters; {}", config.name, net.parameter_count(), serde_json::to_string(s).expect("serialises")));
         // A fixed held-out batch for the loss curve: 64 strings of each of 4 lengths.
         let probe: Vec<Vec<String>> = [5, 10, 15, 20].iter().map(|&n| held_out_strings(4000, 99).into_iter().filter(|h| h.len() == n).take(64).collect()).collect();
         let eval_strings = held_out_strings(self.eval_strings, 7);
@@ -179,17 +172,10 @@ impl ReversalRun {
             let strings: Vec<String> = (0..s.batch).map(|_| training_string(&mut rng, len)).collect();
             let (sources, inputs, labels) = batch_ids(&strings, bos);
             let loss = net.seq2seq_loss(&id_tensor(&sources)?, &id_tensor(&inputs)?, &id_tensor(&labels)?).map_err(candle_err)?; // ()
-            let mut grads = loss.backward().map_err(candle_err)?;
-            let norm = clip_gradients(&mut grads, &vars, s.clip_norm).map_err(candle_err)?;
-            let rate = learning_rate(s, step);
-            opt.step(&grads, rate).map_err(candle_err)?;
-            let loss = loss.to_scalar::<f32>().map_err(candle_err)? as f64;
-            if !loss.is_finite() {
-                return Err(VizError::Training(format!("the loss became {loss} at step {step}: lower the learning rate")));
-            }
+            let Optimised { loss, norm, rate } = optimise(&loss, &vars, &mut opt, s, step)?;
             let done = step + 1;
-            bar.set_position(done as u64);
-            bar.set_message(format!("loss {loss:.3}"));
+            log.bar.set_position(done as u64);
+            log.bar.set_message(format!("loss {loss:.3}"));
             if done % 10 == 0 || done == s.steps {
                 history.train.push((done, done as f64 * s.batch as f64, loss));
             }
@@ -202,19 +188,18 @@ impl ReversalRun {
                 }
                 history.held_out.push((done, done as f64 * s.batch as f64, held));
                 last_match = exact_match(&as_model(&net)?, &eval_strings)?;
-                say(
+                log.say(
                     format!(
                         "step {done}/{} · lr {rate:.2e} · loss {loss:.4} · held-out {held:.4} · exact match {:.1}% of {} held-out · grad norm {norm:.2} · {:.0} s",
                         s.steps,
                         100.0 * last_match,
                         eval_strings.len(),
                         started.elapsed().as_secs_f64()
-                    ),
-                    &bar,
+                    )
                 );
             }
         }
-        bar.finish_and_clear();
+        log.bar.finish_and_clear();
         let write = |name: &str, bytes: &[u8]| -> Result<()> {
             let path = self.out.join(name);
             std::fs::write(&path, bytes).map_err(io(&path))
@@ -225,7 +210,7 @@ impl ReversalRun {
         let points = |v: &[(usize, f64, f64)]| v.iter().map(|&(_, seen, loss)| CurvePoint { tokens: seen, loss }).collect::<Vec<_>>();
         let svg = loss_curve_svg(&format!("{}: loss while training (x: sequences seen)", config.name), &points(&history.train), &points(&history.held_out), None)?;
         write("loss.svg", svg.as_bytes())?;
-        say(format!("done: exact match {:.1}% of {} held-out strings after {} steps, {:.0} s", 100.0 * last_match, eval_strings.len(), s.steps, started.elapsed().as_secs_f64()), &bar);
+        log.say(format!("done: exact match {:.1}% of {} held-out strings after {} steps, {:.0} s", 100.0 * last_match, eval_strings.len(), s.steps, started.elapsed().as_secs_f64()));
         Ok(ReversalOutcome { network: net, history, exact_match: last_match })
     }
 }

@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use candle_core::{Device, Tensor};
+use candle_core::{Device, Tensor, Var};
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
 use serde::{Deserialize, Serialize};
@@ -49,12 +49,59 @@ pub fn learning_rate(s: &Settings, step: usize) -> f64 {
     s.learning_rate * (s.final_rate_share + (1.0 - s.final_rate_share) * cosine)
 }
 
+/// What one optimiser step reports: the batch's loss, the gradients' norm before clipping and
+/// the learning rate it used.
+pub struct Optimised {
+    pub loss: f64,
+    pub norm: f64,
+    pub rate: f64,
+}
+
+/// One optimiser step on a batch's `loss`: backward, clipping to `s.clip_norm`, AdamW at the
+/// scheduled rate for `step`. A loss that is not finite ends the run with an error.
+pub fn optimise(loss: &Tensor, vars: &[Var], opt: &mut AdamW, s: &Settings, step: usize) -> Result<Optimised> {
+    let mut grads = loss.backward().map_err(candle_err)?;
+    let norm = clip_gradients(&mut grads, vars, s.clip_norm).map_err(candle_err)?;
+    let rate = learning_rate(s, step);
+    opt.step(&grads, rate).map_err(candle_err)?;
+    let loss = loss.to_scalar::<f32>().map_err(candle_err)? as f64;
+    if !loss.is_finite() {
+        return Err(VizError::Training(format!("the loss became {loss} at step {step}: lower the learning rate")));
+    }
+    Ok(Optimised { loss, norm, rate })
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
 pub struct History {
     /// (step, tokens seen, training loss) every logged step.
     pub train: Vec<(usize, f64, f64)>,
     /// (step, tokens seen, held-out loss).
     pub held_out: Vec<(usize, f64, f64)>,
+}
+
+/// A run's `train.log` and, on a terminal, its progress bar: every line goes to both.
+pub struct RunLog {
+    pub bar: indicatif::ProgressBar,
+    file: std::fs::File,
+}
+
+impl RunLog {
+    /// Opens `dir/train.log` (appending, or afresh) and a bar of `steps` (hidden unless `shown`).
+    pub fn open(dir: &Path, steps: usize, shown: bool, append: bool) -> Result<Self> {
+        let path = dir.join("train.log");
+        let file = std::fs::OpenOptions::new().create(true).write(true).append(append).truncate(!append).open(&path).map_err(io(&path))?;
+        let bar = if shown { indicatif::ProgressBar::new(steps as u64) } else { indicatif::ProgressBar::hidden() };
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} steps · {msg} · {elapsed_precise} (~{eta} left)")
+                .expect("a valid template"),
+        );
+        Ok(RunLog { bar, file })
+    }
+
+    pub fn say(&mut self, line: String) {
+        self.bar.suspend(|| println!("{line}"));
+        let _ = writeln!(self.file, "{line}");
+    }
 }
 
 /// What a checkpoint holds beside the weights and moments.
@@ -162,19 +209,10 @@ impl Run<'_> {
             seconds_before = state.seconds;
         }
 
-        let log_path = self.out.join("train.log");
-        let mut log = std::fs::OpenOptions::new().create(true).append(true).open(&log_path).map_err(io(&log_path))?;
-        let mut say = |line: String, bar: &indicatif::ProgressBar| {
-            bar.suspend(|| println!("{line}"));
-            let _ = writeln!(log, "{line}");
-        };
-        let bar = if self.progress { indicatif::ProgressBar::new(s.steps as u64) } else { indicatif::ProgressBar::hidden() };
-        bar.set_style(
-            indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} steps · {msg} · {elapsed_precise} (~{eta} left)")
-                .expect("a valid template"),
-        );
-        bar.set_position(first_step as u64);
-        say(
+        // A resumed run's log goes on where it stopped.
+        let mut log = RunLog::open(&self.out, s.steps, self.progress, true)?;
+        log.bar.set_position(first_step as u64);
+        log.say(
             format!(
                 "{}: {} parameters, {} training tokens, {} held-out; {}",
                 self.name,
@@ -182,11 +220,10 @@ impl Run<'_> {
                 self.train.len(),
                 self.held_out.len(),
                 serde_json::to_string(s).expect("serialises")
-            ),
-            &bar,
+            )
         );
         if first_step > 0 {
-            say(format!("resumed from the checkpoint at step {first_step}"), &bar);
+            log.say(format!("resumed from the checkpoint at step {first_step}"));
         }
         let windows = evaluation_windows(self.held_out, s.sequence, self.bos, 64);
         let started = Instant::now();
@@ -196,21 +233,14 @@ impl Run<'_> {
             let seqs: Vec<Vec<u32>> = (0..s.batch).map(|_| sample_sequence(&mut rng, self.train, s.sequence, self.bos, s.repeats)).collect();
             let inputs: Vec<Vec<u32>> = seqs.iter().map(|q| q[..s.sequence].to_vec()).collect();
             let targets: Vec<Vec<u32>> = seqs.iter().map(|q| q[1..].to_vec()).collect();
-            let loss = net.loss(&id_tensor(&inputs)?, &id_tensor(&targets)?).map_err(candle_err)?;
-            let mut grads = loss.backward().map_err(candle_err)?;
-            let norm = clip_gradients(&mut grads, &vars, s.clip_norm).map_err(candle_err)?;
-            let rate = learning_rate(s, step);
-            opt.step(&grads, rate).map_err(candle_err)?;
-            let loss = loss.to_scalar::<f32>().map_err(candle_err)? as f64;
-            if !loss.is_finite() {
-                return Err(VizError::Training(format!("the loss became {loss} at step {step}: lower the learning rate")));
-            }
+            let loss = net.loss(&id_tensor(&inputs)?, &id_tensor(&targets)?).map_err(candle_err)?; // ()
+            let Optimised { loss, norm, rate } = optimise(&loss, &vars, &mut opt, s, step)?;
             let done = step + 1;
             let seen = done as f64 * tokens_per_step;
             let elapsed = started.elapsed().as_secs_f64();
             let speed = (done - first_step) as f64 * tokens_per_step / elapsed.max(1e-9);
-            bar.set_position(done as u64);
-            bar.set_message(format!("loss {loss:.3} · {:.1}k tokens/s", speed / 1e3));
+            log.bar.set_position(done as u64);
+            log.bar.set_message(format!("loss {loss:.3} · {:.1}k tokens/s", speed / 1e3));
             if done % 10 == 0 || done == s.steps {
                 history.train.push((done, seen, loss));
             }
@@ -221,15 +251,14 @@ impl Run<'_> {
                     Some(probe) => probe.measure_network(&net)?.map(|r| format!(" · {}", r.summary())).unwrap_or_default(),
                     None => String::new(),
                 };
-                say(
+                log.say(
                     format!(
                         "step {done}/{} · tokens {:.2}M · lr {rate:.2e} · loss {loss:.4} · held-out {held:.4} · grad norm {norm:.2} · {:.0} tokens/s · {:.0} s{heads}",
                         s.steps,
                         seen / 1e6,
                         speed,
                         seconds_before + elapsed
-                    ),
-                    &bar,
+                    )
                 );
             }
             let interrupted = self.stop_after == Some(done);
@@ -242,7 +271,7 @@ impl Run<'_> {
                 return Ok(Outcome { network: net, history, final_held_out });
             }
         }
-        bar.finish_and_clear();
+        log.bar.finish_and_clear();
         let final_held_out = history.held_out.last().map(|h| h.2).unwrap_or(f64::NAN);
         let model_path = self.out.join("model.safetensors");
         std::fs::write(&model_path, net.to_safetensors()?).map_err(io(&model_path))?;
@@ -255,7 +284,7 @@ impl Run<'_> {
         for stale in ["checkpoint.safetensors", "checkpoint.json"] {
             let _ = std::fs::remove_file(self.out.join(stale));
         }
-        say(format!("done: held-out loss {final_held_out:.4} after {} steps, {:.0} s", s.steps, seconds_before + started.elapsed().as_secs_f64()), &bar);
+        log.say(format!("done: held-out loss {final_held_out:.4} after {} steps, {:.0} s", s.steps, seconds_before + started.elapsed().as_secs_f64()));
         net = Network::from_safetensors(&self.config, &std::fs::read(&model_path).map_err(io(&model_path))?)?;
         Ok(Outcome { network: net, history, final_held_out })
     }

@@ -7,6 +7,11 @@ import { modelNamed } from './models.js';
 // Charts of the model's own learned position table.
 const LEARNED_POSITION_CHARTS = new Set(['pos-table', 'pos-waves', 'pos-sim']);
 
+/** Whether a model has an encoder stack beside its decoder (its text is a source to rewrite). */
+export function isEncoderDecoder(config = session.config) {
+  return (config?.encoder_layers ?? 0) > 0;
+}
+
 /** The config's position scheme as one word: Learned, Sinusoidal, Rotary or None. */
 export function positionKind(config) {
   const p = config.position;
@@ -32,7 +37,7 @@ export function whyNotShown(name) {
   if (name.startsWith('rotary-') && positionKind(config) !== 'Rotary') {
     return `${title} does not rotate its queries and keys: ${positionWords(config)}.`;
   }
-  if (name === 'cross' && !(config.encoder_layers > 0)) {
+  if (name === 'cross' && !isEncoderDecoder(config)) {
     return `${title} has no encoder stack, so nothing to cross-attend to: only an encoder-decoder's decoder reads another stack's output.`;
   }
   if (name === 'prediction' && config.lm_head === 'None') {
@@ -64,9 +69,9 @@ export function showWhyNotShown(canvas, why) {
 // The conditions a `data-when` element may name (all must hold for it to show).
 const CONDITIONS = {
   encoder: (c) => !c.causal,
-  decoder: (c) => c.causal && !(c.encoder_layers > 0),
-  'encoder-decoder': (c) => c.encoder_layers > 0,
-  'not-encoder-decoder': (c) => !(c.encoder_layers > 0),
+  decoder: (c) => c.causal && !isEncoderDecoder(c),
+  'encoder-decoder': (c) => isEncoderDecoder(c),
+  'not-encoder-decoder': (c) => !isEncoderDecoder(c),
   'post-norm': (c) => c.norm_place === 'Post',
   'pre-norm': (c) => c.norm_place === 'Pre',
   'layer-norm': (c) => c.norm === 'Layer',

@@ -7,6 +7,7 @@ import { session } from './session.js';
 import { modelNamed } from './models.js';
 import { draw, drawAll, drawTiming } from './charts.js';
 import { showError, clearError } from './messages.js';
+import { isEncoderDecoder } from './applicable.js';
 
 /** The decoding settings as the engine reads them. */
 export function samplingSettings() {
@@ -24,12 +25,12 @@ export function renderPrediction() {
     // Static words with links into the glossary (no text from outside goes into this HTML:
     // the title is the page's own registry's).
     el.innerHTML = `${title} is an <a class="term" href="#g-encoder" title="Every token sees every other token; one vector out per token">encoder</a>: it reads the whole sentence in both directions and outputs one vector per token (averaged, they make a sentence embedding for search and similarity). It has no language-model head, so it makes no next-token prediction. A decoder model ends with an <a class="term" href="#g-unembed" title="Maps the final vector to one raw score (logit) per vocabulary word">unembedding</a> matrix, whose <a class="term" href="#g-logits" title="Raw scores for every vocabulary word, before the softmax">logits</a> a softmax turns into next-token probabilities.`;
-  } else if (session.config.encoder_layers > 0) {
+  } else if (isEncoderDecoder()) {
     el.textContent = `${title} is an encoder-decoder: this chart is its decoder's last pass, after the whole output, so it predicts what follows the output (when the output is complete, the end token). The encoder-decoder section at the top shows the choice of every step; writing text of its own (sampling below) is for the decoder-only models.`;
   } else {
     el.textContent = `${title} is a decoder: after the last token of your text, its unembedding gives every one of its ${session.config.vocab_size.toLocaleString('en')} tokens a score, and the chart shows the 20 most likely next tokens.`;
   }
-  $('generate').disabled = generation.running || !session.config.causal || session.config.encoder_layers > 0;
+  $('generate').disabled = generation.running || !session.config.causal || isEncoderDecoder();
 }
 
 /** The controls show the state (after a link, Back/Forward, or a model switch). */

@@ -6,14 +6,10 @@ import { $, fillSelect } from './dom.js';
 import { state } from './state.js';
 import { session } from './session.js';
 import { selectHead } from './attention.js';
+import { isEncoderDecoder } from './applicable.js';
 
 export function crossSpec() {
   return { kind: 'cross_attention', layer: state.layer, head: state.head };
-}
-
-/** Whether the loaded model is an encoder-decoder. */
-export function isEncoderDecoder(config = session.config) {
-  return (config?.encoder_layers ?? 0) > 0;
 }
 
 function shown(text) {

@@ -460,8 +460,11 @@ impl Viz {
         self.trace.as_ref().ok_or_else(|| js_err(VizError::EmptyText))
     }
 
+    /// Read as JSON first: `AnyView` is untagged, so serde tries `Compare` before `Single`,
+    /// and each failed try read straight from JS would build a JS `Error` (a stack trace).
     fn view(spec: JsValue) -> Result<AnyView, JsError> {
-        serde_wasm_bindgen::from_value(spec).map_err(|e| JsError::new(&format!("unknown view: {e}")))
+        let spec: serde_json::Value = serde_wasm_bindgen::from_value(spec).map_err(|e| JsError::new(&format!("unknown view: {e}")))?;
+        serde_json::from_value(spec).map_err(|e| JsError::new(&format!("unknown view: {e}")))
     }
 
     fn draw_any<DB: plotters::prelude::DrawingBackend>(&self, area: &plotters::drawing::DrawingArea<DB, plotters::coord::Shift>, view: &AnyView, vector: bool) -> Result<Drawn, JsError> {

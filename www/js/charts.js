@@ -50,11 +50,22 @@ export function canvasOf(name) {
 
 // How much bigger than normal the charts' text and marks are drawn: the page's own text size
 // (it grows with wide windows, for a projector) times presenter mode's zoom.
+// Both are kept rather than read for each chart: reading a style or a size after the page has
+// changed makes the browser lay the whole page out there and then, once a chart.
 let presenterZoom = 1;
+let rootFont = null; // the root element's font size: it changes with the window's width
 export function setTextZoom(zoom) { presenterZoom = zoom; }
+addEventListener('resize', () => { rootFont = null; });
 function chartZoom() {
-  const rootFont = parseFloat(getComputedStyle(document.documentElement).fontSize) || 16;
+  rootFont ??= parseFloat(getComputedStyle(document.documentElement).fontSize) || 16;
   return (rootFont / 16) * presenterZoom;
+}
+
+// Each canvas's width on the page (CSS pixels, border included), kept by a ResizeObserver;
+// until its first report, read from the layout.
+const cssWidths = new Map();
+function cssWidthOf(canvas) {
+  return cssWidths.get(canvas) ?? canvas.getBoundingClientRect().width;
 }
 
 // Sizes the canvas for its place on the page. The chart is laid out in its own pixels
@@ -66,7 +77,7 @@ function sizeCanvas(name) {
   const canvas = canvasOf(name);
   const zoom = chartZoom();
   const scale = (window.devicePixelRatio || 1) * zoom;
-  const cssWidth = canvas.getBoundingClientRect().width || canvas.width / scale;
+  const cssWidth = cssWidthOf(canvas) || canvas.width / scale;
   const width = Math.max(300, Math.round(cssWidth / zoom));
   const [ratio, floor] = shapes[name];
   let height = Math.max(floor, Math.round(width * ratio));
@@ -155,6 +166,21 @@ export function observeCharts() {
     if (session.summary && dirty.size) drawVisible(); // scrolled into view before its turn
   }, { rootMargin: '200px 0px' });
   for (const canvas of names.keys()) observer.observe(canvas);
+  // A chart whose width changed (the window, presenter mode, a section shown) is redrawn,
+  // after the browser has finished laying out the change.
+  let redraw = null;
+  const sizes = new ResizeObserver((entries) => {
+    let changed = false;
+    for (const e of entries) {
+      const width = e.borderBoxSize?.[0]?.inlineSize ?? e.target.getBoundingClientRect().width;
+      if (cssWidths.get(e.target) !== width) changed = cssWidths.has(e.target) || changed;
+      cssWidths.set(e.target, width);
+    }
+    if (!changed) return;
+    clearTimeout(redraw);
+    redraw = setTimeout(() => session.summary && drawAll(), 0);
+  });
+  for (const canvas of names.keys()) sizes.observe(canvas);
 }
 
 // Every chart is brought up to date: those on screen right away, the others in the next

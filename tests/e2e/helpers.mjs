@@ -81,6 +81,15 @@ export async function openPage(env, url = env.base, { viewport = { width: 1280, 
 }
 
 /** Replaces the sentence and waits until the page has handled it (a pass or an error). */
+/**
+ * The address bar once the page has written every change made so far into it (the page
+ * compresses the text asynchronously and updates the current entry when changes pause).
+ */
+export async function writtenUrl(page) {
+  await page.waitForFunction(() => window.__tvizUrlWritten());
+  return page.url();
+}
+
 export async function typeSentence(page, text) {
   const before = await page.evaluate(() => window.__tviz.renders);
   await page.fill('#text', text);

@@ -4,7 +4,7 @@
 // and the status line says why the page computes with one thread.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { usePage, openPage as open, CHARTS } from './helpers.mjs';
+import { usePage, openPage as open, CHARTS, writtenUrl } from './helpers.mjs';
 import { DEFAULT_MODEL } from '../../www/js/models.js';
 
 const env = usePage();
@@ -94,7 +94,7 @@ test('a 100,000-character text gives a short link that reopens its text', async 
   const note = await page.textContent('#link-note');
   assert.match(note, /too long to share whole/);
   const kept = Number(note.match(/first ([\d,]+) of/)[1].replace(/,/g, ''));
-  const url = page.url();
+  const url = await writtenUrl(page);
   assert.ok(url.length < 9000, `the link is ${url.length} characters long`);
   assert.match(await page.textContent('#truncated'), /512/);
 
@@ -124,7 +124,7 @@ test('Back and Forward move between chosen views, and the address bar equals the
   await agree();
   // A contents jump scrolls without touching the history or the address bar.
   const length = await page.evaluate(() => history.length);
-  const address = page.url();
+  const address = await writtenUrl(page);
   await page.click('nav.toc a[href="#attention-section"]');
   await page.waitForFunction(() => document.getElementById('attention-section').getBoundingClientRect().top < 200);
   assert.equal(await page.evaluate(() => history.length), length);

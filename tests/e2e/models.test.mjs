@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { statSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { usePage, openPage as open, typeSentence, ROOT } from './helpers.mjs';
+import { usePage, openPage as open, typeSentence, ROOT, writtenUrl } from './helpers.mjs';
 import { MODELS, DEFAULT_MODEL, labelOf, downloadBytes } from '../../www/js/models.js';
 import { CACHE_NAME } from '../../www/js/model-files.js';
 
@@ -21,7 +21,7 @@ function recording(requests) {
 }
 
 /** The address bar's model= value. */
-const modelInUrl = (page) => page.evaluate(() => new URLSearchParams(location.search).get('model'));
+const modelInUrl = async (page) => new URL(await writtenUrl(page)).searchParams.get('model');
 
 /** Waits until the picker has finished loading a model (or failed to). */
 async function loadSettled(page) {

@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { usePage, openPage as open, ARTIFACTS } from './helpers.mjs';
+import { usePage, openPage as open, ARTIFACTS, writtenUrl } from './helpers.mjs';
 
 
 // Names of the trace's steps, which a student should never read in a chart.
@@ -111,7 +111,7 @@ test('the residual stream names its tokens in distinct colours, marks the norms,
   assert.equal(new Set(plotted.tokens.map((t) => t.colour)).size, 8, 'eight followed tokens, eight colours');
   assert.ok(await page.locator('#residual-tokens input:not(:checked)').first().isDisabled(), 'a ninth cannot be ticked');
   assert.match(await page.textContent('#residual-picker-note'), /8/);
-  const url = new URL(page.url());
+  const url = new URL(await writtenUrl(page));
   assert.deepEqual(url.searchParams.get('follow').split(',').map(Number).sort((a, b) => a - b), plotted.tokens.map((t) => t.index).sort((a, b) => a - b));
 
   // A shared link follows the same tokens.
@@ -156,13 +156,13 @@ test('the features box refuses what it cannot plot beside the box and keeps show
   const { page, context, problems } = await openPage();
   await drawnOf(page, 'pos-sin-waves');
   const dimsOf = (chart) => page.evaluate((c) => window.__tvizDrawn[c].plotted.series.map((s) => s.dim), chart);
-  const urlDims = () => new URL(page.url()).searchParams.get('dims');
+  const urlDims = async () => new URL(await writtenUrl(page)).searchParams.get('dims');
 
   await page.fill('#dims', '2, 3, 200');
   await page.press('#dims', 'Enter');
   await page.waitForFunction(() => window.__tvizDrawn['pos-sin-waves'].plotted.series.map((s) => s.dim).join() === '2,3,200');
   assert.deepEqual(await dimsOf('pos-waves'), [2, 3, 200]);
-  assert.equal(urlDims(), '2,3,200');
+  assert.equal(await urlDims(), '2,3,200');
   assert.equal(await page.inputValue('#dims'), '2, 3, 200');
 
   const refusals = [['0, 999999', /999999/], ['1, 2, 3, 4, 5, 6, 7, 8, 9', /At most 8/], ['seven', /"seven"/], ['', /at least one/]];
@@ -173,7 +173,7 @@ test('the features box refuses what it cannot plot beside the box and keeps show
       && new RegExp(re).test(document.getElementById('dims-message').textContent), why.source);
     assert.match(await page.textContent('#dims-message'), /2, 3, 200/, 'the message says what is still plotted');
     assert.equal(await page.inputValue('#dims'), '2, 3, 200', `after "${bad}" the box shows what is plotted`);
-    assert.equal(urlDims(), '2,3,200', `after "${bad}" the URL keeps the plotted features`);
+    assert.equal(await urlDims(), '2,3,200', `after "${bad}" the URL keeps the plotted features`);
     assert.deepEqual(await dimsOf('pos-sin-waves'), [2, 3, 200]);
     assert.ok(await page.locator('#error').isHidden(), 'the message is beside the box, not in the top error box');
   }
@@ -190,7 +190,7 @@ test('the features box refuses what it cannot plot beside the box and keeps show
   const shown = await reopened.page.inputValue('#dims');
   const drawn = await reopened.page.evaluate(() => window.__tvizDrawn['pos-sin-waves'].plotted.series.map((s) => s.dim).join(', '));
   assert.equal(shown, drawn, 'the box shows what is plotted');
-  assert.equal(new URL(reopened.page.url()).searchParams.get('dims'), drawn.replaceAll(' ', ''));
+  assert.equal(new URL(await writtenUrl(reopened.page)).searchParams.get('dims'), drawn.replaceAll(' ', ''));
   assert.deepEqual([...problems, ...reopened.problems], []);
   await reopened.context.close();
   await context.close();

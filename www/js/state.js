@@ -75,6 +75,18 @@ function snapshot() {
  * same kind of change (typing, stepping) updates one entry.
  */
 export async function writeUrl() {
+  writing += 1;
+  try {
+    await writeUrlNow();
+  } finally {
+    writing -= 1;
+  }
+}
+let writing = 0; // writeUrl calls under way (the text's compression is asynchronous)
+/** For tests: true once the address bar shows every change made so far. */
+window.__tvizUrlWritten = () => writing === 0 && pendingReplace === null;
+
+async function writeUrlNow() {
   const seq = ++linkSeq;
   if (state.text !== textLink.text) {
     const text = state.text;
@@ -88,19 +100,48 @@ export async function writeUrl() {
   const url = `${location.pathname}${queryFor(state, state.model)}#t=${textLink.fragment}`;
   const now = snapshot();
   const changed = written ? KEYS.filter((k) => JSON.stringify(now[k]) !== JSON.stringify(written[k])).join(',') : '';
-  const here = `${location.pathname}${location.search}${location.hash}`;
+  const here = pendingReplace?.url ?? `${location.pathname}${location.search}${location.hash}`;
   if (url === here && changed === '') return;
   const t = performance.now();
   const sameChoice = changed === lastChange.keys && t - lastChange.at < SAME_CHOICE_MS;
-  if (written === null || changed === '' || sameChoice) history.replaceState(now, '', url);
-  else history.pushState(now, '', url);
+  if (written === null || changed === '' || sameChoice) replaceSoon(now, url);
+  else {
+    flushReplace(); // the entry being left keeps its last state
+    history.pushState(now, '', url);
+  }
   if (changed) lastChange = { keys: changed, at: t };
   written = now;
 }
 
+// Updating the current entry (each keystroke, each step of a run) waits until the changes
+// pause: Chromium's replaceState takes several milliseconds, which a keystroke's charts need.
+// A new entry (pushState) first writes any update still waiting, so Back lands on the view
+// the student left.
+const REPLACE_AFTER_MS = 250;
+let pendingReplace = null;
+let replaceTimer = null;
+
+function replaceSoon(entry, url) {
+  pendingReplace = { entry, url };
+  clearTimeout(replaceTimer);
+  replaceTimer = setTimeout(flushReplace, REPLACE_AFTER_MS);
+}
+
+function flushReplace() {
+  clearTimeout(replaceTimer);
+  if (!pendingReplace) return;
+  const { entry, url } = pendingReplace;
+  pendingReplace = null;
+  history.replaceState(entry, '', url);
+}
+addEventListener('pagehide', flushReplace);
+
 /** Calls `apply(previousState)` when Back or Forward lands on another view. */
 export function onHistoryMove(apply) {
   addEventListener('popstate', async (event) => {
+    // Back or Forward has already left the entry a waiting update was for.
+    clearTimeout(replaceTimer);
+    pendingReplace = null;
     const before = snapshot();
     if (event.state && typeof event.state === 'object') {
       for (const k of KEYS) if (event.state[k] !== undefined) state[k] = event.state[k];

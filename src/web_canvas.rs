@@ -313,17 +313,9 @@ impl DrawingBackend for FastCanvas {
         let source_x: Vec<usize> = (0..dw).map(|x| (((x as f64 + 0.5) / s) as usize).min(w as usize - 1) * 3).collect();
         let row_bytes = w as usize * 3;
         let mut rgba = vec![255u8; dw * dh * 4];
-        // Heatmap rows repeat (a cell is many pixels tall): a row equal to the one above is
-        // copied rather than built again.
-        let mut previous: Option<&[u8]> = None;
-        for y in 0..dh {
+        for (y, out) in rgba.chunks_exact_mut(dw * 4).enumerate() {
             let sy = (((y as f64 + 0.5) / s) as usize).min(h as usize - 1);
             let row = &src[sy * row_bytes..(sy + 1) * row_bytes];
-            if previous == Some(row) {
-                rgba.copy_within((y - 1) * dw * 4..y * dw * 4, y * dw * 4);
-                continue;
-            }
-            let out = &mut rgba[y * dw * 4..(y + 1) * dw * 4];
             // Three byte stores, not a three-byte copy_from_slice (a memcpy call in wasm).
             for (pixel, &sx) in out.chunks_exact_mut(4).zip(&source_x) {
                 let [r, g, b] = [row[sx], row[sx + 1], row[sx + 2]];
@@ -331,7 +323,6 @@ impl DrawingBackend for FastCanvas {
                 pixel[1] = g;
                 pixel[2] = b;
             }
-            previous = Some(row);
         }
         let image = ImageData::new_with_u8_clamped_array_and_sh(Clamped(&rgba), dw as u32, dh as u32).map_err(fail)?;
         self.context.put_image_data(&image, dx as f64, dy as f64).map_err(fail)

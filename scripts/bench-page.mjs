@@ -81,7 +81,9 @@ async function measure({ dist, serveWith }, model) {
         results.firstAllCharts.push(await page.evaluate(() => window.__tviz.firstSettledAt));
       }
       await page.waitForFunction(() => window.__tviz.helper !== 'starting', null, { timeout: 60000 });
-      const backend = await page.evaluate(() => window.__tviz.backend);
+      // Keyed by the backend the status line names, and ?threads=1: a model without the helper
+      // thread names the same backend in both loads.
+      const backend = await page.evaluate(() => window.__tviz.backend) + (run === 3 ? ' (?threads=1)' : '');
       if (run === 0 || run === 3) {
         const counts = run === 0 ? [8, 32, 128] : [32];
         results.typing[backend] = {};

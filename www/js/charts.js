@@ -51,7 +51,7 @@ export function canvasOf(name) {
 // How much bigger than normal the charts' text and marks are drawn: the page's own text size
 // (it grows with wide windows, for a projector) times presenter mode's zoom.
 // Both are kept rather than read for each chart: reading a style or a size after the page has
-// changed makes the browser lay the whole page out there and then, once a chart.
+// changed makes the browser lay out the whole page on the spot, for every chart drawn.
 let presenterZoom = 1;
 let rootFont = null; // the root element's font size: it changes with the window's width
 export function setTextZoom(zoom) { presenterZoom = zoom; }

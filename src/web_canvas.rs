@@ -17,6 +17,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::fmt::Write;
 
 use plotters_backend::text_anchor::{HPos, VPos};
 use plotters_backend::{BackendColor, BackendCoord, BackendStyle, BackendTextStyle, DrawingBackend, DrawingErrorKind, FontTransform};
@@ -58,13 +59,23 @@ pub struct FastCanvas {
     lines: Option<(LineStyle, String)>,
 }
 
-/// rgb, alpha and width (BackendColor has no `PartialEq`).
-type LineStyle = ((u8, u8, u8), f64, u32);
+/// A colour's rgb and alpha, comparable (BackendColor has no `PartialEq`).
+type Rgba = ((u8, u8, u8), f64);
+
+fn rgba(color: BackendColor) -> Rgba {
+    (color.rgb, color.alpha)
+}
+
+fn css((r, g, b): (u8, u8, u8), alpha: f64) -> String {
+    format!("rgba({r},{g},{b},{alpha})")
+}
+
+/// A line's colour and width.
+type LineStyle = (Rgba, u32);
 
 #[derive(Clone, Default)]
 struct ContextState {
-    /// rgb and alpha (BackendColor has no `PartialEq`).
-    fill: Option<((u8, u8, u8), f64)>,
+    fill: Option<Rgba>,
     font: Option<String>,
     align: Option<&'static str>,
     baseline: Option<&'static str>,
@@ -89,17 +100,30 @@ fn fail(e: wasm_bindgen::JsValue) -> DrawingErrorKind<WebDrawError> {
 impl FastCanvas {
     fn fill_with(&self, color: BackendColor) {
         let mut set = self.set.borrow_mut();
-        if set.fill != Some((color.rgb, color.alpha)) {
-            let (r, g, b) = color.rgb;
-            self.context.set_fill_style_str(&format!("rgba({r},{g},{b},{})", color.alpha));
-            set.fill = Some((color.rgb, color.alpha));
+        if set.fill != Some(rgba(color)) {
+            self.context.set_fill_style_str(&css(color.rgb, color.alpha));
+            set.fill = Some(rgba(color));
         }
+    }
+
+    /// The path that lines of `style` join (None: they are transparent, draw nothing); lines of
+    /// another style waiting are stroked first.
+    fn path_for<S: BackendStyle>(&mut self, style: &S) -> Result<Option<&mut String>, DrawingErrorKind<WebDrawError>> {
+        let color = style.color();
+        if color.alpha == 0.0 {
+            return Ok(None);
+        }
+        let key = (rgba(color), style.stroke_width());
+        if self.lines.as_ref().is_some_and(|(k, _)| *k != key) {
+            self.stroke_lines()?;
+        }
+        Ok(Some(&mut self.lines.get_or_insert_with(|| (key, String::new())).1))
     }
 
     /// Strokes the lines drawn so far; called before anything else is drawn, and at the end.
     fn stroke_lines(&mut self) -> Res {
-        let Some((((r, g, b), alpha, width), path)) = self.lines.take() else { return Ok(()) };
-        self.context.set_stroke_style_str(&format!("rgba({r},{g},{b},{alpha})"));
+        let Some((((rgb, alpha), width), path)) = self.lines.take() else { return Ok(()) };
+        self.context.set_stroke_style_str(&css(rgb, alpha));
         self.context.set_line_width(f64::from(width));
         let path = Path2d::new_with_path_string(&path).map_err(fail)?;
         self.context.stroke_with_path(&path);
@@ -112,6 +136,42 @@ impl FastCanvas {
             self.context.set_font(font);
             set.font = Some(font.to_string());
         }
+    }
+
+    /// Where text sits against its point: the canvas's textBaseline and textAlign.
+    fn anchor(&self, baseline: &'static str, align: &'static str) {
+        let mut set = self.set.borrow_mut();
+        if set.baseline != Some(baseline) {
+            self.context.set_text_baseline(baseline);
+            set.baseline = Some(baseline);
+        }
+        if set.align != Some(align) {
+            self.context.set_text_align(align);
+            set.align = Some(align);
+        }
+    }
+
+    /// `text` at `(x, y)`, turned by `degrees` about that point.
+    fn fill_text<S: BackendTextStyle>(&self, text: &str, style: &S, (mut x, mut y): (f64, f64), degrees: f64) -> Res {
+        if degrees != 0.0 {
+            self.context.translate(x, y).map_err(fail)?;
+            self.context.rotate(degrees.to_radians()).map_err(fail)?;
+            (x, y) = (0.0, 0.0);
+        }
+        let baseline = match style.anchor().v_pos {
+            VPos::Top => "top",
+            VPos::Center => "middle",
+            VPos::Bottom => "bottom",
+        };
+        let align = match style.anchor().h_pos {
+            HPos::Left => "start",
+            HPos::Right => "end",
+            HPos::Center => "center",
+        };
+        self.anchor(baseline, align);
+        self.fill_with(style.color());
+        self.font(&font_of(style));
+        self.context.fill_text(text, x, y).map_err(fail)
     }
 }
 
@@ -161,14 +221,7 @@ impl DrawingBackend for FastCanvas {
     /// horizontal or vertical line sits half a pixel over, as plotters-canvas puts it, so that a
     /// one-pixel line covers one row of pixels.
     fn draw_line<S: BackendStyle>(&mut self, from: BackendCoord, to: BackendCoord, style: &S) -> Res {
-        let color = style.color();
-        if color.alpha == 0.0 {
-            return Ok(());
-        }
-        let key = (color.rgb, color.alpha, style.stroke_width());
-        if self.lines.as_ref().is_some_and(|(k, _)| *k != key) {
-            self.stroke_lines()?;
-        }
+        let Some(path) = self.path_for(style)? else { return Ok(()) };
         let (mut a, mut b) = ((f64::from(from.0), f64::from(from.1)), (f64::from(to.0), f64::from(to.1)));
         if a.0 == b.0 {
             (a.0, b.0) = (a.0 - 0.5, b.0 - 0.5);
@@ -176,8 +229,6 @@ impl DrawingBackend for FastCanvas {
         if a.1 == b.1 {
             (a.1, b.1) = (a.1 - 0.5, b.1 - 0.5);
         }
-        let (_, path) = self.lines.get_or_insert_with(|| (key, String::new()));
-        use std::fmt::Write;
         let _ = write!(path, "M{} {}L{} {}", a.0, a.1, b.0, b.1);
         Ok(())
     }
@@ -196,16 +247,7 @@ impl DrawingBackend for FastCanvas {
     }
     /// Kept with the lines before it, as `draw_line`.
     fn draw_path<S: BackendStyle, I: IntoIterator<Item = BackendCoord>>(&mut self, path: I, style: &S) -> Res {
-        let color = style.color();
-        if color.alpha == 0.0 {
-            return Ok(());
-        }
-        let key = (color.rgb, color.alpha, style.stroke_width());
-        if self.lines.as_ref().is_some_and(|(k, _)| *k != key) {
-            self.stroke_lines()?;
-        }
-        let (_, out) = self.lines.get_or_insert_with(|| (key, String::new()));
-        use std::fmt::Write;
+        let Some(out) = self.path_for(style)? else { return Ok(()) };
         for (i, (x, y)) in path.into_iter().enumerate() {
             let _ = write!(out, "{}{x} {y}", if i == 0 { 'M' } else { 'L' });
         }
@@ -226,8 +268,7 @@ impl DrawingBackend for FastCanvas {
     /// As plotters-canvas draws text, setting only what changed.
     fn draw_text<S: BackendTextStyle>(&mut self, text: &str, style: &S, pos: BackendCoord) -> Res {
         self.stroke_lines()?;
-        let color = style.color();
-        if color.alpha == 0.0 {
+        if style.color().alpha == 0.0 {
             return Ok(());
         }
         let degrees: f64 = match style.transform() {
@@ -236,40 +277,17 @@ impl DrawingBackend for FastCanvas {
             FontTransform::Rotate180 => 180.0,
             FontTransform::Rotate270 => 270.0,
         };
-        let (mut x, mut y) = (f64::from(pos.0), f64::from(pos.1));
-        // save() and restore() bring the context back to what it was before the rotation.
-        let before = (degrees != 0.0).then(|| self.set.borrow().clone());
-        if degrees != 0.0 {
-            self.context.save();
-            self.context.translate(x, y).map_err(fail)?;
-            self.context.rotate(degrees.to_radians()).map_err(fail)?;
-            (x, y) = (0.0, 0.0);
+        let at = (f64::from(pos.0), f64::from(pos.1));
+        if degrees == 0.0 {
+            return self.fill_text(text, style, at, degrees);
         }
-        let baseline = match style.anchor().v_pos {
-            VPos::Top => "top",
-            VPos::Center => "middle",
-            VPos::Bottom => "bottom",
-        };
-        if self.set.borrow().baseline != Some(baseline) {
-            self.context.set_text_baseline(baseline);
-            self.set.borrow_mut().baseline = Some(baseline);
-        }
-        let align = match style.anchor().h_pos {
-            HPos::Left => "start",
-            HPos::Right => "end",
-            HPos::Center => "center",
-        };
-        if self.set.borrow().align != Some(align) {
-            self.context.set_text_align(align);
-            self.set.borrow_mut().align = Some(align);
-        }
-        self.fill_with(color);
-        self.font(&font_of(style));
-        let drawn = self.context.fill_text(text, x, y).map_err(fail);
-        if let Some(before) = before {
-            self.context.restore();
-            *self.set.borrow_mut() = before;
-        }
+        // Turned text is drawn between save() and restore(), which bring the context (and so
+        // what it was last given) back to what it was before, whether drawing failed or not.
+        let before = self.set.borrow().clone();
+        self.context.save();
+        let drawn = self.fill_text(text, style, at, degrees);
+        self.context.restore();
+        *self.set.borrow_mut() = before;
         drawn
     }
     /// Measured with the canvas's own `measureText`: plotters' default measures by adding a

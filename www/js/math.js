@@ -10,8 +10,12 @@ export function renderTex(el, tex, display = false) {
   }
 }
 
+const typeset = new WeakSet(); // fixed equations already typeset
+
 function renderStatic(el) {
+  if (typeset.has(el)) return;
   renderTex(el, el.dataset.tex, el.classList.contains('math-block'));
+  typeset.add(el);
 }
 
 // The page's fixed equations. Those on screen (or within 200 px of it) are typeset at once; the

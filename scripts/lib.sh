@@ -75,6 +75,18 @@ ensure_chromium() {
   fi
 }
 
+ensure_vulkan() {
+  if [[ -e /usr/share/vulkan/icd.d/lvp_icd.x86_64.json || -e /usr/share/vulkan/icd.d/lvp_icd.aarch64.json ]] && ldconfig -p | grep -q libvulkan.so.1; then
+    echo "Vulkan loader and lavapipe present"
+  else
+    step "installing Debian's Vulkan loader and Mesa's drivers (lavapipe: a CPU Vulkan adapter for the GPU kernels' tests)"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mesa-vulkan-drivers libvulkan1 >/dev/null
+  fi
+  # wgpu warns without it.
+  export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp}
+}
+
 build_page() {
   step "building the page (release) into dist/"
   cargo fetch --quiet # Trunk builds offline

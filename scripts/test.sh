@@ -2,7 +2,8 @@
 # Sets up everything the tests need on a fresh Debian machine with Rust, Node and apt, then
 # runs every test:
 #   1. native Rust tests: exact formulas, parity with the numpy reference on the real model,
-#      tokenizer parity with Hugging Face `tokenizers`, errors, rendering;
+#      tokenizer parity with Hugging Face `tokenizers`, errors, rendering, and every GPU kernel
+#      against its CPU twin on lavapipe (Mesa's CPU Vulkan driver);
 #   2. the wasm build, and wasm-bindgen tests: the forward pass in Node.js against native
 #      numbers, and the page's wasm API on real canvases in headless Chromium;
 #   3. the release page built with Trunk, driven end to end in headless Chromium.
@@ -15,6 +16,7 @@ ensure_trunk
 ensure_python_env
 ensure_npm_packages
 ensure_chromium
+ensure_vulkan
 ensure_models
 
 step "native tests"

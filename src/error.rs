@@ -14,6 +14,11 @@ pub enum VizError {
     #[error("training: {0}")]
     Training(String),
 
+    /// The GPU backend failed (no adapter, a refused device, a kernel's error, a readback):
+    /// the caller falls back to the CPU.
+    #[error("the GPU backend failed: {}", clip_message(.0))]
+    Gpu(String),
+
     #[error("the text is empty: type a sentence to see the model work on it")]
     EmptyText,
 

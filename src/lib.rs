@@ -13,6 +13,8 @@ pub mod checkpoints;
 pub mod draw;
 pub mod error;
 pub mod formats;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod gpu;
 pub mod model;
 pub mod tokenize;
 pub mod trace;

@@ -1,0 +1,111 @@
+//! One GPU device and its queue, the kernels compiled for it, and the two ways data crosses
+//! between CPU and GPU: `GpuTensor::upload` and the asynchronous `GpuContext::read`.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use super::error::GpuError;
+use super::kernel::Kernel;
+use super::tensor::GpuTensor;
+
+pub struct GpuContext {
+    pub(crate) device: wgpu::Device,
+    pub(crate) queue: wgpu::Queue,
+    info: wgpu::AdapterInfo,
+    /// The largest storage buffer a kernel may bind, in bytes.
+    pub(crate) max_binding: u64,
+    /// Compiled pipelines by kernel name: each WGSL file is compiled once per device.
+    kernels: Mutex<HashMap<&'static str, Arc<Kernel>>>,
+}
+
+impl GpuContext {
+    /// The first adapter wgpu offers (a discrete GPU before an integrated one before a
+    /// software one) and a device with the adapter's own buffer limits, so that a large
+    /// unembedding fits where the hardware allows it.
+    pub async fn new() -> Result<Self, GpuError> {
+        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle());
+        let adapter = instance
+            .request_adapter(&wgpu::RequestAdapterOptions {
+                power_preference: wgpu::PowerPreference::HighPerformance,
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| GpuError::NoAdapter(e.to_string()))?;
+        let offered = adapter.limits();
+        let required_limits = wgpu::Limits {
+            max_storage_buffer_binding_size: offered.max_storage_buffer_binding_size,
+            max_buffer_size: offered.max_buffer_size,
+            ..wgpu::Limits::defaults()
+        };
+        let (device, queue) = adapter
+            .request_device(&wgpu::DeviceDescriptor {
+                label: Some("transformer-viz"),
+                required_limits,
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| GpuError::DeviceRequest(e.to_string()))?;
+        let max_binding = offered.max_storage_buffer_binding_size.min(offered.max_buffer_size);
+        Ok(GpuContext { device, queue, info: adapter.get_info(), max_binding, kernels: Mutex::new(HashMap::new()) })
+    }
+
+    /// The adapter's name and API, as the status line shows them ("llvmpipe (LLVM 19.1.7,
+    /// 256 bits) on Vulkan", a software adapter).
+    pub fn adapter_description(&self) -> String {
+        let kind = match self.info.device_type {
+            wgpu::DeviceType::Cpu => ", a software adapter",
+            _ => "",
+        };
+        format!("{} on {:?}{kind}", self.info.name, self.info.backend)
+    }
+
+    /// Whether the adapter runs on the CPU (lavapipe, SwiftShader): its speed says nothing
+    /// about a real GPU's.
+    pub fn is_software(&self) -> bool {
+        self.info.device_type == wgpu::DeviceType::Cpu
+    }
+
+    /// The kernel compiled from `source`, compiling it the first time it is asked for.
+    pub(crate) async fn kernel(&self, name: &'static str, source: &'static str) -> Result<Arc<Kernel>, GpuError> {
+        if let Some(k) = self.kernels.lock().expect("no kernel compile panics").get(name) {
+            return Ok(k.clone());
+        }
+        let k = Arc::new(Kernel::compile(self, name, source).await?);
+        self.kernels.lock().expect("no kernel compile panics").insert(name, k.clone());
+        Ok(k)
+    }
+
+    /// Copies a tensor back to the CPU. Asynchronous, as WebGPU requires; natively this waits
+    /// for the device to finish.
+    pub async fn read(&self, t: &GpuTensor) -> Result<Vec<f32>, GpuError> {
+        let bytes = t.bytes();
+        let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("readback"),
+            size: bytes,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut encoder = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("readback") });
+        encoder.copy_buffer_to_buffer(&t.buffer, 0, &staging, 0, bytes);
+        self.queue.submit([encoder.finish()]);
+        let slice = staging.slice(..);
+        let (sender, receiver) = futures_channel::oneshot::channel();
+        slice.map_async(wgpu::MapMode::Read, move |result| {
+            let _ = sender.send(result);
+        });
+        #[cfg(not(target_arch = "wasm32"))]
+        self.device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| GpuError::Readback(e.to_string()))?;
+        receiver
+            .await
+            .map_err(|_| GpuError::Readback("the device was lost before the copy finished".into()))?
+            .map_err(|e| GpuError::Readback(e.to_string()))?;
+        let values = {
+            let view = slice.get_mapped_range().map_err(|e| GpuError::Readback(e.to_string()))?;
+            let mut values: Vec<f32> = view.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+            values.truncate(t.len());
+            values
+        };
+        staging.unmap();
+        Ok(values)
+    }
+}

@@ -1,0 +1,35 @@
+//! Host of `dense.wgsl`: y (T, out) = x (T, in) · w (out, in)ᵀ + b (out).
+//! CPU twin: `crate::model::linear::Linear::forward`.
+
+use super::context::GpuContext;
+use super::error::GpuError;
+use super::kernel::{size, Param};
+use super::tensor::GpuTensor;
+
+const TILE: usize = 16;
+
+/// `x` (T, in) through the weight `w` (out, in) and the optional bias `b` (out): (T, out).
+pub async fn dense(ctx: &GpuContext, x: &GpuTensor, w: &GpuTensor, b: Option<&GpuTensor>) -> Result<GpuTensor, GpuError> {
+    const WHAT: &str = "dense";
+    let (&[t, inputs], &[outputs, w_inputs]) = (x.shape(), w.shape()) else {
+        return Err(GpuError::Shape { what: WHAT, detail: format!("x {:?} and w {:?} must both be matrices", x.shape(), w.shape()) });
+    };
+    if inputs != w_inputs || b.is_some_and(|b| b.shape() != [outputs]) {
+        let bias = b.map(|b| format!(", b {:?}", b.shape())).unwrap_or_default();
+        return Err(GpuError::Shape { what: WHAT, detail: format!("x {:?}, w {:?}{bias}", x.shape(), w.shape()) });
+    }
+    let y = GpuTensor::output(ctx, &[t, outputs], "dense output")?;
+    let no_bias;
+    let bias = match b {
+        Some(b) => b,
+        None => {
+            no_bias = GpuTensor::output(ctx, &[1], "no bias")?;
+            &no_bias
+        }
+    };
+    let kernel = ctx.kernel(WHAT, include_str!("dense.wgsl")).await?;
+    let params = [Param::U(size(t, WHAT)?), Param::U(size(inputs, WHAT)?), Param::U(size(outputs, WHAT)?), Param::U(b.is_some() as u32)];
+    let groups = [size(outputs.div_ceil(TILE).max(1), WHAT)?, size(t.div_ceil(TILE).max(1), WHAT)?, 1];
+    kernel.dispatch(ctx, &params, &[x, w, bias, &y], groups).await?;
+    Ok(y)
+}

@@ -1,0 +1,199 @@
+//! Every GPU kernel against its CPU twin on random shapes: T = 1, sizes that are not multiples
+//! of the workgroups' 16 or 64, grouped-query heads, the causal mask from a cache offset.
+//! Runs on the first adapter wgpu finds (here lavapipe, Mesa's CPU Vulkan driver, installed by
+//! the test command): attention within 1e-4, hidden states within 1e-3 relative.
+
+use std::sync::OnceLock;
+
+use ndarray::{Array, Array1, Array2, Array3, ArrayD, Axis, Dimension, ShapeBuilder};
+use rand_chacha::rand_core::{RngCore, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use transformer_viz::gpu::{self, GpuContext, GpuError, GpuTensor};
+use transformer_viz::model::attention::{apply_causal_mask_from, scaled_scores, softmax_rows, weighted_values};
+use transformer_viz::model::config::{Activation, NormKind};
+use transformer_viz::model::ffn::{gelu, silu};
+use transformer_viz::model::linear::Linear;
+use transformer_viz::model::norm::{self, row_mean_std};
+use transformer_viz::model::weights::NormWeights;
+
+fn context() -> &'static GpuContext {
+    static CONTEXT: OnceLock<GpuContext> = OnceLock::new();
+    CONTEXT.get_or_init(|| {
+        std::env::set_var("XDG_RUNTIME_DIR", std::env::temp_dir());
+        let ctx = pollster::block_on(GpuContext::new()).unwrap_or_else(|e| {
+            panic!("{e}: the GPU tests need a Vulkan adapter; on Debian `apt-get install mesa-vulkan-drivers libvulkan1` gives lavapipe (the README's test command installs it)")
+        });
+        eprintln!("GPU kernels run on {}", ctx.adapter_description());
+        ctx
+    })
+}
+
+struct Random(ChaCha8Rng);
+
+impl Random {
+    fn new(seed: u64) -> Self {
+        Random(ChaCha8Rng::seed_from_u64(seed))
+    }
+    /// Uniform in [lo, hi).
+    fn below(&mut self, lo: usize, hi: usize) -> usize {
+        lo + (self.0.next_u32() as usize) % (hi - lo)
+    }
+    /// Roughly normal values of scale `scale` (the sum of four uniforms).
+    fn values<D: Dimension, S: ShapeBuilder<Dim = D>>(&mut self, shape: S, scale: f32) -> Array<f32, D> {
+        Array::from_shape_simple_fn(shape, || {
+            let s: f32 = (0..4).map(|_| (self.0.next_u32() as f32 / u32::MAX as f32) - 0.5).sum();
+            s * scale * 1.7
+        })
+    }
+}
+
+fn upload<D: Dimension>(a: &Array<f32, D>) -> GpuTensor {
+    let values: Vec<f32> = a.iter().copied().collect();
+    GpuTensor::upload(context(), &values, a.shape(), "test input").expect("fits the device")
+}
+
+fn read(t: &GpuTensor) -> ArrayD<f32> {
+    let values = pollster::block_on(context().read(t)).expect("readback");
+    ArrayD::from_shape_vec(t.shape().to_vec(), values).expect("shape")
+}
+
+/// Largest |gpu - cpu| / max(1, |cpu|), with -inf required in the same places.
+fn relative_gap<D: Dimension>(gpu: &ArrayD<f32>, cpu: &Array<f32, D>) -> f32 {
+    assert_eq!(gpu.shape(), cpu.shape());
+    gpu.iter()
+        .zip(cpu.iter())
+        .map(|(&g, &c)| {
+            if c.is_infinite() || g.is_infinite() {
+                assert_eq!(g, c, "masked entries must be -inf on both");
+                0.0
+            } else {
+                (g - c).abs() / c.abs().max(1.0)
+            }
+        })
+        .fold(0.0, f32::max)
+}
+
+#[test]
+fn dense_matches_linear_forward() {
+    let mut r = Random::new(1);
+    let mut shapes = vec![(1, 1, 1), (1, 384, 1536), (32, 128, 2048), (17, 33, 47), (16, 16, 16)];
+    for _ in 0..12 {
+        shapes.push((r.below(1, 70), r.below(1, 300), r.below(1, 300)));
+    }
+    for (i, &(t, inputs, outputs)) in shapes.iter().enumerate() {
+        let x = r.values((t, inputs), 1.0);
+        let w = r.values((outputs, inputs), 0.1);
+        let b = r.values(outputs, 0.5);
+        let with_bias = i % 3 != 1;
+        let linear = Linear { weight: w.clone().into(), bias: with_bias.then(|| b.clone()) };
+        let cpu = linear.forward(x.view()); // (T, out)
+        let (gx, gw, gb) = (upload(&x), upload(&w), upload(&b));
+        let y = pollster::block_on(gpu::dense(context(), &gx, &gw, with_bias.then_some(&gb))).expect("dense");
+        let gap = relative_gap(&read(&y), &cpu);
+        assert!(gap < 1e-3, "dense ({t}, {inputs}) x ({outputs}, {inputs}), bias {with_bias}: gap {gap}");
+    }
+}
+
+#[test]
+fn layer_norm_matches_norm_apply_and_its_statistics() {
+    let mut r = Random::new(2);
+    let mut shapes = vec![(1, 1), (1, 128), (32, 384), (5, 576), (3, 65), (70, 63)];
+    for _ in 0..8 {
+        shapes.push((r.below(1, 40), r.below(2, 700)));
+    }
+    for (i, &(t, d)) in shapes.iter().enumerate() {
+        for kind in [NormKind::Layer, NormKind::Rms] {
+            // Some rows far from zero, as a post-LN residual stream is.
+            let x = r.values((t, d), 3.0) + (i as f32 - 2.0);
+            let gamma = r.values(d, 0.3) + 1.0;
+            let beta = (kind == NormKind::Layer && i % 2 == 0).then(|| r.values(d, 0.2));
+            let weights = NormWeights { gamma: gamma.clone(), beta: beta.clone() };
+            let cpu = norm::apply(kind, &weights, x.view(), 1e-5); // (T, d)
+            let (in_mean, in_std) = row_mean_std(x.view()); // (T), (T)
+            let (out_mean, out_std) = row_mean_std(cpu.view()); // (T), (T)
+            let gb = beta.as_ref().map(upload);
+            let out = pollster::block_on(gpu::layer_norm(context(), kind, &upload(&x), &upload(&gamma), gb.as_ref(), 1e-5)).expect("norm");
+            let gap = relative_gap(&read(&out.y), &cpu);
+            assert!(gap < 1e-3, "{kind:?} ({t}, {d}): output gap {gap}");
+            let stats = read(&out.stats); // (T, 4)
+            for (column, expected) in [in_mean, in_std, out_mean, out_std].iter().enumerate() {
+                let gap = relative_gap(&stats.index_axis(Axis(1), column).to_owned().into_dyn(), expected);
+                assert!(gap < 1e-3, "{kind:?} ({t}, {d}): statistic {column} gap {gap}");
+            }
+        }
+    }
+}
+
+#[test]
+fn attention_matches_scores_mask_softmax_and_weighted_values() {
+    let mut r = Random::new(3);
+    // (heads, kv_heads, queries, first, head_dim, causal): T = 1, a cache offset, GQA.
+    let mut cases = vec![(1, 1, 1, 0, 1, true), (12, 12, 32, 0, 32, false), (9, 3, 1, 31, 64, true), (4, 4, 17, 5, 16, true), (8, 2, 33, 0, 20, true)];
+    for _ in 0..10 {
+        let kv = r.below(1, 4);
+        let first = if r.below(0, 2) == 0 { 0 } else { r.below(0, 40) };
+        cases.push((kv * r.below(1, 4), kv, r.below(1, 50), first, r.below(1, 70), r.below(0, 2) == 0));
+    }
+    for &(heads, kv_heads, queries, first, hd, causal) in &cases {
+        let keys = if causal { first + queries } else { queries };
+        let q = r.values((heads, queries, hd), 1.0);
+        let k = r.values((kv_heads, keys, hd), 1.0);
+        let v = r.values((kv_heads, keys, hd), 1.0);
+        let scale = 1.0 / (hd as f32).sqrt();
+        let mut scores: Array3<f32> = scaled_scores(q.view(), k.view(), heads / kv_heads, scale); // (heads, Tq, Tk)
+        if causal {
+            apply_causal_mask_from(&mut scores, first);
+        }
+        let mut weights = scores.clone(); // (heads, Tq, Tk)
+        for mut head in weights.outer_iter_mut() {
+            softmax_rows(head.view_mut());
+        }
+        let head_out = weighted_values(weights.view(), v.view(), heads / kv_heads); // (heads, Tq, hd)
+
+        let ctx = context();
+        let (gq, gk, gv) = (upload(&q), upload(&k), upload(&v));
+        let what = format!("heads {heads}/{kv_heads}, Tq {queries}, first {first}, hd {hd}, causal {causal}");
+        let gs = pollster::block_on(gpu::attention_scores(ctx, &gq, &gk, scale, causal, first)).expect("scores");
+        let gap = relative_gap(&read(&gs), &scores);
+        assert!(gap < 1e-4, "scores, {what}: gap {gap}");
+        let gw = pollster::block_on(gpu::softmax_rows(ctx, &gs)).expect("softmax");
+        let weights_gpu = read(&gw);
+        let gap = relative_gap(&weights_gpu, &weights);
+        assert!(gap < 1e-4, "weights, {what}: gap {gap}");
+        let go = pollster::block_on(gpu::weighted_values(ctx, &gw, &gv)).expect("weighted values");
+        let gap = relative_gap(&read(&go), &head_out);
+        assert!(gap < 1e-4, "head outputs, {what}: gap {gap}");
+    }
+}
+
+#[test]
+fn activations_match_their_formulas() {
+    let mut r = Random::new(4);
+    for n in [1usize, 255, 256, 257, 100_003] {
+        let x: Array1<f32> = r.values(n, 4.0);
+        let gx = upload(&x);
+        for (kind, f) in [(Activation::Relu, (|v: f32| v.max(0.0)) as fn(f32) -> f32), (Activation::Gelu, gelu), (Activation::SwiGlu, silu)] {
+            let cpu = x.mapv(f);
+            let y = pollster::block_on(gpu::activation(context(), kind, &gx)).expect("activation");
+            let gap = relative_gap(&read(&y), &cpu);
+            assert!(gap < 1e-5, "{kind:?} on {n} values: gap {gap}");
+        }
+    }
+}
+
+#[test]
+fn bad_shapes_and_oversized_buffers_are_typed_errors() {
+    let ctx = context();
+    let x = upload(&Array2::<f32>::zeros((3, 4)));
+    let w = upload(&Array2::<f32>::zeros((5, 6)));
+    assert!(matches!(pollster::block_on(gpu::dense(ctx, &x, &w, None)), Err(GpuError::Shape { .. })));
+    assert!(matches!(GpuTensor::upload(ctx, &[1.0; 3], &[2, 2], "x"), Err(GpuError::Shape { .. })));
+    // A shape whose product overflows, and one past the device's binding limit, are refused
+    // before anything is allocated.
+    assert!(matches!(GpuTensor::upload(ctx, &[], &[usize::MAX, 2], "x"), Err(GpuError::Shape { .. })));
+    let column = upload(&Array2::<f32>::zeros((1 << 16, 1)));
+    let outputs = pollster::block_on(gpu::dense(ctx, &column, &column, None)).err(); // (65536, 65536): 16 GiB
+    assert!(matches!(outputs, Some(GpuError::TooLarge { .. })), "{outputs:?}");
+    let err = pollster::block_on(gpu::softmax_rows(ctx, &upload(&ndarray::arr0(1.0f32)))).err();
+    assert!(matches!(err, Some(GpuError::Shape { .. })), "{err:?}");
+}

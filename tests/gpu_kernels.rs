@@ -95,6 +95,28 @@ fn dense_matches_linear_forward() {
 }
 
 #[test]
+fn dense_with_f16_weights_matches_linear_forward_on_the_same_values() {
+    let mut r = Random::new(5);
+    // Odd weight counts end in half a word.
+    for &(t, inputs, outputs) in &[(1, 1, 1), (3, 7, 5), (32, 576, 192), (19, 64, 129), (1, 33, 1)] {
+        let x = r.values((t, inputs), 1.0);
+        let halves: Vec<half::f16> = r.values(outputs * inputs, 0.1).iter().map(|&v| half::f16::from_f32(v)).collect();
+        // The CPU twin reads the same f16 values widened exactly, as the loaders widen them.
+        let w = Array2::from_shape_vec((outputs, inputs), halves.iter().map(|h| h.to_f32()).collect()).expect("shape");
+        let b = r.values(outputs, 0.5);
+        let cpu = Linear { weight: w.into(), bias: Some(b.clone()) }.forward(x.view()); // (T, out)
+        let gw = GpuTensor::upload_f16(context(), &halves, &[outputs, inputs], "f16 weight").expect("fits");
+        let y = pollster::block_on(gpu::dense(context(), &upload(&x), &gw, Some(&upload(&b)))).expect("dense f16");
+        let gap = relative_gap(&read(&y), &cpu);
+        assert!(gap < 1e-3, "dense f16 ({t}, {inputs}) x ({outputs}, {inputs}): gap {gap}");
+    }
+    // f16 is for weights only: an f16 input is refused, as is reading f16 back.
+    let h = GpuTensor::upload_f16(context(), &[half::f16::ONE; 4], &[2, 2], "f16").expect("fits");
+    assert!(matches!(pollster::block_on(gpu::dense(context(), &h, &h, None)), Err(GpuError::Shape { .. })));
+    assert!(matches!(pollster::block_on(context().read(&h)), Err(GpuError::Readback(_))));
+}
+
+#[test]
 fn layer_norm_matches_norm_apply_and_its_statistics() {
     let mut r = Random::new(2);
     let mut shapes = vec![(1, 1), (1, 128), (32, 384), (5, 576), (3, 65), (70, 63)];

@@ -3,7 +3,7 @@
 
 use super::context::GpuContext;
 use super::error::GpuError;
-use super::kernel::{grid, size, Param};
+use super::kernel::{require_f32, grid, size, Param};
 use super::tensor::GpuTensor;
 use crate::model::config::Activation;
 
@@ -11,6 +11,7 @@ use crate::model::config::Activation;
 /// SiLU of the gate projection times the up projection; this kernel gives the SiLU.
 pub async fn activation(ctx: &GpuContext, kind: Activation, x: &GpuTensor) -> Result<GpuTensor, GpuError> {
     const WHAT: &str = "activation";
+    require_f32(&[x], WHAT)?;
     let y = GpuTensor::output(ctx, x.shape(), "activation output")?;
     if x.is_empty() {
         return Ok(y);

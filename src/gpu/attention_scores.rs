@@ -3,7 +3,7 @@
 
 use super::context::GpuContext;
 use super::error::GpuError;
-use super::kernel::{size, Param};
+use super::kernel::{require_f32, size, Param};
 use super::tensor::GpuTensor;
 
 /// Scores of queries `q` (heads, Tq, hd) against keys `k` (kv_heads, Tk, hd), times `scale`;
@@ -16,6 +16,7 @@ pub async fn attention_scores(ctx: &GpuContext, q: &GpuTensor, k: &GpuTensor, sc
     if head_dim != k_dim || kv_heads == 0 || heads % kv_heads != 0 {
         return Err(GpuError::Shape { what: WHAT, detail: format!("q {:?}, k {:?}", q.shape(), k.shape()) });
     }
+    require_f32(&[q, k], WHAT)?;
     let scores = GpuTensor::output(ctx, &[heads, queries, keys], "attention scores")?;
     let kernel = ctx.kernel(WHAT, include_str!("attention_scores.wgsl")).await?;
     let params = [

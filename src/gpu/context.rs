@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use super::error::GpuError;
 use super::kernel::Kernel;
-use super::tensor::GpuTensor;
+use super::tensor::{GpuDtype, GpuTensor};
 
 pub struct GpuContext {
     pub(crate) device: wgpu::Device,
@@ -78,6 +78,9 @@ impl GpuContext {
     /// Copies a tensor back to the CPU. Asynchronous, as WebGPU requires; natively this waits
     /// for the device to finish.
     pub async fn read(&self, t: &GpuTensor) -> Result<Vec<f32>, GpuError> {
+        if t.dtype() != GpuDtype::F32 {
+            return Err(GpuError::Readback(format!("only f32 tensors are read back, not {:?} weights", t.dtype())));
+        }
         let bytes = t.bytes();
         let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("readback"),

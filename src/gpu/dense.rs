@@ -1,14 +1,16 @@
-//! Host of `dense.wgsl`: y (T, out) = x (T, in) · w (out, in)ᵀ + b (out).
+//! Host of `dense.wgsl`: y (T, out) = x (T, in) · w (out, in)ᵀ + b (out), with f32 weights
+//! (`dense_f32_weights.wgsl`) or f16 ones (`dense_f16_weights.wgsl`, widened in the kernel).
 //! CPU twin: `crate::model::linear::Linear::forward`.
 
 use super::context::GpuContext;
 use super::error::GpuError;
 use super::kernel::{size, Param};
-use super::tensor::GpuTensor;
+use super::tensor::{GpuDtype, GpuTensor};
 
 const TILE: usize = 16;
 
-/// `x` (T, in) through the weight `w` (out, in) and the optional bias `b` (out): (T, out).
+/// `x` (T, in, f32) through the weight `w` (out, in, f32 or f16) and the optional bias `b`
+/// (out, f32): (T, out).
 pub async fn dense(ctx: &GpuContext, x: &GpuTensor, w: &GpuTensor, b: Option<&GpuTensor>) -> Result<GpuTensor, GpuError> {
     const WHAT: &str = "dense";
     let (&[t, inputs], &[outputs, w_inputs]) = (x.shape(), w.shape()) else {
@@ -27,7 +29,13 @@ pub async fn dense(ctx: &GpuContext, x: &GpuTensor, w: &GpuTensor, b: Option<&Gp
             &no_bias
         }
     };
-    let kernel = ctx.kernel(WHAT, include_str!("dense.wgsl")).await?;
+    if x.dtype() != GpuDtype::F32 || bias.dtype() != GpuDtype::F32 {
+        return Err(GpuError::Shape { what: WHAT, detail: "inputs and biases are f32; only weights may be f16".into() });
+    }
+    let kernel = match w.dtype() {
+        GpuDtype::F32 => ctx.kernel("dense (f32 weights)", concat!(include_str!("dense.wgsl"), include_str!("dense_f32_weights.wgsl"))).await?,
+        GpuDtype::F16 => ctx.kernel("dense (f16 weights)", concat!(include_str!("dense.wgsl"), include_str!("dense_f16_weights.wgsl"))).await?,
+    };
     let params = [Param::U(size(t, WHAT)?), Param::U(size(inputs, WHAT)?), Param::U(size(outputs, WHAT)?), Param::U(b.is_some() as u32)];
     let groups = [size(outputs.div_ceil(TILE).max(1), WHAT)?, size(t.div_ceil(TILE).max(1), WHAT)?, 1];
     kernel.dispatch(ctx, &params, &[x, w, bias, &y], groups).await?;

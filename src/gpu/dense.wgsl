@@ -1,4 +1,6 @@
-// A dense layer: y = x · wᵀ + b, with the weight stored (out, in) as PyTorch keeps it.
+// A dense layer: y = x · wᵀ + b, with the weight stored (out, in) as PyTorch keeps it, read
+// through `weight(index)`: the host appends dense_f32_weights.wgsl or dense_f16_weights.wgsl,
+// which declare binding 2 and that function.
 // Each 16 x 16 workgroup computes a 16 x 16 tile of y, walking the inputs 16 at a time
 // through two tiles in workgroup memory (one of x's rows, one of w's rows).
 
@@ -11,7 +13,7 @@ struct Params {
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<f32>;       // (T, in)
-@group(0) @binding(2) var<storage, read> w: array<f32>;       // (out, in)
+// binding 2: w (out, in), declared with `weight` by the weights file appended
 @group(0) @binding(3) var<storage, read> b: array<f32>;       // (out), or one unread value
 @group(0) @binding(4) var<storage, read_write> y: array<f32>;  // (T, out)
 
@@ -32,7 +34,7 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(local_invocation_id) l
         if (row < p.rows && k < p.inputs) { xv = x[row * p.inputs + k]; }
         x_tile[local.y][local.x] = xv;
         var wv = 0.0;
-        if (w_row < p.outputs && k < p.inputs) { wv = w[w_row * p.inputs + k]; }
+        if (w_row < p.outputs && k < p.inputs) { wv = weight(w_row * p.inputs + k); }
         w_tile[local.y][local.x] = wv;
         workgroupBarrier();
         for (var i = 0u; i < TILE; i++) {

@@ -103,3 +103,11 @@ pub(crate) fn grid(n: usize, what: &'static str) -> Result<[u32; 3], GpuError> {
 pub(crate) fn size(n: usize, what: &'static str) -> Result<u32, GpuError> {
     u32::try_from(n).map_err(|_| GpuError::Shape { what, detail: format!("{n} does not fit a 32-bit index") })
 }
+
+/// Every kernel but the dense layer's weights reads and writes f32.
+pub(crate) fn require_f32(tensors: &[&GpuTensor], what: &'static str) -> Result<(), GpuError> {
+    match tensors.iter().find(|t| t.dtype() != super::tensor::GpuDtype::F32) {
+        Some(t) => Err(GpuError::Shape { what, detail: format!("a {:?} tensor where f32 is read", t.dtype()) }),
+        None => Ok(()),
+    }
+}

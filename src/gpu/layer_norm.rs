@@ -4,7 +4,7 @@
 
 use super::context::GpuContext;
 use super::error::GpuError;
-use super::kernel::{grid, size, Param};
+use super::kernel::{require_f32, grid, size, Param};
 use super::tensor::GpuTensor;
 use crate::model::config::NormKind;
 
@@ -25,6 +25,10 @@ pub async fn layer_norm(ctx: &GpuContext, kind: NormKind, x: &GpuTensor, gamma: 
     };
     if gamma.shape() != [d] || beta.is_some_and(|b| b.shape() != [d]) {
         return Err(GpuError::Shape { what: WHAT, detail: format!("x {:?}, gamma {:?}", x.shape(), gamma.shape()) });
+    }
+    require_f32(&[x, gamma], WHAT)?;
+    if let Some(b) = beta {
+        require_f32(&[b], WHAT)?;
     }
     let y = GpuTensor::output(ctx, &[t, d], "norm output")?;
     let stats = GpuTensor::output(ctx, &[t, 4], "norm statistics")?;

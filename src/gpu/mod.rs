@@ -25,5 +25,5 @@ pub use dense::dense;
 pub use error::GpuError;
 pub use layer_norm::{layer_norm, NormOutput};
 pub use softmax::softmax_rows;
-pub use tensor::GpuTensor;
+pub use tensor::{GpuDtype, GpuTensor};
 pub use weighted_values::weighted_values;

@@ -3,7 +3,7 @@
 
 use super::context::GpuContext;
 use super::error::GpuError;
-use super::kernel::{grid, size, Param};
+use super::kernel::{require_f32, grid, size, Param};
 use super::tensor::GpuTensor;
 
 /// The softmax along the last axis of `x` (any shape, e.g. (heads, Tq, Tk)): same shape.
@@ -12,6 +12,7 @@ pub async fn softmax_rows(ctx: &GpuContext, x: &GpuTensor) -> Result<GpuTensor, 
     let Some((&width, outer)) = x.shape().split_last() else {
         return Err(GpuError::Shape { what: WHAT, detail: "a scalar has no rows".into() });
     };
+    require_f32(&[x], WHAT)?;
     let rows: usize = outer.iter().product();
     let y = GpuTensor::output(ctx, x.shape(), "softmax output")?;
     if width == 0 || rows == 0 {

@@ -1,16 +1,30 @@
-//! A tensor on the GPU: one storage buffer of f32 values, row-major, and its shape.
+//! A tensor on the GPU: one storage buffer of values, row-major, its shape and the values'
+//! type: f32, or f16 for weights (two to a 32-bit word; half the upload and the memory).
 
 use super::context::GpuContext;
 use super::error::GpuError;
 
+/// How a tensor's values are stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GpuDtype {
+    F32,
+    /// IEEE half precision, two a word, the first in the low 16 bits (WGSL's `unpack2x16float`).
+    F16,
+}
+
 pub struct GpuTensor {
     pub(crate) buffer: wgpu::Buffer,
     shape: Vec<usize>,
+    dtype: GpuDtype,
 }
 
 impl GpuTensor {
     pub fn shape(&self) -> &[usize] {
         &self.shape
+    }
+
+    pub fn dtype(&self) -> GpuDtype {
+        self.dtype
     }
 
     /// The number of values (the product of the shape).
@@ -22,15 +36,16 @@ impl GpuTensor {
         self.len() == 0
     }
 
-    /// The buffer's size in bytes: four a value, at least four (WebGPU binds no empty buffer).
+    /// The buffer's size in bytes: four an f32 value or a pair of f16 ones, at least four
+    /// (WebGPU binds no empty buffer).
     pub(crate) fn bytes(&self) -> u64 {
         self.buffer.size()
     }
 
-    /// Checks a buffer of `values` f32 against the device's binding limit before anything is
-    /// allocated, and returns its size in bytes.
-    pub(crate) fn checked_bytes(ctx: &GpuContext, values: usize, what: &str) -> Result<u64, GpuError> {
-        let bytes = (values.max(1) as u64).checked_mul(4).unwrap_or(u64::MAX);
+    /// Checks a buffer of `words` 32-bit words against the device's binding limit before
+    /// anything is allocated, and returns its size in bytes.
+    pub(crate) fn checked_bytes(ctx: &GpuContext, words: usize, what: &str) -> Result<u64, GpuError> {
+        let bytes = (words.max(1) as u64).saturating_mul(4);
         if bytes > ctx.max_binding {
             return Err(GpuError::TooLarge { what: what.to_string(), bytes, limit: ctx.max_binding });
         }
@@ -39,22 +54,39 @@ impl GpuTensor {
 
     /// Copies `values` (row-major, `shape`) to a new buffer.
     pub fn upload(ctx: &GpuContext, values: &[f32], shape: &[usize], what: &str) -> Result<Self, GpuError> {
+        Self::check_count(values.len(), shape, what)?;
+        let data: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        Self::from_bytes(ctx, &data, shape, GpuDtype::F32, what)
+    }
+
+    /// Copies f16 `values` (row-major, `shape`) to a new buffer, two a word.
+    pub fn upload_f16(ctx: &GpuContext, values: &[half::f16], shape: &[usize], what: &str) -> Result<Self, GpuError> {
+        Self::check_count(values.len(), shape, what)?;
+        let mut data: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        data.resize(data.len().div_ceil(4) * 4, 0);
+        Self::from_bytes(ctx, &data, shape, GpuDtype::F16, what)
+    }
+
+    fn check_count(values: usize, shape: &[usize], what: &str) -> Result<(), GpuError> {
         let count = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
-        if count != Some(values.len()) {
-            return Err(GpuError::Shape { what: "upload", detail: format!("{what}: {} values for shape {shape:?}", values.len()) });
+        if count != Some(values) {
+            return Err(GpuError::Shape { what: "upload", detail: format!("{what}: {values} values for shape {shape:?}") });
         }
-        let bytes = Self::checked_bytes(ctx, values.len(), what)?;
+        Ok(())
+    }
+
+    fn from_bytes(ctx: &GpuContext, data: &[u8], shape: &[usize], dtype: GpuDtype, what: &str) -> Result<Self, GpuError> {
+        let bytes = Self::checked_bytes(ctx, data.len().div_ceil(4), what)?;
         let buffer = ctx.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some(what),
             size: bytes,
             usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
-        if !values.is_empty() {
-            let data: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-            ctx.queue.write_buffer(&buffer, 0, &data);
+        if !data.is_empty() {
+            ctx.queue.write_buffer(&buffer, 0, data);
         }
-        Ok(GpuTensor { buffer, shape: shape.to_vec() })
+        Ok(GpuTensor { buffer, shape: shape.to_vec(), dtype })
     }
 
     /// A new buffer for a kernel's output, of `shape` (its values are left as the device
@@ -71,6 +103,6 @@ impl GpuTensor {
             usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
-        Ok(GpuTensor { buffer, shape: shape.to_vec() })
+        Ok(GpuTensor { buffer, shape: shape.to_vec(), dtype: GpuDtype::F32 })
     }
 }

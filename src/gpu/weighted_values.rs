@@ -3,7 +3,7 @@
 
 use super::context::GpuContext;
 use super::error::GpuError;
-use super::kernel::{size, Param};
+use super::kernel::{require_f32, size, Param};
 use super::tensor::GpuTensor;
 
 /// `weights` (heads, Tq, Tk) times values `v` (kv_heads, Tk, hd): (heads, Tq, hd).
@@ -15,6 +15,7 @@ pub async fn weighted_values(ctx: &GpuContext, weights: &GpuTensor, v: &GpuTenso
     if keys != v_keys || kv_heads == 0 || heads % kv_heads != 0 {
         return Err(GpuError::Shape { what: WHAT, detail: format!("weights {:?}, v {:?}", weights.shape(), v.shape()) });
     }
+    require_f32(&[weights, v], WHAT)?;
     let out = GpuTensor::output(ctx, &[heads, queries, head_dim], "head outputs")?;
     let kernel = ctx.kernel(WHAT, include_str!("weighted_values.wgsl")).await?;
     let params = [

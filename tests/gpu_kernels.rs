@@ -14,6 +14,7 @@ use transformer_viz::model::config::{Activation, NormKind};
 use transformer_viz::model::ffn::{gelu, silu};
 use transformer_viz::model::linear::Linear;
 use transformer_viz::model::norm::{self, row_mean_std};
+use transformer_viz::model::position::apply_rotary_from;
 use transformer_viz::model::weights::NormWeights;
 
 fn context() -> &'static GpuContext {
@@ -185,6 +186,22 @@ fn attention_matches_scores_mask_softmax_and_weighted_values() {
         let go = pollster::block_on(gpu::weighted_values(ctx, &gw, &gv)).expect("weighted values");
         let gap = relative_gap(&read(&go), &head_out);
         assert!(gap < 1e-4, "head outputs, {what}: gap {gap}");
+    }
+}
+
+#[test]
+fn rotary_matches_apply_rotary_from_at_any_position() {
+    let mut r = Random::new(6);
+    // SmolLM2's base and head size, T = 1 deep into a cache, odd numbers of pairs.
+    for &(heads, rows, hd, first, base) in &[(1, 1, 2, 0, 10_000.0), (9, 1, 64, 8_000, 100_000.0), (3, 33, 6, 5, 10_000.0), (4, 17, 64, 0, 10_000.0)] {
+        for adjacent in [false, true] {
+            let x: Array3<f32> = r.values((heads, rows, hd), 1.0);
+            let mut cpu = x.clone();
+            apply_rotary_from(&mut cpu, base, adjacent, first); // (heads, T, hd)
+            let y = pollster::block_on(gpu::rotary(context(), &upload(&x), base, adjacent, first)).expect("rotary");
+            let gap = relative_gap(&read(&y), &cpu);
+            assert!(gap < 1e-5, "rotary ({heads}, {rows}, {hd}) from {first}, adjacent {adjacent}: gap {gap}");
+        }
     }
 }
 

@@ -6,7 +6,8 @@ use std::sync::Arc;
 use ndarray::Array1;
 
 use crate::error::{Result, VizError};
-use crate::model::forward::{forward_cached, Logits};
+use crate::model::backend::Backend;
+use crate::model::forward::{forward_cached, forward_with, Logits};
 use crate::model::kv_cache::KvCache;
 use crate::model::{forward, ForwardOutput, ModelConfig, Weights};
 use crate::tokenize::{Encoding, Tokenizer};
@@ -66,6 +67,29 @@ impl Transformer {
         }
         let encoding = self.encode(text)?;
         Ok(self.trace_ids(encoding, text))
+    }
+
+    /// `trace` with every operation of the pass computed by `backend`, recorded whole (no
+    /// step is left to be computed again when read, as a causal model's `trace` leaves a
+    /// layer's inner steps: that would compute them on the CPU).
+    pub fn trace_with(&self, backend: &dyn Backend, text: &str) -> Result<Trace> {
+        if self.config.is_encoder_decoder() {
+            return Err(VizError::Gpu(format!("{} is an encoder-decoder, which runs on the CPU only so far", self.config.name)));
+        }
+        let encoding = self.encode(text)?;
+        let mut rec = TraceRecorder::new(&self.config);
+        let logits = if self.config.causal { Logits::Last } else { Logits::All };
+        forward_with(backend, &encoding.ids(), None, &self.weights, &self.config, &mut rec, logits);
+        Ok(Trace {
+            model: self.config.name.clone(),
+            config: self.config.clone(),
+            text: text.to_string(),
+            tokens: encoding.tokens,
+            truncated: encoding.truncated,
+            steps: rec.steps,
+            norms: rec.norms,
+            source: None,
+        })
     }
 
     /// The plain forward pass, keeping only its output.

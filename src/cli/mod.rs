@@ -43,6 +43,12 @@ impl ModelArgs {
     }
 }
 
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum BackendChoice {
+    Cpu,
+    Gpu,
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Print the trace of one forward pass as JSON: tokens and every head's attention weights
@@ -55,6 +61,10 @@ enum Command {
         /// Print the whole trace: every step with its equation, shape and values.
         #[arg(long)]
         full: bool,
+        /// Where the pass runs: `cpu`, or `gpu` (the first adapter wgpu finds; natively
+        /// Vulkan, Metal or DX12). The adapter is named on stderr.
+        #[arg(long, value_enum, default_value_t = BackendChoice::Cpu)]
+        backend: BackendChoice,
     },
     /// Draw every view as SVG and PNG into a directory.
     Render {
@@ -177,8 +187,20 @@ fn print_json<T: Serialize>(value: &T) -> Result<()> {
 
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
-        Command::Trace { model, text, full } => {
-            let trace = model.load()?.trace(&text)?;
+        Command::Trace { model, text, full, backend } => {
+            let m = model.load()?;
+            let trace = match backend {
+                BackendChoice::Cpu => m.trace(&text)?,
+                BackendChoice::Gpu => {
+                    let gpu = crate::gpu::GpuBackend::new(pollster::block_on(crate::gpu::GpuContext::new())?, &m.weights);
+                    let trace = m.trace_with(&gpu, &text)?;
+                    match gpu.failure() {
+                        None => eprintln!("ran on the GPU: {}", gpu.context().adapter_description()),
+                        Some(e) => eprintln!("note: the GPU failed ({e}); the rest of the pass ran on the CPU"),
+                    }
+                    trace
+                }
+            };
             if let Some(t) = &trace.truncated {
                 eprintln!("note: the text has {} tokens; only the first {} fit the model's context", t.original_tokens, t.kept_tokens);
             }

@@ -16,6 +16,9 @@ pub struct GpuContext {
     pub(crate) max_binding: u64,
     /// Compiled pipelines by kernel name: each WGSL file is compiled once per device.
     kernels: Mutex<HashMap<&'static str, Arc<Kernel>>>,
+    /// The first error no scope caught (wgpu's default is to panic on it), or the device's
+    /// loss: once set, every operation fails with it and the caller falls back to the CPU.
+    broken: Arc<Mutex<Option<String>>>,
 }
 
 impl GpuContext {
@@ -46,7 +49,15 @@ impl GpuContext {
             .await
             .map_err(|e| GpuError::DeviceRequest(e.to_string()))?;
         let max_binding = offered.max_storage_buffer_binding_size.min(offered.max_buffer_size);
-        Ok(GpuContext { device, queue, info: adapter.get_info(), max_binding, kernels: Mutex::new(HashMap::new()) })
+        let broken = Arc::new(Mutex::new(None::<String>));
+        let record = |sink: &Arc<Mutex<Option<String>>>, message: String| {
+            sink.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(message);
+        };
+        let sink = broken.clone();
+        device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| record(&sink, e.to_string())));
+        let sink = broken.clone();
+        device.set_device_lost_callback(move |reason, message| record(&sink, format!("the device was lost ({reason:?}): {message}")));
+        Ok(GpuContext { device, queue, info: adapter.get_info(), max_binding, kernels: Mutex::new(HashMap::new()), broken })
     }
 
     /// The adapter's name and API, as the status line shows them ("llvmpipe (LLVM 19.1.7,
@@ -65,6 +76,14 @@ impl GpuContext {
         self.info.device_type == wgpu::DeviceType::Cpu
     }
 
+    /// Fails once the device is lost or an uncaught error has happened.
+    pub(crate) fn check(&self) -> Result<(), GpuError> {
+        match self.broken.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+            Some(message) => Err(GpuError::DeviceLost(message.clone())),
+            None => Ok(()),
+        }
+    }
+
     /// The kernel compiled from `source`, compiling it the first time it is asked for.
     pub(crate) async fn kernel(&self, name: &'static str, source: &'static str) -> Result<Arc<Kernel>, GpuError> {
         if let Some(k) = self.kernels.lock().expect("no kernel compile panics").get(name) {
@@ -78,6 +97,7 @@ impl GpuContext {
     /// Copies a tensor back to the CPU. Asynchronous, as WebGPU requires; natively this waits
     /// for the device to finish.
     pub async fn read(&self, t: &GpuTensor) -> Result<Vec<f32>, GpuError> {
+        self.check()?;
         if t.dtype() != GpuDtype::F32 {
             return Err(GpuError::Readback(format!("only f32 tensors are read back, not {:?} weights", t.dtype())));
         }
@@ -109,6 +129,7 @@ impl GpuContext {
             values
         };
         staging.unmap();
+        self.check()?;
         Ok(values)
     }
 }

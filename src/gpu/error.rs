@@ -19,6 +19,9 @@ pub enum GpuError {
     #[error("the GPU kernel `{kernel}` failed: {detail}")]
     Kernel { kernel: &'static str, detail: String },
 
+    #[error("the GPU device is gone: {0}")]
+    DeviceLost(String),
+
     #[error("reading a result back from the GPU failed: {0}")]
     Readback(String),
 }

@@ -25,6 +25,7 @@ pub(crate) enum Param {
 
 impl Kernel {
     pub(crate) async fn compile(ctx: &GpuContext, name: &'static str, source: &'static str) -> Result<Self, GpuError> {
+        ctx.check()?;
         let scope = ctx.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let module = ctx.device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some(name),
@@ -58,6 +59,7 @@ impl Kernel {
             })
             .collect();
         bytes.resize(bytes.len().div_ceil(16).max(1) * 16, 0);
+        ctx.check()?;
         let scope = ctx.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let uniform = ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
             label: Some(self.name),
@@ -84,7 +86,7 @@ impl Kernel {
         if let Some(e) = scope.pop().await {
             return Err(GpuError::Kernel { kernel: self.name, detail: e.to_string() });
         }
-        Ok(())
+        ctx.check()
     }
 }
 

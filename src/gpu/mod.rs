@@ -9,6 +9,7 @@
 
 mod activation;
 mod attention_scores;
+mod backend;
 mod context;
 mod dense;
 mod error;
@@ -21,6 +22,7 @@ mod weighted_values;
 
 pub use activation::activation;
 pub use attention_scores::attention_scores;
+pub use backend::GpuBackend;
 pub use context::GpuContext;
 pub use dense::dense;
 pub use error::GpuError;

@@ -77,6 +77,7 @@ impl GpuTensor {
 
     fn from_bytes(ctx: &GpuContext, data: &[u8], shape: &[usize], dtype: GpuDtype, what: &str) -> Result<Self, GpuError> {
         let bytes = Self::checked_bytes(ctx, data.len().div_ceil(4), what)?;
+        ctx.check()?;
         let buffer = ctx.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some(what),
             size: bytes,
@@ -86,6 +87,7 @@ impl GpuTensor {
         if !data.is_empty() {
             ctx.queue.write_buffer(&buffer, 0, data);
         }
+        ctx.check()?;
         Ok(GpuTensor { buffer, shape: shape.to_vec(), dtype })
     }
 

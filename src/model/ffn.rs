@@ -2,6 +2,7 @@
 
 use ndarray::{Array, Array2, ArrayView2, Dimension, Zip};
 
+use super::backend::Backend;
 use super::config::Activation;
 use super::weights::FfnWeights;
 use crate::trace::{Op, Recorder};
@@ -34,7 +35,7 @@ pub fn silu(x: f32) -> f32 {
 }
 
 /// ReLU or GELU on every value in place. SwiGLU needs its gate: `feed_forward` applies it.
-fn apply_pointwise<D: Dimension>(hidden: &mut Array<f32, D>, activation: Activation) {
+pub(crate) fn apply_pointwise<D: Dimension>(hidden: &mut Array<f32, D>, activation: Activation) {
     match activation {
         Activation::Relu => hidden.mapv_inplace(|v| v.max(0.0)),
         Activation::Gelu => match hidden.as_slice_mut() {
@@ -45,7 +46,9 @@ fn apply_pointwise<D: Dimension>(hidden: &mut Array<f32, D>, activation: Activat
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 pub fn feed_forward<R: Recorder>(
+    backend: &dyn Backend,
     x: ArrayView2<f32>,
     w: &FfnWeights,
     activation: Activation,
@@ -54,18 +57,18 @@ pub fn feed_forward<R: Recorder>(
     rec: &mut R,
 ) -> Array2<f32> {
     let l = Some(layer);
-    let mut hidden = w.up.forward(x); // (T, d_ff)
+    let mut hidden = backend.linear(x, &w.up); // (T, d_ff)
     rec.step(Op::FfnUp, l, &[input], || hidden.clone().into_dyn());
     match (activation, &w.gate) {
         (Activation::SwiGlu, Some(gate)) => {
-            let g = gate.forward(x); // (T, d_ff)
+            let g = backend.linear(x, gate); // (T, d_ff)
             rec.step(Op::FfnGate, l, &[input], || g.clone().into_dyn());
             Zip::from(&mut hidden).and(&g).for_each(|h, &g| *h *= silu(g)); // (T, d_ff)
             rec.step(Op::FfnActivation, l, &[Op::FfnUp], || hidden.clone().into_dyn());
         }
         (Activation::SwiGlu, None) => unreachable!("Weights::check requires a gate for SwiGLU"),
         (pointwise, _) => {
-            apply_pointwise(&mut hidden, pointwise); // (T, d_ff)
+            backend.pointwise(&mut hidden, pointwise); // (T, d_ff)
             // The trace keeps the expansion; its activation is computed again when read.
             let shape = [hidden.nrows(), hidden.ncols()];
             rec.derived_step(Op::FfnActivation, l, &[Op::FfnUp], &shape, || hidden.clone().into_dyn(), move |up| {
@@ -75,7 +78,7 @@ pub fn feed_forward<R: Recorder>(
             });
         }
     }
-    let out = w.down.forward(hidden.view()); // (T, d_model)
+    let out = backend.linear(hidden.view(), &w.down); // (T, d_model)
     rec.step(Op::FfnDown, l, &[Op::FfnActivation], || out.clone().into_dyn());
     out
 }

@@ -1,6 +1,7 @@
 //! The model: a config, its weights and the one forward pass that reads them.
 
 pub mod attention;
+pub mod backend;
 pub mod config;
 pub mod cross_attention;
 pub mod embed;

@@ -1,0 +1,44 @@
+//! The traced forward pass on each backend: the CPU and the first GPU adapter wgpu finds (on a
+//! machine without a GPU, lavapipe: a software adapter, whose figures say nothing about a real
+//! GPU). MiniLM at 32 and 256 tokens, the lecture decoder at 32 and 128 (its context), the same
+//! `trace_with` on both so only the backend differs. The adapter is printed first.
+//! Needs the model files: run scripts/fetch-models.sh first.
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use transformer_viz::checkpoints::{load_named, WeightPrecision};
+use transformer_viz::gpu::{GpuBackend, GpuContext};
+use transformer_viz::model::backend::{Backend, Cpu};
+
+fn text_of(tokens: usize) -> String {
+    // One-token words for both tokenizers, about `tokens` of them.
+    let words = ["the", "cat", "sat", "on", "a", "mat", "and", "then", "it", "slept"];
+    (0..tokens).map(|i| words[i % words.len()]).collect::<Vec<_>>().join(" ")
+}
+
+fn backends(c: &mut Criterion) {
+    std::env::set_var("XDG_RUNTIME_DIR", std::env::temp_dir());
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("models");
+    for (name, lengths) in [("minilm-l6", [32usize, 256]), ("lecture-post-ln", [32, 128])] {
+        let model = load_named(&root, name, WeightPrecision::F32).expect("model files (run scripts/fetch-models.sh)");
+        let ctx = pollster::block_on(GpuContext::new()).expect("a GPU adapter (apt-get install mesa-vulkan-drivers)");
+        eprintln!("GPU adapter: {}", ctx.adapter_description());
+        let gpu = GpuBackend::new(ctx, &model.weights);
+        let mut group = c.benchmark_group(format!("{name} traced pass"));
+        for tokens in lengths {
+            let text = text_of(tokens);
+            let on: [(&str, &dyn Backend); 2] = [("cpu", &Cpu), ("gpu", &gpu)];
+            for (label, backend) in on {
+                group.bench_with_input(BenchmarkId::new(label, tokens), &text, |b, text| b.iter(|| model.trace_with(backend, text).expect("trace")));
+            }
+        }
+        group.finish();
+        assert_eq!(gpu.failure(), None, "the GPU ran every operation");
+    }
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(10).measurement_time(std::time::Duration::from_secs(3));
+    targets = backends
+}
+criterion_main!(benches);

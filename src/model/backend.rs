@@ -1,0 +1,88 @@
+//! What the one forward pass asks of the hardware: the products, norms and attention
+//! arithmetic, in a small trait. `Cpu` is the reference (this crate's ndarray and WebAssembly
+//! SIMD code, shared with a team of threads where there is one); `crate::gpu::GpuBackend`
+//! runs the same operations as WGSL kernels. The pass, its trace and every step's shape are
+//! the same whichever backend computes them.
+
+use ndarray::{Array2, Array3, ArrayView2, ArrayView3, Axis};
+
+use super::attention::{scaled_scores, softmax_rows, weighted_values};
+use super::config::{Activation, NormKind};
+use super::ffn::apply_pointwise;
+use super::linear::Linear;
+use super::matrix::Matrix;
+use super::norm;
+use super::position::apply_rotary_from;
+use super::team;
+use super::weights::NormWeights;
+
+pub trait Backend {
+    /// A short name for status lines and logs ("cpu", or the adapter's).
+    fn name(&self) -> String;
+    /// y (T, out) = x (T, in) · Wᵀ + b.
+    fn linear(&self, x: ArrayView2<f32>, layer: &Linear) -> Array2<f32>;
+    /// logits (T, vocab) = x (T, d) · Uᵀ, U (vocab, d) the unembedding.
+    fn unembed(&self, x: ArrayView2<f32>, unembedding: &Matrix) -> Array2<f32>;
+    /// LayerNorm or RMSNorm of each row, with gamma and beta.
+    fn norm(&self, kind: NormKind, w: &NormWeights, x: ArrayView2<f32>, eps: f32) -> Array2<f32>;
+    /// (heads, Tq, Tk) = scale · q (heads, Tq, hd) · k (kv_heads, Tk, hd)ᵀ, query head h reading
+    /// key head h / group.
+    fn scores(&self, q: ArrayView3<f32>, k: ArrayView3<f32>, group: usize, scale: f32) -> Array3<f32>;
+    /// Softmax of every row of every head, in place.
+    fn softmax(&self, scores: &mut Array3<f32>);
+    /// (heads, Tq, hd) = weights (heads, Tq, Tk) · v (kv_heads, Tk, hd), per head.
+    fn weighted_values(&self, weights: ArrayView3<f32>, v: ArrayView3<f32>, group: usize) -> Array3<f32>;
+    /// ReLU or GELU of every value, in place.
+    fn pointwise(&self, hidden: &mut Array2<f32>, activation: Activation);
+    /// Rotary position embedding of (heads, T, hd) rows at positions first, first + 1, ...
+    fn rotary(&self, x: &mut Array3<f32>, base: f32, adjacent_pairs: bool, first: usize);
+}
+
+/// The CPU: the reference every other backend is checked against.
+pub struct Cpu;
+
+impl Backend for Cpu {
+    fn name(&self) -> String {
+        "cpu".into()
+    }
+
+    fn linear(&self, x: ArrayView2<f32>, layer: &Linear) -> Array2<f32> {
+        layer.forward(x) // (T, out)
+    }
+
+    fn unembed(&self, x: ArrayView2<f32>, u: &Matrix) -> Array2<f32> {
+        if x.nrows() == 1 {
+            // One row: shared with the team (if any), as the layers' products are.
+            team::shared_product(1, u.rows(), 2, |lo, hi| u.multiply_rows(x, lo, hi)) // (1, vocab)
+        } else {
+            // Every row would not fit the team's exchange: computed whole, by each member alike.
+            u.multiply_rows(x, 0, u.rows()) // (T, vocab)
+        }
+    }
+
+    fn norm(&self, kind: NormKind, w: &NormWeights, x: ArrayView2<f32>, eps: f32) -> Array2<f32> {
+        norm::apply(kind, w, x, eps) // (T, d)
+    }
+
+    fn scores(&self, q: ArrayView3<f32>, k: ArrayView3<f32>, group: usize, scale: f32) -> Array3<f32> {
+        scaled_scores(q, k, group, scale) // (heads, Tq, Tk)
+    }
+
+    fn softmax(&self, scores: &mut Array3<f32>) {
+        for head in scores.axis_iter_mut(Axis(0)) {
+            softmax_rows(head); // (Tq, Tk)
+        }
+    }
+
+    fn weighted_values(&self, weights: ArrayView3<f32>, v: ArrayView3<f32>, group: usize) -> Array3<f32> {
+        weighted_values(weights, v, group) // (heads, Tq, hd)
+    }
+
+    fn pointwise(&self, hidden: &mut Array2<f32>, activation: Activation) {
+        apply_pointwise(hidden, activation);
+    }
+
+    fn rotary(&self, x: &mut Array3<f32>, base: f32, adjacent_pairs: bool, first: usize) {
+        apply_rotary_from(x, base, adjacent_pairs, first);
+    }
+}

@@ -1,0 +1,136 @@
+//! The whole forward pass on the GPU backend against the CPU, for every model the engine
+//! reads: the same trace (steps, names, shapes) with attention weights within 1e-4 and every
+//! other step (hidden states, norms, logits) within 1e-3 relative. Also the `trace` command's
+//! JSON from both backends, and the fallback: a device lost before or during a pass leaves
+//! the CPU to finish it with the same numbers and says so.
+//! On lavapipe (Mesa's CPU Vulkan driver) here; see `tests/gpu_kernels.rs`.
+
+mod common;
+
+use std::process::Command;
+
+use transformer_viz::checkpoints::{load_named, WeightPrecision};
+use transformer_viz::gpu::{GpuBackend, GpuContext};
+use transformer_viz::model::backend::{Backend, Cpu};
+use transformer_viz::trace::{Op, Trace};
+use transformer_viz::Transformer;
+
+const TEXT: &str = "The quick brown fox jumps over the lazy dog, and the dog sleeps on.";
+
+fn gpu_context() -> GpuContext {
+    std::env::set_var("XDG_RUNTIME_DIR", std::env::temp_dir());
+    pollster::block_on(GpuContext::new())
+        .unwrap_or_else(|e| panic!("{e}: the GPU tests need a Vulkan adapter (`apt-get install mesa-vulkan-drivers libvulkan1`; the README's test command installs it)"))
+}
+
+/// Largest gaps between two traces of one text: (attention weights, absolute; every other
+/// step, |gpu - cpu| / max(1, |cpu|)), after checking they hold the same steps.
+fn gaps(cpu: &Trace, gpu: &Trace) -> (f32, f32) {
+    assert_eq!(cpu.tokens, gpu.tokens);
+    let names = |t: &Trace| t.steps.iter().map(|s| (s.name.clone(), s.tensor.view().shape().to_vec())).collect::<Vec<_>>();
+    assert_eq!(names(cpu), names(gpu), "the same steps, in the same order, of the same shapes");
+    let (mut attention, mut other) = (0f32, 0f32);
+    for (c, g) in cpu.steps.iter().zip(&gpu.steps) {
+        let is_attention = matches!(c.op, Op::Softmax | Op::CrossSoftmax);
+        for (&a, &b) in c.tensor.view().iter().zip(g.tensor.view().iter()) {
+            if a.is_infinite() || b.is_infinite() {
+                assert_eq!(a, b, "{}: masked scores are -inf on both", c.name);
+                continue;
+            }
+            if is_attention {
+                attention = attention.max((a - b).abs());
+            } else {
+                other = other.max((a - b).abs() / a.abs().max(1.0));
+            }
+        }
+    }
+    (attention, other)
+}
+
+fn check_model(model: &Transformer, ctx: GpuContext) {
+    let cpu = model.trace_with(&Cpu, TEXT).expect("cpu trace");
+    let gpu_backend = GpuBackend::new(ctx, &model.weights);
+    let gpu = model.trace_with(&gpu_backend, TEXT).expect("gpu trace");
+    assert_eq!(gpu_backend.failure(), None, "{}: every operation ran on the GPU", model.config.name);
+    let (attention, other) = gaps(&cpu, &gpu);
+    eprintln!("{}: attention within {attention:.2e}, other steps within {other:.2e} relative", model.config.name);
+    assert!(attention < 1e-4, "{}: attention weights differ by {attention}", model.config.name);
+    assert!(other < 1e-3, "{}: a step differs by {other} relative", model.config.name);
+    // The CPU's own traced pass (the one the page shows) agrees with trace_with(&Cpu).
+    let page = model.trace(TEXT).expect("trace");
+    let last = |t: &Trace| t.find(Op::Softmax, Some(model.config.n_layers - 1)).expect("last layer's attention").tensor.view().to_owned();
+    assert_eq!(last(&page), last(&cpu));
+}
+
+#[test]
+fn minilm_runs_on_the_gpu_as_on_the_cpu() {
+    check_model(common::minilm(), gpu_context());
+}
+
+#[test]
+fn the_lecture_decoders_run_on_the_gpu_as_on_the_cpu() {
+    for name in ["lecture-post-ln", "lecture-pre-ln"] {
+        let model = load_named(&common::models_dir(), name, WeightPrecision::F32).expect("committed model");
+        check_model(&model, gpu_context());
+    }
+}
+
+#[test]
+fn smollm2_runs_on_the_gpu_as_on_the_cpu() {
+    // Quantized GGUF blocks are widened to f32 once, on upload; rotary, RMSNorm and SwiGLU's
+    // SiLU half on the CPU (the gate's product runs on the GPU).
+    if let Some(model) = common::smollm2() {
+        check_model(model, gpu_context());
+    }
+}
+
+#[test]
+fn a_lost_device_hands_the_pass_to_the_cpu_with_the_same_numbers() {
+    let model = common::minilm();
+    let cpu = model.trace_with(&Cpu, TEXT).expect("cpu trace");
+    let backend = GpuBackend::new(gpu_context(), &model.weights);
+    backend.lose_device();
+    let fallen_back = model.trace_with(&backend, TEXT).expect("the pass finishes");
+    let failure = backend.failure().expect("the loss is reported");
+    assert!(backend.name().starts_with("cpu"), "{}", backend.name());
+    eprintln!("reported: {failure}");
+    let (attention, other) = gaps(&cpu, &fallen_back);
+    assert_eq!((attention, other), (0.0, 0.0), "after the loss every number is the CPU's");
+}
+
+#[test]
+fn the_trace_command_prints_the_same_json_from_both_backends() {
+    let run = |backend: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_transformer-viz"))
+            .args(["trace", "--models-dir", common::models_dir().to_str().unwrap(), "--model", "minilm-l6", "--backend", backend, "--text", TEXT])
+            .env("XDG_RUNTIME_DIR", std::env::temp_dir())
+            .output()
+            .expect("runs");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        (serde_json::from_slice::<serde_json::Value>(&out.stdout).expect("json"), String::from_utf8_lossy(&out.stderr).to_string())
+    };
+    let ((cpu, _), (gpu, said)) = (run("cpu"), run("gpu"));
+    assert!(said.contains("ran on the GPU"), "{said}");
+    let (mut gap, mut numbers) = (0f64, 0usize);
+    fn walk(a: &serde_json::Value, b: &serde_json::Value, gap: &mut f64, numbers: &mut usize) {
+        use serde_json::Value::*;
+        match (a, b) {
+            (Object(x), Object(y)) => {
+                assert_eq!(x.keys().collect::<Vec<_>>(), y.keys().collect::<Vec<_>>());
+                x.iter().for_each(|(k, v)| walk(v, &y[k], gap, numbers));
+            }
+            (Array(x), Array(y)) => {
+                assert_eq!(x.len(), y.len());
+                x.iter().zip(y).for_each(|(u, v)| walk(u, v, gap, numbers));
+            }
+            (Number(x), Number(y)) => {
+                *gap = gap.max((x.as_f64().unwrap() - y.as_f64().unwrap()).abs());
+                *numbers += 1;
+            }
+            _ => assert_eq!(a, b),
+        }
+    }
+    walk(&cpu, &gpu, &mut gap, &mut numbers);
+    assert!(numbers > 1000, "the summary holds every head's attention ({numbers} numbers)");
+    assert!(gap < 1e-4, "attention in the JSON differs by {gap}");
+}

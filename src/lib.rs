@@ -13,7 +13,6 @@ pub mod checkpoints;
 pub mod draw;
 pub mod error;
 pub mod formats;
-#[cfg(not(target_arch = "wasm32"))]
 pub mod gpu;
 pub mod model;
 pub mod tokenize;
@@ -26,6 +25,8 @@ pub mod transformer;
 pub mod web;
 #[cfg(target_arch = "wasm32")]
 mod web_canvas;
+#[cfg(target_arch = "wasm32")]
+pub mod web_gpu;
 
 pub use error::{Result, VizError};
 pub use trace::{Op, Trace};

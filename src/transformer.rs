@@ -72,14 +72,24 @@ impl Transformer {
     /// `trace` with every operation of the pass computed by `backend`, recorded whole (no
     /// step is left to be computed again when read, as a causal model's `trace` leaves a
     /// layer's inner steps: that would compute them on the CPU).
-    pub fn trace_with(&self, backend: &dyn Backend, text: &str) -> Result<Trace> {
+    /// Asynchronous: a GPU's results come back asynchronously (natively, wait on it with
+    /// `pollster::block_on`; on `Cpu`, `model::backend::on_cpu` runs it to its end at once).
+    pub async fn trace_with<B: Backend>(&self, backend: &B, text: &str) -> Result<Trace> {
         if self.config.is_encoder_decoder() {
             return Err(VizError::Gpu(format!("{} is an encoder-decoder, which runs on the CPU only so far", self.config.name)));
         }
         let encoding = self.encode(text)?;
+        self.trace_encoding_with(backend, encoding, text).await
+    }
+
+    /// `trace_with` on tokens that came from `encode` or `encode_within`.
+    pub async fn trace_encoding_with<B: Backend>(&self, backend: &B, encoding: Encoding, text: &str) -> Result<Trace> {
+        if self.config.is_encoder_decoder() {
+            return Err(VizError::Gpu(format!("{} is an encoder-decoder, which runs on the CPU only so far", self.config.name)));
+        }
         let mut rec = TraceRecorder::new(&self.config);
         let logits = if self.config.causal { Logits::Last } else { Logits::All };
-        forward_with(backend, &encoding.ids(), None, &self.weights, &self.config, &mut rec, logits);
+        forward_with(backend, &encoding.ids(), None, &self.weights, &self.config, &mut rec, logits).await;
         Ok(Trace {
             model: self.config.name.clone(),
             config: self.config.clone(),

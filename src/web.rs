@@ -10,6 +10,7 @@ use crate::analysis::translation::DecodedToken;
 use crate::analysis::heads::{head_scores, heads_from};
 use crate::analysis::sampling::{Sampler, SamplingSettings, SamplingStages};
 use crate::checkpoints::{lecture, minilm, smollm2};
+use crate::model::backend::{on_cpu, Cpu};
 use crate::model::kv_cache::KvCache;
 use crate::draw::compare::{draw_compare_view, CompareView};
 use crate::draw::draw_err;
@@ -142,7 +143,8 @@ fn now_ms() -> f64 {
 
 #[wasm_bindgen]
 pub struct Viz {
-    model: Transformer,
+    /// Shared with the GPU session (`web_gpu`), which computes on the same weights.
+    model: std::rc::Rc<Transformer>,
     trace: Option<Trace>,
     /// A causal model's keys and values of `trace`'s tokens.
     cache: KvCache,
@@ -158,6 +160,8 @@ pub struct Viz {
     helper_cached: Vec<u32>,
     /// An encoder-decoder's output, decoding steps and whether it ended, for `trace`.
     translation: Option<(String, Vec<DecodedToken>, bool)>,
+    /// The next `set_text` computes even for unchanged tokens (`recompute_next`).
+    recompute: bool,
 }
 
 /// The most tokens the page traces. The trace keeps every layer's attention weights for the
@@ -194,7 +198,7 @@ impl Viz {
             other => return Err(js_err(VizError::UnknownModel(other.into(), crate::checkpoints::KNOWN_MODELS.join(", ")))),
         };
         let limit = model.config.context.min(PAGE_TOKENS);
-        Ok(Viz { model, trace: None, cache: KvCache::new(), reused: 0, generation: None, compare: None, limit, helper_cached: Vec::new(), translation: None })
+        Ok(Viz { model: std::rc::Rc::new(model), trace: None, cache: KvCache::new(), reused: 0, generation: None, compare: None, limit, helper_cached: Vec::new(), translation: None, recompute: false })
     }
 
     /// The model's config (layers, heads, widths, architecture choices).
@@ -293,6 +297,46 @@ impl Viz {
         self.trace = Some(continued.trace);
     }
 
+    /// Opens the GPU backend (WebGPU through wgpu) on this model: a promise of a
+    /// `GpuSession`, rejected with the reason when the browser has no adapter or the device
+    /// request fails (the page then stays on the CPU and says why).
+    pub fn open_gpu(&self) -> js_sys::Promise {
+        crate::web_gpu::open(self.model.clone(), self.limit)
+    }
+
+    /// The largest differences between a GPU pass and the CPU's pass on the same tokens (the
+    /// CPU's computed here, alone: the helper thread is not asked): `{attention, other,
+    /// other_step, values}`, attention absolute, every other value relative.
+    pub fn largest_difference(&self, pass: &crate::web_gpu::GpuPass) -> Result<JsValue, JsError> {
+        let gpu = pass.trace();
+        let encoding = self.model.encode_within(&gpu.text, self.limit).map_err(js_err)?;
+        let cpu = team::alone(|| on_cpu(self.model.trace_encoding_with(&Cpu, encoding, &gpu.text))).map_err(js_err)?;
+        to_js(&cpu.largest_difference(gpu).map_err(js_err)?)
+    }
+
+    /// Makes a GPU pass the current one (the pass object is used up) and describes it as
+    /// `set_text` does. The KV cache is emptied: the GPU pass kept no keys and values, so the
+    /// next CPU pass of a causal model computes every token.
+    pub fn install_pass(&mut self, pass: crate::web_gpu::GpuPass) -> Result<JsValue, JsError> {
+        if self.model.config.is_encoder_decoder() {
+            return Err(JsError::new("an encoder-decoder runs on the CPU only"));
+        }
+        let (trace, milliseconds) = pass.into_parts();
+        self.recompute = false;
+        self.trace = None;
+        self.cache = KvCache::new();
+        self.helper_cached.clear();
+        self.reused = 0;
+        self.trace = Some(trace);
+        self.summary(milliseconds, true, None)
+    }
+
+    /// Makes the next `set_text` compute its pass again even for the same tokens (after a
+    /// switch of backend); the current pass stays drawable until then.
+    pub fn recompute_next(&mut self) {
+        self.recompute = true;
+    }
+
     /// Runs the traced forward pass on `text` and describes the result: tokens, truncation,
     /// and every step's title, equation and shape (the values stay in wasm until drawn).
     /// Text that splits into the same tokens as before (a trailing space, say) keeps the
@@ -312,7 +356,7 @@ impl Viz {
         }
         let encoding = self.model.encode_within(text, self.limit).map_err(js_err)?;
         let recomputed = match self.trace.as_mut() {
-            Some(last) if last.tokens == encoding.tokens && last.truncated == encoding.truncated => {
+            Some(last) if !self.recompute && last.tokens == encoding.tokens && last.truncated == encoding.truncated => {
                 last.text = text.to_string();
                 false
             }
@@ -334,6 +378,7 @@ impl Viz {
                 true
             }
         };
+        self.recompute = false;
         let milliseconds = now_ms() - start;
         self.summary(milliseconds, recomputed, None)
     }

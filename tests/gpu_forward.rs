@@ -11,7 +11,7 @@ use std::process::Command;
 
 use transformer_viz::checkpoints::{load_named, WeightPrecision};
 use transformer_viz::gpu::{GpuBackend, GpuContext};
-use transformer_viz::model::backend::{Backend, Cpu};
+use transformer_viz::model::backend::{on_cpu, Backend, Cpu};
 use transformer_viz::trace::{Op, Trace};
 use transformer_viz::Transformer;
 
@@ -48,14 +48,17 @@ fn gaps(cpu: &Trace, gpu: &Trace) -> (f32, f32) {
 }
 
 fn check_model(model: &Transformer, ctx: GpuContext) {
-    let cpu = model.trace_with(&Cpu, TEXT).expect("cpu trace");
+    let cpu = on_cpu(model.trace_with(&Cpu, TEXT)).expect("cpu trace");
     let gpu_backend = GpuBackend::new(ctx, &model.weights);
-    let gpu = model.trace_with(&gpu_backend, TEXT).expect("gpu trace");
+    let gpu = pollster::block_on(model.trace_with(&gpu_backend, TEXT)).expect("gpu trace");
     assert_eq!(gpu_backend.failure(), None, "{}: every operation ran on the GPU", model.config.name);
     let (attention, other) = gaps(&cpu, &gpu);
     eprintln!("{}: attention within {attention:.2e}, other steps within {other:.2e} relative", model.config.name);
     assert!(attention < 1e-4, "{}: attention weights differ by {attention}", model.config.name);
     assert!(other < 1e-3, "{}: a step differs by {other} relative", model.config.name);
+    // The page's "largest difference" line computes the same two figures.
+    let said = cpu.largest_difference(&gpu).expect("comparable traces");
+    assert_eq!((said.attention, said.other), (attention, other));
     // The CPU's own traced pass (the one the page shows) agrees with trace_with(&Cpu).
     let page = model.trace(TEXT).expect("trace");
     let last = |t: &Trace| t.find(Op::Softmax, Some(model.config.n_layers - 1)).expect("last layer's attention").tensor.view().to_owned();
@@ -87,10 +90,10 @@ fn smollm2_runs_on_the_gpu_as_on_the_cpu() {
 #[test]
 fn a_lost_device_hands_the_pass_to_the_cpu_with_the_same_numbers() {
     let model = common::minilm();
-    let cpu = model.trace_with(&Cpu, TEXT).expect("cpu trace");
+    let cpu = on_cpu(model.trace_with(&Cpu, TEXT)).expect("cpu trace");
     let backend = GpuBackend::new(gpu_context(), &model.weights);
     backend.lose_device();
-    let fallen_back = model.trace_with(&backend, TEXT).expect("the pass finishes");
+    let fallen_back = pollster::block_on(model.trace_with(&backend, TEXT)).expect("the pass finishes");
     let failure = backend.failure().expect("the loss is reported");
     assert!(backend.name().starts_with("cpu"), "{}", backend.name());
     eprintln!("reported: {failure}");

@@ -193,7 +193,7 @@ fn run(cli: Cli) -> Result<()> {
                 BackendChoice::Cpu => m.trace(&text)?,
                 BackendChoice::Gpu => {
                     let gpu = crate::gpu::GpuBackend::new(pollster::block_on(crate::gpu::GpuContext::new())?, &m.weights);
-                    let trace = m.trace_with(&gpu, &text)?;
+                    let trace = pollster::block_on(m.trace_with(&gpu, &text))?;
                     match gpu.failure() {
                         None => eprintln!("ran on the GPU: {}", gpu.context().adapter_description()),
                         Some(e) => eprintln!("note: the GPU failed ({e}); the rest of the pass ran on the CPU"),

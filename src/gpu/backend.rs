@@ -1,15 +1,17 @@
 //! The forward pass's arithmetic on the GPU: `model::backend::Backend` over this module's
 //! kernels. Each weight is uploaded the first time a pass reads it and kept for the backend's
-//! life (one model's: the backend borrows its weights, so they cannot change under it).
-//! Every operation's result is read back, since the trace keeps every intermediate.
+//! life (one model's: the backend holds its weights, so they cannot change or move under it).
+//! Every operation's result is read back, since the trace keeps every intermediate; each
+//! readback is awaited, never waited for, so the same pass runs in a browser.
 //!
 //! A failed kernel, upload or readback does not break the pass: that operation and every
 //! later one run on the CPU, and `failure` says why, for the status line.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::marker::PhantomData;
+use std::future::Future;
 use std::rc::Rc;
+use std::sync::Arc;
 
 use ndarray::{Array, Array2, Array3, ArrayView2, ArrayView3, Dimension, Ix2, Ix3};
 
@@ -22,22 +24,28 @@ use crate::model::linear::Linear;
 use crate::model::matrix::Matrix;
 use crate::model::weights::{NormWeights, Weights};
 
-pub struct GpuBackend<'w> {
+pub struct GpuBackend {
     ctx: GpuContext,
-    /// Uploaded weights by the address of the CPU array they copy (stable while `'w` lasts).
+    /// Uploaded weights by the address of the CPU array they copy (stable while `weights`
+    /// is held).
     uploaded: RefCell<HashMap<usize, Rc<GpuTensor>>>,
     failure: RefCell<Option<GpuError>>,
-    weights: PhantomData<&'w Weights>,
+    weights: Arc<Weights>,
 }
 
-impl<'w> GpuBackend<'w> {
-    /// A backend for the model whose weights are `_weights` (only they may be passed to it).
-    pub fn new(ctx: GpuContext, _weights: &'w Weights) -> Self {
-        GpuBackend { ctx, uploaded: RefCell::new(HashMap::new()), failure: RefCell::new(None), weights: PhantomData }
+impl GpuBackend {
+    /// A backend for the model whose weights are `weights` (only they may be passed to it).
+    pub fn new(ctx: GpuContext, weights: &Arc<Weights>) -> Self {
+        GpuBackend { ctx, uploaded: RefCell::new(HashMap::new()), failure: RefCell::new(None), weights: weights.clone() }
     }
 
     pub fn context(&self) -> &GpuContext {
         &self.ctx
+    }
+
+    /// Whether `weights` are the ones this backend was made for.
+    pub fn serves(&self, weights: &Arc<Weights>) -> bool {
+        Arc::ptr_eq(&self.weights, weights)
     }
 
     /// Destroys the device, as a driver reset or `device.destroy()` in a page would: every
@@ -51,16 +59,17 @@ impl<'w> GpuBackend<'w> {
         self.failure.borrow().clone()
     }
 
-    /// Runs `on_gpu`; on its first error, remembers it and runs `on_cpu` from then on.
-    fn either<T>(&self, on_gpu: impl FnOnce() -> Result<T, GpuError>, on_cpu: impl FnOnce() -> T) -> T {
+    /// Runs `on_gpu` unless the GPU has failed before; on its first error, remembers it.
+    /// `None` tells the caller to compute on the CPU.
+    async fn attempt<T>(&self, on_gpu: impl Future<Output = Result<T, GpuError>>) -> Option<T> {
         if self.failure.borrow().is_some() {
-            return on_cpu();
+            return None;
         }
-        match on_gpu() {
-            Ok(value) => value,
+        match on_gpu.await {
+            Ok(value) => Some(value),
             Err(e) => {
                 *self.failure.borrow_mut() = Some(e);
-                on_cpu()
+                None
             }
         }
     }
@@ -86,16 +95,12 @@ impl<'w> GpuBackend<'w> {
         self.weight(v.as_ptr() as usize, || v.clone(), what)
     }
 
-    fn run<T>(&self, future: impl std::future::Future<Output = Result<T, GpuError>>) -> Result<T, GpuError> {
-        pollster::block_on(future)
+    async fn read2(&self, t: &GpuTensor) -> Result<Array2<f32>, GpuError> {
+        read(&self.ctx, t).await?.into_dimensionality::<Ix2>().map_err(|e| GpuError::Readback(e.to_string()))
     }
 
-    fn read2(&self, t: &GpuTensor) -> Result<Array2<f32>, GpuError> {
-        read(&self.ctx, t)?.into_dimensionality::<Ix2>().map_err(|e| GpuError::Readback(e.to_string()))
-    }
-
-    fn read3(&self, t: &GpuTensor) -> Result<Array3<f32>, GpuError> {
-        read(&self.ctx, t)?.into_dimensionality::<Ix3>().map_err(|e| GpuError::Readback(e.to_string()))
+    async fn read3(&self, t: &GpuTensor) -> Result<Array3<f32>, GpuError> {
+        read(&self.ctx, t).await?.into_dimensionality::<Ix3>().map_err(|e| GpuError::Readback(e.to_string()))
     }
 }
 
@@ -105,12 +110,12 @@ fn upload<D: Dimension>(ctx: &GpuContext, a: &Array<f32, D>, what: &str) -> Resu
     GpuTensor::upload(ctx, values, a.shape(), what)
 }
 
-fn read(ctx: &GpuContext, t: &GpuTensor) -> Result<ndarray::ArrayD<f32>, GpuError> {
-    let values = pollster::block_on(ctx.read(t))?;
+async fn read(ctx: &GpuContext, t: &GpuTensor) -> Result<ndarray::ArrayD<f32>, GpuError> {
+    let values = ctx.read(t).await?;
     ndarray::ArrayD::from_shape_vec(t.shape().to_vec(), values).map_err(|e| GpuError::Readback(e.to_string()))
 }
 
-impl Backend for GpuBackend<'_> {
+impl Backend for GpuBackend {
     fn name(&self) -> String {
         match self.failure() {
             None => format!("gpu ({})", self.ctx.adapter_description()),
@@ -118,112 +123,108 @@ impl Backend for GpuBackend<'_> {
         }
     }
 
-    fn linear(&self, x: ArrayView2<f32>, layer: &Linear) -> Array2<f32> {
-        self.either(
-            || {
-                let w = self.matrix(&layer.weight)?;
-                let b = layer.bias.as_ref().map(|b| self.vector(b, "bias")).transpose()?;
-                let gx = upload(&self.ctx, &x.to_owned(), "activations")?;
-                let y = self.run(super::dense(&self.ctx, &gx, &w, b.as_deref()))?;
-                self.read2(&y) // (T, out)
-            },
-            || Cpu.linear(x, layer),
-        )
+    async fn linear(&self, x: ArrayView2<'_, f32>, layer: &Linear) -> Array2<f32> {
+        let on_gpu = async {
+            let w = self.matrix(&layer.weight)?;
+            let b = layer.bias.as_ref().map(|b| self.vector(b, "bias")).transpose()?;
+            let gx = upload(&self.ctx, &x.to_owned(), "activations")?;
+            let y = super::dense(&self.ctx, &gx, &w, b.as_deref()).await?;
+            self.read2(&y).await // (T, out)
+        };
+        match self.attempt(on_gpu).await {
+            Some(y) => y,
+            None => Cpu.linear(x, layer).await,
+        }
     }
 
-    fn unembed(&self, x: ArrayView2<f32>, u: &Matrix) -> Array2<f32> {
-        self.either(
-            || {
-                let w = self.matrix(u)?;
-                let gx = upload(&self.ctx, &x.to_owned(), "activations")?;
-                let y = self.run(super::dense(&self.ctx, &gx, &w, None))?;
-                self.read2(&y) // (T, vocab)
-            },
-            || Cpu.unembed(x, u),
-        )
+    async fn unembed(&self, x: ArrayView2<'_, f32>, u: &Matrix) -> Array2<f32> {
+        let on_gpu = async {
+            let w = self.matrix(u)?;
+            let gx = upload(&self.ctx, &x.to_owned(), "activations")?;
+            let y = super::dense(&self.ctx, &gx, &w, None).await?;
+            self.read2(&y).await // (T, vocab)
+        };
+        match self.attempt(on_gpu).await {
+            Some(y) => y,
+            None => Cpu.unembed(x, u).await,
+        }
     }
 
-    fn norm(&self, kind: NormKind, w: &NormWeights, x: ArrayView2<f32>, eps: f32) -> Array2<f32> {
-        self.either(
-            || {
-                let gamma = self.vector(&w.gamma, "gamma")?;
-                let beta = w.beta.as_ref().map(|b| self.vector(b, "beta")).transpose()?;
-                let gx = upload(&self.ctx, &x.to_owned(), "activations")?;
-                let out = self.run(super::layer_norm(&self.ctx, kind, &gx, &gamma, beta.as_deref(), eps))?;
-                self.read2(&out.y) // (T, d)
-            },
-            || Cpu.norm(kind, w, x, eps),
-        )
+    async fn norm(&self, kind: NormKind, w: &NormWeights, x: ArrayView2<'_, f32>, eps: f32) -> Array2<f32> {
+        let on_gpu = async {
+            let gamma = self.vector(&w.gamma, "gamma")?;
+            let beta = w.beta.as_ref().map(|b| self.vector(b, "beta")).transpose()?;
+            let gx = upload(&self.ctx, &x.to_owned(), "activations")?;
+            let out = super::layer_norm(&self.ctx, kind, &gx, &gamma, beta.as_deref(), eps).await?;
+            self.read2(&out.y).await // (T, d)
+        };
+        match self.attempt(on_gpu).await {
+            Some(y) => y,
+            None => Cpu.norm(kind, w, x, eps).await,
+        }
     }
 
-    fn scores(&self, q: ArrayView3<f32>, k: ArrayView3<f32>, group: usize, scale: f32) -> Array3<f32> {
-        self.either(
-            || {
-                let (gq, gk) = (upload(&self.ctx, &q.to_owned(), "queries")?, upload(&self.ctx, &k.to_owned(), "keys")?);
-                if q.dim().0 != k.dim().0 * group {
-                    return Err(GpuError::Shape { what: "scores", detail: format!("{} query heads, {} key heads, groups of {group}", q.dim().0, k.dim().0) });
-                }
-                // The mask is a step of its own in the trace: the kernel leaves it out here.
-                let s = self.run(super::attention_scores(&self.ctx, &gq, &gk, scale, false, 0))?;
-                self.read3(&s) // (heads, Tq, Tk)
-            },
-            || Cpu.scores(q, k, group, scale),
-        )
+    async fn scores(&self, q: ArrayView3<'_, f32>, k: ArrayView3<'_, f32>, group: usize, scale: f32) -> Array3<f32> {
+        let on_gpu = async {
+            if q.dim().0 != k.dim().0 * group {
+                return Err(GpuError::Shape { what: "scores", detail: format!("{} query heads, {} key heads, groups of {group}", q.dim().0, k.dim().0) });
+            }
+            let (gq, gk) = (upload(&self.ctx, &q.to_owned(), "queries")?, upload(&self.ctx, &k.to_owned(), "keys")?);
+            // The mask is a step of its own in the trace: the kernel leaves it out here.
+            let s = super::attention_scores(&self.ctx, &gq, &gk, scale, false, 0).await?;
+            self.read3(&s).await // (heads, Tq, Tk)
+        };
+        match self.attempt(on_gpu).await {
+            Some(s) => s,
+            None => Cpu.scores(q, k, group, scale).await,
+        }
     }
 
-    fn softmax(&self, scores: &mut Array3<f32>) {
-        let done = self.either(
-            || {
-                let gs = upload(&self.ctx, scores, "scores")?;
-                let w = self.run(super::softmax_rows(&self.ctx, &gs))?;
-                self.read3(&w).map(Some) // (heads, Tq, Tk)
-            },
-            || None,
-        );
-        match done {
+    async fn softmax(&self, scores: &mut Array3<f32>) {
+        let on_gpu = async {
+            let gs = upload(&self.ctx, scores, "scores")?;
+            let w = super::softmax_rows(&self.ctx, &gs).await?;
+            self.read3(&w).await // (heads, Tq, Tk)
+        };
+        match self.attempt(on_gpu).await {
             Some(weights) => *scores = weights,
-            None => Cpu.softmax(scores),
+            None => Cpu.softmax(scores).await,
         }
     }
 
-    fn weighted_values(&self, weights: ArrayView3<f32>, v: ArrayView3<f32>, group: usize) -> Array3<f32> {
-        self.either(
-            || {
-                let (gw, gv) = (upload(&self.ctx, &weights.to_owned(), "weights")?, upload(&self.ctx, &v.to_owned(), "values")?);
-                let out = self.run(super::weighted_values(&self.ctx, &gw, &gv))?;
-                self.read3(&out) // (heads, Tq, hd)
-            },
-            || Cpu.weighted_values(weights, v, group),
-        )
+    async fn weighted_values(&self, weights: ArrayView3<'_, f32>, v: ArrayView3<'_, f32>, group: usize) -> Array3<f32> {
+        let on_gpu = async {
+            let (gw, gv) = (upload(&self.ctx, &weights.to_owned(), "weights")?, upload(&self.ctx, &v.to_owned(), "values")?);
+            let out = super::weighted_values(&self.ctx, &gw, &gv).await?;
+            self.read3(&out).await // (heads, Tq, hd)
+        };
+        match self.attempt(on_gpu).await {
+            Some(out) => out,
+            None => Cpu.weighted_values(weights, v, group).await,
+        }
     }
 
-    fn pointwise(&self, hidden: &mut Array2<f32>, activation: Activation) {
-        let done = self.either(
-            || {
-                let gh = upload(&self.ctx, hidden, "activations")?;
-                let y = self.run(super::activation(&self.ctx, activation, &gh))?;
-                self.read2(&y).map(Some) // (T, d_ff)
-            },
-            || None,
-        );
-        match done {
+    async fn pointwise(&self, hidden: &mut Array2<f32>, activation: Activation) {
+        let on_gpu = async {
+            let gh = upload(&self.ctx, hidden, "activations")?;
+            let y = super::activation(&self.ctx, activation, &gh).await?;
+            self.read2(&y).await // (T, d_ff)
+        };
+        match self.attempt(on_gpu).await {
             Some(y) => *hidden = y,
-            None => Cpu.pointwise(hidden, activation),
+            None => Cpu.pointwise(hidden, activation).await,
         }
     }
 
-    fn rotary(&self, x: &mut Array3<f32>, base: f32, adjacent_pairs: bool, first: usize) {
-        let done = self.either(
-            || {
-                let gx = upload(&self.ctx, x, "queries or keys")?;
-                let y = self.run(super::rotary(&self.ctx, &gx, base, adjacent_pairs, first))?;
-                self.read3(&y).map(Some) // (heads, T, hd)
-            },
-            || None,
-        );
-        match done {
+    async fn rotary(&self, x: &mut Array3<f32>, base: f32, adjacent_pairs: bool, first: usize) {
+        let on_gpu = async {
+            let gx = upload(&self.ctx, x, "queries or keys")?;
+            let y = super::rotary(&self.ctx, &gx, base, adjacent_pairs, first).await?;
+            self.read3(&y).await // (heads, T, hd)
+        };
+        match self.attempt(on_gpu).await {
             Some(y) => *x = y,
-            None => Cpu.rotary(x, base, adjacent_pairs, first),
+            None => Cpu.rotary(x, base, adjacent_pairs, first).await,
         }
     }
 }

@@ -26,6 +26,11 @@ impl GpuContext {
     /// software one) and a device with the adapter's own buffer limits, so that a large
     /// unembedding fits where the hardware allows it.
     pub async fn new() -> Result<Self, GpuError> {
+        // A browser without WebGPU (no `navigator.gpu`, or no adapter behind it).
+        #[cfg(target_arch = "wasm32")]
+        if !wgpu::util::is_browser_webgpu_supported().await {
+            return Err(GpuError::NoAdapter("this browser offers no WebGPU adapter".into()));
+        }
         let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle());
         let adapter = instance
             .request_adapter(&wgpu::RequestAdapterOptions {
@@ -67,7 +72,8 @@ impl GpuContext {
             wgpu::DeviceType::Cpu => ", a software adapter",
             _ => "",
         };
-        format!("{} on {:?}{kind}", self.info.name, self.info.backend)
+        let name = if self.info.name.is_empty() { "an unnamed adapter" } else { self.info.name.as_str() };
+        format!("{name} on {:?}{kind}", self.info.backend)
     }
 
     /// Whether the adapter runs on the CPU (lavapipe, SwiftShader): its speed says nothing

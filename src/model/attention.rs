@@ -95,9 +95,9 @@ pub fn softmax_rows(mut x: ArrayViewMut2<f32>) {
 /// `first + 1`, ...: their keys and values are appended to the cache and their queries attend
 /// over every cached key too, so scores and weights are (heads, T, first + T).
 #[allow(clippy::too_many_arguments)]
-pub fn self_attention<R: Recorder>(
-    backend: &dyn Backend,
-    x: ArrayView2<f32>,
+pub async fn self_attention<B: Backend, R: Recorder>(
+    backend: &B,
+    x: ArrayView2<'_, f32>,
     w: &AttentionWeights,
     c: &ModelConfig,
     layer: usize,
@@ -109,15 +109,15 @@ pub fn self_attention<R: Recorder>(
     let l = Some(layer);
     let (heads, kv_heads, hd) = (c.n_heads, c.n_kv_heads, c.head_dim);
     let t = x.nrows();
-    let mut q = split_heads(backend.linear(x, &w.query), heads, hd); // (heads, T, hd)
-    let mut k = split_heads(backend.linear(x, &w.key), kv_heads, hd); // (kv_heads, T, hd)
-    let v = split_heads(backend.linear(x, &w.value), kv_heads, hd); // (kv_heads, T, hd)
+    let mut q = split_heads(backend.linear(x, &w.query).await, heads, hd); // (heads, T, hd)
+    let mut k = split_heads(backend.linear(x, &w.key).await, kv_heads, hd); // (kv_heads, T, hd)
+    let v = split_heads(backend.linear(x, &w.value).await, kv_heads, hd); // (kv_heads, T, hd)
     rec.step(Op::Query, l, &[input], || q.clone().into_dyn());
     rec.step(Op::Key, l, &[input], || k.clone().into_dyn());
     rec.step(Op::Value, l, &[input], || v.clone().into_dyn());
     let (q_op, k_op) = if let Position::Rotary { base, adjacent_pairs } = c.position {
-        backend.rotary(&mut q, base, adjacent_pairs, first); // (heads, T, hd)
-        backend.rotary(&mut k, base, adjacent_pairs, first); // (kv_heads, T, hd)
+        backend.rotary(&mut q, base, adjacent_pairs, first).await; // (heads, T, hd)
+        backend.rotary(&mut k, base, adjacent_pairs, first).await; // (kv_heads, T, hd)
         rec.step(Op::RotaryQuery, l, &[Op::Query], || q.clone().into_dyn());
         rec.step(Op::RotaryKey, l, &[Op::Key], || k.clone().into_dyn());
         (Op::RotaryQuery, Op::RotaryKey)
@@ -139,7 +139,7 @@ pub fn self_attention<R: Recorder>(
 
     let scale = 1.0 / (hd as f32).sqrt();
     let group = c.group_size();
-    let mut scores = backend.scores(q.view(), keys.view(), group, scale); // (heads, T, first + T)
+    let mut scores = backend.scores(q.view(), keys.view(), group, scale).await; // (heads, T, first + T)
     // The (heads, T, T) scores and mask are the largest tensors of a pass and cheap to
     // compute again from the queries and keys, which the trace keeps: it keeps how, not them.
     let tt = [heads, t, total];
@@ -164,9 +164,9 @@ pub fn self_attention<R: Recorder>(
     } else {
         rec.unchanged_step(Op::Mask, l, Op::Scores, || scores.clone().into_dyn()); // nothing is hidden
     }
-    backend.softmax(&mut scores); // (heads, T, first + T)
+    backend.softmax(&mut scores).await; // (heads, T, first + T)
     let weights = scores; // (heads, T, first + T), rows sum to 1
-    let head_out = backend.weighted_values(weights.view(), values.view(), group); // (heads, T, hd)
+    let head_out = backend.weighted_values(weights.view(), values.view(), group).await; // (heads, T, hd)
     // Moved into the trace, not copied: the pass is done with the weights.
     rec.step(Op::Softmax, l, &[Op::Mask], || weights.into_dyn());
     // Head outputs and their concatenation are computed again from the weights and values
@@ -182,7 +182,7 @@ pub fn self_attention<R: Recorder>(
     rec.derived_step(Op::Concat, l, &[Op::WeightedSum], &[t, heads * hd], || concat.clone().into_dyn(), |h| {
         merge_heads(as_heads(&h[0]).to_owned()).into_dyn() // (T, heads * hd)
     });
-    let out = backend.linear(concat.view(), &w.output); // (T, d_model)
+    let out = backend.linear(concat.view(), &w.output).await; // (T, d_model)
     rec.step(Op::OutputProjection, l, &[Op::Concat], || out.clone().into_dyn());
     out
 }

@@ -3,6 +3,14 @@
 //! SIMD code, shared with a team of threads where there is one); `crate::gpu::GpuBackend`
 //! runs the same operations as WGSL kernels. The pass, its trace and every step's shape are
 //! the same whichever backend computes them.
+//!
+//! The operations are asynchronous because a GPU's results come back asynchronously (in a
+//! browser nothing may block on them); the CPU's are ready at once, so a pass on `Cpu` is
+//! complete at its first poll (`on_cpu`).
+
+use std::future::Future;
+use std::pin::pin;
+use std::task::{Context, Poll, Waker};
 
 use ndarray::{Array2, Array3, ArrayView2, ArrayView3, Axis};
 
@@ -16,26 +24,28 @@ use super::position::apply_rotary_from;
 use super::team;
 use super::weights::NormWeights;
 
+// The futures stay on the thread that made them (a browser's GPU objects cannot move).
+#[allow(async_fn_in_trait)]
 pub trait Backend {
     /// A short name for status lines and logs ("cpu", or the adapter's).
     fn name(&self) -> String;
     /// y (T, out) = x (T, in) · Wᵀ + b.
-    fn linear(&self, x: ArrayView2<f32>, layer: &Linear) -> Array2<f32>;
+    async fn linear(&self, x: ArrayView2<'_, f32>, layer: &Linear) -> Array2<f32>;
     /// logits (T, vocab) = x (T, d) · Uᵀ, U (vocab, d) the unembedding.
-    fn unembed(&self, x: ArrayView2<f32>, unembedding: &Matrix) -> Array2<f32>;
+    async fn unembed(&self, x: ArrayView2<'_, f32>, unembedding: &Matrix) -> Array2<f32>;
     /// LayerNorm or RMSNorm of each row, with gamma and beta.
-    fn norm(&self, kind: NormKind, w: &NormWeights, x: ArrayView2<f32>, eps: f32) -> Array2<f32>;
+    async fn norm(&self, kind: NormKind, w: &NormWeights, x: ArrayView2<'_, f32>, eps: f32) -> Array2<f32>;
     /// (heads, Tq, Tk) = scale · q (heads, Tq, hd) · k (kv_heads, Tk, hd)ᵀ, query head h reading
     /// key head h / group.
-    fn scores(&self, q: ArrayView3<f32>, k: ArrayView3<f32>, group: usize, scale: f32) -> Array3<f32>;
+    async fn scores(&self, q: ArrayView3<'_, f32>, k: ArrayView3<'_, f32>, group: usize, scale: f32) -> Array3<f32>;
     /// Softmax of every row of every head, in place.
-    fn softmax(&self, scores: &mut Array3<f32>);
+    async fn softmax(&self, scores: &mut Array3<f32>);
     /// (heads, Tq, hd) = weights (heads, Tq, Tk) · v (kv_heads, Tk, hd), per head.
-    fn weighted_values(&self, weights: ArrayView3<f32>, v: ArrayView3<f32>, group: usize) -> Array3<f32>;
+    async fn weighted_values(&self, weights: ArrayView3<'_, f32>, v: ArrayView3<'_, f32>, group: usize) -> Array3<f32>;
     /// ReLU or GELU of every value, in place.
-    fn pointwise(&self, hidden: &mut Array2<f32>, activation: Activation);
+    async fn pointwise(&self, hidden: &mut Array2<f32>, activation: Activation);
     /// Rotary position embedding of (heads, T, hd) rows at positions first, first + 1, ...
-    fn rotary(&self, x: &mut Array3<f32>, base: f32, adjacent_pairs: bool, first: usize);
+    async fn rotary(&self, x: &mut Array3<f32>, base: f32, adjacent_pairs: bool, first: usize);
 }
 
 /// The CPU: the reference every other backend is checked against.
@@ -46,11 +56,11 @@ impl Backend for Cpu {
         "cpu".into()
     }
 
-    fn linear(&self, x: ArrayView2<f32>, layer: &Linear) -> Array2<f32> {
+    async fn linear(&self, x: ArrayView2<'_, f32>, layer: &Linear) -> Array2<f32> {
         layer.forward(x) // (T, out)
     }
 
-    fn unembed(&self, x: ArrayView2<f32>, u: &Matrix) -> Array2<f32> {
+    async fn unembed(&self, x: ArrayView2<'_, f32>, u: &Matrix) -> Array2<f32> {
         if x.nrows() == 1 {
             // One row: shared with the team (if any), as the layers' products are.
             team::shared_product(1, u.rows(), 2, |lo, hi| u.multiply_rows(x, lo, hi)) // (1, vocab)
@@ -60,29 +70,40 @@ impl Backend for Cpu {
         }
     }
 
-    fn norm(&self, kind: NormKind, w: &NormWeights, x: ArrayView2<f32>, eps: f32) -> Array2<f32> {
+    async fn norm(&self, kind: NormKind, w: &NormWeights, x: ArrayView2<'_, f32>, eps: f32) -> Array2<f32> {
         norm::apply(kind, w, x, eps) // (T, d)
     }
 
-    fn scores(&self, q: ArrayView3<f32>, k: ArrayView3<f32>, group: usize, scale: f32) -> Array3<f32> {
+    async fn scores(&self, q: ArrayView3<'_, f32>, k: ArrayView3<'_, f32>, group: usize, scale: f32) -> Array3<f32> {
         scaled_scores(q, k, group, scale) // (heads, Tq, Tk)
     }
 
-    fn softmax(&self, scores: &mut Array3<f32>) {
+    async fn softmax(&self, scores: &mut Array3<f32>) {
         for head in scores.axis_iter_mut(Axis(0)) {
             softmax_rows(head); // (Tq, Tk)
         }
     }
 
-    fn weighted_values(&self, weights: ArrayView3<f32>, v: ArrayView3<f32>, group: usize) -> Array3<f32> {
+    async fn weighted_values(&self, weights: ArrayView3<'_, f32>, v: ArrayView3<'_, f32>, group: usize) -> Array3<f32> {
         weighted_values(weights, v, group) // (heads, Tq, hd)
     }
 
-    fn pointwise(&self, hidden: &mut Array2<f32>, activation: Activation) {
+    async fn pointwise(&self, hidden: &mut Array2<f32>, activation: Activation) {
         apply_pointwise(hidden, activation);
     }
 
-    fn rotary(&self, x: &mut Array3<f32>, base: f32, adjacent_pairs: bool, first: usize) {
+    async fn rotary(&self, x: &mut Array3<f32>, base: f32, adjacent_pairs: bool, first: usize) {
         apply_rotary_from(x, base, adjacent_pairs, first);
+    }
+}
+
+/// Runs a pass on `Cpu` to its end: every `Cpu` operation is ready when first polled, so
+/// such a pass's future is complete at its first poll, with no executor and no waiting.
+/// (Another backend's pass is awaited, or natively waited for with `pollster::block_on`.)
+pub fn on_cpu<F: Future>(pass: F) -> F::Output {
+    let mut future = pin!(pass);
+    match future.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(value) => value,
+        Poll::Pending => unreachable!("a pass on the CPU backend never waits"),
     }
 }

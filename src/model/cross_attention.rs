@@ -15,10 +15,10 @@ use crate::trace::{Op, Recorder};
 /// `input`), `memory` (S, d_model) the encoder's output. Returns the (T, d_model) output
 /// projection.
 #[allow(clippy::too_many_arguments)]
-pub fn cross_attention<R: Recorder>(
-    backend: &dyn Backend,
-    x: ArrayView2<f32>,
-    memory: ArrayView2<f32>,
+pub async fn cross_attention<B: Backend, R: Recorder>(
+    backend: &B,
+    x: ArrayView2<'_, f32>,
+    memory: ArrayView2<'_, f32>,
     w: &AttentionWeights,
     c: &ModelConfig,
     layer: usize,
@@ -28,25 +28,25 @@ pub fn cross_attention<R: Recorder>(
     let l = Some(layer);
     let (heads, kv_heads, hd) = (c.n_heads, c.n_kv_heads, c.head_dim);
     let (t, s) = (x.nrows(), memory.nrows());
-    let q = split_heads(backend.linear(x, &w.query), heads, hd); // (heads, T, hd)
-    let k = split_heads(backend.linear(memory, &w.key), kv_heads, hd); // (kv_heads, S, hd)
-    let v = split_heads(backend.linear(memory, &w.value), kv_heads, hd); // (kv_heads, S, hd)
+    let q = split_heads(backend.linear(x, &w.query).await, heads, hd); // (heads, T, hd)
+    let k = split_heads(backend.linear(memory, &w.key).await, kv_heads, hd); // (kv_heads, S, hd)
+    let v = split_heads(backend.linear(memory, &w.value).await, kv_heads, hd); // (kv_heads, S, hd)
     rec.step(Op::CrossQuery, l, &[input], || q.clone().into_dyn());
     rec.step(Op::CrossKey, l, &[Op::EncoderOutput], || k.clone().into_dyn());
     rec.step(Op::CrossValue, l, &[Op::EncoderOutput], || v.clone().into_dyn());
     let scale = 1.0 / (hd as f32).sqrt();
     let group = c.group_size();
-    let mut scores = backend.scores(q.view(), k.view(), group, scale); // (heads, T, S)
+    let mut scores = backend.scores(q.view(), k.view(), group, scale).await; // (heads, T, S)
     rec.step(Op::CrossScores, l, &[Op::CrossQuery, Op::CrossKey], || scores.clone().into_dyn());
-    backend.softmax(&mut scores); // (heads, T, S)
+    backend.softmax(&mut scores).await; // (heads, T, S)
     let weights = scores; // (heads, T, S), rows sum to 1
-    let head_out = backend.weighted_values(weights.view(), v.view(), group); // (heads, T, hd)
+    let head_out = backend.weighted_values(weights.view(), v.view(), group).await; // (heads, T, hd)
     rec.step(Op::CrossSoftmax, l, &[Op::CrossScores], || weights.into_dyn());
     rec.step(Op::CrossWeightedSum, l, &[Op::CrossSoftmax, Op::CrossValue], || head_out.clone().into_dyn());
     let concat = merge_heads(head_out); // (T, heads * hd)
     debug_assert_eq!(concat.dim(), (t, heads * hd), "one row per target token, whatever S = {s}");
     rec.step(Op::CrossConcat, l, &[Op::CrossWeightedSum], || concat.clone().into_dyn());
-    let out = backend.linear(concat.view(), &w.output); // (T, d_model)
+    let out = backend.linear(concat.view(), &w.output).await; // (T, d_model)
     rec.step(Op::CrossOutput, l, &[Op::CrossConcat], || out.clone().into_dyn());
     out
 }

@@ -47,9 +47,9 @@ pub(crate) fn apply_pointwise<D: Dimension>(hidden: &mut Array<f32, D>, activati
 }
 
 #[allow(clippy::too_many_arguments)]
-pub fn feed_forward<R: Recorder>(
-    backend: &dyn Backend,
-    x: ArrayView2<f32>,
+pub async fn feed_forward<B: Backend, R: Recorder>(
+    backend: &B,
+    x: ArrayView2<'_, f32>,
     w: &FfnWeights,
     activation: Activation,
     layer: usize,
@@ -57,18 +57,18 @@ pub fn feed_forward<R: Recorder>(
     rec: &mut R,
 ) -> Array2<f32> {
     let l = Some(layer);
-    let mut hidden = backend.linear(x, &w.up); // (T, d_ff)
+    let mut hidden = backend.linear(x, &w.up).await; // (T, d_ff)
     rec.step(Op::FfnUp, l, &[input], || hidden.clone().into_dyn());
     match (activation, &w.gate) {
         (Activation::SwiGlu, Some(gate)) => {
-            let g = backend.linear(x, gate); // (T, d_ff)
+            let g = backend.linear(x, gate).await; // (T, d_ff)
             rec.step(Op::FfnGate, l, &[input], || g.clone().into_dyn());
             Zip::from(&mut hidden).and(&g).for_each(|h, &g| *h *= silu(g)); // (T, d_ff)
             rec.step(Op::FfnActivation, l, &[Op::FfnUp], || hidden.clone().into_dyn());
         }
         (Activation::SwiGlu, None) => unreachable!("Weights::check requires a gate for SwiGLU"),
         (pointwise, _) => {
-            backend.pointwise(&mut hidden, pointwise); // (T, d_ff)
+            backend.pointwise(&mut hidden, pointwise).await; // (T, d_ff)
             // The trace keeps the expansion; its activation is computed again when read.
             let shape = [hidden.nrows(), hidden.ncols()];
             rec.derived_step(Op::FfnActivation, l, &[Op::FfnUp], &shape, || hidden.clone().into_dyn(), move |up| {
@@ -78,7 +78,7 @@ pub fn feed_forward<R: Recorder>(
             });
         }
     }
-    let out = backend.linear(hidden.view(), &w.down); // (T, d_model)
+    let out = backend.linear(hidden.view(), &w.down).await; // (T, d_model)
     rec.step(Op::FfnDown, l, &[Op::FfnActivation], || out.clone().into_dyn());
     out
 }

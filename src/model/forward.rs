@@ -6,7 +6,7 @@ use super::attention::{self_attention, softmax_rows};
 use super::cross_attention::cross_attention;
 use super::config::{ModelConfig, NormPlace};
 use super::ffn::feed_forward;
-use super::backend::{Backend, Cpu};
+use super::backend::{on_cpu, Backend, Cpu};
 use super::norm::row_mean_std;
 use super::kv_cache::KvCache;
 use super::weights::{LayerWeights, NormWeights, Weights};
@@ -22,9 +22,9 @@ pub struct ForwardOutput {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn norm_step<R: Recorder>(
-    backend: &dyn Backend,
-    x: ArrayView2<f32>,
+async fn norm_step<B: Backend, R: Recorder>(
+    backend: &B,
+    x: ArrayView2<'_, f32>,
     w: &NormWeights,
     c: &ModelConfig,
     op: Op,
@@ -32,7 +32,7 @@ fn norm_step<R: Recorder>(
     input: Op,
     rec: &mut R,
 ) -> Array2<f32> {
-    let y = backend.norm(c.norm, w, x, c.norm_eps); // (T, d)
+    let y = backend.norm(c.norm, w, x, c.norm_eps).await; // (T, d)
     rec.step(op, layer, &[input], || y.clone().into_dyn());
     rec.norm_stats(layer, || {
         let (input_mean, input_std) = row_mean_std(x); // (T), (T)
@@ -63,9 +63,9 @@ pub enum Logits {
 /// `first`, `first + 1`, ... (see `self_attention`). An encoder-decoder's decoder layer also
 /// reads `memory`, the encoder's (S, d) output, through its cross-attention.
 #[allow(clippy::too_many_arguments)]
-pub fn layer_forward<R: Recorder>(
-    backend: &dyn Backend,
-    x: ArrayView2<f32>,
+pub async fn layer_forward<B: Backend, R: Recorder>(
+    backend: &B,
+    x: ArrayView2<'_, f32>,
     lw: &LayerWeights,
     c: &ModelConfig,
     i: usize,
@@ -73,7 +73,7 @@ pub fn layer_forward<R: Recorder>(
     rec: &mut R,
     cache: Option<&mut KvCache>,
     first: usize,
-    memory: Option<ArrayView2<f32>>,
+    memory: Option<ArrayView2<'_, f32>>,
 ) -> (Array2<f32>, Op) {
     let l = Some(i);
     rec.layer_input(i, stream);
@@ -82,39 +82,39 @@ pub fn layer_forward<R: Recorder>(
     match c.norm_place {
         NormPlace::Post => {
             let mut x = x.to_owned(); // (T, d)
-            let attn = self_attention(backend, x.view(), &lw.attention, c, i, stream, rec, cache, first); // (T, d)
+            let attn = self_attention(backend, x.view(), &lw.attention, c, i, stream, rec, cache, first).await; // (T, d)
             x += &attn; // (T, d)
             rec.step(Op::AttentionResidual, l, &[stream, Op::OutputProjection], || x.clone().into_dyn());
-            x = norm_step(backend, x.view(), &lw.attention_norm, c, Op::AttentionNorm, l, Op::AttentionResidual, rec); // (T, d)
+            x = norm_step(backend, x.view(), &lw.attention_norm, c, Op::AttentionNorm, l, Op::AttentionResidual, rec).await; // (T, d)
             let mut ffn_input = Op::AttentionNorm;
             if let Some((xw, memory)) = cross {
-                let read = cross_attention(backend, x.view(), memory, &xw.attention, c, i, Op::AttentionNorm, rec); // (T, d)
+                let read = cross_attention(backend, x.view(), memory, &xw.attention, c, i, Op::AttentionNorm, rec).await; // (T, d)
                 x += &read; // (T, d)
                 rec.step(Op::CrossResidual, l, &[Op::AttentionNorm, Op::CrossOutput], || x.clone().into_dyn());
-                x = norm_step(backend, x.view(), &xw.norm, c, Op::CrossNorm, l, Op::CrossResidual, rec); // (T, d)
+                x = norm_step(backend, x.view(), &xw.norm, c, Op::CrossNorm, l, Op::CrossResidual, rec).await; // (T, d)
                 ffn_input = Op::CrossNorm;
             }
-            let ffn = feed_forward(backend, x.view(), &lw.ffn, c.activation, i, ffn_input, rec); // (T, d)
+            let ffn = feed_forward(backend, x.view(), &lw.ffn, c.activation, i, ffn_input, rec).await; // (T, d)
             x += &ffn; // (T, d)
             rec.step(Op::FfnResidual, l, &[ffn_input, Op::FfnDown], || x.clone().into_dyn());
-            x = norm_step(backend, x.view(), &lw.ffn_norm, c, Op::FfnNorm, l, Op::FfnResidual, rec); // (T, d)
+            x = norm_step(backend, x.view(), &lw.ffn_norm, c, Op::FfnNorm, l, Op::FfnResidual, rec).await; // (T, d)
             (x, Op::FfnNorm)
         }
         NormPlace::Pre => {
-            let h = norm_step(backend, x, &lw.attention_norm, c, Op::AttentionNorm, l, stream, rec); // (T, d)
-            let attn = self_attention(backend, h.view(), &lw.attention, c, i, Op::AttentionNorm, rec, cache, first); // (T, d)
+            let h = norm_step(backend, x, &lw.attention_norm, c, Op::AttentionNorm, l, stream, rec).await; // (T, d)
+            let attn = self_attention(backend, h.view(), &lw.attention, c, i, Op::AttentionNorm, rec, cache, first).await; // (T, d)
             let mut x = &x + &attn; // (T, d)
             rec.step(Op::AttentionResidual, l, &[stream, Op::OutputProjection], || x.clone().into_dyn());
             let mut sum = Op::AttentionResidual;
             if let Some((xw, memory)) = cross {
-                let h = norm_step(backend, x.view(), &xw.norm, c, Op::CrossNorm, l, Op::AttentionResidual, rec); // (T, d)
-                let read = cross_attention(backend, h.view(), memory, &xw.attention, c, i, Op::CrossNorm, rec); // (T, d)
+                let h = norm_step(backend, x.view(), &xw.norm, c, Op::CrossNorm, l, Op::AttentionResidual, rec).await; // (T, d)
+                let read = cross_attention(backend, h.view(), memory, &xw.attention, c, i, Op::CrossNorm, rec).await; // (T, d)
                 x += &read; // (T, d)
                 rec.step(Op::CrossResidual, l, &[Op::AttentionResidual, Op::CrossOutput], || x.clone().into_dyn());
                 sum = Op::CrossResidual;
             }
-            let h = norm_step(backend, x.view(), &lw.ffn_norm, c, Op::FfnNorm, l, sum, rec); // (T, d)
-            let ffn = feed_forward(backend, h.view(), &lw.ffn, c.activation, i, Op::FfnNorm, rec); // (T, d)
+            let h = norm_step(backend, x.view(), &lw.ffn_norm, c, Op::FfnNorm, l, sum, rec).await; // (T, d)
+            let ffn = feed_forward(backend, h.view(), &lw.ffn, c.activation, i, Op::FfnNorm, rec).await; // (T, d)
             x += &ffn; // (T, d)
             rec.step(Op::FfnResidual, l, &[sum, Op::FfnDown], || x.clone().into_dyn());
             (x, Op::FfnResidual)
@@ -139,13 +139,13 @@ pub fn forward_cached<R: Recorder>(
     rec: &mut R,
     logits: Logits,
 ) -> ForwardOutput {
-    forward_with(&Cpu, ids, cache, w, c, rec, logits)
+    on_cpu(forward_with(&Cpu, ids, cache, w, c, rec, logits))
 }
 
 /// `forward_cached` on `backend`.
 #[allow(clippy::too_many_arguments)]
-pub fn forward_with<R: Recorder>(
-    backend: &dyn Backend,
+pub async fn forward_with<B: Backend, R: Recorder>(
+    backend: &B,
     ids: &[u32],
     cache: Option<&mut KvCache>,
     w: &Weights,
@@ -154,21 +154,21 @@ pub fn forward_with<R: Recorder>(
     logits: Logits,
 ) -> ForwardOutput {
     debug_assert!(!c.is_encoder_decoder(), "an encoder-decoder's decoder runs through `decode`, with the encoder's output");
-    pass(backend, ids, cache, None, w, c, rec, logits)
+    pass(backend, ids, cache, None, w, c, rec, logits).await
 }
 
 /// The encoder of an encoder-decoder on the source ids (within the context): the same
 /// embedding and layers as any model, with bidirectional attention (`encoder_config`).
 /// `rec` sees the encoder's steps, as an encoder's trace. Returns its (S, d_model) output.
-pub fn encode_source<R: Recorder>(backend: &dyn Backend, source: &[u32], w: &Weights, c: &ModelConfig, rec: &mut R) -> Array2<f32> {
+pub async fn encode_source<B: Backend, R: Recorder>(backend: &B, source: &[u32], w: &Weights, c: &ModelConfig, rec: &mut R) -> Array2<f32> {
     let ec = c.encoder_config();
     rec.step(Op::Tokenize, None, &[], || Array1::from_iter(source.iter().map(|&i| i as f32)).into_dyn());
     let (mut x, mut stream) = embed(source, 0, w, &ec, rec); // (S, d)
     for (i, lw) in w.encoder_layers.iter().enumerate() {
-        (x, stream) = layer_forward(backend, x.view(), lw, &ec, i, stream, rec, None, 0, None); // (S, d)
+        (x, stream) = layer_forward(backend, x.view(), lw, &ec, i, stream, rec, None, 0, None).await; // (S, d)
     }
     if let (NormPlace::Pre, Some(n)) = (ec.norm_place, &w.encoder_final_norm) {
-        x = norm_step(backend, x.view(), n, &ec, Op::FinalNorm, None, stream, rec); // (S, d)
+        x = norm_step(backend, x.view(), n, &ec, Op::FinalNorm, None, stream, rec).await; // (S, d)
     }
     x
 }
@@ -176,16 +176,16 @@ pub fn encode_source<R: Recorder>(backend: &dyn Backend, source: &[u32], w: &Wei
 /// The decoder of an encoder-decoder on the target ids (the start token and the tokens
 /// decoded so far), every layer cross-attending to `memory`, the encoder's (S, d_model)
 /// output. The same pass as every decoder's, plus the cross-attention sublayers.
-pub fn decode<R: Recorder>(backend: &dyn Backend, target: &[u32], memory: ArrayView2<f32>, w: &Weights, c: &ModelConfig, rec: &mut R, logits: Logits) -> ForwardOutput {
-    pass(backend, target, None, Some(memory), w, c, rec, logits)
+pub async fn decode<B: Backend, R: Recorder>(backend: &B, target: &[u32], memory: ArrayView2<'_, f32>, w: &Weights, c: &ModelConfig, rec: &mut R, logits: Logits) -> ForwardOutput {
+    pass(backend, target, None, Some(memory), w, c, rec, logits).await
 }
 
 #[allow(clippy::too_many_arguments)]
-fn pass<R: Recorder>(
-    backend: &dyn Backend,
+async fn pass<B: Backend, R: Recorder>(
+    backend: &B,
     ids: &[u32],
     mut cache: Option<&mut KvCache>,
-    memory: Option<ArrayView2<f32>>,
+    memory: Option<ArrayView2<'_, f32>>,
     w: &Weights,
     c: &ModelConfig,
     rec: &mut R,
@@ -202,32 +202,35 @@ fn pass<R: Recorder>(
     rec.step(Op::Tokenize, None, &[], || Array1::from_iter(ids.iter().map(|&i| i as f32)).into_dyn());
     let (mut x, mut stream) = embed(ids, first, w, c, rec); // (T, d)
     if let Some(n) = &w.embedding_norm {
-        x = norm_step(backend, x.view(), n, c, Op::EmbeddingNorm, None, stream, rec); // (T, d)
+        x = norm_step(backend, x.view(), n, c, Op::EmbeddingNorm, None, stream, rec).await; // (T, d)
         stream = Op::EmbeddingNorm;
     }
     if let Some(m) = memory {
         rec.step(Op::EncoderOutput, None, &[], || m.to_owned().into_dyn()); // (S, d)
     }
     for (i, lw) in w.layers.iter().enumerate() {
-        (x, stream) = layer_forward(backend, x.view(), lw, c, i, stream, rec, cache.as_deref_mut(), first, memory); // (T, d)
+        (x, stream) = layer_forward(backend, x.view(), lw, c, i, stream, rec, cache.as_deref_mut(), first, memory).await; // (T, d)
     }
     if let (NormPlace::Pre, Some(n)) = (c.norm_place, &w.final_norm) {
-        x = norm_step(backend, x.view(), n, c, Op::FinalNorm, None, stream, rec); // (T, d)
+        x = norm_step(backend, x.view(), n, c, Op::FinalNorm, None, stream, rec).await; // (T, d)
         stream = Op::FinalNorm;
     }
-    let logits = w.unembedding(c).map(|u| {
-        let rows = match logits {
-            Logits::All => x.view(),                            // (T, d)
-            Logits::Last => x.slice(s![x.nrows() - 1.., ..]), // (1, d)
-        };
-        let logits = backend.unembed(rows, u); // (rows, vocab) = (rows, d) · (d, vocab)
-        rec.step(Op::Unembed, None, &[stream], || logits.clone().into_dyn());
-        rec.step(Op::NextTokenProbabilities, None, &[Op::Unembed], || {
-            let mut last = logits.row(logits.nrows() - 1).to_owned().insert_axis(ndarray::Axis(0)); // (1, vocab)
-            softmax_rows(last.view_mut());
-            last.remove_axis(ndarray::Axis(0)).into_dyn() // (vocab)
-        });
-        logits
-    });
+    let logits = match w.unembedding(c) {
+        None => None,
+        Some(u) => {
+            let rows = match logits {
+                Logits::All => x.view(),                            // (T, d)
+                Logits::Last => x.slice(s![x.nrows() - 1.., ..]), // (1, d)
+            };
+            let logits = backend.unembed(rows, u).await; // (rows, vocab) = (rows, d) · (d, vocab)
+            rec.step(Op::Unembed, None, &[stream], || logits.clone().into_dyn());
+            rec.step(Op::NextTokenProbabilities, None, &[Op::Unembed], || {
+                let mut last = logits.row(logits.nrows() - 1).to_owned().insert_axis(ndarray::Axis(0)); // (1, vocab)
+                softmax_rows(last.view_mut());
+                last.remove_axis(ndarray::Axis(0)).into_dyn() // (vocab)
+            });
+            Some(logits)
+        }
+    };
     ForwardOutput { hidden: x, logits }
 }

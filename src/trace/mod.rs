@@ -2,11 +2,13 @@
 //! steps. The stepper walks it in order; every view reads from it through typed accessors.
 
 mod describe;
+mod difference;
 mod layered;
 mod record;
 mod tensor;
 
 pub use describe::{describe, StepText};
+pub use difference::Difference;
 pub use layered::LayeredRecorder;
 pub use record::{NoRecorder, NormStats, Recorder, TraceRecorder};
 pub use tensor::{Recipe, Tensor, TensorData};

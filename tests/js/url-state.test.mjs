@@ -58,7 +58,7 @@ test('damaged fragments are noted, never thrown', async () => {
 });
 
 test('no link makes the reader throw or hand out a bad value', async () => {
-  const keys = ['text', 'model', 'layer', 'head', 'mode', 'step', 'stephead', 'norm', 'dims', 'threads', 'x'];
+  const keys = ['text', 'model', 'layer', 'head', 'mode', 'step', 'stephead', 'norm', 'dims', 'threads', 'backend', 'x'];
   const value = fc.oneof(fc.string(), fc.string({ unit: 'grapheme' }), fc.bigInt({ min: -(10n ** 30n), max: 10n ** 30n }).map(String),
     fc.double().map(String), fc.constantFrom('4294967296', '1e18', '-1', '0x10', ' 3', '3 ', '', '1,2,3', '0,999999999', 'NaN'));
   const search = fc.array(fc.tuple(fc.constantFrom(...keys), value), { maxLength: 12 })
@@ -71,6 +71,7 @@ test('no link makes the reader throw or hand out a bad value', async () => {
       if (values[k] !== undefined) assert.ok(Number.isSafeInteger(values[k]) && values[k] >= 0, `${k}=${values[k]}`);
     }
     if (values.mode !== undefined) assert.ok(['heatmap', 'lines'].includes(values.mode));
+    if (values.backend !== undefined) assert.ok(['auto', 'cpu', 'gpu'].includes(values.backend));
     if (values.dims !== undefined) assert.ok(values.dims.length >= 1 && values.dims.length <= MAX_DIMS && values.dims.every(Number.isSafeInteger));
     if (values.text !== undefined) assert.equal(typeof values.text, 'string');
     const clamped = clampToLimits(values, LIMITS).values;
@@ -104,7 +105,7 @@ test('out-of-range numbers are clamped or dropped, with a note each', async () =
 test('the query round-trips through parseLink', async () => {
   await fc.assert(fc.asyncProperty(fc.record({
     layer: fc.nat(5), head: fc.nat(11), mode: fc.constantFrom('heatmap', 'lines'), step: fc.nat(101), stepHead: fc.nat(11),
-    norm: fc.nat(12), dims: fc.uniqueArray(fc.nat(383), { minLength: 1, maxLength: MAX_DIMS }), threads: fc.constantFrom(1, 2),
+    norm: fc.nat(12), dims: fc.uniqueArray(fc.nat(383), { minLength: 1, maxLength: MAX_DIMS }), threads: fc.constantFrom(1, 2), backend: fc.constantFrom('auto', 'cpu', 'gpu'),
     residualTokens: fc.option(fc.uniqueArray(fc.nat(40), { minLength: 1, maxLength: MAX_DIMS }), { nil: null }),
   }), async (s) => {
     const { values, notes } = await parseLink(queryFor(s, 'minilm-l6'), '');
@@ -112,7 +113,15 @@ test('the query round-trips through parseLink', async () => {
     for (const k of ['layer', 'head', 'mode', 'step', 'stepHead', 'norm', 'dims']) assert.deepEqual(values[k], s[k], k);
     assert.deepEqual(values.residualTokens, s.residualTokens ?? undefined);
     assert.equal(values.threads, s.threads === 1 ? 1 : undefined);
+    assert.equal(values.backend, s.backend === 'auto' ? undefined : s.backend);
   }), { numRuns: runs });
+});
+
+test('a link names the backend as auto, cpu or gpu, or is noted and ignored', async () => {
+  assert.equal((await parseLink('?backend=gpu', '')).values.backend, 'gpu');
+  const { values, notes } = await parseLink('?backend=%3Cscript%3E', '');
+  assert.equal(values.backend, undefined);
+  assert.match(notes.join(' '), /not auto, cpu or gpu/);
 });
 
 test('features parse as a short list of whole numbers or not at all', () => {

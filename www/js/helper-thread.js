@@ -8,18 +8,20 @@ import { $ } from './dom.js';
 import { state } from './state.js';
 import { session } from './session.js';
 import { modelNamed } from './models.js';
+import { gpu, renderGpuStatus } from './gpu-backend.js';
 
 // Why the page computes with one thread, in the status line's words (null: two threads).
 let oneThreadBecause = 'a helper thread is starting';
 
 export function showBackend() {
   const { viz } = session;
-  const backend = viz.backend();
+  const backend = gpu.active ? 'GPU (WebGPU)' : viz.backend();
   if ($('backend').textContent !== backend) $('backend').textContent = backend;
-  const why = viz.threads() > 1 ? '' : `(one thread: ${oneThreadBecause})`;
+  const why = gpu.active || viz.threads() > 1 ? '' : `(one thread: ${oneThreadBecause})`;
   if ($('backend-why').textContent !== why) $('backend-why').textContent = why;
   window.__tviz.backend = backend;
   window.__tviz.threads = viz.threads();
+  renderGpuStatus();
 }
 
 // The running helper: its worker and the page's model it serves (null: none).

@@ -28,6 +28,7 @@ import { wireTranslation } from './translation.js';
 import { attachHover } from './hover.js';
 import { attachExport } from './export.js';
 import { showBackend, startHelper } from './helper-thread.js';
+import { openGpu, wireBackendChoice } from './gpu-backend.js';
 import { wirePresenter } from './presenter.js';
 import { openFirstModel, wirePicker, switchModel } from './model-picker.js';
 
@@ -88,7 +89,10 @@ function showNewModel(files) {
   showBackend();
   update();
   refreshCompare();
-  setTimeout(() => startHelper(files.config, files.tokenizer, files.weights), 0);
+  setTimeout(() => {
+    startHelper(files.config, files.tokenizer, files.weights);
+    openGpu(update);
+  }, 0);
 }
 
 async function main() {
@@ -104,11 +108,13 @@ async function main() {
   renderStaticMath();
   wire();
   wirePicker(showNewModel);
+  wireBackendChoice(update);
   // The helper starts, and the equations off screen are typeset, after the first complete view,
   // so that neither delays it.
   drawTiming.afterFirstView = () => {
     drawTiming.afterFirstView = null; // let go of the files (SmolLM2's weights stay in no worker)
     startHelper(files.config, files.tokenizer, files.weights);
+    openGpu(update);
     renderRemainingMath();
   };
   window.__tviz.helper = 'starting';

@@ -11,6 +11,7 @@ import { wasmBindings } from './loading.js';
 import { MODELS, DEFAULT_MODEL, modelNamed, labelOf, downloadBytes, megabytes } from './models.js';
 import { loadModelFiles, isCached, cacheAvailable } from './model-files.js';
 import { stopHelper } from './helper-thread.js';
+import { closeGpu } from './gpu-backend.js';
 import { renderModelText } from './applicable.js';
 
 const mb = (bytes) => megabytes(bytes, 1);
@@ -89,6 +90,7 @@ async function fetchAndBuild(name, bindingsReady, { signal, why = '' } = {}) {
 function install({ name, viz, load }) {
   const old = session.viz;
   stopHelper(); // it serves the old model
+  closeGpu(); // so does the GPU session
   session.viz = viz;
   session.modelName = name;
   session.config = viz.config();

@@ -85,6 +85,8 @@ export const MODELS = {
     // The helper thread holds a second copy of the quantized weights (98 MB) and its own KV
     // cache: worth it for a pass, and for each generated token (half of every product).
     helperThread: null,
+    // Why `?backend=auto` keeps it on the CPU even beside a hardware GPU (gpu-backend.js).
+    gpuAuto: 'its 4-bit weights would be widened to 540 MB of f32 on the GPU, and a GPU pass recomputes every token (no KV cache there yet)',
   },
 };
 

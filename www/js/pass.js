@@ -18,9 +18,10 @@ import { renderHeadFinder } from './head-finder.js';
 import { resetLinesFocus } from './attention.js';
 import { renderCompare } from './compare.js';
 import { renderTranslation } from './translation.js';
+import { gpu, fallBack } from './gpu-backend.js';
 
 // For tests and the benchmark: how many updates ran and how long input took to be drawn.
-window.__tviz = { renders: 0, latencies: [], settledLatencies: [], passes: [], ready: null, backend: null, helper: 'off' };
+window.__tviz = { gpuPasses: 0, gpuPassText: null, renders: 0, latencies: [], settledLatencies: [], passes: [], ready: null, backend: null, helper: 'off' };
 
 let pending = false;
 let inputAt = null;
@@ -30,25 +31,83 @@ drawTiming.passPending = () => pending;
 export function update() {
   const { viz } = session;
   if (!viz) return;
+  if (gpu.active) {
+    passOnGpu();
+    return;
+  }
   const started = performance.now();
   let summary;
   try {
     summary = viz.set_text(state.text);
   } catch (err) {
-    // Say what is wrong beside the text box; the charts keep the last sentence's pass, and
-    // the chips and count say so instead of showing tokens that are no longer typed.
-    showError(String(err.message ?? err), 'text-error');
-    $('tokens').replaceChildren();
-    $('token-count').textContent = 'No tokens. The charts below still show the last sentence.';
-    $('truncated').hidden = true;
-    document.body.classList.add('stale');
-    window.__tviz.renders += 1;
-    inputAt = null;
+    showTextError(err);
     return;
   }
   clearError('text-error');
   document.body.classList.remove('stale');
   showSummary(summary, started);
+}
+
+// Text the model cannot read: say what is wrong beside the text box; the charts keep the
+// last sentence's pass, and the chips and count say so instead of showing tokens that are no
+// longer typed.
+function showTextError(err) {
+  showError(String(err.message ?? err), 'text-error');
+  $('tokens').replaceChildren();
+  $('token-count').textContent = 'No tokens. The charts below still show the last sentence.';
+  $('truncated').hidden = true;
+  document.body.classList.add('stale');
+  window.__tviz.renders += 1;
+  inputAt = null;
+}
+
+// A pass on the GPU is asynchronous (its readbacks are awaited): one runs at a time, and
+// text typed meanwhile gets one pass on the latest text when it ends. The views keep the last
+// finished pass until then.
+let gpuBusy = false;
+let gpuAgain = false;
+
+async function passOnGpu() {
+  if (gpuBusy) {
+    gpuAgain = true;
+    return;
+  }
+  gpuBusy = true;
+  const started = performance.now();
+  const { viz } = session;
+  const opened = gpu.session;
+  try {
+    const { text } = state;
+    const pass = await opened.trace(text);
+    if (session.viz !== viz || gpu.session !== opened) {
+      pass.free(); // another model was loaded meanwhile
+      return;
+    }
+    let difference;
+    try {
+      difference = viz.largest_difference(pass);
+    } catch (err) {
+      difference = { error: String(err.message ?? err) };
+    }
+    const failure = opened.failure();
+    const summary = viz.install_pass(pass);
+    if (failure) fallBack(failure);
+    else gpu.difference = difference;
+    window.__tviz.gpuPasses += 1;
+    window.__tviz.gpuPassText = text;
+    clearError('text-error');
+    document.body.classList.remove('stale');
+    showSummary(summary, started);
+    showBackend();
+  } catch (err) {
+    if (session.viz === viz) showTextError(err);
+  } finally {
+    gpuBusy = false;
+    if (gpuAgain) {
+      gpuAgain = false;
+      update();
+    }
+  }
 }
 
 /** What a pass computed, in words: its time, and for a causal model what the KV cache gave. */

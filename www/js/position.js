@@ -38,8 +38,9 @@ export function renderDimsForModel(asked = 'The link asked for features this pag
   // Features from a shared link (or chosen for another model) are checked against this model.
   const fromUrl = checkDims(state.dims.join(','), d);
   if (fromUrl.message) {
-    state.dims = [...DEFAULT_DIMS];
-    say(`${asked} ${fromUrl.message} Showing ${state.dims.join(', ')}.`);
+    const chosen = state.dims.join(',') !== DEFAULT_DIMS.join(','); // else the page's own choice
+    state.dims = DEFAULT_DIMS.filter((dim) => dim < d); // a narrow model (64 wide) keeps 0, 1, 40
+    if (chosen) say(`${asked} ${fromUrl.message} Showing ${state.dims.join(', ')}.`);
   }
   showDims();
 }

@@ -26,6 +26,7 @@ export const state = {
   seed: 0,
   gridPattern: 'previous', // the head grid's colouring: previous, induction or first
   threads: 2, // 1: no helper thread (`?threads=1`)
+  backend: 'auto', // where passes run: auto, cpu or gpu (`?backend=`, gpu-backend.js)
   layerHeadFromUrl: false, // else the head finder picks an informative head to open on
 };
 

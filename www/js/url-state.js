@@ -16,6 +16,7 @@ export const MAX_DECODED_TEXT_BYTES = 1 << 20;
 export const MAX_DIMS = 8;
 
 const MODES = new Set(['heatmap', 'lines']);
+const BACKENDS = new Set(['auto', 'cpu', 'gpu']);
 
 function toBase64Url(bytes) {
   let binary = '';
@@ -137,6 +138,11 @@ export async function parseLink(search, hash) {
     else notes.push(`The link's ${param}=${shorten(text)} is not ${whole ? 'a whole number' : 'a number'} from ${lo} to ${hi}, so it was ignored.`);
   }
   if (q.get('threads') === '1') values.threads = 1;
+  if (q.has('backend')) {
+    const backend = q.get('backend');
+    if (BACKENDS.has(backend)) values.backend = backend;
+    else notes.push(`The link's backend=${shorten(backend)} is not auto, cpu or gpu, so the page chooses (auto).`);
+  }
   return { values, notes };
 }
 
@@ -198,6 +204,7 @@ export function queryFor(state, model) {
   if (state.topP !== undefined && state.topP !== 1) q.set('topp', String(state.topP));
   if (state.seed) q.set('seed', String(state.seed));
   if (state.threads === 1) q.set('threads', '1');
+  if (state.backend && state.backend !== 'auto') q.set('backend', state.backend);
   return `?${q}`;
 }
 

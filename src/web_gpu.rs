@@ -1,0 +1,97 @@
+//! The page's GPU backend: WebGPU through wgpu (`crate::gpu`), computing the pass of the model
+//! a `Viz` holds. Every readback is awaited, so a pass is a promise: the page awaits it, then
+//! hands the finished pass to `Viz::install_pass`, which makes it the one every view reads.
+//! Data still flows one way: text → tokens → one pass (here, on the GPU) → one trace → views.
+
+use std::rc::Rc;
+
+use wasm_bindgen::prelude::*;
+
+use crate::gpu::{GpuBackend, GpuContext};
+use crate::trace::Trace;
+use crate::Transformer;
+
+/// A GPU device with this model's weights on it (uploaded on the first pass).
+#[wasm_bindgen]
+pub struct GpuSession {
+    inner: Rc<Inner>,
+}
+
+struct Inner {
+    backend: GpuBackend,
+    model: Rc<Transformer>,
+    /// The most tokens a pass takes, as the page's CPU pass.
+    limit: usize,
+}
+
+/// A finished pass on the GPU, until the page installs it (`Viz::install_pass`).
+#[wasm_bindgen]
+pub struct GpuPass {
+    trace: Trace,
+    milliseconds: f64,
+}
+
+impl GpuPass {
+    pub(crate) fn trace(&self) -> &Trace {
+        &self.trace
+    }
+
+    pub(crate) fn into_parts(self) -> (Trace, f64) {
+        (self.trace, self.milliseconds)
+    }
+}
+
+fn rejection(message: impl std::fmt::Display) -> JsValue {
+    JsError::new(&message.to_string()).into()
+}
+
+/// `Viz::open_gpu`: a promise of a session, or of the reason there is none.
+pub(crate) fn open(model: Rc<Transformer>, limit: usize) -> js_sys::Promise {
+    wasm_bindgen_futures::future_to_promise(async move {
+        if model.config.is_encoder_decoder() {
+            return Err(rejection(format!("{} is an encoder-decoder, which runs on the CPU only so far", model.config.name)));
+        }
+        let ctx = GpuContext::new().await.map_err(rejection)?;
+        let backend = GpuBackend::new(ctx, &model.weights);
+        Ok(GpuSession { inner: Rc::new(Inner { backend, model, limit }) }.into())
+    })
+}
+
+#[wasm_bindgen]
+impl GpuSession {
+    /// The adapter and API, for the status line ("SwiftShader ... on BrowserWebGpu, a
+    /// software adapter").
+    pub fn adapter(&self) -> String {
+        self.inner.backend.context().adapter_description()
+    }
+
+    /// Whether the adapter emulates a GPU on the CPU (its speed says nothing of a real GPU's).
+    pub fn is_software(&self) -> bool {
+        self.inner.backend.context().is_software()
+    }
+
+    /// Why the GPU stopped and its passes finish on the CPU, if it did.
+    pub fn failure(&self) -> Option<String> {
+        self.inner.backend.failure().map(|e| e.to_string())
+    }
+
+    /// Destroys the device, as a driver reset would (`device.destroy()`): the next pass
+    /// fails over to the CPU. For the tests and the page's "simulate a lost GPU" link.
+    pub fn lose_device(&self) {
+        self.inner.backend.lose_device();
+    }
+
+    /// The traced pass on `text` (cut to the page's limit), computed on the GPU: a promise of
+    /// a `GpuPass`, rejected only for text the model cannot read (as `Viz::set_text` fails).
+    /// A kernel that fails or a device lost on the way hands the rest of the pass to the CPU
+    /// (`failure` says so); the pass still finishes.
+    pub fn trace(&self, text: String) -> js_sys::Promise {
+        let inner = self.inner.clone();
+        wasm_bindgen_futures::future_to_promise(async move {
+            let start = js_sys::Date::now();
+            let encoding = inner.model.encode_within(&text, inner.limit).map_err(rejection)?;
+            let trace = inner.model.trace_encoding_with(&inner.backend, encoding, &text).await.map_err(rejection)?;
+            Ok(GpuPass { trace, milliseconds: js_sys::Date::now() - start }.into())
+        })
+    }
+}

@@ -1,0 +1,124 @@
+// The GPU backend in the page: WebGPU through wgpu, on headless Chromium's only adapter here,
+// SwiftShader (an emulation on the CPU: these tests check correctness, never speed). The
+// same sentence's views computed on the GPU and on the CPU agree within the stated bounds
+// (attention 1e-4, other values 1e-3 relative); a device destroyed while the page is in use
+// hands the page to the CPU without a reload; without WebGPU the page says it computes on
+// the CPU and shows every view.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { usePage, openPage, typeSentence, CHARTS, isBlank } from './helpers.mjs';
+
+const env = usePage();
+const SENTENCE = 'The GPU and the CPU compute this sentence alike.';
+const LONG = 120000; // SwiftShader compiles each kernel on first use: a first GPU pass is slow
+
+/** Waits until the GPU pass of `text` has been installed and its views drawn. */
+async function gpuPassOf(page, text) {
+  await page.waitForFunction((t) => window.__tviz.gpuPassText === t && window.__tviz.gpu?.difference, text, { timeout: LONG });
+  await page.evaluate(() => window.__tvizFlush());
+}
+
+/** The numbers two views drew: layer 5 head 3's attention and the stepper's step 100. */
+const drawnValues = (page) => page.evaluate(() => ({
+  attention: Array.from(window.__tvizDrawn.attention.values),
+  step: Array.from(window.__tvizDrawn.step.values),
+}));
+
+function largest(a, b, relative) {
+  assert.equal(a.length, b.length);
+  let gap = 0;
+  for (let i = 0; i < a.length; i += 1) gap = Math.max(gap, Math.abs(a[i] - b[i]) / (relative ? Math.max(1, Math.abs(a[i])) : 1));
+  return gap;
+}
+
+async function cpuValues(text) {
+  const { page, context, problems } = await openPage(env, `${env.base}?layer=5&head=3&step=100&backend=cpu`);
+  await typeSentence(page, text);
+  await page.evaluate(() => window.__tvizFlush());
+  const values = await drawnValues(page);
+  assert.equal(await page.evaluate(() => window.__tviz.gpuPasses), 0, 'backend=cpu never computes on the GPU');
+  assert.deepEqual(problems, []);
+  await context.close();
+  return values;
+}
+
+test('with ?backend=gpu the views are computed on the GPU, name its adapter and agree with the CPU', async () => {
+  const cpu = await cpuValues(SENTENCE);
+  const { page, context, problems } = await openPage(env, `${env.base}?layer=5&head=3&step=100&backend=gpu`);
+  await page.waitForFunction(() => window.__tviz.gpu?.active, null, { timeout: LONG });
+  await typeSentence(page, SENTENCE);
+  await gpuPassOf(page, SENTENCE);
+  const gpu = await page.evaluate(() => window.__tviz.gpu);
+  assert.equal(gpu.lost, null);
+  assert.equal(gpu.software, true, 'SwiftShader is a software adapter');
+  assert.ok(gpu.difference.attention < 1e-4, `attention differs by ${gpu.difference.attention}`);
+  assert.ok(gpu.difference.other < 1e-3, `a value differs by ${gpu.difference.other} relative`);
+  assert.ok(gpu.difference.values > 100000, 'every step of the pass was compared');
+  assert.equal(await page.textContent('#backend'), 'GPU (WebGPU)');
+  assert.match(await page.textContent('#gpu-status'), /on the GPU: .*; largest difference from the CPU's pass: attention/);
+  // The views read the GPU's numbers, and they are the CPU's within the bounds.
+  const drawn = await drawnValues(page);
+  assert.ok(drawn.attention.length > 100 && drawn.step.length > 100);
+  assert.ok(largest(cpu.attention, drawn.attention, false) < 1e-4);
+  assert.ok(largest(cpu.step, drawn.step, true) < 1e-3);
+  assert.notDeepEqual(drawn.step, cpu.step, 'the GPU computed these (its rounding differs somewhere from the CPU\'s)');
+  for (const chart of CHARTS) assert.equal(await isBlank(page, chart), false, `${chart} is blank`);
+  // The switch runs the same sentence on the CPU: the CPU's own numbers, exactly.
+  await page.selectOption('#backend-choice', 'cpu');
+  await page.waitForFunction(() => /^CPU/.test(document.getElementById('backend').textContent) && /backend=cpu/.test(location.search));
+  await page.evaluate(() => window.__tvizFlush());
+  await page.waitForFunction((want) => window.__tvizDrawn.step.values.length === want.length
+    && Array.from(window.__tvizDrawn.step.values).every((v, i) => v === want[i]), cpu.step);
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
+test('a GPU device lost while the page is in use hands every later pass to the CPU, without a reload', async () => {
+  const { page, context, problems } = await openPage(env, `${env.base}?layer=5&head=3&step=100&backend=gpu`);
+  await page.waitForFunction(() => window.__tviz.gpu?.active, null, { timeout: LONG });
+  await typeSentence(page, 'A first sentence on the GPU.');
+  await gpuPassOf(page, 'A first sentence on the GPU.');
+  await page.evaluate(() => window.__tviz.loseGpu()); // device.destroy(), then a pass
+  await page.waitForFunction(() => window.__tviz.gpu.lost !== null, null, { timeout: LONG });
+  assert.match(await page.textContent('#notice'), /The GPU stopped/);
+  assert.match(await page.textContent('#gpu-status'), /stopped/);
+  await page.waitForFunction(() => /^CPU/.test(document.getElementById('backend').textContent));
+  const cpu = await cpuValues(SENTENCE);
+  await typeSentence(page, SENTENCE);
+  await page.evaluate(() => window.__tvizFlush());
+  assert.deepEqual(await drawnValues(page), cpu, 'after the loss the views show the CPU\'s numbers');
+  for (const chart of CHARTS) assert.equal(await isBlank(page, chart), false, `${chart} is blank`);
+  assert.equal(await page.isDisabled('#backend-choice option[value=gpu]'), true);
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
+test('without WebGPU the page computes on the CPU, says why, and shows every view', async () => {
+  const { page, context, problems } = await openPage(env, `${env.base}?backend=gpu`, {
+    route: (p) => p.addInitScript(() => Object.defineProperty(Navigator.prototype, 'gpu', { get: () => undefined })),
+  });
+  await page.waitForFunction(() => /no WebGPU/.test(document.getElementById('gpu-status').textContent));
+  assert.match(await page.textContent('#backend'), /^CPU \(WebAssembly/);
+  await typeSentence(page, SENTENCE);
+  await page.evaluate(() => window.__tvizFlush());
+  for (const chart of CHARTS) assert.equal(await isBlank(page, chart), false, `${chart} is blank`);
+  assert.equal(await page.evaluate(() => window.__tviz.gpuPasses), 0);
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
+test('by default a software adapter is offered, not used; an encoder-decoder stays on the CPU and says so', async () => {
+  const { page, context, problems } = await openPage(env, env.base);
+  await page.waitForFunction(() => /GPU available/.test(document.getElementById('gpu-status').textContent), null, { timeout: LONG });
+  assert.match(await page.textContent('#gpu-status'), /emulation slower than the CPU path/);
+  assert.match(await page.textContent('#backend'), /^CPU/);
+  assert.deepEqual(problems, []);
+  await context.close();
+  const reverse = await openPage(env, `${env.base}?backend=gpu`, { model: 'lecture-reverse' });
+  await reverse.page.waitForFunction(() => /encoder-decoder/.test(document.getElementById('gpu-status').textContent), null, { timeout: LONG });
+  assert.match(await reverse.page.textContent('#backend'), /^CPU/);
+  // Opened by a link, the 64-wide model's wave charts keep the default features that fit it.
+  assert.equal(await reverse.page.isHidden('#error'), true, await reverse.page.textContent('#error'));
+  assert.deepEqual(reverse.problems, []);
+  await reverse.context.close();
+});

@@ -100,7 +100,8 @@ async function measure({ dist, serveWith }, model) {
 }
 
 function report(results) {
-  const ms = (v) => `${v.toFixed(1)} ms`;
+  // A size whose keystrokes change no token (text past the context) times no pass: '–'.
+  const ms = (v) => (v === undefined ? '–' : `${v.toFixed(1)} ms`);
   console.log(`${results.dist}: ${results.model}`);
   console.log(`navigation to first complete view (3 loads): on-screen charts median ${ms(results.firstViewStats.median)}, max ${ms(results.firstViewStats.max)}; every chart median ${ms(results.firstAllChartsStats.median)}, max ${ms(results.firstAllChartsStats.max)}`);
   for (const [backend, byTokens] of Object.entries(results.typing)) {

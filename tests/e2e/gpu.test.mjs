@@ -55,7 +55,8 @@ test('with ?backend=gpu the views are computed on the GPU, name its adapter and 
   assert.ok(gpu.difference.other < 1e-3, `a value differs by ${gpu.difference.other} relative`);
   assert.ok(gpu.difference.values > 100000, 'every step of the pass was compared');
   assert.equal(await page.textContent('#backend'), 'GPU (WebGPU)');
-  assert.match(await page.textContent('#gpu-status'), /on the GPU: .*; largest difference from the CPU's pass: attention/);
+  assert.match(await page.textContent('#gpu-status'), /^on google swiftshader \(software\); largest difference from the CPU: attention/);
+  assert.match(await page.getAttribute('#gpu-status', 'title'), /swiftshader on BrowserWebGpu/);
   // The views read the GPU's numbers, and they are the CPU's within the bounds.
   const drawn = await drawnValues(page);
   assert.ok(drawn.attention.length > 100 && drawn.step.length > 100);
@@ -109,8 +110,9 @@ test('without WebGPU the page computes on the CPU, says why, and shows every vie
 
 test('by default a software adapter is offered, not used; an encoder-decoder stays on the CPU and says so', async () => {
   const { page, context, problems } = await openPage(env, env.base);
-  await page.waitForFunction(() => /GPU available/.test(document.getElementById('gpu-status').textContent), null, { timeout: LONG });
-  assert.match(await page.textContent('#gpu-status'), /emulation slower than the CPU path/);
+  await page.waitForFunction(() => /unused/.test(document.getElementById('gpu-status').textContent), null, { timeout: LONG });
+  assert.match(await page.textContent('#gpu-status'), /^GPU \(software\): unused$/);
+  assert.match(await page.getAttribute('#gpu-status', 'title'), /swiftshader on BrowserWebGpu.*emulates a GPU on the CPU/);
   assert.match(await page.textContent('#backend'), /^CPU/);
   assert.deepEqual(problems, []);
   await context.close();

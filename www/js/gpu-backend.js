@@ -87,11 +87,15 @@ async function adapterName() {
   }
 }
 
-/** The adapter in the status line's words. */
+/** The adapter in full (the status line's tooltip) and in short (its text). */
 function adapter() {
   const described = gpu.session.adapter(); // "<name> on BrowserWebGpu[, a software adapter]"
   return gpu.name && described.startsWith('an unnamed adapter') ? described.replace('an unnamed adapter', gpu.name) : described;
 }
+const shortAdapter = () => gpu.name ?? adapter().replace(/ on BrowserWebGpu.*$/, '');
+
+// A reason can be long (a driver's message): the status line shows its start.
+const clip = (text, most = 60) => ([...text].length > most ? `${[...text].slice(0, most - 1).join('')}…` : text);
 
 const fmt = (x) => (x === 0 ? '0' : x.toExponential(1));
 
@@ -99,23 +103,34 @@ const fmt = (x) => (x === 0 ? '0' : x.toExponential(1));
 export function renderGpuStatus() {
   const el = $('gpu-status');
   const choice = $('backend-choice');
+  // A short line beside the choice (the header stays one line high at 1280 px); the adapter
+  // and the whole story in its tooltip.
   let text;
+  let title;
   if (gpu.active) {
     const d = gpu.difference;
-    const agree = !d ? 'comparing with the CPU…'
-      : d.error ? `could not compare with the CPU: ${d.error}`
-        : `largest difference from the CPU's pass: attention ${fmt(d.attention)}, other values ${fmt(d.other)} relative`;
-    text = `on the GPU: ${adapter()}${gpu.session.is_software() ? ' (an emulation on the CPU: correct, not fast)' : ''}; ${agree}`;
+    const software = gpu.session.is_software() ? ' (software)' : '';
+    text = !d ? `on ${shortAdapter()}${software}; comparing with the CPU…`
+      : d.error ? `on ${shortAdapter()}${software}; could not compare with the CPU: ${d.error}`
+        : `on ${shortAdapter()}${software}; largest difference from the CPU: attention ${fmt(d.attention)}, other ${fmt(d.other)} (relative)`;
+    title = `Computed on the GPU: ${adapter()}${software ? ', an emulation on the CPU (correct, not fast)' : ''}. Each pass is compared with the CPU's pass on the same tokens: the largest difference of any attention weight, and of any other value relative to its size.`;
   } else if (gpu.lost) {
-    text = `GPU: stopped (${gpu.lost}); computing on the CPU`;
+    text = clip(`GPU stopped: ${gpu.lost}`);
+    title = `The GPU stopped (${gpu.lost}); every pass since runs on the CPU.`;
   } else if (gpu.session) {
     const kept = modelNamed(session.modelName)?.gpuAuto;
-    text = state.backend === 'cpu' ? `GPU available (${adapter()}); the CPU computes, as chosen`
-      : gpu.session.is_software() ? `GPU available (${adapter()}), an emulation slower than the CPU path: choose GPU to compare`
-        : `GPU available (${adapter()}); this model stays on the CPU unless GPU is chosen: ${kept}`;
+    const software = gpu.session.is_software();
+    text = state.backend === 'cpu' ? 'GPU: unused (CPU chosen)'
+      : software ? 'GPU (software): unused'
+        : 'GPU: unused for this model';
+    title = `A WebGPU adapter is available: ${adapter()}. ${state.backend === 'cpu' ? 'The CPU computes, as chosen.'
+      : software ? 'It emulates a GPU on the CPU, far slower than the page\'s own CPU path: choose GPU to compare the two.'
+        : `This model stays on the CPU unless GPU is chosen: ${kept}.`}`;
   } else {
-    text = `GPU: none (${gpu.why})`;
+    text = clip(`GPU: none (${gpu.why})`);
+    title = `No GPU computes here: ${gpu.why}. The page computes on the CPU.`;
   }
+  if (el.title !== title) el.title = title;
   if (el.textContent !== text) el.textContent = text;
   choice.value = state.backend;
   choice.querySelector('option[value=gpu]').disabled = !gpu.session || Boolean(gpu.lost);

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use ndarray::Array1;
 
 use crate::error::{Result, VizError};
-use crate::model::backend::Backend;
+use crate::model::backend::{on_cpu, Backend, Cpu};
 use crate::model::forward::{forward_cached, forward_with, Logits};
 use crate::model::kv_cache::KvCache;
 use crate::model::{forward, ForwardOutput, ModelConfig, Weights};
@@ -75,22 +75,31 @@ impl Transformer {
     /// Asynchronous: a GPU's results come back asynchronously (natively, wait on it with
     /// `pollster::block_on`; on `Cpu`, `model::backend::on_cpu` runs it to its end at once).
     pub async fn trace_with<B: Backend>(&self, backend: &B, text: &str) -> Result<Trace> {
-        if self.config.is_encoder_decoder() {
-            return Err(VizError::Gpu(format!("{} is an encoder-decoder, which runs on the CPU only so far", self.config.name)));
-        }
+        self.check_runs_on_any_backend()?;
         let encoding = self.encode(text)?;
-        self.trace_encoding_with(backend, encoding, text).await
+        Ok(self.trace_whole(backend, encoding, text).await)
     }
 
     /// `trace_with` on tokens that came from `encode` or `encode_within`.
     pub async fn trace_encoding_with<B: Backend>(&self, backend: &B, encoding: Encoding, text: &str) -> Result<Trace> {
+        self.check_runs_on_any_backend()?;
+        Ok(self.trace_whole(backend, encoding, text).await)
+    }
+
+    /// Fails for a model whose pass only the CPU runs so far (an encoder-decoder's).
+    pub fn check_runs_on_any_backend(&self) -> Result<()> {
         if self.config.is_encoder_decoder() {
             return Err(VizError::Gpu(format!("{} is an encoder-decoder, which runs on the CPU only so far", self.config.name)));
         }
+        Ok(())
+    }
+
+    /// The pass of a decoder-only model or an encoder on `backend`, every step recorded.
+    async fn trace_whole<B: Backend>(&self, backend: &B, encoding: Encoding, text: &str) -> Trace {
         let mut rec = TraceRecorder::new(&self.config);
         let logits = if self.config.causal { Logits::Last } else { Logits::All };
         forward_with(backend, &encoding.ids(), None, &self.weights, &self.config, &mut rec, logits).await;
-        Ok(Trace {
+        Trace {
             model: self.config.name.clone(),
             config: self.config.clone(),
             text: text.to_string(),
@@ -99,7 +108,7 @@ impl Transformer {
             steps: rec.steps,
             norms: rec.norms,
             source: None,
-        })
+        }
     }
 
     /// The plain forward pass, keeping only its output.
@@ -119,18 +128,7 @@ impl Transformer {
         if self.config.causal {
             return self.continue_trace(encoding, text, None, &mut KvCache::new()).trace;
         }
-        let mut rec = TraceRecorder::new(&self.config);
-        forward(&encoding.ids(), &self.weights, &self.config, &mut rec);
-        Trace {
-            model: self.config.name.clone(),
-            config: self.config.clone(),
-            text: text.to_string(),
-            tokens: encoding.tokens,
-            truncated: encoding.truncated,
-            steps: rec.steps,
-            norms: rec.norms,
-            source: None,
-        }
+        on_cpu(self.trace_whole(&Cpu, encoding, text))
     }
 
     /// The traced pass of a causal model on `encoding`, continuing `previous` (this model's

@@ -323,7 +323,6 @@ impl Viz {
         }
         let (trace, milliseconds) = pass.into_parts();
         self.recompute = false;
-        self.trace = None;
         self.cache = KvCache::new();
         self.helper_cached.clear();
         self.reused = 0;

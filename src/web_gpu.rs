@@ -7,6 +7,7 @@ use std::rc::Rc;
 
 use wasm_bindgen::prelude::*;
 
+use crate::error::VizError;
 use crate::gpu::{GpuBackend, GpuContext};
 use crate::trace::Trace;
 use crate::Transformer;
@@ -48,8 +49,10 @@ fn rejection(message: impl std::fmt::Display) -> JsValue {
 /// `Viz::open_gpu`: a promise of a session, or of the reason there is none.
 pub(crate) fn open(model: Rc<Transformer>, limit: usize) -> js_sys::Promise {
     wasm_bindgen_futures::future_to_promise(async move {
-        if model.config.is_encoder_decoder() {
-            return Err(rejection(format!("{} is an encoder-decoder, which runs on the CPU only so far", model.config.name)));
+        match model.check_runs_on_any_backend() {
+            Err(VizError::Gpu(why)) => return Err(rejection(why)), // the reason alone, for the status line
+            Err(other) => return Err(rejection(other)),
+            Ok(()) => {}
         }
         let ctx = GpuContext::new().await.map_err(rejection)?;
         let backend = GpuBackend::new(ctx, &model.weights);

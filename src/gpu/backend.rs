@@ -26,26 +26,22 @@ use crate::model::weights::{NormWeights, Weights};
 
 pub struct GpuBackend {
     ctx: GpuContext,
-    /// Uploaded weights by the address of the CPU array they copy (stable while `weights`
+    /// Uploaded weights by the address of the CPU array they copy (stable while `_weights`
     /// is held).
     uploaded: RefCell<HashMap<usize, Rc<GpuTensor>>>,
     failure: RefCell<Option<GpuError>>,
-    weights: Arc<Weights>,
+    /// Held, never read: the arrays `uploaded` is keyed by cannot be freed or moved.
+    _weights: Arc<Weights>,
 }
 
 impl GpuBackend {
     /// A backend for the model whose weights are `weights` (only they may be passed to it).
     pub fn new(ctx: GpuContext, weights: &Arc<Weights>) -> Self {
-        GpuBackend { ctx, uploaded: RefCell::new(HashMap::new()), failure: RefCell::new(None), weights: weights.clone() }
+        GpuBackend { ctx, uploaded: RefCell::new(HashMap::new()), failure: RefCell::new(None), _weights: weights.clone() }
     }
 
     pub fn context(&self) -> &GpuContext {
         &self.ctx
-    }
-
-    /// Whether `weights` are the ones this backend was made for.
-    pub fn serves(&self, weights: &Arc<Weights>) -> bool {
-        Arc::ptr_eq(&self.weights, weights)
     }
 
     /// Destroys the device, as a driver reset or `device.destroy()` in a page would: every

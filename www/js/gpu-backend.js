@@ -152,8 +152,7 @@ export function wireBackendChoice(rerun) {
     gpu.active = decide();
     gpu.difference = null;
     session.viz?.recompute_next();
-    renderGpuStatus();
-    showBackend();
+    showBackend(); // and the GPU line
     writeUrl();
     rerun();
   });

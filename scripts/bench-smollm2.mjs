@@ -1,6 +1,6 @@
 // Browser benchmark of SmolLM2-135M on the release page (run scripts/build-page.sh first, or
 // scripts/bench-page.sh, which runs this after the MiniLM benchmark). In headless Debian
-// Chromium, computing alone (?threads=1) and with the helper thread (the page as served), it
+// Chromium, computing alone (?threads=1) and with the cores' threads (the page as served), it
 // measures:
 //   - time to the first prediction for a prompt of 16, 64 and 256 tokens: from the input event
 //     of a text whose first token changed (nothing in the KV cache can be reused) to the
@@ -93,7 +93,7 @@ async function measure(browser, url, query) {
   const page = await context.newPage();
   await page.goto(`${url}?model=smollm2-135m${query}`);
   await page.waitForFunction(() => window.__tviz?.model === 'smollm2-135m' && window.__tviz.firstSettledAt !== undefined, null, { timeout: 300_000 });
-  await page.waitForFunction(() => window.__tviz.helper !== 'starting', null, { timeout: 120_000 });
+  await page.waitForFunction(() => !['pending', 'starting'].includes(window.__tviz.cpuThreads) && window.__tviz.helper !== 'starting', null, { timeout: 120_000 });
   const backend = await page.evaluate(() => window.__tviz.backend);
   // The prediction chart on screen: it is drawn with the other on-screen charts after a pass.
   await page.locator('canvas[data-chart="prediction"]').scrollIntoViewIfNeeded();

@@ -91,6 +91,37 @@ build_page() {
   step "building the page (release) into dist/"
   cargo fetch --quiet # Trunk builds offline
   TRUNK_SKIP_VERSION_CHECK=true trunk build --release
+  build_threaded_page
+}
+
+ensure_nightly() {
+  if rustup +nightly target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown \
+      && rustup +nightly component list --installed 2>/dev/null | grep -q '^rust-src'; then
+    echo "nightly Rust with rust-src and wasm32 present"
+  else
+    step "installing nightly Rust with rust-src and the wasm32 target (the page's threaded build)"
+    rustup toolchain install nightly --profile minimal --component rust-src --target wasm32-unknown-unknown
+  fi
+}
+
+# The page's second build, into dist/threads/: the same crate with the `threads` feature, on wasm
+# threads that share one memory (std rebuilt with atomics, which needs nightly). www/start-wasm.js
+# loads it when the page is cross-origin isolated; elsewhere the page runs Trunk's plain build.
+build_threaded_page() {
+  ensure_nightly
+  step "building the page's threaded WebAssembly (nightly, atomics) into dist/threads/"
+  local flags=(-C target-feature=+atomics,+bulk-memory,+mutable-globals,+simd128
+    -C link-arg=--shared-memory -C link-arg=--max-memory=4294967296 -C link-arg=--import-memory
+    -C link-arg=--export=__wasm_init_tls -C link-arg=--export=__tls_size
+    -C link-arg=--export=__tls_align -C link-arg=--export=__tls_base)
+  RUSTFLAGS="${flags[*]}" cargo +nightly build --quiet --release --lib --features threads \
+    --target wasm32-unknown-unknown -Z build-std=panic_abort,std --target-dir target/threads
+  rm -rf dist/threads
+  wasm-bindgen --target web --out-dir dist/threads --no-typescript \
+    target/threads/wasm32-unknown-unknown/release/transformer_viz.wasm
+  wasm-opt -O3 --enable-threads --enable-bulk-memory --enable-mutable-globals --enable-simd \
+    --enable-sign-ext --enable-nontrapping-float-to-int --enable-reference-types --enable-multivalue \
+    dist/threads/transformer_viz_bg.wasm -o dist/threads/transformer_viz_bg.wasm
 }
 
 ensure_models() {

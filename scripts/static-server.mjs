@@ -11,13 +11,13 @@ import finalhandler from 'finalhandler';
 import serveStatic from 'serve-static';
 
 // The page's Content-Security-Policy, the same as the <meta> in www/index.html (a test compares
-// them): its own files only; WebAssembly; its helper worker; KaTeX's inline style attributes;
+// them): its own files only; WebAssembly; its worker threads; KaTeX's inline style attributes;
 // data: (the favicon) and blob: (exports) images. The wasm is started by www/start-wasm.js, not
 // by an inline script (Trunk.toml's pattern_script), so script-src needs no hash or nonce.
 export const CONTENT_SECURITY_POLICY = [
   "default-src 'self'",
   "script-src 'self' 'wasm-unsafe-eval'",
-  "worker-src 'self'",
+  "worker-src 'self' blob:", // wasm-bindgen-rayon starts its workers from a blob: copy of its script
   "style-src 'self' 'unsafe-inline'",
   "img-src 'self' data: blob:",
   "connect-src 'self'",
@@ -26,8 +26,8 @@ export const CONTENT_SECURITY_POLICY = [
 ].join('; ');
 
 const HEADERS = {
-  // Cross-origin isolation: lets the page share memory with its helper worker (two threads per
-  // forward pass). Served without these headers, the page computes alone.
+  // Cross-origin isolation: lets the page share its WebAssembly memory with worker threads (its
+  // threaded build, www/js/threads.js). Served without these headers, the page computes alone.
   'Cross-Origin-Opener-Policy': 'same-origin',
   'Cross-Origin-Embedder-Policy': 'require-corp',
   'X-Content-Type-Options': 'nosniff',

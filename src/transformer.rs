@@ -131,14 +131,6 @@ impl Transformer {
         on_cpu(self.trace_whole(&Cpu, encoding, text))
     }
 
-    /// The traced pass of a causal model on `encoding`, continuing `previous` (this model's
-    /// last trace, whose keys and values `cache` holds): the tokens up to the first one that
-    /// differs are reused and only the rest are computed. A layer's detailed steps are
-    /// computed again from its stored input when read (`LayeredRecorder`).
-    pub fn continue_trace(&self, encoding: Encoding, text: &str, previous: Option<&Trace>, cache: &mut KvCache) -> Continued {
-        self.continue_trace_within(encoding, text, previous, cache, usize::MAX)
-    }
-
     /// How many of `ids`' first tokens a pass continuing `previous` (with `cache`) can take
     /// from it: those up to the first that differs, but never the last one (its logits give
     /// the next-token prediction).
@@ -149,11 +141,13 @@ impl Transformer {
         same.min(ids.len().saturating_sub(1))
     }
 
-    /// `continue_trace`, reusing at most `most` tokens (a helper thread whose cache holds
-    /// fewer tokens must compute the same rows as this pass).
-    pub fn continue_trace_within(&self, encoding: Encoding, text: &str, previous: Option<&Trace>, cache: &mut KvCache, most: usize) -> Continued {
+    /// The traced pass of a causal model on `encoding`, continuing `previous` (this model's
+    /// last trace, whose keys and values `cache` holds): the tokens up to the first one that
+    /// differs are reused and only the rest are computed. A layer's detailed steps are
+    /// computed again from its stored input when read (`LayeredRecorder`).
+    pub fn continue_trace(&self, encoding: Encoding, text: &str, previous: Option<&Trace>, cache: &mut KvCache) -> Continued {
         let ids = encoding.ids();
-        let reused = self.reusable(&ids, previous, cache).min(most);
+        let reused = self.reusable(&ids, previous, cache);
         cache.truncate(reused);
         let prefix = previous.filter(|_| reused > 0).map(|p| (p, reused));
         let mut rec = LayeredRecorder::new(&self.config, self.weights.clone(), prefix, ids.len());

@@ -16,7 +16,6 @@ use crate::draw::compare::{draw_compare_view, CompareView};
 use crate::draw::draw_err;
 use crate::draw::view::{draw_view, view_svg, Drawn, View};
 use crate::error::VizError;
-use crate::model::team::{self, Team};
 use crate::model::ModelConfig;
 use crate::trace::{Op, Trace, TokenInfo, Truncation};
 use crate::web_canvas::FastCanvas;
@@ -61,7 +60,7 @@ struct Summary<'a> {
     /// False when the new text gave the same tokens as the last one, so the last forward
     /// pass (the same numbers) was kept.
     recomputed: bool,
-    /// Threads that computed the pass: 2 while a helper worker shares it, else 1.
+    /// Threads that computed the pass (`model::threads`).
     threads: usize,
     /// The most tokens a pass takes: the model's context, or less (`PAGE_TOKENS`).
     token_limit: usize,
@@ -106,35 +105,22 @@ struct Prompt {
     tokens: usize,
 }
 
-// The page's side of `model::team` (www/team.js): halves travel through a SharedArrayBuffer.
-#[wasm_bindgen(module = "/www/team.js")]
-extern "C" {
-    fn team_buffer_bytes(max_floats: usize) -> usize;
-    fn team_init(buffer: &js_sys::SharedArrayBuffer, member: usize, helper: &JsValue);
-    fn team_begin(ids: &[u32], reused: usize);
-    fn team_exchange(mine: &[f32], theirs: &mut [f32]) -> bool;
-}
-
-/// A member of a team whose partner runs in another thread of the browser.
-struct BrowserTeam {
-    member: usize,
-}
-
-impl Team for BrowserTeam {
-    fn member(&self) -> usize {
-        self.member
-    }
-    fn exchange(&self, mine: &[f32], theirs: &mut [f32]) -> bool {
-        team_exchange(mine, theirs)
-    }
-}
-
 fn threads() -> usize {
-    if team::current().is_some() {
-        2
-    } else {
-        1
-    }
+    crate::model::threads::threads()
+}
+
+/// Whether this is the page's threaded build (wasm threads on one shared memory).
+#[wasm_bindgen]
+pub fn threaded_build() -> bool {
+    cfg!(feature = "threads")
+}
+
+/// Starts `threads` threads (the page's own among them) that share every matrix product on
+/// this module's memory: the threaded build only. Resolves to the count.
+#[cfg(feature = "threads")]
+#[wasm_bindgen]
+pub async fn start_threads(threads: usize) -> Result<usize, JsError> {
+    crate::model::threads::start(threads).await.map_err(|e| JsError::new(&e))
 }
 
 fn now_ms() -> f64 {
@@ -156,8 +142,6 @@ pub struct Viz {
     compare: Option<Trace>,
     /// The most tokens a pass takes (`PAGE_TOKENS`, or the model's context if shorter).
     limit: usize,
-    /// A causal model's tokens whose keys and values the helper thread's cache holds.
-    helper_cached: Vec<u32>,
     /// An encoder-decoder's output, decoding steps and whether it ended, for `trace`.
     translation: Option<(String, Vec<DecodedToken>, bool)>,
     /// The next `set_text` computes even for unchanged tokens (`recompute_next`).
@@ -198,7 +182,7 @@ impl Viz {
             other => return Err(js_err(VizError::UnknownModel(other.into(), crate::checkpoints::KNOWN_MODELS.join(", ")))),
         };
         let limit = model.config.context.min(PAGE_TOKENS);
-        Ok(Viz { model: std::rc::Rc::new(model), trace: None, cache: KvCache::new(), reused: 0, generation: None, compare: None, limit, helper_cached: Vec::new(), translation: None, recompute: false })
+        Ok(Viz { model: std::rc::Rc::new(model), trace: None, cache: KvCache::new(), reused: 0, generation: None, compare: None, limit, translation: None, recompute: false })
     }
 
     /// The model's config (layers, heads, widths, architecture choices).
@@ -214,84 +198,17 @@ impl Viz {
         }
     }
 
-    /// How many threads compute a pass: 2 while the helper worker shares it, else 1.
+    /// How many threads compute a pass: those of the threaded build's pool (`start_threads`),
+    /// 1 in the plain build.
     pub fn threads(&self) -> usize {
         threads()
     }
 
-    /// Bytes of shared memory a team of two needs for this model's longest halves.
-    pub fn team_buffer_bytes(&self) -> usize {
-        let c = &self.model.config;
-        let widest = c.d_ff.max(c.d_model).max(c.n_heads * c.head_dim).max(c.n_kv_heads * c.head_dim);
-        // A causal model's pass shares the last token's logits too (one row of the vocabulary).
-        let logits = if c.causal && c.has_lm_head() { c.vocab_size / 2 + 2 } else { 0 };
-        team_buffer_bytes((self.limit * (widest / 2 + 2)).max(logits))
-    }
-
-    /// Joins a team of two through `buffer`: member 0 is the page, which tells `helper` (its
-    /// Worker) when a pass starts; member 1 is the worker, which runs `help`.
-    pub fn join_team(&mut self, buffer: &js_sys::SharedArrayBuffer, member: usize, helper: JsValue) -> Result<(), JsError> {
-        if member > 1 {
-            return Err(JsError::new("a team has members 0 and 1"));
-        }
-        if (buffer.byte_length() as usize) < self.team_buffer_bytes() {
-            return Err(JsError::new("the team's shared buffer is too small for this model"));
-        }
-        team_init(buffer, member, &helper);
-        team::join(std::rc::Rc::new(BrowserTeam { member }));
-        self.helper_cached.clear();
-        Ok(())
-    }
-
-    /// Leaves the team: every product is computed here again.
-    pub fn leave_team(&mut self) {
-        team::leave();
-    }
-
-    /// Member 1: runs the (untraced) pass on the page's tokens, computing its half of every
-    /// dense layer. A causal model's pass continues this copy's KV cache after its first
-    /// `reused` tokens, as the page's pass does.
-    pub fn help(&mut self, ids: Vec<u32>, reused: usize) -> Result<(), JsError> {
-        let c = &self.model.config;
-        if ids.is_empty() || ids.len() > self.limit || ids.iter().any(|&i| i as usize >= c.vocab_size) {
-            return Err(JsError::new("the page sent tokens this model cannot read"));
-        }
-        if !c.causal {
-            self.model.run_ids(&ids);
-            return Ok(());
-        }
-        if reused >= ids.len() || reused > self.cache.len() {
-            return Err(JsError::new("the page asked the helper to reuse tokens it has not cached"));
-        }
-        self.cache.truncate(reused);
-        self.model.next_logits(&ids[reused..], &mut self.cache).map_err(js_err)?;
-        Ok(())
-    }
-
     /// A causal model's traced pass on `encoding`, continuing the last one through the KV
-    /// cache; with `share`, the helper thread (if any) computes half of every product
-    /// alongside. A pass of one new token (a generated one) gains nothing from the helper:
-    /// swapping the halves of 211 products costs what computing them alone would.
-    fn continue_pass(&mut self, encoding: crate::tokenize::Encoding, text: &str, share: bool) {
-        let ids = encoding.ids();
+    /// cache.
+    fn continue_pass(&mut self, encoding: crate::tokenize::Encoding, text: &str) {
         let previous = self.trace.take();
-        let continued = if !share {
-            // The helper's cache is left as it was: `helper_cached` still says what it holds.
-            team::alone(|| self.model.continue_trace(encoding, text, previous.as_ref(), &mut self.cache))
-        } else {
-            let mut most = usize::MAX;
-            if team::current().is_some_and(|t| t.member() == 0) {
-                // The helper's cache may hold fewer of these tokens (it started later): both
-                // compute the same rows.
-                let helper_has = self.helper_cached.iter().zip(&ids).take_while(|(a, b)| a == b).count();
-                most = self.model.reusable(&ids, previous.as_ref(), &self.cache).min(helper_has);
-                team_begin(&ids, most);
-            }
-            let continued = self.model.continue_trace_within(encoding, text, previous.as_ref(), &mut self.cache, most);
-            // A helper that stopped answering left the team: its cache is no longer known.
-            self.helper_cached = if team::current().is_some() { ids } else { Vec::new() };
-            continued
-        };
+        let continued = self.model.continue_trace(encoding, text, previous.as_ref(), &mut self.cache);
         drop(previous);
         self.reused = continued.reused;
         self.trace = Some(continued.trace);
@@ -305,12 +222,12 @@ impl Viz {
     }
 
     /// The largest differences between a GPU pass and the CPU's pass on the same tokens (the
-    /// CPU's computed here, alone: the helper thread is not asked): `{attention, other,
+    /// CPU's computed here): `{attention, other,
     /// other_step, values}`, attention absolute, every other value relative.
     pub fn largest_difference(&self, pass: &crate::web_gpu::GpuPass) -> Result<JsValue, JsError> {
         let gpu = pass.trace();
         let encoding = self.model.encode_within(&gpu.text, self.limit).map_err(js_err)?;
-        let cpu = team::alone(|| on_cpu(self.model.trace_encoding_with(&Cpu, encoding, &gpu.text))).map_err(js_err)?;
+        let cpu = on_cpu(self.model.trace_encoding_with(&Cpu, encoding, &gpu.text)).map_err(js_err)?;
         to_js(&cpu.largest_difference(gpu).map_err(js_err)?)
     }
 
@@ -324,7 +241,6 @@ impl Viz {
         let (trace, milliseconds) = pass.into_parts();
         self.recompute = false;
         self.cache = KvCache::new();
-        self.helper_cached.clear();
         self.reused = 0;
         self.trace = Some(trace);
         self.summary(milliseconds, true, None)
@@ -362,16 +278,13 @@ impl Viz {
             _ if self.model.config.causal => {
                 // A causal model continues its last pass: the tokens before the first change
                 // keep their keys, values and trace rows.
-                self.continue_pass(encoding, text, true);
+                self.continue_pass(encoding, text);
                 true
             }
             _ => {
                 // Drop the last pass before computing the next: WebAssembly memory never
                 // shrinks, so two traces alive at once would pin both for good.
                 self.trace = None;
-                if team::current().is_some_and(|t| t.member() == 0) {
-                    team_begin(&encoding.ids(), 0); // the helper runs the same pass alongside
-                }
                 self.trace = Some(self.model.trace_ids(encoding, text));
                 self.reused = 0;
                 true
@@ -421,8 +334,8 @@ impl Viz {
         let generated_ids: Vec<u32> = tokens[prompt.tokens.min(tokens.len())..].iter().map(|t| t.id).collect();
         let text = format!("{}{}", prompt.text, self.model.tokenizer.decode(&generated_ids).map_err(js_err)?);
         let encoding = crate::tokenize::Encoding { tokens, truncated: None };
-        // One new token: computed here alone (see `continue_pass`).
-        self.continue_pass(encoding, &text, false);
+        // One new token: one new row of keys and values a layer.
+        self.continue_pass(encoding, &text);
         let generated = Generated {
             id,
             token: info.text,
@@ -586,15 +499,8 @@ impl Viz {
                 last.text = text.to_string();
                 false
             }
-            _ if self.model.config.causal => {
-                self.compare = None;
-                self.compare = Some(team::alone(|| self.model.trace_ids(encoding, text)));
-                true
-            }
             _ => {
-                if team::current().is_some_and(|t| t.member() == 0) {
-                    team_begin(&encoding.ids(), 0); // the helper runs the same pass alongside
-                }
+                self.compare = None; // dropped first: two traces alive at once would pin both
                 self.compare = Some(self.model.trace_ids(encoding, text));
                 true
             }

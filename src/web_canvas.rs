@@ -22,7 +22,7 @@ use std::fmt::Write;
 use plotters_backend::text_anchor::{HPos, VPos};
 use plotters_backend::{BackendColor, BackendCoord, BackendStyle, BackendTextStyle, DrawingBackend, DrawingErrorKind, FontTransform};
 use plotters_canvas::CanvasBackend;
-use wasm_bindgen::{Clamped, JsCast};
+use wasm_bindgen::JsCast;
 use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, ImageData, Path2d};
 
 #[derive(Debug)]
@@ -342,7 +342,11 @@ impl DrawingBackend for FastCanvas {
                 pixel[2] = b;
             }
         }
-        let image = ImageData::new_with_u8_clamped_array_and_sh(Clamped(&rgba), dw as u32, dh as u32).map_err(fail)?;
+        // The pixels are copied out of the module's memory: ImageData refuses a view on shared
+        // memory, which the threaded build's memory is.
+        let pixels = js_sys::Uint8ClampedArray::new_with_length(rgba.len() as u32);
+        pixels.copy_from(&rgba);
+        let image = ImageData::new_with_js_u8_clamped_array_and_sh(&pixels, dw as u32, dh as u32).map_err(fail)?;
         self.context.put_image_data(&image, dx as f64, dy as f64).map_err(fail)
     }
 }

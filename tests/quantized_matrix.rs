@@ -61,9 +61,9 @@ fn quantized_kernel_equals_dequantize_then_multiply() {
                     let err = (*g as f64 - want[[t_, o]]).abs() / scale;
                     assert!(err < 1e-5, "{kind:?} {rows}x{cols}, T={t}: y[{t_},{o}] = {g}, exact {}", want[[t_, o]]);
                 }
-                // A row range (what each member of a team computes) gives the same columns.
+                // A row range (what each thread computes, `model::threads`) gives the same columns.
                 let (lo, hi) = (rows / 3, rows);
-                let part = quantized.forward_features(x.view(), lo, hi); // (T, hi - lo)
+                let part = quantized.weight.multiply_rows(x.view(), lo, hi); // (T, hi - lo), no bias
                 assert_eq!(part, got.slice(ndarray::s![.., lo..hi]), "{kind:?}: rows {lo}..{hi} alone");
             }
         }

@@ -2,8 +2,33 @@
 // Content-Security-Policy allows no inline script. Trunk.toml's `pattern_script` puts
 // <script type="module" src="start-wasm.js" data-glue="…" data-wasm="…"> in the built page,
 // with the hashed names of wasm-bindgen's glue and of the wasm file.
+//
+// A cross-origin isolated page runs the threaded build instead (threads/, js/threads.js).
+import { threadPlan } from './js/threads.js';
+
 const { glue, wasm } = document.querySelector('script[data-glue]').dataset;
-const bindings = await import(glue);
-const exports = await bindings.default({ module_or_path: wasm }); // the module's exports, memory among them
+const plan = threadPlan(location.search, navigator.hardwareConcurrency, self.crossOriginIsolated === true && typeof SharedArrayBuffer === 'function');
+let bindings = null;
+let exports = null;
+if (plan.threaded) {
+  try {
+    bindings = await import('./threads/transformer_viz.js');
+    exports = await bindings.default({ module_or_path: new URL('threads/transformer_viz_bg.wasm', import.meta.url) });
+  } catch (err) {
+    Object.assign(plan, { threaded: false, threads: 1, why: `the threaded build did not start (${err?.message ?? err})` });
+    bindings = null;
+  }
+}
+if (!bindings) {
+  bindings = await import(glue);
+  exports = await bindings.default({ module_or_path: wasm }); // the module's exports, memory among them
+}
+// The threads, started by js/cpu-threads.js after the first view: resolves to how many
+// compute a pass (1 if they could not start, with the reason in `why`).
+plan.start = () => bindings.start_threads(plan.threads).catch((err) => {
+  Object.assign(plan, { threads: 1, why: `the threads did not start (${err?.message ?? err})` });
+  return 1;
+});
+window.wasmThreads = plan;
 window.wasmBindings = bindings; // js/loading.js waits for these two
 dispatchEvent(new CustomEvent('TrunkApplicationStarted', { detail: { wasm: exports } })); // as Trunk's own loader does

@@ -33,9 +33,9 @@ async function onnx(threads) {
 
 async function page(threads) {
   const p = await browser.newPage({ viewport: { width: 1280, height: 720 } });
-  await p.goto(`${at(ours)}?model=minilm-l6&backend=cpu${threads === 1 ? '&threads=1' : ''}`);
+  await p.goto(`${at(ours)}?model=minilm-l6&backend=cpu&threads=${threads}`);
   await p.evaluate(() => window.__tviz.ready);
-  await p.waitForFunction(() => window.__tviz.helper !== 'starting', null, { timeout: 60000 });
+  await p.waitForFunction(() => !['pending', 'starting'].includes(window.__tviz.cpuThreads) && window.__tviz.helper !== 'starting', null, { timeout: 60000 });
   const got = await p.evaluate(() => window.__tviz.threads);
   if (got !== threads) throw new Error(`the page computes with ${got} threads, not ${threads}`);
   const out = {};

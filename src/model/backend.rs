@@ -1,6 +1,6 @@
 //! What the one forward pass asks of the hardware: the products, norms and attention
 //! arithmetic, in a small trait. `Cpu` is the reference (this crate's ndarray and WebAssembly
-//! SIMD code, shared with a team of threads where there is one); `crate::gpu::GpuBackend`
+//! SIMD code, each product shared among the threads there are: `model::threads`); `crate::gpu::GpuBackend`
 //! runs the same operations as WGSL kernels. The pass, its trace and every step's shape are
 //! the same whichever backend computes them.
 //!
@@ -21,7 +21,6 @@ use super::linear::Linear;
 use super::matrix::Matrix;
 use super::norm;
 use super::position::apply_rotary_from;
-use super::team;
 use super::weights::NormWeights;
 
 // The futures stay on the thread that made them (a browser's GPU objects cannot move).
@@ -61,13 +60,7 @@ impl Backend for Cpu {
     }
 
     async fn unembed(&self, x: ArrayView2<'_, f32>, u: &Matrix) -> Array2<f32> {
-        if x.nrows() == 1 {
-            // One row: shared with the team (if any), as the layers' products are.
-            team::shared_product(1, u.rows(), 2, |lo, hi| u.multiply_rows(x, lo, hi)) // (1, vocab)
-        } else {
-            // Every row would not fit the team's exchange: computed whole, by each member alike.
-            u.multiply_rows(x, 0, u.rows()) // (T, vocab)
-        }
+        u.multiply_rows(x, 0, u.rows()) // (T, vocab)
     }
 
     async fn norm(&self, kind: NormKind, w: &NormWeights, x: ArrayView2<'_, f32>, eps: f32) -> Array2<f32> {

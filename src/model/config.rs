@@ -117,7 +117,7 @@ pub mod limits {
     pub const CONTEXT: usize = 1 << 20;
     pub const TOKEN_TYPES: usize = 1 << 16;
     /// The most values one (context, width) activation may hold (4 GiB of f32): the forward
-    /// pass and the page's helper thread allocate buffers of that size.
+    /// pass allocates buffers of that size.
     pub const ACTIVATION_VALUES: usize = 1 << 30;
     /// Norm epsilon: real models use 1e-12 to 1e-5; anything from 1 up drowns the variance.
     pub const MAX_NORM_EPS: f32 = 1.0;

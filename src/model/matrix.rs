@@ -6,6 +6,7 @@
 
 use ndarray::{s, Array2, ArrayView2, ArrayViewMut2};
 
+use super::threads;
 use crate::error::{Result, VizError};
 use crate::formats::gguf::{block_sums, dequantize_row, dot_q4_1_summed, dot_row, GgmlType, GgufTensor, SharedBytes};
 
@@ -17,6 +18,9 @@ const PANEL_ROWS: usize = 32;
 /// (`gguf::dot_row`) rather than dequantized into a panel first: with so few tokens there is
 /// no one to share a dequantized row with.
 const FUSED_MAX_TOKENS: usize = 2;
+
+/// Weight rows the WebAssembly kernel takes at a time: threads split a product on a multiple.
+const KERNEL_ROWS: usize = 2;
 
 #[derive(Debug, Clone)]
 pub enum Matrix {
@@ -125,8 +129,14 @@ impl Matrix {
         Some(out)
     }
 
-    /// x W[lo..hi]^T: every token of x (T, cols) against rows [lo, hi), giving (T, hi - lo).
+    /// x W[lo..hi]^T: every token of x (T, cols) against rows [lo, hi), giving (T, hi - lo),
+    /// the rows shared among the threads (`threads::in_parts`; the same numbers as one thread's).
     pub fn multiply_rows(&self, x: ArrayView2<f32>, lo: usize, hi: usize) -> Array2<f32> {
+        threads::in_parts(x.nrows(), lo, hi, self.cols(), KERNEL_ROWS, |a, b| self.multiply_rows_here(x, a, b))
+    }
+
+    /// `multiply_rows` on this thread alone.
+    fn multiply_rows_here(&self, x: ArrayView2<f32>, lo: usize, hi: usize) -> Array2<f32> {
         let t = x.nrows();
         let mut y = Array2::<f32>::zeros((t, hi - lo)); // (T, hi - lo)
         match self {

@@ -12,7 +12,7 @@ pub mod linear;
 pub mod matrix;
 pub mod norm;
 pub mod position;
-pub mod team;
+pub mod threads;
 pub mod weights;
 
 pub use config::ModelConfig;

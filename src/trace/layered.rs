@@ -17,7 +17,6 @@ use super::{NormStats, Op, Recorder, Tensor, TensorData, Trace, TraceRecorder};
 use crate::model::config::{ModelConfig, NormPlace};
 use crate::model::backend::{on_cpu, Cpu};
 use crate::model::forward::layer_forward;
-use crate::model::team;
 use crate::model::Weights;
 
 /// The earlier trace whose first `rows` tokens this pass did not compute again.
@@ -119,7 +118,7 @@ fn replay(weights: &Weights, config: &ModelConfig, layer: usize, input: &Tensor,
     let mut pick = Pick { want, found: None };
     // Only decoder-only and encoder models are traced this way (an encoder-decoder's layers
     // need the encoder's output: `Transformer::translate` keeps every step instead).
-    team::alone(|| on_cpu(layer_forward(&Cpu, x, &weights.layers[layer], config, layer, stream, &mut pick, None, 0, None)));
+    on_cpu(layer_forward(&Cpu, x, &weights.layers[layer], config, layer, stream, &mut pick, None, 0, None));
     pick.found.expect("a layer records the same steps every time it runs")
 }
 

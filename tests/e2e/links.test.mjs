@@ -4,7 +4,7 @@
 // and the status line says why the page computes with one thread.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { usePage, openPage as open, CHARTS, writtenUrl } from './helpers.mjs';
+import { usePage, openPage as open, CHARTS, writtenUrl, typeSentence } from './helpers.mjs';
 import { DEFAULT_MODEL } from '../../www/js/models.js';
 
 const env = usePage();
@@ -181,7 +181,7 @@ test('arrow keys step only when no other control has the focus', async () => {
 
 test('the status line says why the page computes with one thread', async () => {
   const forced = await openPage(`${env.base}?threads=1`);
-  await forced.page.waitForFunction(() => window.__tviz.helper === 'off' && document.getElementById('backend-why').textContent.length > 0);
+  await forced.page.waitForFunction(() => window.__tviz.cpuThreads === 'off' && document.getElementById('backend-why').textContent.length > 0);
   assert.match(await forced.page.textContent('#backend-why'), /threads=1/);
   await forced.context.close();
   // Served without the isolation headers, the page says that is why.
@@ -194,8 +194,23 @@ test('the status line says why the page computes with one thread', async () => {
   });
   const plain = await openPage(env.base, { route: stripHeaders });
   assert.equal(await plain.page.evaluate(() => window.crossOriginIsolated), false);
-  await plain.page.waitForFunction(() => window.__tviz.helper === 'off' && /isolation/.test(document.getElementById('backend-why').textContent));
+  await plain.page.waitForFunction(() => window.__tviz.cpuThreads === 'off' && /isolation/.test(document.getElementById('backend-why').textContent));
   assert.equal(await plain.page.textContent('#backend'), 'CPU (WebAssembly)');
   assert.deepEqual(plain.problems, []);
   await plain.context.close();
+  // The threaded build missing (a partial copy of dist/): the plain build computes, and says why.
+  const noThreadedBuild = (page) => page.route((url) => url.pathname.startsWith('/threads/'), (route) => route.fulfill({ status: 404, body: '' }));
+  const missing = await openPage(env.base, { route: noThreadedBuild });
+  await missing.page.waitForFunction(() => window.__tviz.cpuThreads === 'off' && /threaded build did not start/.test(document.getElementById('backend-why').textContent));
+  assert.equal(await missing.page.textContent('#backend'), 'CPU (WebAssembly)');
+  await typeSentence(missing.page, 'One thread computes this.');
+  assert.deepEqual(missing.problems.filter((p) => !/404/.test(p)), [], 'only the missing files are reported');
+  await missing.context.close();
+  // A hostile count is noted, and the page chooses.
+  const hostile = await openPage(`${env.base}?threads=%3Cb%3E9000`);
+  await hostile.page.waitForFunction(() => /threads=<b>9000 is not a whole number from 1 to 16/.test(document.getElementById('notice').textContent));
+  await hostile.page.waitForFunction(() => !['pending', 'starting'].includes(window.__tviz.cpuThreads));
+  assert.equal(await hostile.page.textContent('#backend'), `CPU (WebAssembly, ${Math.min(await hostile.page.evaluate(() => navigator.hardwareConcurrency), 8)} threads)`);
+  assert.deepEqual(hostile.problems, []);
+  await hostile.context.close();
 });

@@ -51,12 +51,15 @@ async function typeTokens(page, n, shift = 0) {
 
 /** The page's WebAssembly memory, and what `performance.measureUserAgentSpecificMemory` reports
  *  (a cross-origin isolated page may ask): in this Chromium its JavaScript heap, DOM and
- *  canvases, without WebAssembly memory; printed beside it for the record. */
+ *  canvases, without WebAssembly memory; printed beside it for the record, with one thread only:
+ *  in this Chromium a measurement taken while a worker waits on the shared WebAssembly memory
+ *  can leave the page's next pass blocked for good (reproduced: the page's thread asleep in a
+ *  futex, no CPU used), which no page of ours calls. */
 async function memory(page) {
   return page.evaluate(async () => {
     const wasm = window.__wasmMemory.buffer.byteLength;
     let tab = null;
-    if (crossOriginIsolated && performance.measureUserAgentSpecificMemory) {
+    if (crossOriginIsolated && performance.measureUserAgentSpecificMemory && window.__tviz.threads === 1) {
       tab = (await performance.measureUserAgentSpecificMemory()).bytes;
     }
     return { wasm, tab, tokens: document.getElementById('token-count').textContent.split(' ')[0] };
@@ -116,17 +119,17 @@ async function typeSmol(page, text, tokens) {
   await waitForDrawn(page, before, tokens);
 }
 
-test('SmolLM2 at 256 tokens stays under 600 MB of WebAssembly memory with its helper thread, through cached passes; a long text is cut to the page\'s 512', { timeout: 600_000 }, async () => {
+test('SmolLM2 at 256 tokens stays under 600 MB of WebAssembly memory on two threads (one shared memory), through cached passes; a long text is cut to the page\'s 512', { timeout: 600_000 }, async () => {
   const { page, context, problems } = await openPage(`${env.base}?model=smollm2-135m`);
   await page.waitForFunction(() => window.__tviz.model === 'smollm2-135m');
-  await page.waitForFunction(() => window.__tviz.helper === 'ready', null, { timeout: 120_000 });
-  // The page's memory and its helper thread's (a second copy of the weights, its own cache).
+  await page.waitForFunction(() => window.__tviz.cpuThreads === 'ready', null, { timeout: 120_000 });
+  // The worker threads compute on the page's own memory: no second copy of the weights.
   const both = async () => {
     const m = await memory(page);
-    const helper = await page.evaluate(() => window.__tviz.helperMemory ?? 0);
-    return { ...m, helper, total: m.wasm + helper };
+    const threads = await page.evaluate(() => window.__tviz.threads);
+    return { ...m, threads, total: m.wasm };
   };
-  const say = (label, m) => console.log(`${label}: ${m.tokens} tokens, wasm memory ${(m.wasm / MB).toFixed(0)} MB, helper thread ${(m.helper / MB).toFixed(0)} MB, together ${(m.total / MB).toFixed(0)} MB`);
+  const say = (label, m) => console.log(`${label}: ${m.tokens} tokens, ${m.threads} threads, wasm memory ${(m.total / MB).toFixed(0)} MB`);
   await typeSmol(page, smolText(16), 16);
   const figures = { short: await both() };
   say('SmolLM2 at 16', figures.short);
@@ -140,7 +143,7 @@ test('SmolLM2 at 256 tokens stays under 600 MB of WebAssembly memory with its he
   await typeSmol(page, smolText(256, 1), 256);
   figures.again = await both();
   say('SmolLM2 another 256', figures.again);
-  assert.ok(figures.again.helper > 90 * MB, 'the helper thread holds its copy of the weights');
+  assert.equal(figures.again.threads, 2, 'two threads computed these passes');
   assert.ok(figures.again.total < MAX_SMOLLM2_WASM_BYTES_AT_256, `SmolLM2 grew the wasm memory to ${(figures.again.total / MB).toFixed(0)} MB`);
   // Far past the page's limit: the first 512 tokens are traced and the page says why.
   await typeSmol(page, smolText(5000), 512);

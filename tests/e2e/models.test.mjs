@@ -133,8 +133,8 @@ test('picking SmolLM2 says its size first, then shows the download\'s progress t
   assert.match(await page.textContent('#grid-canvas + figcaption'), /^All 270 heads/);
   assert.equal(await page.isVisible('#norm-section p[data-when="pre-norm rms-norm"]'), true);
   assert.equal(await page.isVisible('#norm-section p[data-when="post-norm layer-norm"]'), false);
-  // SmolLM2 computes with the helper thread too (its own copy of the weights and KV cache).
-  await page.waitForFunction(() => window.__tviz.helper === 'ready', null, { timeout: 60000 });
+  // SmolLM2 computes on the page's threads too.
+  await page.waitForFunction(() => window.__tviz.cpuThreads === 'ready', null, { timeout: 60000 });
   assert.equal(await page.textContent('#backend'), 'CPU (WebAssembly, 2 threads)');
   await page.evaluate(() => window.__tvizFlush());
   // A view the model does not have says why instead of drawing.
@@ -154,8 +154,8 @@ test('picking SmolLM2 says its size first, then shows the download\'s progress t
   assert.equal(await page.isVisible('#norm-section p[data-when="post-norm layer-norm"]'), true);
   assert.equal(await page.isVisible('#norm-section p[data-when="pre-norm rms-norm"]'), false);
   assert.match(await page.textContent('#model-source'), /from the browser's cache/);
-  // MiniLM's helper thread starts again for it.
-  await page.waitForFunction(() => window.__tviz.helper === 'ready', null, { timeout: 60000 });
+  // The same threads serve MiniLM again.
+  await page.waitForFunction(() => window.__tviz.cpuThreads === 'ready', null, { timeout: 60000 });
   assert.equal(await page.textContent('#backend'), 'CPU (WebAssembly, 2 threads)');
   await page.evaluate(() => window.__tvizFlush());
   assert.equal(await page.isVisible('canvas[data-chart="pos-table"]'), true);

@@ -49,8 +49,8 @@ test('one Content-Security-Policy in the page and from the server: it holds, and
   assert.doesNotMatch(html, /<script(?![^>]*\ssrc=)[^>]*>/, 'an inline script: the policy would block it');
 
   const { page, context, problems } = await openPage(); // asserts no violation while loading
-  await page.waitForFunction(() => window.__tviz.helper !== 'starting', null, { timeout: 60000 });
-  assert.equal(await page.evaluate(() => window.__tviz.helper), 'ready', 'the helper worker runs its wasm under the policy');
+  await page.waitForFunction(() => !['pending', 'starting'].includes(window.__tviz.cpuThreads), null, { timeout: 60000 });
+  assert.equal(await page.evaluate(() => window.__tviz.cpuThreads), 'ready', 'the worker threads run the wasm under the policy');
   await typeSentence(page, 'A policy that holds for every pass.');
   assert.deepEqual(await page.evaluate(() => window.__cspViolations), []);
   assert.deepEqual(problems, []);
@@ -265,12 +265,13 @@ test('an absurd config is refused in plain words that name the field, never a We
   }
 });
 
-test('a pass shared with the helper thread gives the numbers of a pass computed alone', async () => {
-  const sentence = 'Two threads share every dense layer of this forward pass.';
+test('a pass shared among threads (as many as the cores, or four by the link) gives the numbers of one thread', async () => {
+  const sentence = 'Threads share every dense layer of this forward pass.';
   const read = async (query) => {
     const { page, context, problems } = await openPage(`${env.base}?layer=5&head=3&step=100${query}`);
-    await page.waitForFunction(() => window.__tviz.helper !== 'starting', null, { timeout: 60000 });
-    const helper = await page.evaluate(() => window.__tviz.helper);
+    await page.waitForFunction(() => !['pending', 'starting'].includes(window.__tviz.cpuThreads), null, { timeout: 60000 });
+    const threads = await page.evaluate(() => window.__tviz.cpuThreads);
+    const cores = await page.evaluate(() => navigator.hardwareConcurrency);
     await typeSentence(page, sentence);
     await page.evaluate(() => window.__tvizFlush());
     const result = await page.evaluate(() => ({
@@ -280,15 +281,19 @@ test('a pass shared with the helper thread gives the numbers of a pass computed 
     }));
     assert.deepEqual(problems, []);
     await context.close();
-    return { helper, ...result };
+    return { threads, cores, ...result };
   };
   const shared = await read('');
+  const four = await read('&threads=4');
   const alone = await read('&threads=1');
-  assert.equal(shared.helper, 'ready', 'the README server makes the page cross-origin isolated, so the helper starts');
-  assert.equal(shared.backend, 'CPU (WebAssembly, 2 threads)');
-  assert.equal(alone.helper, 'off');
+  assert.equal(shared.threads, 'ready', 'the README server makes the page cross-origin isolated, so its threads start');
+  assert.equal(shared.backend, `CPU (WebAssembly, ${Math.min(shared.cores, 8)} threads)`);
+  assert.equal(four.backend, 'CPU (WebAssembly, 4 threads)');
+  assert.equal(alone.threads, 'off');
   assert.equal(alone.backend, 'CPU (WebAssembly)');
   assert.ok(shared.attention.length > 100 && shared.step.length > 100);
-  assert.deepEqual(shared.attention, alone.attention, 'layer 5 attention differs between one and two threads');
-  assert.deepEqual(shared.step, alone.step, 'the last layer\'s output differs between one and two threads');
+  for (const [name, run] of [['the cores\' threads', shared], ['four threads', four]]) {
+    assert.deepEqual(run.attention, alone.attention, `layer 5 attention differs between one thread and ${name}`);
+    assert.deepEqual(run.step, alone.step, `the last layer's output differs between one thread and ${name}`);
+  }
 });

@@ -11,6 +11,7 @@ import {
   encodeText, decodeText, textFragment, parseLink, clampToLimits, parseDims, queryFor, shorten,
   MAX_TEXT_FRAGMENT, MAX_DECODED_TEXT_BYTES, MAX_DIMS,
 } from '../../www/js/url-state.js';
+import { threadPlan, MAX_THREADS } from '../../www/js/threads.js';
 
 const runs = Number(process.env.FC_NUM_RUNS ?? 300);
 const LIMITS = { layer: 6, head: 12, stepHead: 12, step: 102, norm: 13, dims: 384 };
@@ -72,6 +73,7 @@ test('no link makes the reader throw or hand out a bad value', async () => {
     }
     if (values.mode !== undefined) assert.ok(['heatmap', 'lines'].includes(values.mode));
     if (values.backend !== undefined) assert.ok(['auto', 'cpu', 'gpu'].includes(values.backend));
+    if (values.threads !== undefined) assert.ok(Number.isInteger(values.threads) && values.threads >= 1 && values.threads <= MAX_THREADS, `threads=${values.threads}`);
     if (values.dims !== undefined) assert.ok(values.dims.length >= 1 && values.dims.length <= MAX_DIMS && values.dims.every(Number.isSafeInteger));
     if (values.text !== undefined) assert.equal(typeof values.text, 'string');
     const clamped = clampToLimits(values, LIMITS).values;
@@ -105,14 +107,14 @@ test('out-of-range numbers are clamped or dropped, with a note each', async () =
 test('the query round-trips through parseLink', async () => {
   await fc.assert(fc.asyncProperty(fc.record({
     layer: fc.nat(5), head: fc.nat(11), mode: fc.constantFrom('heatmap', 'lines'), step: fc.nat(101), stepHead: fc.nat(11),
-    norm: fc.nat(12), dims: fc.uniqueArray(fc.nat(383), { minLength: 1, maxLength: MAX_DIMS }), threads: fc.constantFrom(1, 2), backend: fc.constantFrom('auto', 'cpu', 'gpu'),
+    norm: fc.nat(12), dims: fc.uniqueArray(fc.nat(383), { minLength: 1, maxLength: MAX_DIMS }), threads: fc.option(fc.integer({ min: 1, max: MAX_THREADS }), { nil: null }), backend: fc.constantFrom('auto', 'cpu', 'gpu'),
     residualTokens: fc.option(fc.uniqueArray(fc.nat(40), { minLength: 1, maxLength: MAX_DIMS }), { nil: null }),
   }), async (s) => {
     const { values, notes } = await parseLink(queryFor(s, 'minilm-l6'), '');
     assert.deepEqual(notes, []);
     for (const k of ['layer', 'head', 'mode', 'step', 'stepHead', 'norm', 'dims']) assert.deepEqual(values[k], s[k], k);
     assert.deepEqual(values.residualTokens, s.residualTokens ?? undefined);
-    assert.equal(values.threads, s.threads === 1 ? 1 : undefined);
+    assert.equal(values.threads, s.threads ?? undefined);
     assert.equal(values.backend, s.backend === 'auto' ? undefined : s.backend);
   }), { numRuns: runs });
 });
@@ -122,6 +124,27 @@ test('a link names the backend as auto, cpu or gpu, or is noted and ignored', as
   const { values, notes } = await parseLink('?backend=%3Cscript%3E', '');
   assert.equal(values.backend, undefined);
   assert.match(notes.join(' '), /not auto, cpu or gpu/);
+});
+
+test('a link asks for 1 to 16 threads, or is noted and the page chooses', async () => {
+  assert.equal((await parseLink('?threads=4', '')).values.threads, 4);
+  for (const bad of ['0', '17', '2.5', '-1', 'x', '', ' 2', '99999999999']) {
+    const { values, notes } = await parseLink(`?threads=${encodeURIComponent(bad)}`, '');
+    assert.equal(values.threads, undefined, bad);
+    assert.match(notes.join(' '), /not a whole number from 1 to 16/, bad);
+  }
+});
+
+test('the thread plan: the link, else the cores up to 8; threads only on an isolated page', () => {
+  assert.deepEqual(threadPlan('', 4, true), { threads: 4, threaded: true, why: null });
+  assert.deepEqual(threadPlan('', 32, true), { threads: 8, threaded: true, why: null });
+  assert.deepEqual(threadPlan('?threads=12', 2, true), { threads: 12, threaded: true, why: null });
+  assert.equal(threadPlan('?threads=1', 8, true).threaded, false);
+  assert.match(threadPlan('?threads=1', 8, true).why, /threads=1/);
+  assert.match(threadPlan('', 1, true).why, /one core/);
+  assert.match(threadPlan('', undefined, true).why, /one core/);
+  assert.match(threadPlan('', 8, false).why, /cross-origin isolation/);
+  assert.deepEqual(threadPlan('?threads=banana', 2, true), { threads: 2, threaded: true, why: null });
 });
 
 test('features parse as a short list of whole numbers or not at all', () => {

@@ -10,7 +10,7 @@ import { $ } from './dom.js';
 import { state, writeUrl } from './state.js';
 import { session } from './session.js';
 import { showNotice } from './messages.js';
-import { showBackend } from './helper-thread.js';
+import { showBackend } from './cpu-threads.js';
 import { modelNamed } from './models.js';
 
 export const gpu = {

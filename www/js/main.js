@@ -3,7 +3,7 @@
 // views by name, and handle hover, export, the URL and the keyboard. One module a section:
 //   state.js (choices + URL)   session.js (model + last pass)   pass.js (text -> pass -> views)
 //   charts.js (sizes, when to draw)   tokens.js  attention.js  head-finder.js  compare.js  position.js
-//   norm.js  residual.js  stepper.js  prediction.js  translation.js (encoder-decoder)  hover.js  export.js  helper-thread.js  presenter.js
+//   norm.js  residual.js  stepper.js  prediction.js  translation.js (encoder-decoder)  hover.js  export.js  cpu-threads.js  presenter.js
 //   models.js (which models, their files)  model-picker.js (choosing and loading one)
 //   model-files.js (Cache API, downloads)  applicable.js (views a model does not have)
 //   url-state.js (link format)  loading.js  messages.js  math.js  dom.js
@@ -27,7 +27,7 @@ import { wireStepper } from './stepper.js';
 import { wireTranslation } from './translation.js';
 import { attachHover } from './hover.js';
 import { attachExport } from './export.js';
-import { showBackend, startHelper } from './helper-thread.js';
+import { showBackend, startThreads } from './cpu-threads.js';
 import { openGpu, wireBackendChoice } from './gpu-backend.js';
 import { wirePresenter } from './presenter.js';
 import { openFirstModel, wirePicker, switchModel } from './model-picker.js';
@@ -80,26 +80,22 @@ function wire() {
 }
 
 // Another model was loaded: each section's model-dependent choices, then a pass on the
-// current text and every chart again; the helper thread starts for the new model (or says
-// why it does not).
-function showNewModel(files) {
+// current text and every chart again (the CPU's threads, if any, serve it too).
+function showNewModel() {
   renderLayerHeadOptions();
   renderDimsForModel('The features chosen for the other model do not fit this one.');
   renderRotaryForModel();
   showBackend();
   update();
   refreshCompare();
-  setTimeout(() => {
-    startHelper(files.config, files.tokenizer, files.weights);
-    openGpu(update);
-  }, 0);
+  setTimeout(() => openGpu(update), 0);
 }
 
 async function main() {
   await readUrl();
   $('text').value = state.text;
   // The model files download (or come from the browser's cache) while the WebAssembly module starts.
-  const files = await openFirstModel();
+  await openFirstModel();
   const { config } = session;
   // Features are checked by position.js, which says what it drops beside its box.
   checkAgainst({ layer: config.n_layers, head: config.n_heads, stepHead: config.n_heads, rotaryPair: pairCount() || undefined });
@@ -109,15 +105,14 @@ async function main() {
   wire();
   wirePicker(showNewModel);
   wireBackendChoice(update);
-  // The helper starts, and the equations off screen are typeset, after the first complete view,
-  // so that neither delays it.
+  // The CPU's threads and the GPU start, and the equations off screen are typeset, after the
+  // first complete view, so that none of them delays it.
   drawTiming.afterFirstView = () => {
-    drawTiming.afterFirstView = null; // let go of the files (SmolLM2's weights stay in no worker)
-    startHelper(files.config, files.tokenizer, files.weights);
+    drawTiming.afterFirstView = null;
+    startThreads();
     openGpu(update);
     renderRemainingMath();
   };
-  window.__tviz.helper = 'starting';
   update();
   if (session.summary) {
     // The first pass has already kept step and norm in range; say so if the link asked for more.

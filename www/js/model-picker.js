@@ -10,7 +10,6 @@ import { showError, clearError, showNotice } from './messages.js';
 import { wasmBindings } from './loading.js';
 import { MODELS, DEFAULT_MODEL, modelNamed, labelOf, downloadBytes, megabytes } from './models.js';
 import { loadModelFiles, isCached, cacheAvailable } from './model-files.js';
-import { stopHelper } from './helper-thread.js';
 import { closeGpu } from './gpu-backend.js';
 import { renderModelText } from './applicable.js';
 
@@ -89,8 +88,7 @@ async function fetchAndBuild(name, bindingsReady, { signal, why = '' } = {}) {
 /** Puts the built model in place of the one shown (whose memory is given back). */
 function install({ name, viz, load }) {
   const old = session.viz;
-  stopHelper(); // it serves the old model
-  closeGpu(); // so does the GPU session
+  closeGpu(); // it serves the old model
   session.viz = viz;
   session.modelName = name;
   session.config = viz.config();
@@ -137,7 +135,6 @@ function fillPicker() {
 /**
  * Loads the model the link asks for (the default without one) while the WebAssembly module
  * starts. A link's model that cannot be loaded is reported and the default model shown.
- * Returns the files, which the helper thread is given.
  */
 export async function openFirstModel() {
   // What the tests read: the model shown, each load's outcome, the last download's progress,
@@ -155,10 +152,9 @@ export async function openFirstModel() {
     loaded = await fetchAndBuild(DEFAULT_MODEL, bindings);
     install(loaded);
     window.__tviz.modelError = err.message;
-    return loaded.files;
+    return;
   }
   install(loaded);
-  return loaded.files;
 }
 
 // ---------- switching ----------
@@ -220,7 +216,7 @@ export async function switchModel(name) {
     switching = null;
     clearError();
     install(loaded);
-    afterSwitch(loaded.files);
+    afterSwitch();
   } catch (err) {
     if (controller.signal.aborted) return; // cancelled: the page says nothing
     switching = null;

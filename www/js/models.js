@@ -20,8 +20,6 @@ export const MODELS = {
       tokenizer: { path: 'models/lecture-post-ln/tokenizer.json', bytes: 32925 },
       weights: { path: 'models/lecture-post-ln/model.safetensors', bytes: 3432400 },
     },
-    // A pass takes a few milliseconds: a helper thread would cost more than it saves.
-    helperThread: 'the model is small enough that one thread computes a pass in a few milliseconds',
     twin: 'lecture-pre-ln',
     committed: true, // in the repository's trained/, not fetched by the set-up
   },
@@ -36,7 +34,6 @@ export const MODELS = {
       tokenizer: { path: 'models/lecture-pre-ln/tokenizer.json', bytes: 32925 },
       weights: { path: 'models/lecture-pre-ln/model.safetensors', bytes: 3433576 },
     },
-    helperThread: 'the model is small enough that one thread computes a pass in a few milliseconds',
     twin: 'lecture-post-ln',
     committed: true,
   },
@@ -51,7 +48,6 @@ export const MODELS = {
       tokenizer: { path: 'models/lecture-reverse/tokenizer.json', bytes: 182 },
       weights: { path: 'models/lecture-reverse/model.safetensors', bytes: 950496 },
     },
-    helperThread: 'the model is small enough that one thread decodes a whole output in a few milliseconds',
     committed: true,
     // What the text box holds when this model is chosen from the picker (a sentence of
     // another kind would be refused: it knows only lowercase letters and spaces).
@@ -69,9 +65,6 @@ export const MODELS = {
       tokenizer: { path: 'models/minilm-l6/tokenizer.json', bytes: 466247 },
       weights: { path: 'models/minilm-l6/model.f16.safetensors', bytes: 45441912 },
     },
-    // The helper thread holds a second copy of the weights (~90 MB in f32): worth it to halve
-    // a 512-token pass.
-    helperThread: null,
   },
   'smollm2-135m': {
     name: 'smollm2-135m',
@@ -82,9 +75,6 @@ export const MODELS = {
     files: {
       weights: { path: 'models/smollm2-135m/model.Q4_1.gguf', bytes: 98362432 },
     },
-    // The helper thread holds a second copy of the quantized weights (98 MB) and its own KV
-    // cache: worth it for a pass, and for each generated token (half of every product).
-    helperThread: null,
     // Why `?backend=auto` keeps it on the CPU even beside a hardware GPU (gpu-backend.js).
     gpuAuto: 'its 4-bit weights would be widened to 540 MB of f32 on the GPU, and a GPU pass recomputes every token (no KV cache there yet)',
   },

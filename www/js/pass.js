@@ -13,7 +13,7 @@ import { renderNormOptions } from './norm.js';
 import { renderResidualPicker } from './residual.js';
 import { renderStep } from './stepper.js';
 import { renderPrediction } from './prediction.js';
-import { showBackend } from './helper-thread.js';
+import { showBackend } from './cpu-threads.js';
 import { renderHeadFinder } from './head-finder.js';
 import { resetLinesFocus } from './attention.js';
 import { renderCompare } from './compare.js';
@@ -21,7 +21,7 @@ import { renderTranslation } from './translation.js';
 import { gpu, fallBack } from './gpu-backend.js';
 
 // For tests and the benchmark: how many updates ran and how long input took to be drawn.
-window.__tviz = { gpuPasses: 0, gpuPassText: null, renders: 0, latencies: [], settledLatencies: [], passes: [], ready: null, backend: null, helper: 'off' };
+window.__tviz = { gpuPasses: 0, gpuPassText: null, renders: 0, latencies: [], settledLatencies: [], passes: [], ready: null, backend: null, cpuThreads: 'pending' };
 
 let pending = false;
 let inputAt = null;
@@ -140,7 +140,7 @@ export function showSummary(summary, started = performance.now()) {
   drawAll();
   renderStep();
   renderPrediction();
-  if (summary.threads !== window.__tviz.threads) showBackend(); // the helper joined or left
+  if (summary.threads !== window.__tviz.threads) showBackend(); // the threads started
   $('timing').textContent = timingText(summary);
   writeUrl();
   const done = performance.now();

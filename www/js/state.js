@@ -25,7 +25,7 @@ export const state = {
   topP: 1, // 1: off
   seed: 0,
   gridPattern: 'previous', // the head grid's colouring: previous, induction or first
-  threads: 2, // 1: no helper thread (`?threads=1`)
+  threads: null, // a link's threads=N (threads.js); null: as many as the device reports, up to 8
   backend: 'auto', // where passes run: auto, cpu or gpu (`?backend=`, gpu-backend.js)
   layerHeadFromUrl: false, // else the head finder picks an informative head to open on
 };

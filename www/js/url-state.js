@@ -1,12 +1,14 @@
 // The link format: what a URL holds and how it is read back. Pure functions (no page, no
 // DOM), so that Node runs the same code in tests/e2e/url-state.test.mjs.
 //
-//   ?model=minilm-l6&layer=3&head=1&mode=heatmap&step=12&stephead=0&norm=1&dims=0,1,4
+//   ?model=minilm-l6&layer=3&head=1&mode=heatmap&step=12&stephead=0&norm=1&dims=0,1,4&threads=4
 //   #t=<the text, UTF-8, deflate-raw compressed, base64url>
 //
 // The text lives in the fragment, which browsers never send to a server, so a long text
 // cannot make a link fail with "431 Request Header Fields Too Large"; compressed, a 512-token
 // text takes a few thousand characters. Older links with `?text=` still open.
+
+import { threadsInLink, MAX_THREADS } from './threads.js';
 
 /** Longest fragment a link carries; past it the link keeps a shorter prefix of the text. */
 export const MAX_TEXT_FRAGMENT = 8000;
@@ -137,7 +139,9 @@ export async function parseLink(search, hash) {
     if (Number.isFinite(n) && n >= lo && n <= hi && (!whole || Number.isInteger(n))) values[key] = n;
     else notes.push(`The link's ${param}=${shorten(text)} is not ${whole ? 'a whole number' : 'a number'} from ${lo} to ${hi}, so it was ignored.`);
   }
-  if (q.get('threads') === '1') values.threads = 1;
+  const threads = threadsInLink(search);
+  if (Number.isInteger(threads)) values.threads = threads;
+  else if (Number.isNaN(threads)) notes.push(`The link's threads=${shorten(q.get('threads'))} is not a whole number from 1 to ${MAX_THREADS}, so the page chooses how many threads compute.`);
   if (q.has('backend')) {
     const backend = q.get('backend');
     if (BACKENDS.has(backend)) values.backend = backend;
@@ -203,7 +207,7 @@ export function queryFor(state, model) {
   if (state.topK) q.set('topk', String(state.topK));
   if (state.topP !== undefined && state.topP !== 1) q.set('topp', String(state.topP));
   if (state.seed) q.set('seed', String(state.seed));
-  if (state.threads === 1) q.set('threads', '1');
+  if (state.threads) q.set('threads', String(state.threads));
   if (state.backend && state.backend !== 'auto') q.set('backend', state.backend);
   return `?${q}`;
 }

@@ -1,0 +1,138 @@
+//! Threads sharing one matrix product on one memory: the output features of a product are cut
+//! into one part per thread, each thread computes its part (every output number exactly as one
+//! thread alone would compute it), and the parts are laid side by side.
+//!
+//! The threads are rayon's: natively its global pool; in the page's threaded build (feature
+//! `threads`, wasm threads on one shared memory through `wasm-bindgen-rayon`) a pool the page
+//! starts with `start` once the module runs. The calling thread computes the first part itself
+//! (`rayon::in_place_scope`), so a page asking for n threads starts a pool of n - 1 workers.
+//! In the page's plain build there is no pool: every product is computed whole.
+
+use ndarray::{s, Array2};
+
+/// Below this many multiply-adds a product is computed whole: waking the other threads would
+/// cost more than they save (a few microseconds natively, tens in a browser, against about a
+/// quarter of a millisecond for 2^20 multiply-adds on one core).
+const PARALLEL_MIN_MACS: usize = 1 << 20;
+
+#[cfg(all(target_arch = "wasm32", feature = "threads"))]
+mod pool {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// Threads computing a product: the page's thread and its pool's workers (1: no pool yet).
+    static THREADS: AtomicUsize = AtomicUsize::new(1);
+
+    pub fn threads() -> usize {
+        THREADS.load(Ordering::Relaxed)
+    }
+
+    pub fn set_threads(n: usize) {
+        THREADS.store(n, Ordering::Relaxed);
+    }
+}
+
+/// How many threads share a product now.
+pub fn threads() -> usize {
+    #[cfg(not(target_arch = "wasm32"))]
+    return rayon::current_num_threads();
+    #[cfg(all(target_arch = "wasm32", feature = "threads"))]
+    return pool::threads();
+    #[cfg(all(target_arch = "wasm32", not(feature = "threads")))]
+    return 1;
+}
+
+/// Starts the page's pool so that `threads` threads (the page's own among them) share every
+/// product. Only in the threaded build; a second call is refused (rayon's pool is global).
+#[cfg(all(target_arch = "wasm32", feature = "threads"))]
+pub async fn start(threads: usize) -> Result<usize, String> {
+    if pool::threads() > 1 {
+        return Err("the page's threads are already started".into());
+    }
+    if !(2..=64).contains(&threads) {
+        return Err(format!("{threads} threads: a pool has 2 to 64"));
+    }
+    let started = wasm_bindgen_rayon::init_thread_pool(threads - 1);
+    wasm_bindgen_futures::JsFuture::from(started).await.map_err(|e| format!("the threads did not start: {e:?}"))?;
+    pool::set_threads(threads);
+    Ok(threads)
+}
+
+/// Output features [lo, hi) cut into `parts` runs of nearly equal length, each (but the last)
+/// a multiple of `block` features.
+pub fn parts(lo: usize, hi: usize, parts: usize, block: usize) -> Vec<(usize, usize)> {
+    let blocks = (hi - lo).div_ceil(block.max(1));
+    let parts = parts.clamp(1, blocks.max(1));
+    (0..parts)
+        .map(|k| {
+            let start = lo + (blocks * k / parts) * block;
+            let end = if k + 1 == parts { hi } else { lo + (blocks * (k + 1) / parts) * block };
+            (start.min(hi), end.min(hi))
+        })
+        .collect()
+}
+
+/// A product's output features [lo, hi) for `t` tokens of `cols` inputs, shared among the
+/// threads: `features(a, b)` computes features [a, b) as a (t, b - a) array. Gives (t, hi - lo),
+/// the same numbers as `features(lo, hi)`.
+pub fn in_parts(t: usize, lo: usize, hi: usize, cols: usize, block: usize, features: impl Fn(usize, usize) -> Array2<f32> + Sync) -> Array2<f32> {
+    let n = if t * (hi - lo) * cols < PARALLEL_MIN_MACS { 1 } else { threads() };
+    if n <= 1 {
+        return features(lo, hi);
+    }
+    split(t, lo, hi, &parts(lo, hi, n, block), &features)
+}
+
+#[cfg(any(not(target_arch = "wasm32"), feature = "threads"))]
+fn split(t: usize, lo: usize, hi: usize, bounds: &[(usize, usize)], features: &(impl Fn(usize, usize) -> Array2<f32> + Sync)) -> Array2<f32> {
+    let mut computed: Vec<Option<Array2<f32>>> = vec![None; bounds.len()]; // one (t, b - a) per part
+    rayon::in_place_scope(|scope| {
+        let (first, rest) = computed.split_first_mut().expect("at least one part");
+        for (slot, &(a, b)) in rest.iter_mut().zip(&bounds[1..]) {
+            scope.spawn(move |_| *slot = Some(features(a, b)));
+        }
+        *first = Some(features(bounds[0].0, bounds[0].1)); // this thread's part
+    });
+    let mut y = Array2::<f32>::zeros((t, hi - lo)); // (T, hi - lo)
+    for (part, &(a, b)) in computed.into_iter().zip(bounds) {
+        y.slice_mut(s![.., a - lo..b - lo]).assign(&part.expect("every part ran")); // (T, b - a)
+    }
+    y
+}
+
+#[cfg(all(target_arch = "wasm32", not(feature = "threads")))]
+fn split(_t: usize, lo: usize, hi: usize, _bounds: &[(usize, usize)], features: &(impl Fn(usize, usize) -> Array2<f32> + Sync)) -> Array2<f32> {
+    features(lo, hi)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parts_cover_the_range_in_whole_blocks() {
+        for (lo, hi, n, block) in [(0, 384, 2, 2), (0, 385, 3, 2), (10, 17, 4, 2), (0, 1, 8, 2), (0, 1536, 8, 2), (5, 5, 2, 2)] {
+            let p = parts(lo, hi, n, block);
+            assert_eq!(p.first().unwrap().0, lo);
+            assert_eq!(p.last().unwrap().1, hi);
+            for w in p.windows(2) {
+                assert_eq!(w[0].1, w[1].0);
+            }
+            for &(a, b) in &p[..p.len() - 1] {
+                assert!(b > a && (b - a) % block == 0, "{lo}..{hi} in {n}: {p:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_product_in_parts_equals_the_whole() {
+        let x = Array2::from_shape_fn((7, 33), |(i, j)| ((i * 31 + j * 7) % 13) as f32 - 6.0); // (T, in)
+        let w = Array2::from_shape_fn((301, 33), |(i, j)| ((i * 17 + j * 3) % 11) as f32 * 0.25 - 1.0); // (out, in)
+        let features = |a: usize, b: usize| x.dot(&w.slice(s![a..b, ..]).t()); // (T, b - a)
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
+        let whole = features(0, 301);
+        let shared = pool.install(|| in_parts(7, 0, 301, 33 * 1000, 2, features));
+        assert_eq!(whole, shared);
+        let middle = pool.install(|| in_parts(7, 40, 120, 33 * 1000, 2, features));
+        assert_eq!(features(40, 120), middle);
+    }
+}

@@ -1,10 +1,10 @@
 //! Threads sharing one matrix product on one memory: the output features of a product are cut
-//! into one part per thread, each thread computes its part (every output number exactly as one
-//! thread alone would compute it), and the parts are laid side by side.
+//! into a few runs per thread, each thread takes runs until none is left (every output number
+//! computed exactly as one thread alone would compute it), and the runs are laid side by side.
 //!
 //! The threads are rayon's: natively its global pool; in the page's threaded build (feature
 //! `threads`, wasm threads on one shared memory through `wasm-bindgen-rayon`) a pool the page
-//! starts with `start` once the module runs. The calling thread computes the first part itself
+//! starts with `start` once the module runs. The calling thread takes runs too
 //! (`rayon::in_place_scope`), so a page asking for n threads starts a pool of n - 1 workers.
 //! In the page's plain build there is no pool: every product is computed whole.
 
@@ -79,28 +79,42 @@ pub fn in_parts(t: usize, lo: usize, hi: usize, cols: usize, block: usize, featu
     if n <= 1 {
         return features(lo, hi);
     }
-    split(t, lo, hi, &parts(lo, hi, n, block), &features)
+    split(t, lo, hi, n, block, &features)
 }
 
+/// Runs of features handed out per thread: a thread that starts late (the machine busy with
+/// something else) finds the runs already taken by the others, and the calling thread never
+/// waits for more than the runs under way.
+const RUNS_PER_THREAD: usize = 4;
+
 #[cfg(any(not(target_arch = "wasm32"), feature = "threads"))]
-fn split(t: usize, lo: usize, hi: usize, bounds: &[(usize, usize)], features: &(impl Fn(usize, usize) -> Array2<f32> + Sync)) -> Array2<f32> {
-    let mut computed: Vec<Option<Array2<f32>>> = vec![None; bounds.len()]; // one (t, b - a) per part
+fn split(t: usize, lo: usize, hi: usize, threads: usize, block: usize, features: &(impl Fn(usize, usize) -> Array2<f32> + Sync)) -> Array2<f32> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::OnceLock;
+    let runs = parts(lo, hi, threads * RUNS_PER_THREAD, block);
+    let computed: Vec<OnceLock<Array2<f32>>> = runs.iter().map(|_| OnceLock::new()).collect(); // one (t, b - a) per run
+    let next = AtomicUsize::new(0);
+    // Each thread takes the next run not yet taken until none is left.
+    let work = || loop {
+        let k = next.fetch_add(1, Ordering::Relaxed);
+        let Some(&(a, b)) = runs.get(k) else { break };
+        let _ = computed[k].set(features(a, b));
+    };
     rayon::in_place_scope(|scope| {
-        let (first, rest) = computed.split_first_mut().expect("at least one part");
-        for (slot, &(a, b)) in rest.iter_mut().zip(&bounds[1..]) {
-            scope.spawn(move |_| *slot = Some(features(a, b)));
+        for _ in 1..threads {
+            scope.spawn(|_| work());
         }
-        *first = Some(features(bounds[0].0, bounds[0].1)); // this thread's part
+        work(); // this thread's share
     });
     let mut y = Array2::<f32>::zeros((t, hi - lo)); // (T, hi - lo)
-    for (part, &(a, b)) in computed.into_iter().zip(bounds) {
-        y.slice_mut(s![.., a - lo..b - lo]).assign(&part.expect("every part ran")); // (T, b - a)
+    for (run, &(a, b)) in computed.into_iter().zip(&runs) {
+        y.slice_mut(s![.., a - lo..b - lo]).assign(&run.into_inner().expect("every run was taken")); // (T, b - a)
     }
     y
 }
 
 #[cfg(all(target_arch = "wasm32", not(feature = "threads")))]
-fn split(_t: usize, lo: usize, hi: usize, _bounds: &[(usize, usize)], features: &(impl Fn(usize, usize) -> Array2<f32> + Sync)) -> Array2<f32> {
+fn split(_t: usize, lo: usize, hi: usize, _threads: usize, _block: usize, features: &(impl Fn(usize, usize) -> Array2<f32> + Sync)) -> Array2<f32> {
     features(lo, hi)
 }
 

@@ -16,7 +16,7 @@ use crate::draw::compare::{draw_compare_view, CompareView};
 use crate::draw::draw_err;
 use crate::draw::view::{draw_view, view_svg, Drawn, View};
 use crate::error::VizError;
-use crate::model::ModelConfig;
+use crate::model::{threads, ModelConfig};
 use crate::trace::{Op, Trace, TokenInfo, Truncation};
 use crate::web_canvas::FastCanvas;
 use crate::Transformer;
@@ -105,22 +105,12 @@ struct Prompt {
     tokens: usize,
 }
 
-fn threads() -> usize {
-    crate::model::threads::threads()
-}
-
-/// Whether this is the page's threaded build (wasm threads on one shared memory).
-#[wasm_bindgen]
-pub fn threaded_build() -> bool {
-    cfg!(feature = "threads")
-}
-
-/// Starts `threads` threads (the page's own among them) that share every matrix product on
+/// Starts `count` threads (the page's own among them) that share every matrix product on
 /// this module's memory: the threaded build only. Resolves to the count.
 #[cfg(feature = "threads")]
 #[wasm_bindgen]
-pub async fn start_threads(threads: usize) -> Result<usize, JsError> {
-    crate::model::threads::start(threads).await.map_err(|e| JsError::new(&e))
+pub async fn start_threads(count: usize) -> Result<usize, JsError> {
+    threads::start(count).await.map_err(|e| JsError::new(&e))
 }
 
 fn now_ms() -> f64 {
@@ -192,7 +182,7 @@ impl Viz {
 
     /// Where the numbers are computed.
     pub fn backend(&self) -> String {
-        match threads() {
+        match threads::threads() {
             1 => "CPU (WebAssembly)".into(),
             n => format!("CPU (WebAssembly, {n} threads)"),
         }
@@ -201,7 +191,7 @@ impl Viz {
     /// How many threads compute a pass: those of the threaded build's pool (`start_threads`),
     /// 1 in the plain build.
     pub fn threads(&self) -> usize {
-        threads()
+        threads::threads()
     }
 
     /// A causal model's traced pass on `encoding`, continuing the last one through the KV
@@ -394,7 +384,7 @@ impl Viz {
             norms,
             milliseconds,
             recomputed,
-            threads: threads(),
+            threads: threads::threads(),
             token_limit: self.limit,
             reused: self.reused,
             cached_tokens: self.cache.len(),

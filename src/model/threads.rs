@@ -8,7 +8,7 @@
 //! (`rayon::in_place_scope`), so a page asking for n threads starts a pool of n - 1 workers.
 //! In the page's plain build there is no pool: every product is computed whole.
 
-use ndarray::{s, Array2};
+use ndarray::Array2;
 
 /// Below this many multiply-adds (about 25 microseconds on one core in a browser here) a product
 /// is computed whole: waking the other threads would cost about what they save. Measured in the
@@ -87,10 +87,12 @@ pub fn in_parts(t: usize, lo: usize, hi: usize, cols: usize, block: usize, featu
 /// Runs of features handed out per thread: a thread that starts late (the machine busy with
 /// something else) finds the runs already taken by the others, and the calling thread never
 /// waits for more than the runs under way.
+#[cfg(any(not(target_arch = "wasm32"), feature = "threads"))]
 const RUNS_PER_THREAD: usize = 4;
 
 #[cfg(any(not(target_arch = "wasm32"), feature = "threads"))]
 fn split(t: usize, lo: usize, hi: usize, threads: usize, block: usize, features: &(impl Fn(usize, usize) -> Array2<f32> + Sync)) -> Array2<f32> {
+    use ndarray::s;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::OnceLock;
     let runs = parts(lo, hi, threads * RUNS_PER_THREAD, block);
@@ -123,6 +125,7 @@ fn split(_t: usize, lo: usize, hi: usize, _threads: usize, _block: usize, featur
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ndarray::s;
 
     #[test]
     fn parts_cover_the_range_in_whole_blocks() {

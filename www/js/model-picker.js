@@ -55,7 +55,7 @@ function nextPaint() {
 
 /**
  * Downloads (or reads from the cache) the files of model `name` and builds its `Viz`.
- * Returns `{ name, viz, files, load }` (load: what `__tviz.loads` records); throws ModelLoadError when the engine refuses the files.
+ * Returns `{ name, viz, load }` (load: what `__tviz.loads` records); throws ModelLoadError when the engine refuses the files.
  */
 async function fetchAndBuild(name, bindingsReady, { signal, why = '' } = {}) {
   const model = modelNamed(name);
@@ -77,7 +77,7 @@ async function fetchAndBuild(name, bindingsReady, { signal, why = '' } = {}) {
   });
   try {
     const viz = new bindings.Viz(name, files.config, files.tokenizer, files.weights);
-    return { name, viz, files, load };
+    return { name, viz, load };
   } catch (err) {
     load.error = String(err.message ?? err);
     const from = files.source === 'cache' ? 'read from the browser\'s cache' : 'downloaded';
@@ -256,7 +256,7 @@ async function pick(name) {
 /** Models smaller than this load without asking first. */
 const SMALL_MODEL_BYTES = 10e6;
 
-/** `onSwitch(files)` brings every section up to date after another model was loaded. */
+/** `onSwitch()` brings every section up to date after another model was loaded. */
 export function wirePicker(onSwitch) {
   afterSwitch = onSwitch;
   $('model').addEventListener('change', () => pick($('model').value));

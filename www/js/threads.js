@@ -9,7 +9,7 @@
 // ?threads=1, it runs the plain build on one thread.
 
 export const MAX_THREADS = 16;
-export const DEFAULT_MAX_THREADS = 8;
+const DEFAULT_MAX_THREADS = 8;
 
 /** The link's `threads=`: a whole number 1..MAX_THREADS, null when absent, NaN when invalid. */
 export function threadsInLink(search) {

@@ -11,14 +11,24 @@ const env = usePage();
 const openPage = (viewport = { width: 1280, height: 720 }) => open(env, env.base, { viewport });
 
 test('the first screen shows a chart at 1280x720 and at 1920x1080, and wide windows use their width', async () => {
-  for (const viewport of [{ width: 1280, height: 720 }, { width: 1920, height: 1080 }]) {
-    const { page, context, problems } = await openPage(viewport);
-    const box = await page.locator('#attention-canvas').boundingBox();
-    assert.ok(box.y + 150 < viewport.height, `${viewport.width}: the heatmap starts at ${box.y}px`);
-    const main = await page.locator('main').boundingBox();
-    assert.ok(main.width > viewport.width * 0.9, `${viewport.width}: the content is only ${main.width}px wide`);
-    assert.deepEqual(problems, []);
-    await context.close();
+  for (const model of ['minilm-l6', null]) { // null: the page's own default, the lecture decoder
+    for (const viewport of [{ width: 1280, height: 720 }, { width: 1920, height: 1080 }]) {
+      const { page, context, problems } = await open(env, env.base, { viewport, model });
+      const where = `${model ?? 'default'} at ${viewport.width}`;
+      const first = await page.locator('#attention-canvas').boundingBox();
+      assert.ok(first.y + 150 < viewport.height, `${where}: the heatmap starts at ${first.y}px`);
+      // The status line changes once the CPU's threads are ready and WebGPU is found (or not):
+      // the charts must not jump.
+      await page.waitForFunction(() => ['ready', 'off', 'failed'].includes(window.__tviz.cpuThreads)
+        && !/starting/.test(document.getElementById('backend-why').textContent)
+        && !/looking for WebGPU/.test(document.getElementById('gpu-status').textContent));
+      const settled = await page.locator('#attention-canvas').boundingBox();
+      assert.equal(settled.y, first.y, `${where}: the heatmap moved from ${first.y}px to ${settled.y}px when the threads started`);
+      const main = await page.locator('main').boundingBox();
+      assert.ok(main.width > viewport.width * 0.9, `${where}: the content is only ${main.width}px wide`);
+      assert.deepEqual(problems, []);
+      await context.close();
+    }
   }
 });
 

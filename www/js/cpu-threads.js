@@ -16,7 +16,9 @@ export function showBackend() {
   const threads = viz.threads();
   const { why, threaded } = plan();
   let note = '';
-  if (!gpu.active && threads === 1) note = `(one thread: ${why ?? (threaded ? 'its threads are starting' : 'this build has none')})`;
+  // Short while the threads start (the header keeps one line at 1280 px, so the charts below
+  // do not jump when the pool is ready); the whole reason when one thread it stays.
+  if (!gpu.active && threads === 1) note = why ? `(one thread: ${why})` : threaded ? `(${plan().threads} threads starting)` : '(one thread: this build has none)';
   if ($('backend-why').textContent !== note) $('backend-why').textContent = note;
   window.__tviz.backend = backend;
   window.__tviz.threads = threads;

@@ -17,7 +17,7 @@ export const gpu = {
   session: null, // the wasm GpuSession for session.viz's model, once open
   viz: null, // the Viz it was opened for
   active: false, // passes run on it
-  why: 'WebGPU is being looked for', // why there is no GPU session (status-line words), when none
+  why: 'looking for WebGPU', // why there is no GPU session (status-line words), when none
   lost: null, // why the GPU stopped, after a fallback
   name: null, // the adapter's vendor and architecture, as the browser reports them
   difference: null, // the last GPU pass's largest difference from the CPU's
@@ -26,7 +26,7 @@ export const gpu = {
 /** Closes the session (before its model is replaced): its weights are given back. */
 export function closeGpu() {
   gpu.session?.free();
-  Object.assign(gpu, { session: null, viz: null, active: false, difference: null, lost: null, why: 'WebGPU is being looked for' });
+  Object.assign(gpu, { session: null, viz: null, active: false, difference: null, lost: null, why: 'looking for WebGPU' });
 }
 
 function decide() {

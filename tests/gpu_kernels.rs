@@ -8,7 +8,9 @@ use std::sync::OnceLock;
 use ndarray::{Array, Array1, Array2, Array3, ArrayD, Axis, Dimension, ShapeBuilder};
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use transformer_viz::gpu::{self, GpuContext, GpuError, GpuTensor};
+use transformer_viz::formats::gguf::{GgmlType, GgufTensor, QK};
+use transformer_viz::gpu::{self, GpuContext, GpuDtype, GpuError, GpuTensor};
+use transformer_viz::model::matrix::Matrix;
 use transformer_viz::model::attention::{apply_causal_mask_from, scaled_scores, softmax_rows, weighted_values};
 use transformer_viz::model::config::{Activation, NormKind};
 use transformer_viz::model::ffn::{gelu, silu};
@@ -115,6 +117,62 @@ fn dense_with_f16_weights_matches_linear_forward_on_the_same_values() {
     let h = GpuTensor::upload_f16(context(), &[half::f16::ONE; 4], &[2, 2], "f16").expect("fits");
     assert!(matches!(pollster::block_on(gpu::dense(context(), &h, &h, None)), Err(GpuError::Shape { .. })));
     assert!(matches!(pollster::block_on(context().read(&h)), Err(GpuError::Readback(_))));
+}
+
+/// GGUF blocks of `kind` for a (rows, cols) matrix: random bytes for the quants (every bit
+/// pattern, negative Q8_0 ones included) under scales and minimums like a checkpoint's.
+fn gguf_blocks(r: &mut Random, kind: GgmlType, rows: usize, cols: usize) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    for _ in 0..rows * cols / QK {
+        let scale = 0.005 + 0.03 * (r.0.next_u32() as f32 / u32::MAX as f32);
+        bytes.extend(half::f16::from_f32(scale).to_le_bytes());
+        let quants = match kind {
+            GgmlType::Q8_0 => QK,
+            _ => {
+                let minimum = -0.2 * (r.0.next_u32() as f32 / u32::MAX as f32);
+                bytes.extend(half::f16::from_f32(minimum).to_le_bytes());
+                QK / 2
+            }
+        };
+        bytes.extend((0..quants).map(|_| r.0.next_u32() as u8));
+    }
+    bytes
+}
+
+#[test]
+fn dense_with_gguf_blocks_matches_the_quantized_cpu_product() {
+    let mut r = Random::new(6);
+    // Rows of one and of many blocks; outputs and tokens that are not multiples of 16; T = 1.
+    let mut shapes = vec![(1, 32, 1), (1, 576, 192), (17, 64, 47), (32, 96, 129), (3, 1536, 40)];
+    for _ in 0..6 {
+        shapes.push((r.below(1, 40), QK * r.below(1, 12), r.below(1, 200)));
+    }
+    for kind in [GgmlType::Q8_0, GgmlType::Q4_1] {
+        for (i, &(t, inputs, outputs)) in shapes.iter().enumerate() {
+            let blocks = gguf_blocks(&mut r, kind, outputs, inputs);
+            let matrix = Matrix::quantized(GgufTensor::new("w", vec![outputs, inputs], kind, blocks.clone()).expect("whole blocks")).expect("2-D");
+            assert_eq!(matrix.storage(), kind.name(), "the CPU keeps the blocks too");
+            let x = r.values((t, inputs), 1.0);
+            let b = r.values(outputs, 0.5);
+            let with_bias = i % 2 == 0;
+            let cpu = Linear { weight: matrix, bias: with_bias.then(|| b.clone()) }.forward(x.view()); // (T, out)
+            let gw = GpuTensor::upload_blocks(context(), kind, &blocks, [outputs, inputs], "blocks").expect("fits");
+            assert_eq!(gw.dtype(), if kind == GgmlType::Q8_0 { GpuDtype::Q8_0 } else { GpuDtype::Q4_1 });
+            let y = pollster::block_on(gpu::dense(context(), &upload(&x), &gw, with_bias.then(|| upload(&b)).as_ref())).expect("dense on blocks");
+            let gap = relative_gap(&read(&y), &cpu);
+            assert!(gap < 1e-3, "dense {kind:?} ({t}, {inputs}) x ({outputs}, {inputs}), bias {with_bias}: gap {gap}");
+        }
+    }
+    // Blocks that do not make whole rows, or a byte count that is not the shape's, are refused
+    // before anything is allocated; blocks are weights, never read back.
+    let blocks = gguf_blocks(&mut r, GgmlType::Q4_1, 2, 64);
+    for (bytes, shape) in [(&blocks[..], [3, 32]), (&blocks[..], [2, 64 + 1]), (&blocks[..blocks.len() - 1], [2, 64]), (&blocks[..], [1, 32])] {
+        let refused = GpuTensor::upload_blocks(context(), GgmlType::Q4_1, bytes, shape, "bad blocks");
+        assert!(matches!(refused, Err(GpuError::Shape { .. })), "{} bytes as {shape:?} must be refused", bytes.len());
+    }
+    assert!(matches!(GpuTensor::upload_blocks(context(), GgmlType::F16, &[0; 64], [1, 32], "f16"), Err(GpuError::Shape { .. })));
+    let q = GpuTensor::upload_blocks(context(), GgmlType::Q8_0, &gguf_blocks(&mut r, GgmlType::Q8_0, 1, 32), [1, 32], "q8").expect("fits");
+    assert!(matches!(pollster::block_on(context().read(&q)), Err(GpuError::Readback(_))));
 }
 
 #[test]

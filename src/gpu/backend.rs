@@ -50,6 +50,12 @@ impl GpuBackend {
         self.ctx.device.destroy();
     }
 
+    /// The bytes of weights uploaded so far (each weight once, as stored on the GPU: f32
+    /// values or a GGUF file's blocks).
+    pub fn weight_bytes(&self) -> u64 {
+        self.uploaded.borrow().values().map(|t| t.bytes()).sum()
+    }
+
     /// Why the GPU stopped computing and the CPU took over, if it did.
     pub fn failure(&self) -> Option<GpuError> {
         self.failure.borrow().clone()
@@ -81,10 +87,22 @@ impl GpuBackend {
         Ok(t)
     }
 
-    /// A matrix (out, in) as f32 on the GPU (quantized GGUF blocks are widened on the CPU, once).
+    /// A matrix (out, in) on the GPU: f32 values, or a GGUF model's blocks as the file holds
+    /// them (the dense kernel dequantizes them as it reads: a Q4_1 model keeps its ~5 bits a
+    /// value on the GPU instead of widening to 32).
     fn matrix(&self, m: &Matrix) -> Result<Rc<GpuTensor>, GpuError> {
         let key = m as *const Matrix as usize;
-        self.weight(key, || m.to_dense(), "weight")
+        match m {
+            Matrix::Dense(values) => self.weight(key, || values.clone(), "weight"),
+            Matrix::Quantized(q) => {
+                if let Some(t) = self.uploaded.borrow().get(&key) {
+                    return Ok(t.clone());
+                }
+                let t = Rc::new(GpuTensor::upload_blocks(&self.ctx, q.kind(), q.bytes(), [q.rows(), q.cols()], q.name())?);
+                self.uploaded.borrow_mut().insert(key, t.clone());
+                Ok(t)
+            }
+        }
     }
 
     fn vector(&self, v: &ndarray::Array1<f32>, what: &str) -> Result<Rc<GpuTensor>, GpuError> {

@@ -1,6 +1,7 @@
 //! Host of `dense.wgsl`: y (T, out) = x (T, in) · w (out, in)ᵀ + b (out), with f32 weights
-//! (`dense_f32_weights.wgsl`) or f16 ones (`dense_f16_weights.wgsl`, widened in the kernel).
-//! CPU twin: `crate::model::linear::Linear::forward`.
+//! (`dense_f32_weights.wgsl`), f16 ones (`dense_f16_weights.wgsl`, widened in the kernel) or
+//! GGUF blocks (`dense_q8_0_weights.wgsl`, `dense_q4_1_weights.wgsl`, dequantized in the kernel).
+//! CPU twin: `crate::model::linear::Linear::forward` (for blocks, `Matrix::Quantized`'s product).
 
 use super::context::GpuContext;
 use super::error::GpuError;
@@ -30,11 +31,13 @@ pub async fn dense(ctx: &GpuContext, x: &GpuTensor, w: &GpuTensor, b: Option<&Gp
         }
     };
     if x.dtype() != GpuDtype::F32 || bias.dtype() != GpuDtype::F32 {
-        return Err(GpuError::Shape { what: WHAT, detail: "inputs and biases are f32; only weights may be f16".into() });
+        return Err(GpuError::Shape { what: WHAT, detail: "inputs and biases are f32; only weights may be f16 or GGUF blocks".into() });
     }
     let kernel = match w.dtype() {
         GpuDtype::F32 => ctx.kernel("dense (f32 weights)", concat!(include_str!("dense.wgsl"), include_str!("dense_f32_weights.wgsl"))).await?,
         GpuDtype::F16 => ctx.kernel("dense (f16 weights)", concat!(include_str!("dense.wgsl"), include_str!("dense_f16_weights.wgsl"))).await?,
+        GpuDtype::Q8_0 => ctx.kernel("dense (Q8_0 weights)", concat!(include_str!("dense.wgsl"), include_str!("dense_q8_0_weights.wgsl"))).await?,
+        GpuDtype::Q4_1 => ctx.kernel("dense (Q4_1 weights)", concat!(include_str!("dense.wgsl"), include_str!("dense_q4_1_weights.wgsl"))).await?,
     };
     let params = [Param::U(size(t, WHAT)?), Param::U(size(inputs, WHAT)?), Param::U(size(outputs, WHAT)?), Param::U(b.is_some() as u32)];
     let groups = [size(outputs.div_ceil(TILE).max(1), WHAT)?, size(t.div_ceil(TILE).max(1), WHAT)?, 1];

@@ -1,8 +1,11 @@
 //! A tensor on the GPU: one storage buffer of values, row-major, its shape and the values'
-//! type: f32, or f16 for weights (two to a 32-bit word; half the upload and the memory).
+//! type: f32, or for weights f16 (two to a 32-bit word; half the upload and the memory) or a
+//! GGUF file's blocks as they lie in the file (Q8_0, Q4_1: the dense kernel dequantizes them
+//! as it reads them, so a 4-bit model stays about 4-bit on the GPU).
 
 use super::context::GpuContext;
 use super::error::GpuError;
+use crate::formats::gguf::{GgmlType, QK};
 
 /// How a tensor's values are stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -10,6 +13,10 @@ pub enum GpuDtype {
     F32,
     /// IEEE half precision, two a word, the first in the low 16 bits (WGSL's `unpack2x16float`).
     F16,
+    /// GGUF Q8_0 blocks of 32 values (34 bytes: an f16 scale, 32 signed bytes), back to back.
+    Q8_0,
+    /// GGUF Q4_1 blocks of 32 values (20 bytes: f16 scale and minimum, 16 bytes of nibbles).
+    Q4_1,
 }
 
 pub struct GpuTensor {
@@ -65,6 +72,27 @@ impl GpuTensor {
         let mut data: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
         data.resize(data.len().div_ceil(4) * 4, 0);
         Self::from_bytes(ctx, &data, shape, GpuDtype::F16, what)
+    }
+
+    /// Copies a matrix of `shape` (rows, cols) stored as GGUF `kind` blocks (`bytes`, row after
+    /// row, as in the file) to a new buffer, unchanged. Each row must be whole blocks.
+    pub fn upload_blocks(ctx: &GpuContext, kind: GgmlType, bytes: &[u8], shape: [usize; 2], what: &str) -> Result<Self, GpuError> {
+        let dtype = match kind {
+            GgmlType::Q8_0 => GpuDtype::Q8_0,
+            GgmlType::Q4_1 => GpuDtype::Q4_1,
+            other => return Err(GpuError::Shape { what: "upload", detail: format!("{what}: {} is not a block format the GPU reads", other.name()) }),
+        };
+        let [rows, cols] = shape;
+        let expected = rows.checked_mul(cols).and_then(|n| kind.bytes_for(n));
+        if cols % QK != 0 || expected != Some(bytes.len()) {
+            return Err(GpuError::Shape {
+                what: "upload",
+                detail: format!("{what}: {} bytes of {} blocks for a ({rows}, {cols}) matrix (rows of whole {QK}-value blocks)", bytes.len(), kind.name()),
+            });
+        }
+        let mut data = bytes.to_vec();
+        data.resize(data.len().div_ceil(4) * 4, 0); // Q8_0's 34-byte blocks need not end on a word
+        Self::from_bytes(ctx, &data, &shape, dtype, what)
     }
 
     fn check_count(values: usize, shape: &[usize], what: &str) -> Result<(), GpuError> {

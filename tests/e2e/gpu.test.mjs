@@ -74,6 +74,27 @@ test('with ?backend=gpu the views are computed on the GPU, name its adapter and 
   await context.close();
 });
 
+test('SmolLM2 runs on the GPU from its 4-bit blocks, agrees with the CPU and predicts the same word', async () => {
+  const prompt = 'The capital of France is';
+  // The prompt comes in the link, so the first GPU pass is the prompt's (SwiftShader takes
+  // tens of seconds for SmolLM2's 30 layers).
+  const { page, context, problems } = await openPage(env, `${env.base}?backend=gpu&text=${encodeURIComponent(prompt)}`, { model: 'smollm2-135m' });
+  await page.waitForFunction(() => window.__tviz.model === 'smollm2-135m' && window.__tviz.gpu?.active, null, { timeout: LONG });
+  await gpuPassOf(page, prompt);
+  const gpu = await page.evaluate(() => window.__tviz.gpu);
+  assert.equal(gpu.lost, null);
+  assert.equal(gpu.difference.error, undefined, gpu.difference.error);
+  assert.ok(gpu.difference.attention < 1e-4, `attention differs by ${gpu.difference.attention}`);
+  assert.ok(gpu.difference.other < 1e-3, `a value differs by ${gpu.difference.other} relative`);
+  assert.ok(gpu.difference.other > 0, 'the GPU computed the pass (its rounding differs somewhere from the CPU\'s)');
+  assert.equal(await page.textContent('#backend'), 'GPU (WebGPU)');
+  await page.locator('canvas[data-chart="prediction"]').scrollIntoViewIfNeeded();
+  await page.waitForFunction(() => window.__tvizDrawn.prediction?.plotted);
+  assert.equal(await page.evaluate(() => window.__tvizDrawn.prediction.plotted.bars[0].label), '·Paris');
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
 test('a GPU device lost while the page is in use hands every later pass to the CPU, without a reload', async () => {
   const { page, context, problems } = await openPage(env, `${env.base}?layer=5&head=3&step=100&backend=gpu`);
   await page.waitForFunction(() => window.__tviz.gpu?.active, null, { timeout: LONG });

@@ -76,7 +76,7 @@ export const MODELS = {
       weights: { path: 'models/smollm2-135m/model.Q4_1.gguf', bytes: 98362432 },
     },
     // Why `?backend=auto` keeps it on the CPU even beside a hardware GPU (gpu-backend.js).
-    gpuAuto: 'its 4-bit weights would be widened to 540 MB of f32 on the GPU, and a GPU pass recomputes every token (no KV cache there yet)',
+    gpuAuto: 'a GPU pass recomputes every token (no KV cache on the GPU yet), so typing and generating are faster on the CPU',
   },
 };
 

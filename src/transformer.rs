@@ -74,24 +74,22 @@ impl Transformer {
     /// layer's inner steps: that would compute them on the CPU).
     /// Asynchronous: a GPU's results come back asynchronously (natively, wait on it with
     /// `pollster::block_on`; on `Cpu`, `model::backend::on_cpu` runs it to its end at once).
+    /// An encoder-decoder's trace is `translate_with`'s (the text is its source).
     pub async fn trace_with<B: Backend>(&self, backend: &B, text: &str) -> Result<Trace> {
-        self.check_runs_on_any_backend()?;
+        if self.config.is_encoder_decoder() {
+            return Ok(self.translate_with(backend, text).await?.trace);
+        }
         let encoding = self.encode(text)?;
         Ok(self.trace_whole(backend, encoding, text).await)
     }
 
-    /// `trace_with` on tokens that came from `encode` or `encode_within`.
+    /// `trace_with` on tokens that came from `encode` or `encode_within` (a decoder-only
+    /// model or an encoder: an encoder-decoder reads its source, `translate_with`).
     pub async fn trace_encoding_with<B: Backend>(&self, backend: &B, encoding: Encoding, text: &str) -> Result<Trace> {
-        self.check_runs_on_any_backend()?;
-        Ok(self.trace_whole(backend, encoding, text).await)
-    }
-
-    /// Fails for a model whose pass only the CPU runs so far (an encoder-decoder's).
-    pub fn check_runs_on_any_backend(&self) -> Result<()> {
         if self.config.is_encoder_decoder() {
-            return Err(VizError::Gpu(format!("{} is an encoder-decoder, which runs on the CPU only so far", self.config.name)));
+            return Err(VizError::BadConfig(format!("{} is an encoder-decoder: its pass starts from the source text (`translate_with`)", self.config.name)));
         }
-        Ok(())
+        Ok(self.trace_whole(backend, encoding, text).await)
     }
 
     /// The pass of a decoder-only model or an encoder on `backend`, every step recorded.

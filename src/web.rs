@@ -216,8 +216,14 @@ impl Viz {
     /// other_step, values}`, attention absolute, every other value relative.
     pub fn largest_difference(&self, pass: &crate::web_gpu::GpuPass) -> Result<JsValue, JsError> {
         let gpu = pass.trace();
-        let encoding = self.model.encode_within(&gpu.text, self.limit).map_err(js_err)?;
-        let cpu = on_cpu(self.model.trace_encoding_with(&Cpu, encoding, &gpu.text)).map_err(js_err)?;
+        let cpu = match &gpu.source {
+            // An encoder-decoder's CPU pass starts again from the source text.
+            Some(source) => self.model.translate(&source.text).map_err(js_err)?.trace,
+            None => {
+                let encoding = self.model.encode_within(&gpu.text, self.limit).map_err(js_err)?;
+                on_cpu(self.model.trace_encoding_with(&Cpu, encoding, &gpu.text)).map_err(js_err)?
+            }
+        };
         to_js(&cpu.largest_difference(gpu).map_err(js_err)?)
     }
 
@@ -225,10 +231,11 @@ impl Viz {
     /// `set_text` does. The KV cache is emptied: the GPU pass kept no keys and values, so the
     /// next CPU pass of a causal model computes every token.
     pub fn install_pass(&mut self, pass: crate::web_gpu::GpuPass) -> Result<JsValue, JsError> {
-        if self.model.config.is_encoder_decoder() {
-            return Err(JsError::new("an encoder-decoder runs on the CPU only"));
+        let (trace, milliseconds, translation) = pass.into_parts();
+        if self.model.config.is_encoder_decoder() != translation.is_some() {
+            return Err(JsError::new("this pass is not of the model shown"));
         }
-        let (trace, milliseconds) = pass.into_parts();
+        self.translation = translation;
         self.recompute = false;
         self.cache = KvCache::new();
         self.reused = 0;

@@ -7,7 +7,7 @@ use std::rc::Rc;
 
 use wasm_bindgen::prelude::*;
 
-use crate::error::VizError;
+use crate::analysis::translation::DecodedToken;
 use crate::gpu::{GpuBackend, GpuContext};
 use crate::trace::Trace;
 use crate::Transformer;
@@ -30,15 +30,20 @@ struct Inner {
 pub struct GpuPass {
     trace: Trace,
     milliseconds: f64,
+    /// An encoder-decoder's decoding: its output, each step's choice, whether it finished.
+    translation: Option<(String, Vec<DecodedToken>, bool)>,
 }
+
+/// A finished GPU pass's parts: the trace, its time, an encoder-decoder's decoding.
+pub(crate) type GpuPassParts = (Trace, f64, Option<(String, Vec<DecodedToken>, bool)>);
 
 impl GpuPass {
     pub(crate) fn trace(&self) -> &Trace {
         &self.trace
     }
 
-    pub(crate) fn into_parts(self) -> (Trace, f64) {
-        (self.trace, self.milliseconds)
+    pub(crate) fn into_parts(self) -> GpuPassParts {
+        (self.trace, self.milliseconds, self.translation)
     }
 }
 
@@ -49,11 +54,6 @@ fn rejection(message: impl std::fmt::Display) -> JsValue {
 /// `Viz::open_gpu`: a promise of a session, or of the reason there is none.
 pub(crate) fn open(model: Rc<Transformer>, limit: usize) -> js_sys::Promise {
     wasm_bindgen_futures::future_to_promise(async move {
-        match model.check_runs_on_any_backend() {
-            Err(VizError::Gpu(why)) => return Err(rejection(why)), // the reason alone, for the status line
-            Err(other) => return Err(rejection(other)),
-            Ok(()) => {}
-        }
         let ctx = GpuContext::new().await.map_err(rejection)?;
         let backend = GpuBackend::new(ctx, &model.weights);
         Ok(GpuSession { inner: Rc::new(Inner { backend, model, limit }) }.into())
@@ -92,9 +92,15 @@ impl GpuSession {
         let inner = self.inner.clone();
         wasm_bindgen_futures::future_to_promise(async move {
             let start = js_sys::Date::now();
+            if inner.model.config.is_encoder_decoder() {
+                // The text is the source: encoded once, decoded greedily, every pass on the GPU.
+                let t = inner.model.translate_with(&inner.backend, &text).await.map_err(rejection)?;
+                let translation = Some((t.output, t.steps, t.finished));
+                return Ok(GpuPass { trace: t.trace, milliseconds: js_sys::Date::now() - start, translation }.into());
+            }
             let encoding = inner.model.encode_within(&text, inner.limit).map_err(rejection)?;
             let trace = inner.model.trace_encoding_with(&inner.backend, encoding, &text).await.map_err(rejection)?;
-            Ok(GpuPass { trace, milliseconds: js_sys::Date::now() - start }.into())
+            Ok(GpuPass { trace, milliseconds: js_sys::Date::now() - start, translation: None }.into())
         })
     }
 }

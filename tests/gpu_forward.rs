@@ -103,6 +103,33 @@ fn smollm2_runs_on_the_gpu_as_on_the_cpu() {
 }
 
 #[test]
+fn the_encoder_decoder_decodes_on_the_gpu_as_on_the_cpu() {
+    // Every pass of the greedy decoding (the encoder's once, the decoder's a token) and the
+    // traced passes run on the GPU: the same output, and the same numbers within the bounds,
+    // the encoder's trace and the cross-attention included.
+    let model = load_named(&common::models_dir(), "lecture-reverse", WeightPrecision::F32).expect("committed model");
+    let source = "gpu reads this";
+    let cpu = model.translate(source).expect("cpu translation");
+    let gpu_backend = GpuBackend::new(gpu_context(), &model.weights);
+    let gpu = pollster::block_on(model.translate_with(&gpu_backend, source)).expect("gpu translation");
+    assert_eq!(gpu_backend.failure(), None, "every operation ran on the GPU");
+    assert_eq!(gpu.output, cpu.output);
+    assert_eq!(cpu.output, source.chars().rev().collect::<String>(), "the model reverses its source");
+    let (attention, other) = gaps(&cpu.trace, &gpu.trace);
+    let (source_cpu, source_gpu) = (cpu.trace.source.as_deref().expect("encoder pass"), gpu.trace.source.as_deref().expect("encoder pass"));
+    let (encoder_attention, encoder_other) = gaps(source_cpu, source_gpu);
+    eprintln!("lecture-reverse: decoder attention within {attention:.2e}, other {other:.2e}; encoder {encoder_attention:.2e}, {encoder_other:.2e}");
+    assert!(attention.max(encoder_attention) < 1e-4 && other.max(encoder_other) < 1e-3);
+    assert!(cpu.trace.find(Op::CrossSoftmax, Some(0)).is_some(), "cross-attention is in the trace");
+    // The page's line compares both passes, the encoder's too.
+    let said = cpu.trace.largest_difference(&gpu.trace).expect("comparable");
+    assert_eq!((said.attention, said.other), (attention.max(encoder_attention), other.max(encoder_other)));
+    // trace_with gives the translation's trace.
+    let traced = pollster::block_on(model.trace_with(&gpu_backend, source)).expect("trace");
+    assert_eq!(traced.text, cpu.output);
+}
+
+#[test]
 fn a_lost_device_hands_the_pass_to_the_cpu_with_the_same_numbers() {
     let model = common::minilm();
     let cpu = on_cpu(model.trace_with(&Cpu, TEXT)).expect("cpu trace");

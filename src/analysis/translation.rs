@@ -8,7 +8,7 @@ use ndarray::Axis;
 use super::generation::probabilities_of;
 use super::prediction::top_ids;
 use crate::error::{Result, VizError};
-use crate::model::backend::{on_cpu, Cpu};
+use crate::model::backend::{on_cpu, Backend, Cpu};
 use crate::model::forward::{decode, encode_source, Logits};
 use crate::trace::{NoRecorder, Trace, TokenInfo, TraceRecorder};
 use crate::Transformer;
@@ -67,6 +67,11 @@ impl Transformer {
 
     /// Encodes the source, decodes greedily and traces the final pass (see the module).
     pub fn translate(&self, source: &str) -> Result<Translation> {
+        on_cpu(self.translate_with(&Cpu, source))
+    }
+
+    /// `translate` with every operation of every pass computed by `backend` (the GPU's, say).
+    pub async fn translate_with<B: Backend>(&self, backend: &B, source: &str) -> Result<Translation> {
         let c = &self.config;
         if !c.is_encoder_decoder() {
             return Err(VizError::NotEncoderDecoder);
@@ -80,13 +85,13 @@ impl Transformer {
         let start = encoding.tokens.first().filter(|t| t.special).map(|t| t.id).ok_or_else(|| {
             VizError::BadTokenizer("an encoder-decoder's tokenizer must put a start token first".into())
         })?;
-        let memory = on_cpu(encode_source(&Cpu, &source_ids, &self.weights, c, &mut NoRecorder)); // (S, d)
+        let memory = encode_source(backend, &source_ids, &self.weights, c, &mut NoRecorder).await; // (S, d)
         let info = |id: u32| self.tokenizer.token_info(id).ok_or(VizError::UnknownTokenId { id, vocab_size: self.tokenizer.vocab_size() });
         let mut target = vec![start];
         let mut steps = Vec::new();
         let mut finished = false;
         while target.len() < c.context {
-            let out = on_cpu(decode(&Cpu, &target, memory.view(), &self.weights, c, &mut NoRecorder, Logits::Last));
+            let out = decode(backend, &target, memory.view(), &self.weights, c, &mut NoRecorder, Logits::Last).await;
             let logits = out.logits.ok_or(VizError::NoLmHead)?; // (1, vocab)
             let probabilities = probabilities_of(logits.index_axis(Axis(0), 0).to_owned()); // (vocab)
             let probabilities = probabilities.as_slice().expect("kept contiguous"); // (vocab)
@@ -105,9 +110,9 @@ impl Transformer {
         // The traced passes: the encoder's over the source, the decoder's over the output.
         let encoder_config = c.encoder_config();
         let mut source_rec = TraceRecorder::new(&encoder_config);
-        let memory = on_cpu(encode_source(&Cpu, &source_ids, &self.weights, c, &mut source_rec)); // (S, d)
+        let memory = encode_source(backend, &source_ids, &self.weights, c, &mut source_rec).await; // (S, d)
         let mut rec = TraceRecorder::new(c);
-        on_cpu(decode(&Cpu, &target, memory.view(), &self.weights, c, &mut rec, Logits::All));
+        decode(backend, &target, memory.view(), &self.weights, c, &mut rec, Logits::All).await;
         let (steps_of_source, norms_of_source) = (source_rec.steps, source_rec.norms);
         let source_trace = Trace {
             model: encoder_config.name.clone(),

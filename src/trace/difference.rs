@@ -22,8 +22,27 @@ pub struct Difference {
 impl Trace {
     /// The largest differences between this trace (`a`, the reference) and `b`, which must
     /// hold the same tokens and the same steps of the same shapes. Masked scores (-inf) must
-    /// be -inf in both.
+    /// be -inf in both. An encoder-decoder's traces are compared with their encoder's passes
+    /// (`source`) too; an encoder step's index counts after the decoder's steps.
     pub fn largest_difference(&self, b: &Trace) -> Result<Difference> {
+        let mut d = self.largest_difference_of_steps(b)?;
+        match (&self.source, &b.source) {
+            (None, None) => {}
+            (Some(sa), Some(sb)) => {
+                let e = sa.largest_difference_of_steps(sb)?;
+                d.attention = d.attention.max(e.attention);
+                if e.other > d.other {
+                    d.other = e.other;
+                    d.other_step = self.steps.len() + e.other_step;
+                }
+                d.values += e.values;
+            }
+            _ => return Err(VizError::Gpu("the two passes differ in their encoder's pass (one has none)".into())),
+        }
+        Ok(d)
+    }
+
+    fn largest_difference_of_steps(&self, b: &Trace) -> Result<Difference> {
         let differ = |what: String| Err(VizError::Gpu(format!("the two passes differ in {what}")));
         if self.tokens != b.tokens {
             return differ("their tokens".into());

@@ -129,7 +129,7 @@ test('without WebGPU the page computes on the CPU, says why, and shows every vie
   await context.close();
 });
 
-test('by default a software adapter is offered, not used; an encoder-decoder stays on the CPU and says so', async () => {
+test('by default a software adapter is offered, not used', async () => {
   const { page, context, problems } = await openPage(env, env.base);
   await page.waitForFunction(() => /unused/.test(document.getElementById('gpu-status').textContent), null, { timeout: LONG });
   assert.match(await page.textContent('#gpu-status'), /^GPU \(software\): unused$/);
@@ -137,11 +137,27 @@ test('by default a software adapter is offered, not used; an encoder-decoder sta
   assert.match(await page.textContent('#backend'), /^CPU/);
   assert.deepEqual(problems, []);
   await context.close();
-  const reverse = await openPage(env, `${env.base}?backend=gpu`, { model: 'lecture-reverse' });
-  await reverse.page.waitForFunction(() => /encoder-decoder/.test(document.getElementById('gpu-status').textContent), null, { timeout: LONG });
-  assert.match(await reverse.page.textContent('#backend'), /^CPU/);
+});
+
+test('the encoder-decoder decodes on the GPU: the same output, its cross-attention within the bounds', async () => {
+  const source = 'gpu reads this';
+  const { page, context, problems } = await openPage(env, `${env.base}?backend=gpu&text=${encodeURIComponent(source)}`, { model: 'lecture-reverse' });
+  await page.waitForFunction(() => window.__tviz.gpu?.active, null, { timeout: LONG });
+  await gpuPassOf(page, source);
+  const gpu = await page.evaluate(() => window.__tviz.gpu);
+  assert.equal(gpu.lost, null);
+  assert.equal(gpu.difference.error, undefined, gpu.difference.error);
+  assert.ok(gpu.difference.attention < 1e-4, `attention differs by ${gpu.difference.attention}`);
+  assert.ok(gpu.difference.other < 1e-3, `a value differs by ${gpu.difference.other} relative`);
+  assert.ok(gpu.difference.other > 0, 'the GPU computed the passes');
+  assert.equal(await page.textContent('#backend'), 'GPU (WebGPU)');
+  // The decoded output and the cross-attention chart come from the GPU's passes.
+  await page.waitForFunction((want) => document.getElementById('translation-section').textContent.includes(want), [...source].reverse().join(''));
+  await page.locator('canvas[data-chart="cross"]').scrollIntoViewIfNeeded();
+  await page.evaluate(() => window.__tvizFlush());
+  assert.equal(await isBlank(page, 'cross'), false, 'the cross-attention heatmap is drawn');
   // Opened by a link, the 64-wide model's wave charts keep the default features that fit it.
-  assert.equal(await reverse.page.isHidden('#error'), true, await reverse.page.textContent('#error'));
-  assert.deepEqual(reverse.problems, []);
-  await reverse.context.close();
+  assert.equal(await page.isHidden('#error'), true, await page.textContent('#error'));
+  assert.deepEqual(problems, []);
+  await context.close();
 });

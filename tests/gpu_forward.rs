@@ -84,8 +84,7 @@ fn the_lecture_decoders_run_on_the_gpu_as_on_the_cpu() {
 #[test]
 fn smollm2_runs_on_the_gpu_as_on_the_cpu() {
     // The GGUF file's Q4_1 and Q8_0 blocks go to the GPU as they are and are dequantized
-    // inside the dense kernel; rotary, RMSNorm and SwiGLU's SiLU half run on the CPU (the
-    // gate's product runs on the GPU).
+    // inside the dense kernel; rotary, RMSNorm and SwiGLU's gating run on the GPU too.
     if let Some(model) = common::smollm2() {
         let held = check_model(model, gpu_context());
         // Widened to f32, the matrices alone would be ~540 MB; as blocks, about the file's size.

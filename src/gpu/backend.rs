@@ -230,6 +230,18 @@ impl Backend for GpuBackend {
         }
     }
 
+    async fn gate(&self, up: &mut Array2<f32>, gate: ArrayView2<'_, f32>) {
+        let on_gpu = async {
+            let (gu, gg) = (upload(&self.ctx, up, "up projection")?, upload(&self.ctx, &gate.to_owned(), "gate projection")?);
+            let y = super::swiglu_gate(&self.ctx, &gu, &gg).await?;
+            self.read2(&y).await // (T, d_ff)
+        };
+        match self.attempt(on_gpu).await {
+            Some(y) => *up = y,
+            None => Cpu.gate(up, gate).await,
+        }
+    }
+
     async fn rotary(&self, x: &mut Array3<f32>, base: f32, adjacent_pairs: bool, first: usize) {
         let on_gpu = async {
             let gx = upload(&self.ctx, x, "queries or keys")?;

@@ -17,6 +17,7 @@ mod kernel;
 mod layer_norm;
 mod rotary;
 mod softmax;
+mod swiglu_gate;
 mod tensor;
 mod weighted_values;
 
@@ -29,5 +30,6 @@ pub use error::GpuError;
 pub use layer_norm::{layer_norm, NormOutput};
 pub use rotary::rotary;
 pub use softmax::softmax_rows;
+pub use swiglu_gate::swiglu_gate;
 pub use tensor::{GpuDtype, GpuTensor};
 pub use weighted_values::weighted_values;

@@ -16,7 +16,7 @@ use ndarray::{Array2, Array3, ArrayView2, ArrayView3, Axis};
 
 use super::attention::{scaled_scores, softmax_rows, weighted_values};
 use super::config::{Activation, NormKind};
-use super::ffn::apply_pointwise;
+use super::ffn::{apply_gate, apply_pointwise};
 use super::linear::Linear;
 use super::matrix::Matrix;
 use super::norm;
@@ -43,6 +43,8 @@ pub trait Backend {
     async fn weighted_values(&self, weights: ArrayView3<'_, f32>, v: ArrayView3<'_, f32>, group: usize) -> Array3<f32>;
     /// ReLU or GELU of every value, in place.
     async fn pointwise(&self, hidden: &mut Array2<f32>, activation: Activation);
+    /// SwiGLU's gating, in place: up (T, d_ff) · SiLU(gate (T, d_ff)).
+    async fn gate(&self, up: &mut Array2<f32>, gate: ArrayView2<'_, f32>);
     /// Rotary position embedding of (heads, T, hd) rows at positions first, first + 1, ...
     async fn rotary(&self, x: &mut Array3<f32>, base: f32, adjacent_pairs: bool, first: usize);
 }
@@ -83,6 +85,10 @@ impl Backend for Cpu {
 
     async fn pointwise(&self, hidden: &mut Array2<f32>, activation: Activation) {
         apply_pointwise(hidden, activation);
+    }
+
+    async fn gate(&self, up: &mut Array2<f32>, gate: ArrayView2<'_, f32>) {
+        apply_gate(up, gate);
     }
 
     async fn rotary(&self, x: &mut Array3<f32>, base: f32, adjacent_pairs: bool, first: usize) {

@@ -34,6 +34,11 @@ pub fn silu(x: f32) -> f32 {
     x / (1.0 + (-x).exp())
 }
 
+/// SwiGLU's gating, in place: up (T, d_ff) times SiLU of the gate projection (T, d_ff).
+pub fn apply_gate(up: &mut Array2<f32>, gate: ArrayView2<f32>) {
+    Zip::from(up).and(gate).for_each(|h, &g| *h *= silu(g)); // (T, d_ff)
+}
+
 /// ReLU or GELU on every value in place. SwiGLU needs its gate: `feed_forward` applies it.
 pub(crate) fn apply_pointwise<D: Dimension>(hidden: &mut Array<f32, D>, activation: Activation) {
     match activation {
@@ -63,7 +68,7 @@ pub async fn feed_forward<B: Backend, R: Recorder>(
         (Activation::SwiGlu, Some(gate)) => {
             let g = backend.linear(x, gate).await; // (T, d_ff)
             rec.step(Op::FfnGate, l, &[input], || g.clone().into_dyn());
-            Zip::from(&mut hidden).and(&g).for_each(|h, &g| *h *= silu(g)); // (T, d_ff)
+            backend.gate(&mut hidden, g.view()).await; // (T, d_ff): up · SiLU(gate)
             rec.step(Op::FfnActivation, l, &[Op::FfnUp], || hidden.clone().into_dyn());
         }
         (Activation::SwiGlu, None) => unreachable!("Weights::check requires a gate for SwiGLU"),

@@ -6,7 +6,7 @@ use serde::Serialize;
 use wasm_bindgen::prelude::*;
 use web_sys::HtmlCanvasElement;
 
-use crate::analysis::translation::DecodedToken;
+use crate::analysis::translation::{DecodedToken, Decoding};
 use crate::analysis::heads::{head_scores, heads_from};
 use crate::analysis::sampling::{Sampler, SamplingSettings, SamplingStages};
 use crate::checkpoints::{lecture, minilm, smollm2};
@@ -133,7 +133,7 @@ pub struct Viz {
     /// The most tokens a pass takes (`PAGE_TOKENS`, or the model's context if shorter).
     limit: usize,
     /// An encoder-decoder's output, decoding steps and whether it ended, for `trace`.
-    translation: Option<(String, Vec<DecodedToken>, bool)>,
+    translation: Option<Decoding>,
     /// The next `set_text` computes even for unchanged tokens (`recompute_next`).
     recompute: bool,
 }
@@ -260,9 +260,9 @@ impl Viz {
             let unchanged = self.trace.as_ref().is_some_and(|t| t.source.as_ref().is_some_and(|s| s.text == text));
             if !unchanged {
                 self.trace = None;
-                let translation = self.model.translate(text).map_err(js_err)?;
-                self.trace = Some(translation.trace);
-                self.translation = Some((translation.output, translation.steps, translation.finished));
+                let (trace, decoding) = self.model.translate(text).map_err(js_err)?.into_parts();
+                self.trace = Some(trace);
+                self.translation = Some(decoding);
             }
             return self.summary(now_ms() - start, !unchanged, None);
         }

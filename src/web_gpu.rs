@@ -7,7 +7,7 @@ use std::rc::Rc;
 
 use wasm_bindgen::prelude::*;
 
-use crate::analysis::translation::DecodedToken;
+use crate::analysis::translation::Decoding;
 use crate::gpu::{GpuBackend, GpuContext};
 use crate::trace::Trace;
 use crate::Transformer;
@@ -31,11 +31,11 @@ pub struct GpuPass {
     trace: Trace,
     milliseconds: f64,
     /// An encoder-decoder's decoding: its output, each step's choice, whether it finished.
-    translation: Option<(String, Vec<DecodedToken>, bool)>,
+    translation: Option<Decoding>,
 }
 
 /// A finished GPU pass's parts: the trace, its time, an encoder-decoder's decoding.
-pub(crate) type GpuPassParts = (Trace, f64, Option<(String, Vec<DecodedToken>, bool)>);
+pub(crate) type GpuPassParts = (Trace, f64, Option<Decoding>);
 
 impl GpuPass {
     pub(crate) fn trace(&self) -> &Trace {
@@ -94,9 +94,8 @@ impl GpuSession {
             let start = js_sys::Date::now();
             if inner.model.config.is_encoder_decoder() {
                 // The text is the source: encoded once, decoded greedily, every pass on the GPU.
-                let t = inner.model.translate_with(&inner.backend, &text).await.map_err(rejection)?;
-                let translation = Some((t.output, t.steps, t.finished));
-                return Ok(GpuPass { trace: t.trace, milliseconds: js_sys::Date::now() - start, translation }.into());
+                let (trace, decoding) = inner.model.translate_with(&inner.backend, &text).await.map_err(rejection)?.into_parts();
+                return Ok(GpuPass { trace, milliseconds: js_sys::Date::now() - start, translation: Some(decoding) }.into());
             }
             let encoding = inner.model.encode_within(&text, inner.limit).map_err(rejection)?;
             let trace = inner.model.trace_encoding_with(&inner.backend, encoding, &text).await.map_err(rejection)?;

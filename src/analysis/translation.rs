@@ -22,6 +22,10 @@ pub struct DecodedToken {
     pub runner_up: Option<(TokenInfo, f32)>,
 }
 
+/// What the page keeps of a translation beside its trace: the decoded text, each step's
+/// choice, and whether the decoder predicted the end token.
+pub type Decoding = (String, Vec<DecodedToken>, bool);
+
 #[derive(Debug)]
 pub struct Translation {
     /// The decoder's traced pass over the start token and the output (its `source` holds the
@@ -33,6 +37,13 @@ pub struct Translation {
     pub steps: Vec<DecodedToken>,
     /// Whether the decoder predicted the end token before the context filled.
     pub finished: bool,
+}
+
+impl Translation {
+    /// The trace, and what the page keeps beside it.
+    pub fn into_parts(self) -> (Trace, Decoding) {
+        (self.trace, (self.output, self.steps, self.finished))
+    }
 }
 
 impl Transformer {

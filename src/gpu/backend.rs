@@ -76,15 +76,19 @@ impl GpuBackend {
         }
     }
 
-    /// The GPU copy of a weight, uploading it on first use.
-    fn weight<D: Dimension>(&self, key: usize, values: impl FnOnce() -> Array<f32, D>, what: &str) -> Result<Rc<GpuTensor>, GpuError> {
+    /// The GPU copy of the weight known by `key`, made by `make_upload` on first use.
+    fn cached(&self, key: usize, make_upload: impl FnOnce() -> Result<GpuTensor, GpuError>) -> Result<Rc<GpuTensor>, GpuError> {
         if let Some(t) = self.uploaded.borrow().get(&key) {
             return Ok(t.clone());
         }
-        let values = values();
-        let t = Rc::new(upload(&self.ctx, &values, what)?);
+        let t = Rc::new(make_upload()?);
         self.uploaded.borrow_mut().insert(key, t.clone());
         Ok(t)
+    }
+
+    /// The GPU copy of an f32 weight, uploading it on first use.
+    fn weight<D: Dimension>(&self, key: usize, values: impl FnOnce() -> Array<f32, D>, what: &str) -> Result<Rc<GpuTensor>, GpuError> {
+        self.cached(key, || upload(&self.ctx, &values(), what))
     }
 
     /// A matrix (out, in) on the GPU: f32 values, or a GGUF model's blocks as the file holds
@@ -94,14 +98,7 @@ impl GpuBackend {
         let key = m as *const Matrix as usize;
         match m {
             Matrix::Dense(values) => self.weight(key, || values.clone(), "weight"),
-            Matrix::Quantized(q) => {
-                if let Some(t) = self.uploaded.borrow().get(&key) {
-                    return Ok(t.clone());
-                }
-                let t = Rc::new(GpuTensor::upload_blocks(&self.ctx, q.kind(), q.bytes(), [q.rows(), q.cols()], q.name())?);
-                self.uploaded.borrow_mut().insert(key, t.clone());
-                Ok(t)
-            }
+            Matrix::Quantized(q) => self.cached(key, || GpuTensor::upload_blocks(&self.ctx, q.kind(), q.bytes(), [q.rows(), q.cols()], q.name())),
         }
     }
 

@@ -18,6 +18,22 @@ async function gpuPassOf(page, text) {
   await page.evaluate(() => window.__tvizFlush());
 }
 
+/**
+ * Waits for the GPU pass of `text`, asserts the page computed it on the GPU (no loss, no
+ * fallback) and that it is the CPU's pass within the bounds, and returns `__tviz.gpu`.
+ */
+async function gpuPassAgreeing(page, text) {
+  await gpuPassOf(page, text);
+  const gpu = await page.evaluate(() => window.__tviz.gpu);
+  assert.equal(gpu.lost, null);
+  assert.equal(gpu.difference.error, undefined, gpu.difference.error);
+  assert.ok(gpu.difference.attention < 1e-4, `attention differs by ${gpu.difference.attention}`);
+  assert.ok(gpu.difference.other < 1e-3, `a value differs by ${gpu.difference.other} relative`);
+  assert.ok(gpu.difference.other > 0, 'the GPU computed the pass (its rounding differs somewhere from the CPU\'s)');
+  assert.equal(await page.textContent('#backend'), 'GPU (WebGPU)');
+  return gpu;
+}
+
 /** The numbers two views drew: layer 5 head 3's attention and the stepper's step 100. */
 const drawnValues = (page) => page.evaluate(() => ({
   attention: Array.from(window.__tvizDrawn.attention.values),
@@ -47,14 +63,9 @@ test('with ?backend=gpu the views are computed on the GPU, name its adapter and 
   const { page, context, problems } = await openPage(env, `${env.base}?layer=5&head=3&step=100&backend=gpu`);
   await page.waitForFunction(() => window.__tviz.gpu?.active, null, { timeout: LONG });
   await typeSentence(page, SENTENCE);
-  await gpuPassOf(page, SENTENCE);
-  const gpu = await page.evaluate(() => window.__tviz.gpu);
-  assert.equal(gpu.lost, null);
+  const gpu = await gpuPassAgreeing(page, SENTENCE);
   assert.equal(gpu.software, true, 'SwiftShader is a software adapter');
-  assert.ok(gpu.difference.attention < 1e-4, `attention differs by ${gpu.difference.attention}`);
-  assert.ok(gpu.difference.other < 1e-3, `a value differs by ${gpu.difference.other} relative`);
   assert.ok(gpu.difference.values > 100000, 'every step of the pass was compared');
-  assert.equal(await page.textContent('#backend'), 'GPU (WebGPU)');
   assert.match(await page.textContent('#gpu-status'), /^on google swiftshader \(software\); largest difference from the CPU: attention/);
   assert.match(await page.getAttribute('#gpu-status', 'title'), /swiftshader on BrowserWebGpu/);
   // The views read the GPU's numbers, and they are the CPU's within the bounds.
@@ -80,14 +91,7 @@ test('SmolLM2 runs on the GPU from its 4-bit blocks, agrees with the CPU and pre
   // tens of seconds for SmolLM2's 30 layers).
   const { page, context, problems } = await openPage(env, `${env.base}?backend=gpu&text=${encodeURIComponent(prompt)}`, { model: 'smollm2-135m' });
   await page.waitForFunction(() => window.__tviz.model === 'smollm2-135m' && window.__tviz.gpu?.active, null, { timeout: LONG });
-  await gpuPassOf(page, prompt);
-  const gpu = await page.evaluate(() => window.__tviz.gpu);
-  assert.equal(gpu.lost, null);
-  assert.equal(gpu.difference.error, undefined, gpu.difference.error);
-  assert.ok(gpu.difference.attention < 1e-4, `attention differs by ${gpu.difference.attention}`);
-  assert.ok(gpu.difference.other < 1e-3, `a value differs by ${gpu.difference.other} relative`);
-  assert.ok(gpu.difference.other > 0, 'the GPU computed the pass (its rounding differs somewhere from the CPU\'s)');
-  assert.equal(await page.textContent('#backend'), 'GPU (WebGPU)');
+  await gpuPassAgreeing(page, prompt);
   await page.locator('canvas[data-chart="prediction"]').scrollIntoViewIfNeeded();
   await page.waitForFunction(() => window.__tvizDrawn.prediction?.plotted);
   assert.equal(await page.evaluate(() => window.__tvizDrawn.prediction.plotted.bars[0].label), '·Paris');
@@ -143,14 +147,7 @@ test('the encoder-decoder decodes on the GPU: the same output, its cross-attenti
   const source = 'gpu reads this';
   const { page, context, problems } = await openPage(env, `${env.base}?backend=gpu&text=${encodeURIComponent(source)}`, { model: 'lecture-reverse' });
   await page.waitForFunction(() => window.__tviz.gpu?.active, null, { timeout: LONG });
-  await gpuPassOf(page, source);
-  const gpu = await page.evaluate(() => window.__tviz.gpu);
-  assert.equal(gpu.lost, null);
-  assert.equal(gpu.difference.error, undefined, gpu.difference.error);
-  assert.ok(gpu.difference.attention < 1e-4, `attention differs by ${gpu.difference.attention}`);
-  assert.ok(gpu.difference.other < 1e-3, `a value differs by ${gpu.difference.other} relative`);
-  assert.ok(gpu.difference.other > 0, 'the GPU computed the passes');
-  assert.equal(await page.textContent('#backend'), 'GPU (WebGPU)');
+  await gpuPassAgreeing(page, source);
   // The decoded output and the cross-attention chart come from the GPU's passes.
   await page.waitForFunction((want) => document.getElementById('translation-section').textContent.includes(want), [...source].reverse().join(''));
   await page.locator('canvas[data-chart="cross"]').scrollIntoViewIfNeeded();

@@ -14,11 +14,11 @@ export function showBackend() {
   const backend = gpu.active ? 'GPU (WebGPU)' : viz.backend();
   if ($('backend').textContent !== backend) $('backend').textContent = backend;
   const threads = viz.threads();
-  const { why, threaded } = plan();
+  const { why, threaded, threads: wanted } = plan();
   let note = '';
   // Short while the threads start (the header keeps one line at 1280 px, so the charts below
   // do not jump when the pool is ready); the whole reason when one thread it stays.
-  if (!gpu.active && threads === 1) note = why ? `(one thread: ${why})` : threaded ? `(${plan().threads} threads starting)` : '(one thread: this build has none)';
+  if (!gpu.active && threads === 1) note = why ? `(one thread: ${why})` : threaded ? `(${wanted} threads starting)` : '(one thread: this build has none)';
   if ($('backend-why').textContent !== note) $('backend-why').textContent = note;
   window.__tviz.backend = backend;
   window.__tviz.threads = threads;

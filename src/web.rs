@@ -421,7 +421,7 @@ impl Viz {
         serde_json::from_value(spec).map_err(|e| JsError::new(&format!("unknown view: {e}")))
     }
 
-    fn draw_any<DB: plotters::prelude::DrawingBackend>(&self, area: &plotters::drawing::DrawingArea<DB, plotters::coord::Shift>, view: &AnyView, vector: bool) -> Result<Drawn, JsError> {
+    fn draw_any<DB: crate::draw::Canvas>(&self, area: &plotters::drawing::DrawingArea<DB, plotters::coord::Shift>, view: &AnyView, vector: bool) -> Result<Drawn, JsError> {
         let trace = self.current()?;
         match view {
             AnyView::Single(view) => draw_view(area, &self.model, trace, view, vector),

@@ -1,14 +1,18 @@
-//! A canvas backend for plotters that draws like `plotters_canvas::CanvasBackend` but blits
-//! bitmaps (heatmap cells, thumbnails) with one `putImageData` instead of a rectangle per
-//! pixel, which is what makes redrawing every view on each keystroke affordable.
+//! A canvas backend for plotters that draws like `plotters_canvas::CanvasBackend`, but with
+//! a few calls where plotters-canvas makes hundreds, which is what makes redrawing every view
+//! on each keystroke affordable:
 //!
-//! Consecutive lines of one colour and width (a mesh, a dashed rule) are stroked as one path,
-//! given to the canvas as one SVG path string, rather than one stroke a line.
-//!
-//! It also remembers the fill colour, font and text alignment it last gave the context and
-//! sets them only when they change (each setter parses its string again, and a chart sets
-//! the same few hundreds of times), and the widths `measureText` reported (labels repeat
-//! from one keystroke to the next).
+//! - a heatmap's cells go to a small canvas, one pixel a cell, which is drawn enlarged with
+//!   smoothing off (`blit_cells`), instead of a rectangle a cell or a full-size image;
+//! - consecutive lines of one colour and width (a mesh, a dashed rule) are stroked as one
+//!   path, given to the canvas as one SVG path string, rather than one stroke a line;
+//! - consecutive filled rectangles and circles of one colour (bars, a scatter plot's dots)
+//!   are filled as one path;
+//! - texts wait and are drawn grouped by font (`draw_texts`);
+//! - the fill colour, font and text alignment are set only when they change (each setter
+//!   parses its string again), labels, fonts and colours are made into JavaScript strings
+//!   once (`js_string`), and the widths `measureText` reported are kept (labels repeat from
+//!   one keystroke to the next).
 //!
 //! On a HiDPI screen the canvas has `scale` device pixels a CSS pixel. The backend then
 //! reports its size in CSS pixels and scales the context, so every view is laid out as on a
@@ -22,8 +26,11 @@ use std::fmt::Write;
 use plotters_backend::text_anchor::{HPos, VPos};
 use plotters_backend::{BackendColor, BackendCoord, BackendStyle, BackendTextStyle, DrawingBackend, DrawingErrorKind, FontTransform};
 use plotters_canvas::CanvasBackend;
+use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, ImageData, Path2d};
+use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, ImageBitmap, ImageData, OffscreenCanvas, OffscreenCanvasRenderingContext2d, Path2d};
+
+use crate::draw::pixels::{Canvas, Cells};
 
 #[derive(Debug)]
 pub struct WebDrawError(String);
@@ -57,6 +64,22 @@ pub struct FastCanvas {
     set: RefCell<ContextState>,
     /// Lines not yet stroked: their colour and width, and the path ("M x y L x y ...").
     lines: Option<(LineStyle, String)>,
+    /// Filled rectangles and circles not yet filled: their colour, and the path (a circle is
+    /// two arcs).
+    fills: Option<(Rgba, String)>,
+    /// Text not yet drawn (see `draw_texts`).
+    texts: Vec<QueuedText>,
+}
+
+/// A text waiting to be drawn: what `fillText` needs and the context state it needs.
+struct QueuedText {
+    font: String,
+    fill: Rgba,
+    baseline: &'static str,
+    align: &'static str,
+    degrees: f64,
+    at: (f64, f64),
+    text: String,
 }
 
 /// A colour's rgb and alpha, comparable (BackendColor has no `PartialEq`).
@@ -89,6 +112,42 @@ thread_local! {
     static MEASURED: RefCell<HashMap<(String, String), u32>> = RefCell::new(HashMap::new());
 }
 
+thread_local! {
+    /// JavaScript strings made from Rust ones, by text: labels, fonts and colours repeat from
+    /// chart to chart and keystroke to keystroke, and each new string costs a copy out of
+    /// the module's memory and a UTF-8 decoding.
+    static JS_STRINGS: RefCell<HashMap<String, JsValue>> = RefCell::new(HashMap::new());
+}
+
+/// The JavaScript string for `text`, made once.
+fn js_string(text: &str) -> JsValue {
+    JS_STRINGS.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        if let Some(value) = cache.get(text) {
+            return value.clone();
+        }
+        if cache.len() >= MEASURED_MAX {
+            cache.clear();
+        }
+        let value = JsValue::from_str(text);
+        cache.insert(text.to_string(), value.clone());
+        value
+    })
+}
+
+#[wasm_bindgen]
+extern "C" {
+    /// The same 2D context, seen through the setters and `fillText` taking a JavaScript
+    /// string already made (web-sys's take a `&str` and make a new one each call).
+    type StringContext;
+    #[wasm_bindgen(method, setter = font)]
+    fn set_font(this: &StringContext, font: &JsValue);
+    #[wasm_bindgen(method, setter = fillStyle)]
+    fn set_fill_style(this: &StringContext, style: &JsValue);
+    #[wasm_bindgen(method, catch, js_name = fillText)]
+    fn fill_text(this: &StringContext, text: &JsValue, x: f64, y: f64) -> Result<(), JsValue>;
+}
+
 fn font_of<S: BackendTextStyle>(style: &S) -> String {
     format!("{} {}px {}", style.style().as_str(), style.size(), style.family().as_str())
 }
@@ -98,10 +157,14 @@ fn fail(e: wasm_bindgen::JsValue) -> DrawingErrorKind<WebDrawError> {
 }
 
 impl FastCanvas {
+    fn strings(&self) -> &StringContext {
+        self.context.unchecked_ref()
+    }
+
     fn fill_with(&self, color: BackendColor) {
         let mut set = self.set.borrow_mut();
         if set.fill != Some(rgba(color)) {
-            self.context.set_fill_style_str(&css(color.rgb, color.alpha));
+            self.strings().set_fill_style(&js_string(&css(color.rgb, color.alpha)));
             set.fill = Some(rgba(color));
         }
     }
@@ -113,6 +176,7 @@ impl FastCanvas {
         if color.alpha == 0.0 {
             return Ok(None);
         }
+        self.fill_shapes()?;
         let key = (rgba(color), style.stroke_width());
         if self.lines.as_ref().is_some_and(|(k, _)| *k != key) {
             self.stroke_lines()?;
@@ -133,7 +197,7 @@ impl FastCanvas {
     fn font(&self, font: &str) {
         let mut set = self.set.borrow_mut();
         if set.font.as_deref() != Some(font) {
-            self.context.set_font(font);
+            self.strings().set_font(&js_string(font));
             set.font = Some(font.to_string());
         }
     }
@@ -151,27 +215,82 @@ impl FastCanvas {
         }
     }
 
-    /// `text` at `(x, y)`, turned by `degrees` about that point.
-    fn fill_text<S: BackendTextStyle>(&self, text: &str, style: &S, (mut x, mut y): (f64, f64), degrees: f64) -> Res {
-        if degrees != 0.0 {
-            self.context.translate(x, y).map_err(fail)?;
-            self.context.rotate(degrees.to_radians()).map_err(fail)?;
-            (x, y) = (0.0, 0.0);
+    /// Draws the texts waiting, those of one font and colour together (in the order they
+    /// came within each group): setting a font makes the browser parse it and find its face
+    /// again, and labels of two sizes alternate (tick labels and axis names). Texts wait
+    /// while lines are drawn (an axis draws a tick, then its label, then the next tick), and
+    /// go over those lines; anything else (a filled shape, an image) draws them first. So the
+    /// order differs from the drawing code's only where two texts overlap, or a line drawn
+    /// after a text crosses it.
+    fn draw_texts(&mut self) -> Res {
+        if self.texts.is_empty() {
+            return Ok(());
         }
-        let baseline = match style.anchor().v_pos {
-            VPos::Top => "top",
-            VPos::Center => "middle",
-            VPos::Bottom => "bottom",
-        };
-        let align = match style.anchor().h_pos {
-            HPos::Left => "start",
-            HPos::Right => "end",
-            HPos::Center => "center",
-        };
-        self.anchor(baseline, align);
-        self.fill_with(style.color());
-        self.font(&font_of(style));
-        self.context.fill_text(text, x, y).map_err(fail)
+        let mut texts = std::mem::take(&mut self.texts);
+        texts.sort_by(|a, b| a.font.cmp(&b.font).then(a.fill.partial_cmp(&b.fill).unwrap_or(std::cmp::Ordering::Equal)));
+        let s = self.scale;
+        let mut turned = false;
+        let mut result = Ok(());
+        for t in &texts {
+            self.anchor(t.baseline, t.align);
+            self.fill_with(BackendColor { rgb: t.fill.0, alpha: t.fill.1 });
+            self.font(&t.font);
+            // Turned text: the context's transform turns about the text's point (and keeps
+            // the device-pixel scale), so nothing needs saving and restoring.
+            let at = if t.degrees != 0.0 {
+                let (sin, cos) = t.degrees.to_radians().sin_cos();
+                self.context.set_transform(s * cos, s * sin, -s * sin, s * cos, s * t.at.0, s * t.at.1).map_err(fail)?;
+                turned = true;
+                (0.0, 0.0)
+            } else {
+                if turned {
+                    self.context.set_transform(s, 0.0, 0.0, s, 0.0, 0.0).map_err(fail)?;
+                    turned = false;
+                }
+                t.at
+            };
+            if let Err(e) = self.strings().fill_text(&js_string(&t.text), at.0, at.1) {
+                result = Err(fail(e));
+                break;
+            }
+        }
+        if turned {
+            self.context.set_transform(s, 0.0, 0.0, s, 0.0, 0.0).map_err(fail)?;
+        }
+        result
+    }
+
+    /// Fills the shapes drawn so far (consecutive ones of one colour), as one path.
+    fn fill_shapes(&mut self) -> Res {
+        let Some(((rgb, alpha), path)) = self.fills.take() else { return Ok(()) };
+        self.fill_with(BackendColor { rgb, alpha });
+        let path = Path2d::new_with_path_string(&path).map_err(fail)?;
+        self.context.fill_with_path_2d(&path);
+        Ok(())
+    }
+
+    /// The path that filled shapes of `color` join (None: transparent, draw nothing). What
+    /// waits of another kind or colour is drawn first, so shapes of one colour are filled
+    /// together only when nothing else came between them (a bar chart's bars, a colour's
+    /// dots): the picture is the same as drawing them one by one.
+    fn fill_path(&mut self, color: BackendColor) -> Result<Option<&mut String>, DrawingErrorKind<WebDrawError>> {
+        if color.alpha == 0.0 {
+            return Ok(None);
+        }
+        self.stroke_lines()?;
+        self.draw_texts()?;
+        if self.fills.as_ref().is_some_and(|(c, _)| *c != rgba(color)) {
+            self.fill_shapes()?;
+        }
+        Ok(Some(&mut self.fills.get_or_insert_with(|| (rgba(color), String::new())).1))
+    }
+
+    /// Draws what waits before anything else is drawn: the lines or filled shapes, then the
+    /// texts over them.
+    fn flush(&mut self) -> Res {
+        self.stroke_lines()?;
+        self.fill_shapes()?;
+        self.draw_texts()
     }
 }
 
@@ -183,7 +302,7 @@ impl FastCanvas {
         let size = ((canvas.width() as f64 / scale).round() as u32, (canvas.height() as f64 / scale).round() as u32);
         context.set_transform(scale, 0.0, 0.0, scale, 0.0, 0.0).ok()?;
         let inner = CanvasBackend::with_canvas_object(canvas)?;
-        Some(Self { inner, context, scale, size, set: RefCell::default(), lines: None })
+        Some(Self { inner, context, scale, size, set: RefCell::default(), lines: None, fills: None, texts: Vec::new() })
     }
 }
 
@@ -191,7 +310,7 @@ impl Drop for FastCanvas {
     /// Lines still waiting are stroked even when a drawing stops early (an error before
     /// `present`).
     fn drop(&mut self) {
-        let _ = self.stroke_lines();
+        let _ = self.flush();
     }
 }
 
@@ -205,11 +324,11 @@ impl DrawingBackend for FastCanvas {
         lift(self.inner.ensure_prepared())
     }
     fn present(&mut self) -> Res {
-        self.stroke_lines()?;
+        self.flush()?;
         lift(self.inner.present())
     }
     fn draw_pixel(&mut self, point: BackendCoord, color: BackendColor) -> Res {
-        self.stroke_lines()?;
+        self.flush()?;
         if color.alpha == 0.0 {
             return Ok(());
         }
@@ -232,17 +351,18 @@ impl DrawingBackend for FastCanvas {
         let _ = write!(path, "M{} {}L{} {}", a.0, a.1, b.0, b.1);
         Ok(())
     }
+    /// A filled rectangle waits with the filled shapes of its colour before it (see
+    /// `fill_path`); an outline is drawn at once.
     fn draw_rect<S: BackendStyle>(&mut self, upper_left: BackendCoord, bottom_right: BackendCoord, style: &S, fill: bool) -> Res {
-        self.stroke_lines()?;
         if !fill {
+            self.flush()?;
             return lift(self.inner.draw_rect(upper_left, bottom_right, style, fill));
         }
-        if style.color().alpha == 0.0 {
-            return Ok(());
-        }
-        self.fill_with(style.color());
-        let (x0, y0) = (f64::from(upper_left.0), f64::from(upper_left.1));
-        self.context.fill_rect(x0, y0, f64::from(bottom_right.0) - x0, f64::from(bottom_right.1) - y0);
+        let Some(path) = self.fill_path(style.color())? else { return Ok(()) };
+        // Clockwise on screen whichever corners it was given.
+        let (x0, x1) = (upper_left.0.min(bottom_right.0), upper_left.0.max(bottom_right.0));
+        let (y0, y1) = (upper_left.1.min(bottom_right.1), upper_left.1.max(bottom_right.1));
+        let _ = write!(path, "M{x0} {y0}H{x1}V{y1}H{x0}Z");
         Ok(())
     }
     /// Kept with the lines before it, as `draw_line`.
@@ -253,21 +373,27 @@ impl DrawingBackend for FastCanvas {
         }
         Ok(())
     }
+    /// A filled circle waits with the filled shapes of its colour before it (see
+    /// `fill_path`); an outline is drawn at once.
     fn draw_circle<S: BackendStyle>(&mut self, center: BackendCoord, radius: u32, style: &S, fill: bool) -> Res {
-        self.stroke_lines()?;
-        if fill {
-            self.set.borrow_mut().fill = None; // plotters-canvas sets the fill colour itself
+        if !fill {
+            self.flush()?;
+            return lift(self.inner.draw_circle(center, radius, style, fill));
         }
-        lift(self.inner.draw_circle(center, radius, style, fill))
+        let Some(path) = self.fill_path(style.color())? else { return Ok(()) };
+        let (x, y, r) = (f64::from(center.0), f64::from(center.1), f64::from(radius));
+        // Two half circles, clockwise on screen like the rectangles, so that overlapping
+        // shapes of the path add up rather than cancel (the canvas fills by the non-zero rule).
+        let _ = write!(path, "M{} {y}a{r} {r} 0 1 1 {} 0a{r} {r} 0 1 1 {} 0", x - r, 2.0 * r, -2.0 * r);
+        Ok(())
     }
     fn fill_polygon<S: BackendStyle, I: IntoIterator<Item = BackendCoord>>(&mut self, vert: I, style: &S) -> Res {
-        self.stroke_lines()?;
+        self.flush()?;
         self.set.borrow_mut().fill = None;
         lift(self.inner.fill_polygon(vert, style))
     }
-    /// As plotters-canvas draws text, setting only what changed.
+    /// Waits with the texts before it (see `draw_texts`).
     fn draw_text<S: BackendTextStyle>(&mut self, text: &str, style: &S, pos: BackendCoord) -> Res {
-        self.stroke_lines()?;
         if style.color().alpha == 0.0 {
             return Ok(());
         }
@@ -277,18 +403,26 @@ impl DrawingBackend for FastCanvas {
             FontTransform::Rotate180 => 180.0,
             FontTransform::Rotate270 => 270.0,
         };
-        let at = (f64::from(pos.0), f64::from(pos.1));
-        if degrees == 0.0 {
-            return self.fill_text(text, style, at, degrees);
-        }
-        // Turned text is drawn between save() and restore(), which bring the context (and so
-        // what it was last given) back to what it was before, whether drawing failed or not.
-        let before = self.set.borrow().clone();
-        self.context.save();
-        let drawn = self.fill_text(text, style, at, degrees);
-        self.context.restore();
-        *self.set.borrow_mut() = before;
-        drawn
+        let baseline = match style.anchor().v_pos {
+            VPos::Top => "top",
+            VPos::Center => "middle",
+            VPos::Bottom => "bottom",
+        };
+        let align = match style.anchor().h_pos {
+            HPos::Left => "start",
+            HPos::Right => "end",
+            HPos::Center => "center",
+        };
+        self.texts.push(QueuedText {
+            font: font_of(style),
+            fill: rgba(style.color()),
+            baseline,
+            align,
+            degrees,
+            at: (f64::from(pos.0), f64::from(pos.1)),
+            text: text.to_string(),
+        });
+        Ok(())
     }
     /// Measured with the canvas's own `measureText`: plotters' default measures by adding a
     /// span to the page, which forces a layout of the whole document for every label.
@@ -316,7 +450,7 @@ impl DrawingBackend for FastCanvas {
     /// `putImageData` ignores the context's scale, so the bitmap (in CSS pixels) is enlarged
     /// here to device pixels, each pixel copied to the device pixels it covers.
     fn blit_bitmap(&mut self, pos: BackendCoord, (w, h): (u32, u32), src: &[u8]) -> Res {
-        self.stroke_lines()?;
+        self.flush()?;
         let s = self.scale;
         let (dx, dy) = ((pos.0 as f64 * s).round() as i64, (pos.1 as f64 * s).round() as i64);
         let (dw, dh) = (((pos.0 as f64 + w as f64) * s).round() as i64 - dx, ((pos.1 as f64 + h as f64) * s).round() as i64 - dy);
@@ -348,5 +482,66 @@ impl DrawingBackend for FastCanvas {
         pixels.copy_from(&rgba);
         let image = ImageData::new_with_js_u8_clamped_array_and_sh(&pixels, dw as u32, dh as u32).map_err(fail)?;
         self.context.put_image_data(&image, dx as f64, dy as f64).map_err(fail)
+    }
+}
+
+thread_local! {
+    /// A canvas off the page that takes a heatmap's cells, one pixel a cell, and hands them
+    /// over as an image; made once.
+    static CELLS_CANVAS: RefCell<Option<(OffscreenCanvas, OffscreenCanvasRenderingContext2d)>> = const { RefCell::new(None) };
+}
+
+/// The cells as an image of cols x rows pixels. It is handed over (`transferToImageBitmap`),
+/// not drawn from the small canvas itself: changing a canvas that another one has drawn from
+/// makes the browser carry out that drawing first, which cost more than all the rest.
+fn cells_image(image: &ImageData) -> Result<ImageBitmap, DrawingErrorKind<WebDrawError>> {
+    CELLS_CANVAS.with(|slot| {
+        let mut slot = slot.borrow_mut();
+        if slot.is_none() {
+            let missing = || DrawingErrorKind::DrawingError(WebDrawError("no 2D context for an offscreen canvas".into()));
+            let canvas = OffscreenCanvas::new(image.width(), image.height()).map_err(fail)?;
+            let context = canvas.get_context("2d").map_err(fail)?.ok_or_else(missing)?.dyn_into::<OffscreenCanvasRenderingContext2d>().map_err(|_| missing())?;
+            *slot = Some((canvas, context));
+        }
+        let (canvas, context) = slot.as_ref().expect("made above");
+        if canvas.width() != image.width() {
+            canvas.set_width(image.width());
+        }
+        if canvas.height() != image.height() {
+            canvas.set_height(image.height());
+        }
+        context.put_image_data(image, 0.0, 0.0).map_err(fail)?;
+        canvas.transfer_to_image_bitmap().map_err(fail)
+    })
+}
+
+impl Canvas for FastCanvas {
+    /// The cells (a few hundred to a few thousand pixels) become a small image, which this
+    /// canvas draws enlarged with smoothing off, so each cell is a block of one colour: no
+    /// full-size image is built in the module's memory, copied out and uploaded.
+    fn blit_cells(&mut self, pos: BackendCoord, cells: &Cells) -> Res {
+        self.flush()?;
+        let (cols, rows) = (cells.cols, cells.rows);
+        if cols == 0 || rows == 0 || cells.width == 0 || cells.height == 0 {
+            return Ok(());
+        }
+        if cells.rgb.len() < cols * rows * 3 {
+            return Err(DrawingErrorKind::DrawingError(WebDrawError(format!("{cols}x{rows} cells need {} bytes, got {}", cols * rows * 3, cells.rgb.len()))));
+        }
+        let mut rgba = vec![255u8; cols * rows * 4];
+        for (pixel, rgb) in rgba.chunks_exact_mut(4).zip(cells.rgb.chunks_exact(3)) {
+            pixel[..3].copy_from_slice(rgb);
+        }
+        // Copied out of the module's memory: ImageData refuses a view on shared memory.
+        let pixels = js_sys::Uint8ClampedArray::new_with_length(rgba.len() as u32);
+        pixels.copy_from(&rgba);
+        let image = ImageData::new_with_js_u8_clamped_array_and_sh(&pixels, cols as u32, rows as u32).map_err(fail)?;
+        let small = cells_image(&image)?;
+        self.context.set_image_smoothing_enabled(false);
+        let drawn = self.context.draw_image_with_image_bitmap_and_sw_and_sh_and_dx_and_dy_and_dw_and_dh(
+            &small, 0.0, 0.0, cols as f64, rows as f64, pos.0 as f64, pos.1 as f64, cells.width as f64, cells.height as f64,
+        );
+        self.context.set_image_smoothing_enabled(true);
+        drawn.map_err(fail)
     }
 }

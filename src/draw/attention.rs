@@ -7,15 +7,16 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
 use serde::Serialize;
 
+use super::Canvas;
 use super::colors::{Scale, CATEGORICAL};
 use super::heatmap::{draw_heatmap, Heatmap, HeatmapDrawn};
-use super::pixels::{matrix_pixels, EmbeddedImage, Pixels};
+use super::pixels::{matrix_cells, EmbeddedImage, Pixels};
 use super::{anchored_text, draw_err, short_label, FONT};
 use crate::error::Result;
 use crate::trace::Trace;
 
 /// One head, tokens on both axes: rows are queries, columns are keys.
-pub fn draw_head<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, trace: &Trace, layer: usize, head: usize, vector: bool) -> Result<HeatmapDrawn> {
+pub fn draw_head<DB: Canvas>(area: &DrawingArea<DB, Shift>, trace: &Trace, layer: usize, head: usize, vector: bool) -> Result<HeatmapDrawn> {
     area.fill(&WHITE).map_err(draw_err)?;
     let a = trace.attention(layer, head)?; // (T, T)
     let title = format!("Attention, layer {layer}, head {head}");
@@ -24,7 +25,7 @@ pub fn draw_head<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, trace: &Trac
 
 /// A (T, T) matrix over one sentence's tokens, queries down and keys across: a head's weights,
 /// or a difference of two heads' weights (the comparison of two sentences).
-pub fn draw_token_matrix<DB: DrawingBackend>(
+pub fn draw_token_matrix<DB: Canvas>(
     area: &DrawingArea<DB, Shift>,
     matrix: ArrayView2<f32>,
     labels: &[String],
@@ -52,7 +53,7 @@ pub struct GridGeometry {
 }
 
 /// Every head of every layer: layers as rows, heads as columns; the selected one framed.
-pub fn draw_grid<DB: DrawingBackend>(
+pub fn draw_grid<DB: Canvas>(
     area: &DrawingArea<DB, Shift>,
     trace: &Trace,
     selected: Option<(usize, usize)>,
@@ -69,9 +70,9 @@ pub fn draw_grid<DB: DrawingBackend>(
     let scale = Scale::Sequential { min: 0.0, max: 1.0 };
     let style = TextStyle::from((FONT, font_px).into_font()).color(&BLACK);
     area.draw(&Text::new("head →", (left, 2), style.clone())).map_err(draw_err)?;
-    // Every thumbnail goes into one image: blitted once on a canvas or PNG, embedded once in
-    // an SVG (72 thumbnails of rectangles made a 1.6 MB file).
-    let mut raster = Pixels::white((left, top), (side * heads as i32) as u32, (side * layers as i32) as u32);
+    // An SVG gets every thumbnail in one embedded image (72 thumbnails of rectangles made a
+    // 1.6 MB file); a canvas or PNG gets each thumbnail's cells, enlarged as they are drawn.
+    let mut raster = vector.then(|| Pixels::white((left, top), (side * heads as i32) as u32, (side * layers as i32) as u32));
     for layer in 0..layers {
         let a = trace.attention_layer(layer)?; // (heads, T, T)
         let y0 = top + layer as i32 * side;
@@ -83,18 +84,22 @@ pub fn draw_grid<DB: DrawingBackend>(
             }
             let m = a.index_axis(ndarray::Axis(0), head); // (T, T)
             let inner = (side - 2).max(1);
-            raster.paste(&matrix_pixels(m, scale, (x0 + 1, y0 + 1), inner as u32, inner as u32));
+            let cells = matrix_cells(m, scale, (x0 + 1, y0 + 1), inner as u32, inner as u32);
+            match raster.as_mut() {
+                Some(raster) => raster.paste(&cells.enlarged()),
+                None => area.draw(&cells).map_err(draw_err)?,
+            }
         }
     }
-    let image = if vector {
-        let (ox, oy) = area.get_base_pixel();
-        let marker = format!("tviz-cells-{}-{}", ox + left, oy + top);
-        let place = (ox + left, oy + top, raster.width as i32, raster.height as i32);
-        area.draw(&Text::new(marker.clone(), (left, top), style.clone())).map_err(draw_err)?;
-        Some(EmbeddedImage::new(marker, place, &raster)?)
-    } else {
-        area.draw(&raster).map_err(draw_err)?;
-        None
+    let image = match raster {
+        Some(raster) => {
+            let (ox, oy) = area.get_base_pixel();
+            let marker = format!("tviz-cells-{}-{}", ox + left, oy + top);
+            let place = (ox + left, oy + top, raster.width as i32, raster.height as i32);
+            area.draw(&Text::new(marker.clone(), (left, top), style.clone())).map_err(draw_err)?;
+            Some(EmbeddedImage::new(marker, place, &raster)?)
+        }
+        None => None,
     };
     if let Some((layer, head)) = selected.filter(|&(l, h)| l < layers && h < heads) {
         let (x0, y0) = (left + head as i32 * side, top + layer as i32 * side);
@@ -147,7 +152,7 @@ const MIN_WEIGHT: f32 = 0.01;
 /// Tokens in two columns, queries on the left and keys on the right, joined by lines whose
 /// opacity is the attention weight. Several heads of one layer can be drawn at once, each in
 /// its own colour with a legend; `focus` keeps only one token's lines.
-pub fn draw_lines<DB: DrawingBackend>(
+pub fn draw_lines<DB: Canvas>(
     area: &DrawingArea<DB, Shift>,
     trace: &Trace,
     layer: usize,

@@ -8,6 +8,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
 use serde::Deserialize;
 
+use super::Canvas;
 use super::colors::Scale;
 use super::attention::draw_token_matrix;
 use super::view::Drawn;
@@ -35,7 +36,7 @@ pub enum CompareView {
 
 /// Draws a compare chart; `b` is `None` until a second sentence is typed, and then the chart
 /// says so in words instead of staying blank.
-pub fn draw_compare_view<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, a: &Trace, b: Option<&Trace>, view: &CompareView, vector: bool) -> Result<Drawn> {
+pub fn draw_compare_view<DB: Canvas>(area: &DrawingArea<DB, Shift>, a: &Trace, b: Option<&Trace>, view: &CompareView, vector: bool) -> Result<Drawn> {
     area.fill(&WHITE).map_err(draw_err)?;
     let Some(b) = b else {
         message(area, &["Type a second sentence to compare it with the first."])?;
@@ -81,7 +82,7 @@ pub fn draw_compare_view<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, a: &
 }
 
 /// A few centred lines of text on an otherwise empty chart.
-fn message<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, lines: &[&str]) -> Result<()> {
+fn message<DB: Canvas>(area: &DrawingArea<DB, Shift>, lines: &[&str]) -> Result<()> {
     let (w, h) = area.dim_in_pixel();
     let font_px = if w < 400 { 12 } else { 15 };
     let line_h = font_px as i32 * 3 / 2;

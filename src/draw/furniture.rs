@@ -7,7 +7,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
 
-use super::{anchored_text, draw_err};
+use super::{Canvas, anchored_text, draw_err};
 use crate::error::Result;
 
 /// How an entry shows what it names.
@@ -48,7 +48,7 @@ fn row_height(font_px: u32) -> i32 {
 }
 
 /// Where each entry starts, (x, row), for an area `width` pixels wide.
-fn layout<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, entries: &[RowEntry], font_px: u32, width: i32) -> Result<Vec<(i32, i32)>> {
+fn layout<DB: Canvas>(area: &DrawingArea<DB, Shift>, entries: &[RowEntry], font_px: u32, width: i32) -> Result<Vec<(i32, i32)>> {
     let style = anchored_text(font_px, HPos::Left, VPos::Center);
     let mut places = Vec::with_capacity(entries.len());
     let (mut x, mut row) = (MARGIN, 0);
@@ -66,7 +66,7 @@ fn layout<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, entries: &[RowEntry
 }
 
 /// Height in pixels the legend needs across the full width of `area`.
-pub(crate) fn legend_rows_height<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, entries: &[RowEntry], font_px: u32) -> Result<u32> {
+pub(crate) fn legend_rows_height<DB: Canvas>(area: &DrawingArea<DB, Shift>, entries: &[RowEntry], font_px: u32) -> Result<u32> {
     if entries.is_empty() {
         return Ok(0);
     }
@@ -76,7 +76,7 @@ pub(crate) fn legend_rows_height<DB: DrawingBackend>(area: &DrawingArea<DB, Shif
 }
 
 /// Draws the legend across `area` (which `legend_rows_height` sized).
-pub(crate) fn draw_legend_rows<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, entries: &[RowEntry], font_px: u32) -> Result<()> {
+pub(crate) fn draw_legend_rows<DB: Canvas>(area: &DrawingArea<DB, Shift>, entries: &[RowEntry], font_px: u32) -> Result<()> {
     let width = area.dim_in_pixel().0 as i32;
     let style = anchored_text(font_px, HPos::Left, VPos::Center);
     let row_h = row_height(font_px);
@@ -116,7 +116,7 @@ pub(crate) fn tick_format(lo: f32, hi: f32) -> impl Fn(&f32) -> String {
 }
 
 /// The first of `titles` (longest first) that fits across `area` at `font_px`.
-pub(crate) fn fitting_title<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, font_px: u32, titles: &[&str]) -> String {
+pub(crate) fn fitting_title<DB: Canvas>(area: &DrawingArea<DB, Shift>, font_px: u32, titles: &[&str]) -> String {
     let style = anchored_text(font_px, HPos::Left, VPos::Top);
     let room = area.dim_in_pixel().0 as i32 - 24;
     let fits = |t: &str| area.estimate_text_size(t, &style).map(|(w, _)| (w as i32) <= room).unwrap_or(true);
@@ -130,7 +130,7 @@ pub(crate) struct TextBlock {
 
 impl TextBlock {
     /// Wraps each of `parts` (text, font size) to `area`'s width, less margins.
-    pub fn wrap<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, parts: &[(&str, u32)]) -> Result<Self> {
+    pub fn wrap<DB: Canvas>(area: &DrawingArea<DB, Shift>, parts: &[(&str, u32)]) -> Result<Self> {
         let room = area.dim_in_pixel().0 as i32 - 2 * MARGIN;
         let mut lines = Vec::new();
         for &(text, font_px) in parts {
@@ -156,7 +156,7 @@ impl TextBlock {
     }
 
     /// Draws the lines from the top of `area`, left-aligned or centred.
-    pub fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>, centred: bool) -> Result<()> {
+    pub fn draw<DB: Canvas>(&self, area: &DrawingArea<DB, Shift>, centred: bool) -> Result<()> {
         let mut y = 4;
         let x = if centred { area.dim_in_pixel().0 as i32 / 2 } else { MARGIN };
         let h = if centred { HPos::Center } else { HPos::Left };

@@ -8,6 +8,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use super::Canvas;
 use super::colors::Scale;
 use super::heatmap::{draw_heatmap, Heatmap, HeatmapDrawn};
 use crate::analysis::heads::head_scores;
@@ -51,7 +52,7 @@ pub fn score_grid(trace: &Trace, pattern: HeadPattern) -> Result<Option<Array2<f
 }
 
 /// Draws the grid; returns the heatmap's geometry and the (layers, heads) scores.
-pub fn draw_head_grid<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, trace: &Trace, pattern: HeadPattern, vector: bool) -> Result<(HeatmapDrawn, Array2<f32>)> {
+pub fn draw_head_grid<DB: Canvas>(area: &DrawingArea<DB, Shift>, trace: &Trace, pattern: HeadPattern, vector: bool) -> Result<(HeatmapDrawn, Array2<f32>)> {
     let scores = score_grid(trace, pattern)?;
     area.fill(&WHITE).map_err(super::draw_err)?;
     let (layers, heads) = (trace.config.n_layers, trace.config.n_heads);

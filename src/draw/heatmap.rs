@@ -14,8 +14,9 @@ use plotters::style::text_anchor::{HPos, VPos};
 use plotters::style::FontTransform;
 use serde::Serialize;
 
+use super::Canvas;
 use super::colors::{Clipped, Scale};
-use super::pixels::{matrix_blocks, matrix_pixels, EmbeddedImage};
+use super::pixels::{matrix_blocks, matrix_cells, EmbeddedImage};
 use super::{anchored_text, draw_err, short_label};
 use crate::error::Result;
 
@@ -172,7 +173,7 @@ fn bar_number(v: f32) -> String {
     }
 }
 
-pub fn draw_heatmap<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, m: ArrayView2<f32>, spec: &Heatmap) -> Result<HeatmapDrawn> {
+pub fn draw_heatmap<DB: Canvas>(area: &DrawingArea<DB, Shift>, m: ArrayView2<f32>, spec: &Heatmap) -> Result<HeatmapDrawn> {
     let (rows, cols) = m.dim();
     let (w, h) = area.dim_in_pixel();
     let (w, h) = (w as i32, h as i32);
@@ -312,7 +313,7 @@ pub fn draw_heatmap<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, m: ArrayV
         image = Some(EmbeddedImage::new(marker.clone(), (ox + left, oy + top, pw, ph), &pixels)?);
         area.draw(&Text::new(marker, (left, top), anchored_text(base, HPos::Left, VPos::Top))).map_err(draw_err)?;
     } else {
-        area.draw(&matrix_pixels(m, spec.scale, (left, top), pw as u32, ph as u32)).map_err(draw_err)?;
+        area.draw(&matrix_cells(m, spec.scale, (left, top), pw as u32, ph as u32)).map_err(draw_err)?;
     }
     area.draw(&Rectangle::new([(left - 1, top - 1), (left + pw, top + ph)], RGBColor(160, 160, 160).stroke_width(1))).map_err(draw_err)?;
 
@@ -357,7 +358,7 @@ pub fn draw_heatmap<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, m: ArrayV
         area.draw(&Text::new(line.clone(), (margin, foot_top + i as i32 * line_h), foot_style.clone())).map_err(draw_err)?;
     }
 
-    draw_colour_bar(area, (main_w, top, bar_w, ph), spec.scale, clipped, spec.legend, base)?;
+    draw_colour_bar(area, (main_w, top, bar_w, ph), spec.scale, clipped, spec.legend, base, spec.vector)?;
     let note = (!foot.is_empty()).then(|| foot.join(" "));
     Ok(HeatmapDrawn { geometry: Geometry { left, top, width: pw, height: ph, rows, cols }, labels, clipped, note, image })
 }
@@ -377,13 +378,14 @@ fn bar_labels(scale: Scale, clipped: Option<Clipped>) -> Vec<(String, f32)> {
 
 /// A vertical gradient beside the cells (`x, top, width, height` of its column), with its
 /// range; a clipped end gets a triangle and a ≥ / ≤ on its number.
-fn draw_colour_bar<DB: DrawingBackend>(
+fn draw_colour_bar<DB: Canvas>(
     area: &DrawingArea<DB, Shift>,
     (x, top, _width, height): (i32, i32, i32, i32),
     scale: Scale,
     clipped: Option<Clipped>,
     legend: &str,
     font_px: u32,
+    vector: bool,
 ) -> Result<()> {
     let (lo, hi) = scale.range();
     let tip = 10; // triangle height
@@ -392,13 +394,20 @@ fn draw_colour_bar<DB: DrawingBackend>(
         return Ok(());
     }
     let (x0, x1) = (x + 8, x + 22);
+    // 64 steps from the top (hi) down: an SVG gets a rectangle each, a canvas or PNG one
+    // column of cells.
     let steps = 64;
-    for s in 0..steps {
-        let t0 = s as f32 / steps as f32;
-        let v = hi - (hi - lo) * (t0 + 0.5 / steps as f32);
-        let y0 = bar_top + ((bar_bottom - bar_top) as f32 * t0) as i32;
-        let y1 = bar_top + ((bar_bottom - bar_top) as f32 * (t0 + 1.0 / steps as f32)).ceil() as i32;
-        area.draw(&Rectangle::new([(x0, y0), (x1, y1)], scale.color(v).filled())).map_err(draw_err)?;
+    let value = |s: usize| hi - (hi - lo) * ((s as f32 + 0.5) / steps as f32);
+    if vector {
+        for s in 0..steps {
+            let t0 = s as f32 / steps as f32;
+            let y0 = bar_top + ((bar_bottom - bar_top) as f32 * t0) as i32;
+            let y1 = bar_top + ((bar_bottom - bar_top) as f32 * (t0 + 1.0 / steps as f32)).ceil() as i32;
+            area.draw(&Rectangle::new([(x0, y0), (x1, y1)], scale.color(value(s)).filled())).map_err(draw_err)?;
+        }
+    } else {
+        let column = ndarray::Array2::from_shape_fn((steps, 1), |(s, _)| value(s)); // (steps, 1)
+        area.draw(&matrix_cells(column.view(), scale, (x0, bar_top), (x1 - x0) as u32, (bar_bottom - bar_top) as u32)).map_err(draw_err)?;
     }
     let (above, below) = clipped.map(|c| (c.above(), c.below())).unwrap_or((false, false));
     if above {

@@ -7,6 +7,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use serde::Serialize;
 
+use super::Canvas;
 use super::colors::CATEGORICAL;
 use super::furniture::{draw_legend_rows, legend_rows_height, tick_format, RowEntry, RowMark, TextBlock};
 use super::{category_labels, draw_err, house_mesh, short_label};
@@ -101,7 +102,7 @@ fn stage(key: &'static str, title: String, m: ArrayView2<f32>, colour: RGBColor)
 /// The three stages of norm `index` of the trace, per token, as three panels side by side
 /// (stacked on a narrow screen): each token's mean +- one standard deviation as a box, its
 /// smallest and largest feature as a thin line.
-pub fn draw_norm_stages<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, trace: &Trace, index: usize) -> Result<NormStagesDrawn> {
+pub fn draw_norm_stages<DB: Canvas>(area: &DrawingArea<DB, Shift>, trace: &Trace, index: usize) -> Result<NormStagesDrawn> {
     area.fill(&WHITE).map_err(draw_err)?;
     let (_, input, output) = trace.norm_input_output(index)?; // (T, d), (T, d)
     let place = norm_place_words(trace, index)?;
@@ -217,7 +218,7 @@ pub struct NormParametersDrawn {
 }
 
 /// The norm's learned gamma (scale) and beta (shift) across the features.
-pub fn draw_norm_parameters<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, trace: &Trace, index: usize) -> Result<NormParametersDrawn> {
+pub fn draw_norm_parameters<DB: Canvas>(area: &DrawingArea<DB, Shift>, trace: &Trace, index: usize) -> Result<NormParametersDrawn> {
     area.fill(&WHITE).map_err(draw_err)?;
     let rec = trace.norms.get(index).ok_or_else(|| VizError::NoSuchStep(format!("norm {index}")))?;
     let place = norm_place_words(trace, index)?;

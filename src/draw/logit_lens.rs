@@ -9,6 +9,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
 use serde::Serialize;
 
+use super::Canvas;
 use super::colors::{Scale, CATEGORICAL};
 use super::heatmap::{draw_heatmap, Heatmap, HeatmapDrawn};
 use super::prediction::token_label;
@@ -24,7 +25,7 @@ pub struct LensDrawn {
 }
 
 /// Draws the lens at `positions` (default: the last eight).
-pub fn draw_logit_lens<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, model: &Transformer, trace: &Trace, positions: Option<&[usize]>, vector: bool) -> Result<(HeatmapDrawn, LensDrawn)> {
+pub fn draw_logit_lens<DB: Canvas>(area: &DrawingArea<DB, Shift>, model: &Transformer, trace: &Trace, positions: Option<&[usize]>, vector: bool) -> Result<(HeatmapDrawn, LensDrawn)> {
     let positions = positions.map(<[usize]>::to_vec).unwrap_or_else(|| last_positions(trace.len(), 8));
     let lens = logit_lens(model, trace, &positions)?;
     area.fill(&WHITE).map_err(draw_err)?;

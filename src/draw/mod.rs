@@ -11,6 +11,7 @@ pub mod layer_norm;
 pub mod logit_lens;
 pub(crate) mod furniture;
 pub mod pixels;
+pub use pixels::Canvas;
 pub mod position;
 pub mod prediction;
 pub mod residual;

@@ -7,6 +7,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use serde::Serialize;
 
+use super::Canvas;
 use super::colors::{Scale, CATEGORICAL};
 use super::heatmap::{draw_heatmap, Heatmap, HeatmapDrawn};
 use super::furniture::{draw_legend_rows, legend_rows_height, fitting_title, tick_format, RowEntry, RowMark};
@@ -14,7 +15,7 @@ use super::{draw_err, house_mesh, FONT};
 use crate::error::{Result, VizError};
 
 /// The table as a heatmap: rows are positions, columns features.
-pub fn draw_table<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, table: ArrayView2<f32>, title: &str, vector: bool) -> Result<HeatmapDrawn> {
+pub fn draw_table<DB: Canvas>(area: &DrawingArea<DB, Shift>, table: ArrayView2<f32>, title: &str, vector: bool) -> Result<HeatmapDrawn> {
     area.fill(&WHITE).map_err(draw_err)?;
     let values: Vec<f32> = table.iter().copied().collect();
     let scale = Scale::fit_robust(&values, 0.99);
@@ -65,7 +66,7 @@ pub fn sinusoidal_label(dim: usize, d_model: usize) -> String {
 
 /// Selected features (columns of `table`) as curves across positions, with the legend in a
 /// row under the plot.
-pub fn draw_waves<DB: DrawingBackend>(
+pub fn draw_waves<DB: Canvas>(
     area: &DrawingArea<DB, Shift>,
     table: ArrayView2<f32>,
     dims: &[usize],
@@ -131,7 +132,7 @@ pub fn position_similarity(table: ArrayView2<f32>) -> Array2<f32> {
 }
 
 /// A (P, P) similarity matrix from `position_similarity` as a heatmap.
-pub fn draw_similarity<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, similarity: ArrayView2<f32>, title: &str, vector: bool) -> Result<HeatmapDrawn> {
+pub fn draw_similarity<DB: Canvas>(area: &DrawingArea<DB, Shift>, similarity: ArrayView2<f32>, title: &str, vector: bool) -> Result<HeatmapDrawn> {
     area.fill(&WHITE).map_err(draw_err)?;
     draw_heatmap(
         area,

@@ -8,6 +8,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
 use serde::Serialize;
 
+use super::Canvas;
 use super::colors::CATEGORICAL;
 use super::furniture::{draw_legend_rows, fitting_title, legend_rows_height, RowEntry, RowMark};
 use super::{anchored_text, draw_err, short_label};
@@ -61,7 +62,7 @@ pub struct PredictionDrawn {
 }
 
 /// Draws the top `top` next tokens of `trace` under `settings`.
-pub fn draw_prediction<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, model: &Transformer, trace: &Trace, top: usize, settings: &SamplingSettings) -> Result<PredictionDrawn> {
+pub fn draw_prediction<DB: Canvas>(area: &DrawingArea<DB, Shift>, model: &Transformer, trace: &Trace, top: usize, settings: &SamplingSettings) -> Result<PredictionDrawn> {
     let probabilities = trace.next_token_probabilities()?; // (vocab)
     let stages = SamplingStages::new(probabilities, settings)?;
     let top = top.clamp(1, 50);

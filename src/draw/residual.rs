@@ -8,6 +8,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
 use serde::Serialize;
 
+use super::Canvas;
 use super::colors::CATEGORICAL;
 use super::furniture::{draw_legend_rows, fitting_title, legend_rows_height, tick_format, RowEntry, RowMark, TextBlock, NORM_BAND};
 use super::{anchored_text, draw_err, house_mesh, short_label, FONT};
@@ -141,7 +142,7 @@ fn hex(c: RGBColor) -> String {
 }
 
 /// Labels every point with its short name and every layer with its number under its points.
-fn draw_point_labels<DB: DrawingBackend>(
+fn draw_point_labels<DB: Canvas>(
     area: &DrawingArea<DB, Shift>,
     to_px: impl Fn(f32) -> i32,
     y: i32,
@@ -187,7 +188,7 @@ fn draw_point_labels<DB: DrawingBackend>(
 
 /// Draws the stream for the chosen `tokens` (indices into the sentence; `None`: a few
 /// default tokens).
-pub fn draw_residual<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, trace: &Trace, tokens: Option<&[usize]>) -> Result<ResidualDrawn> {
+pub fn draw_residual<DB: Canvas>(area: &DrawingArea<DB, Shift>, trace: &Trace, tokens: Option<&[usize]>) -> Result<ResidualDrawn> {
     area.fill(&WHITE).map_err(draw_err)?;
     let t = trace.len();
     let mut shown: Vec<usize> = match tokens {

@@ -11,6 +11,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
 use serde::Serialize;
 
+use super::Canvas;
 use super::colors::{sequential, Scale, CATEGORICAL};
 use super::furniture::{fitting_title, tick_format};
 use super::heatmap::{draw_heatmap, Heatmap, HeatmapDrawn};
@@ -61,7 +62,7 @@ pub struct FrequenciesDrawn {
 }
 
 /// Each pair's wavelength (positions per full turn), log scale, with the sentence's length.
-pub fn draw_frequencies<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, trace: &Trace) -> Result<FrequenciesDrawn> {
+pub fn draw_frequencies<DB: Canvas>(area: &DrawingArea<DB, Shift>, trace: &Trace) -> Result<FrequenciesDrawn> {
     let (base, _) = rotary(trace)?;
     area.fill(&WHITE).map_err(draw_err)?;
     let hd = trace.config.head_dim;
@@ -111,7 +112,7 @@ pub struct PairDrawn {
 
 /// One pair of one head's queries at every position: each as projected (faint) and as
 /// rotated to its position (solid), drawn as arrows from the origin coloured by position.
-pub fn draw_pair<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, trace: &Trace, layer: usize, head: usize, pair: usize) -> Result<PairDrawn> {
+pub fn draw_pair<DB: Canvas>(area: &DrawingArea<DB, Shift>, trace: &Trace, layer: usize, head: usize, pair: usize) -> Result<PairDrawn> {
     let (base, adjacent) = rotary(trace)?;
     check_head(trace, layer, head, pair)?;
     area.fill(&WHITE).map_err(draw_err)?;
@@ -169,7 +170,7 @@ pub struct DistanceDrawn {
 /// The score q·k/√d of one real query and key of a head (the last token's query, the first
 /// token's key) after rotating them to positions m (rows) and n (columns): constant along
 /// every diagonal, because a rotation by m·θ dotted with one by n·θ is a rotation by (m − n)·θ.
-pub fn draw_distance<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, trace: &Trace, layer: usize, head: usize, vector: bool) -> Result<(HeatmapDrawn, DistanceDrawn)> {
+pub fn draw_distance<DB: Canvas>(area: &DrawingArea<DB, Shift>, trace: &Trace, layer: usize, head: usize, vector: bool) -> Result<(HeatmapDrawn, DistanceDrawn)> {
     let (base, adjacent) = rotary(trace)?;
     check_head(trace, layer, head, 0)?;
     area.fill(&WHITE).map_err(draw_err)?;

@@ -6,12 +6,12 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
 
-use super::{anchored_text, draw_err, short_label};
+use super::{Canvas, anchored_text, draw_err, short_label};
 use crate::error::Result;
 use crate::trace::TokenInfo;
 
 /// The tokens in rows of boxes, as many as fit; the rest are counted in a last line.
-pub fn draw_token_ids<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, tokens: &[TokenInfo], title: &str) -> Result<()> {
+pub fn draw_token_ids<DB: Canvas>(area: &DrawingArea<DB, Shift>, tokens: &[TokenInfo], title: &str) -> Result<()> {
     let (w, h) = area.dim_in_pixel();
     let (w, h) = (w as i32, h as i32);
     let font = if w < 420 { 11u32 } else { 14 };
@@ -22,6 +22,9 @@ pub fn draw_token_ids<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, tokens:
     let text_style = anchored_text(font, HPos::Center, VPos::Top);
     let id_style = anchored_text(font - 1, HPos::Center, VPos::Top).color(&RGBColor(70, 70, 70));
     let more_h = font as i32 + 8;
+    // Every box is drawn first, then every text: a canvas then sets each font once rather
+    // than once a token.
+    let mut texts = Vec::new();
     for (i, token) in tokens.iter().enumerate() {
         let text = short_label(&token.text, 14);
         let id = token.id.to_string();
@@ -42,9 +45,12 @@ pub fn draw_token_ids<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, tokens:
         let fill = if token.special { RGBColor(255, 243, 214) } else { RGBColor(234, 242, 250) };
         area.draw(&Rectangle::new([(x, y), (x + box_w, y + box_h)], fill.filled())).map_err(draw_err)?;
         area.draw(&Rectangle::new([(x, y), (x + box_w, y + box_h)], RGBColor(150, 160, 175).stroke_width(1))).map_err(draw_err)?;
-        area.draw(&Text::new(text, (x + box_w / 2, y + pad), text_style.clone())).map_err(draw_err)?;
-        area.draw(&Text::new(id, (x + box_w / 2, y + pad + font as i32 + 4), id_style.clone())).map_err(draw_err)?;
+        texts.push(Text::new(text, (x + box_w / 2, y + pad), text_style.clone()));
+        texts.push(Text::new(id, (x + box_w / 2, y + pad + font as i32 + 4), id_style.clone()));
         x += box_w + gap;
+    }
+    for text in &texts {
+        area.draw(text).map_err(draw_err)?;
     }
     Ok(())
 }

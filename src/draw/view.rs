@@ -6,6 +6,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use super::Canvas;
 use super::colors::{Clipped, Scale};
 use super::heatmap::{draw_heatmap, AxisLabels, Geometry, Heatmap, HeatmapDrawn};
 use super::pixels::{embed_images, EmbeddedImage};
@@ -210,7 +211,7 @@ pub fn step_matrix(trace: &Trace, index: usize, head: usize, max_cols: usize) ->
 
 /// The longest of `titles` that fits over a heatmap of `area` (whose caption is 17 px, 14 px
 /// under 360 px, as `draw_heatmap` draws it).
-fn heatmap_title<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, titles: &[&str]) -> String {
+fn heatmap_title<DB: Canvas>(area: &DrawingArea<DB, Shift>, titles: &[&str]) -> String {
     let caption_px = if area.dim_in_pixel().0 < 360 { 14 } else { 17 };
     super::furniture::fitting_title(area, caption_px, titles)
 }
@@ -228,13 +229,13 @@ fn flat(m: ArrayView2<f32>) -> Vec<f32> {
 /// `vector`: one rectangle per cell (SVG) rather than one blitted image (canvas, PNG).
 /// `vector`: SVG output (small heatmaps as rectangles, large ones as one embedded image that
 /// `view_svg` puts in); otherwise cells are blitted as one image (canvas, PNG).
-pub fn draw_view<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, model: &Transformer, trace: &Trace, view: &View, vector: bool) -> Result<Drawn> {
+pub fn draw_view<DB: Canvas>(area: &DrawingArea<DB, Shift>, model: &Transformer, trace: &Trace, view: &View, vector: bool) -> Result<Drawn> {
     let mut drawn = draw_view_parts(area, model, trace, view, vector)?;
     (drawn.width, drawn.height) = area.dim_in_pixel();
     Ok(drawn)
 }
 
-fn draw_view_parts<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, model: &Transformer, trace: &Trace, view: &View, vector: bool) -> Result<Drawn> {
+fn draw_view_parts<DB: Canvas>(area: &DrawingArea<DB, Shift>, model: &Transformer, trace: &Trace, view: &View, vector: bool) -> Result<Drawn> {
     let tokens = trace.token_texts();
     let no_table = || VizError::Draw("this model adds no position table to its embeddings".into());
     match view {

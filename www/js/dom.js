@@ -30,3 +30,21 @@ export function download(blob, filename) {
   a.remove();
   setTimeout(() => URL.revokeObjectURL(a.href), 1000);
 }
+
+/**
+ * Makes `list`'s children one element for each of `items`: `make(item, i)` builds a new one,
+ * `update(element, item, i)` brings one up to date. Elements already there are kept and
+ * updated (a keystroke changes one or two of a sentence's tokens, and building every chip
+ * anew made the browser style and lay out all of them again); extra ones are removed.
+ */
+export function syncChildren(list, items, make, update) {
+  const kept = Math.min(list.children.length, items.length);
+  for (let i = 0; i < kept; i += 1) update(list.children[i], items[i], i);
+  while (list.children.length > items.length) list.lastElementChild.remove();
+  if (items.length > kept) list.append(...items.slice(kept).map((item, k) => { const e = make(item, kept + k); update(e, item, kept + k); return e; }));
+}
+
+/** Sets `element.textContent` (or `key`) to `value` when it differs. */
+export function setIfChanged(element, key, value) {
+  if (element[key] !== value) element[key] = value;
+}

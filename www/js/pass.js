@@ -4,7 +4,7 @@
 // others through (one task) and a single pass then runs on the latest text, so fast typing
 // never builds a backlog and the previous views stay until the new ones are drawn.
 import { $ } from './dom.js';
-import { state, writeUrl } from './state.js';
+import { state, writeUrlSoon } from './state.js';
 import { session } from './session.js';
 import { showError, clearError } from './messages.js';
 import { drawAll, drawTiming } from './charts.js';
@@ -142,7 +142,7 @@ export function showSummary(summary, started = performance.now()) {
   renderPrediction();
   if (summary.threads !== window.__tviz.threads) showBackend(); // the threads started
   $('timing').textContent = timingText(summary);
-  writeUrl();
+  writeUrlSoon();
   const done = performance.now();
   window.__tviz.renders += 1;
   if (inputAt !== null) {

@@ -1,6 +1,6 @@
 // The residual-stream section: a picker of the tokens whose vectors the chart follows. The
 // chart reports which tokens it drew and in which colour; the picker shows exactly those.
-import { $ } from './dom.js';
+import { $, syncChildren, setIfChanged } from './dom.js';
 import { state, writeUrl } from './state.js';
 import { session } from './session.js';
 import { draw, afterDraw } from './charts.js';
@@ -11,7 +11,7 @@ function say(message) {
   $('residual-picker-note').textContent = message;
 }
 
-/** Chips for the sentence's tokens (rebuilt only when the tokens change). */
+/** Chips for the sentence's tokens (updated only when the tokens change). */
 export function renderResidualPicker() {
   const { tokens } = session.summary;
   if (state.residualTokens) {
@@ -22,21 +22,21 @@ export function renderResidualPicker() {
   const key = tokens.map((t) => t.text).join('\u0000');
   if (box.dataset.key === key) return;
   box.dataset.key = key;
-  box.replaceChildren(...tokens.map((t, i) => {
+  syncChildren(box, tokens, () => {
     const label = document.createElement('label');
     label.className = 'pick';
     const input = document.createElement('input');
     input.type = 'checkbox';
-    input.value = String(i);
     const swatch = document.createElement('span');
     swatch.className = 'swatch';
     swatch.setAttribute('aria-hidden', 'true');
-    const text = document.createElement('span');
-    text.textContent = t.text;
-    label.title = `token ${i}`;
-    label.append(input, swatch, text);
+    label.append(input, swatch, document.createElement('span'));
     return label;
-  }));
+  }, (label, t, i) => {
+    setIfChanged(label.children[0], 'value', String(i));
+    setIfChanged(label, 'title', `token ${i}`);
+    setIfChanged(label.children[2], 'textContent', t.text);
+  });
   const drawn = session.drawn.residual;
   if (drawn) paint(drawn);
 }

@@ -83,7 +83,27 @@ export async function writeUrl() {
     writing -= 1;
   }
 }
-let writing = 0; // writeUrl calls under way (the text's compression is asynchronous)
+let writing = 0; // writeUrl calls under way or scheduled (the text's compression is asynchronous)
+
+/**
+ * `writeUrl` in a task of its own, after the current one: a pass calls it, and the address
+ * (the text compressed for the link) is not needed to draw the charts. Calls made before it
+ * runs make one write.
+ */
+let writeScheduled = false;
+export function writeUrlSoon() {
+  if (writeScheduled) return;
+  writeScheduled = true;
+  writing += 1;
+  setTimeout(async () => {
+    writeScheduled = false;
+    try {
+      await writeUrlNow();
+    } finally {
+      writing -= 1;
+    }
+  }, 0);
+}
 /** For tests: true once the address bar shows every change made so far. */
 window.__tvizUrlWritten = () => writing === 0 && pendingReplace === null;
 

@@ -1,5 +1,5 @@
 // The token chips under the text box, and the count against the model's context.
-import { $ } from './dom.js';
+import { $, syncChildren, setIfChanged } from './dom.js';
 import { session } from './session.js';
 
 export function renderTokens() {
@@ -10,17 +10,16 @@ export function renderTokens() {
   const tokens = source ? source.source_tokens : summary.tokens;
   const truncated = source ? source.source_truncated : summary.truncated;
   const list = $('tokens');
-  list.replaceChildren(...tokens.map((t, i) => {
+  syncChildren(list, tokens, () => {
     const li = document.createElement('li');
-    li.className = t.special ? 'special' : '';
-    li.title = `position ${i}, id ${t.id}`;
-    const text = document.createElement('span');
-    text.textContent = t.text;
-    const id = document.createElement('small');
-    id.textContent = t.id;
-    li.append(text, id);
+    li.append(document.createElement('span'), document.createElement('small'));
     return li;
-  }));
+  }, (li, t, i) => {
+    li.classList.toggle('special', t.special); // (the head finder marks its token with a class too)
+    setIfChanged(li, 'title', `position ${i}, id ${t.id}`);
+    setIfChanged(li.children[0], 'textContent', t.text);
+    setIfChanged(li.children[1], 'textContent', String(t.id));
+  });
   const { context } = config;
   const limit = summary.token_limit ?? context;
   // The page may trace fewer tokens than the model can read (it keeps every layer's attention).

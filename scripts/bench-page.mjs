@@ -7,17 +7,18 @@
 //     to every chart drawn (the page draws off-screen charts one per task after the
 //     on-screen ones), at 8, 32 and 128 tokens: median and p95, and the same for the traced
 //     forward pass alone (inside the first figure).
-// Prints a table and writes tests/artifacts/bench-page.json. With BASELINE_DIST=dir (another
-// build, e.g. an older commit's dist/; BASELINE_SERVER=its scripts/static-server.mjs), both
-// builds are measured in the same run, alternating, so that the machine's changing speed
-// affects both alike.
+// Prints a table and writes tests/artifacts/bench-page.json. MODELS=lecture-post-ln (names, by
+// commas) measures only those; KEYSTROKES=60 types more keys a size (20 by default). With
+// BASELINE_DIST=dir (another build, e.g. an older commit's dist/; BASELINE_SERVER=its
+// scripts/static-server.mjs), both builds are measured in the same run, alternating, so that
+// the machine's changing speed affects both alike.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { serve } from './static-server.mjs';
 import { launchChromium } from '../tests/e2e/browser.mjs';
 
 const ROOT = new URL('..', import.meta.url).pathname;
-const KEYSTROKES = 20;
+const KEYSTROKES = Number(process.env.KEYSTROKES ?? 20); // KEYSTROKES=60 for a steadier p95
 // Words that are one token each for both models' tokenizers (MiniLM's WordPiece and the
 // lecture decoder's learned BPE).
 const WORDS = 'the people of our great nation have made many new laws for all men and who work in this country with their own hands every day since the first year when we went to see what they had done'.split(' ');
@@ -124,7 +125,9 @@ const rounds = Number(process.env.ROUNDS ?? 1);
 const all = [];
 try {
   for (let round = 0; round < rounds; round += 1) {
-    for (const model of MODELS) for (const dist of builds) all.push(await measure(dist, model));
+    for (const model of MODELS.filter((m) => !process.env.MODELS || process.env.MODELS.split(',').includes(m.name))) {
+      for (const dist of builds) all.push(await measure(dist, model));
+    }
   }
 } finally {
   await browser.close();

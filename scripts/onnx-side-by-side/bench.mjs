@@ -49,6 +49,10 @@ async function page(threads) {
       // Every chart drawn before the next pass (as scripts/bench-page.mjs waits): a pass that
       // started while the last one's charts were still drawing would share the cores with them.
       await p.waitForFunction(() => window.__tvizSettled());
+      // With SETTLE_FRAMES=1, two animation frames more: the browser has painted those charts
+      // too, so its raster threads do not share the two cores with the next pass (ONNX Runtime's
+      // page draws nothing).
+      if (process.env.SETTLE_FRAMES) await p.evaluate(() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done))));
       const ms = await p.evaluate(() => window.__tviz.passes.at(-1) ?? Number(/^(\d+) ms/.exec(document.getElementById('timing').textContent)?.[1]));
       if (i > 0) out[tokens].push(ms); // the first is a warm-up
     }

@@ -6,6 +6,7 @@ use ndarray::{s, Array2, Array3, ArrayView2, ArrayView3, ArrayViewD, ArrayViewMu
 use super::backend::Backend;
 use super::config::{ModelConfig, Position};
 use super::kv_cache::KvCache;
+use super::threads;
 use super::weights::AttentionWeights;
 use crate::trace::{Op, Recorder};
 
@@ -48,28 +49,43 @@ pub fn apply_causal_mask_from(scores: &mut Array3<f32>, first: usize) {
 /// Scaled dot products of every query with every key, per head: (heads, Tq, Tk). Query head
 /// h reads key head h / group (grouped-query attention).
 pub fn scaled_scores(q: ArrayView3<f32>, k: ArrayView3<f32>, group: usize, scale: f32) -> Array3<f32> {
-    let (heads, t, _) = q.dim();
-    let mut scores = Array3::<f32>::zeros((heads, t, k.dim().1)); // (heads, Tq, Tk)
-    for h in 0..heads {
+    let (heads, t, hd) = q.dim();
+    let tk = k.dim().1;
+    let mut scores = Array3::<f32>::zeros((heads, t, tk)); // (heads, Tq, Tk)
+    let values = scores.as_slice_mut().expect("fresh arrays are contiguous");
+    threads::for_each_piece(values, t * tk, t * tk * hd, |h, piece| {
         let qh = q.index_axis(Axis(0), h); // (T, hd)
-        let kh = k.index_axis(Axis(0), h / group); // (T, hd)
-        let mut sh = scores.index_axis_mut(Axis(0), h); // (T, T)
-        ndarray::linalg::general_mat_mul(scale, &qh, &kh.t(), 0.0, &mut sh); // (T, hd) · (hd, T)
-    }
+        let kh = k.index_axis(Axis(0), h / group); // (Tk, hd)
+        let mut sh = ArrayViewMut2::from_shape((t, tk), piece).expect("one head's scores"); // (T, Tk)
+        ndarray::linalg::general_mat_mul(scale, &qh, &kh.t(), 0.0, &mut sh); // (T, hd) · (hd, Tk)
+    });
     scores
+}
+
+/// Softmax of every row of every head, in place, the heads shared among the threads.
+pub fn softmax_heads(scores: &mut Array3<f32>) {
+    let (_, t, tk) = scores.dim();
+    match scores.as_slice_mut() {
+        Some(values) => threads::for_each_piece(values, t * tk, t * tk * 8, |_, piece| {
+            softmax_rows(ArrayViewMut2::from_shape((t, tk), piece).expect("one head's scores")); // (T, Tk)
+        }),
+        None => scores.axis_iter_mut(Axis(0)).for_each(softmax_rows),
+    }
 }
 
 /// Each head's average of the value vectors, weighted by its attention rows: (heads, Tq, hd).
 /// Query head h reads value head h / group.
 pub fn weighted_values(weights: ArrayView3<f32>, v: ArrayView3<f32>, group: usize) -> Array3<f32> {
-    let (heads, t, hd) = (weights.dim().0, weights.dim().1, v.dim().2);
+    let (heads, t, tk) = weights.dim();
+    let hd = v.dim().2;
     let mut head_out = Array3::<f32>::zeros((heads, t, hd)); // (heads, T, hd)
-    for h in 0..heads {
-        let ah = weights.index_axis(Axis(0), h); // (T, T)
-        let vh = v.index_axis(Axis(0), h / group); // (T, hd)
-        let mut oh = head_out.index_axis_mut(Axis(0), h); // (T, hd)
-        ndarray::linalg::general_mat_mul(1.0, &ah, &vh, 0.0, &mut oh); // (T, T) · (T, hd)
-    }
+    let values = head_out.as_slice_mut().expect("fresh arrays are contiguous");
+    threads::for_each_piece(values, t * hd, t * tk * hd, |h, piece| {
+        let ah = weights.index_axis(Axis(0), h); // (T, Tk)
+        let vh = v.index_axis(Axis(0), h / group); // (Tk, hd)
+        let mut oh = ArrayViewMut2::from_shape((t, hd), piece).expect("one head's output"); // (T, hd)
+        ndarray::linalg::general_mat_mul(1.0, &ah, &vh, 0.0, &mut oh); // (T, Tk) · (Tk, hd)
+    });
     head_out
 }
 

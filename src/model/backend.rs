@@ -12,9 +12,9 @@ use std::future::Future;
 use std::pin::pin;
 use std::task::{Context, Poll, Waker};
 
-use ndarray::{Array2, Array3, ArrayView2, ArrayView3, Axis};
+use ndarray::{Array2, Array3, ArrayView2, ArrayView3};
 
-use super::attention::{scaled_scores, softmax_rows, weighted_values};
+use super::attention::{scaled_scores, softmax_heads, weighted_values};
 use super::config::{Activation, NormKind};
 use super::ffn::{apply_gate, apply_pointwise};
 use super::linear::Linear;
@@ -74,9 +74,7 @@ impl Backend for Cpu {
     }
 
     async fn softmax(&self, scores: &mut Array3<f32>) {
-        for head in scores.axis_iter_mut(Axis(0)) {
-            softmax_rows(head); // (Tq, Tk)
-        }
+        softmax_heads(scores); // (heads, Tq, Tk)
     }
 
     async fn weighted_values(&self, weights: ArrayView3<'_, f32>, v: ArrayView3<'_, f32>, group: usize) -> Array3<f32> {

@@ -40,11 +40,16 @@ pub fn apply_gate(up: &mut Array2<f32>, gate: ArrayView2<f32>) {
 }
 
 /// ReLU or GELU on every value in place. SwiGLU needs its gate: `feed_forward` applies it.
+/// Values a thread takes at a time for GELU.
+const GELU_RUN: usize = 4096;
+
 pub(crate) fn apply_pointwise<D: Dimension>(hidden: &mut Array<f32, D>, activation: Activation) {
     match activation {
         Activation::Relu => hidden.mapv_inplace(|v| v.max(0.0)),
+        // Runs of GELU_RUN values (a multiple of four, so each lands in the same lanes as in
+        // one run over the whole tensor) shared among the threads.
         Activation::Gelu => match hidden.as_slice_mut() {
-            Some(values) => gelu_in_place(values),
+            Some(values) => super::threads::for_each_piece(values, GELU_RUN, GELU_RUN * 8, |_, run| gelu_in_place(run)),
             None => hidden.mapv_inplace(gelu),
         },
         Activation::SwiGlu => unreachable!("SwiGLU is not pointwise: feed_forward multiplies by the gate"),

@@ -84,6 +84,52 @@ pub fn in_parts(t: usize, lo: usize, hi: usize, cols: usize, block: usize, featu
     split(t, lo, hi, n, block, &features)
 }
 
+/// `data` cut into pieces of `piece` values (the last may be shorter) and `f(index, piece)`
+/// applied to each: shared among the threads when there is a pool and the pieces' work
+/// (`cost` multiply-adds or so a piece) is worth waking it. Each piece is computed as one
+/// thread alone would compute it, so the numbers do not depend on the threads. For the work
+/// between the products: a layer's attention scores, softmax and weighted values head by head,
+/// its activation a run of values at a time.
+pub fn for_each_piece(data: &mut [f32], piece: usize, cost: usize, f: impl Fn(usize, &mut [f32]) + Sync) {
+    let piece = piece.max(1);
+    let count = data.len().div_ceil(piece);
+    let n = if count < 2 || count.saturating_mul(cost) < PARALLEL_MIN_MACS { 1 } else { threads().min(count) };
+    if n <= 1 {
+        data.chunks_mut(piece).enumerate().for_each(|(i, p)| f(i, p));
+        return;
+    }
+    share_pieces(data, piece, n, &f);
+}
+
+#[cfg(any(not(target_arch = "wasm32"), feature = "threads"))]
+fn share_pieces(data: &mut [f32], piece: usize, threads: usize, f: &(impl Fn(usize, &mut [f32]) + Sync)) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    // Each piece is taken by exactly one thread (the counter hands each index out once), so
+    // no lock is ever waited for: it only moves the piece to the thread that took it.
+    let pieces: Vec<Mutex<Option<&mut [f32]>>> = data.chunks_mut(piece).map(|p| Mutex::new(Some(p))).collect();
+    let next = AtomicUsize::new(0);
+    let work = || loop {
+        let k = next.fetch_add(1, Ordering::Relaxed);
+        let Some(slot) = pieces.get(k) else { break };
+        let taken = slot.lock().map(|mut p| p.take()).unwrap_or(None);
+        if let Some(p) = taken {
+            f(k, p);
+        }
+    };
+    rayon::in_place_scope(|scope| {
+        for _ in 1..threads {
+            scope.spawn(|_| work());
+        }
+        work(); // this thread's share
+    });
+}
+
+#[cfg(all(target_arch = "wasm32", not(feature = "threads")))]
+fn share_pieces(data: &mut [f32], piece: usize, _threads: usize, f: &(impl Fn(usize, &mut [f32]) + Sync)) {
+    data.chunks_mut(piece).enumerate().for_each(|(i, p)| f(i, p));
+}
+
 /// Runs of features handed out per thread: a thread that starts late (the machine busy with
 /// something else) finds the runs already taken by the others, and the calling thread never
 /// waits for more than the runs under way.
@@ -126,6 +172,20 @@ fn split(_t: usize, lo: usize, hi: usize, _threads: usize, _block: usize, featur
 mod tests {
     use super::*;
     use ndarray::s;
+
+    #[test]
+    fn every_piece_is_given_once_with_its_index() {
+        for (len, piece, cost) in [(0, 4, 1), (10, 3, 1), (1000, 7, 1 << 16), (4096, 64, 1 << 20), (5, 10, 1 << 20)] {
+            let mut data: Vec<f32> = (0..len).map(|i| i as f32).collect();
+            for_each_piece(&mut data, piece, cost, |k, p| {
+                for (j, v) in p.iter_mut().enumerate() {
+                    assert_eq!(*v, (k * piece + j) as f32, "piece {k} holds its own values");
+                    *v = -*v - 1.0;
+                }
+            });
+            assert!(data.iter().enumerate().all(|(i, &v)| v == -(i as f32) - 1.0), "{len} values in pieces of {piece}: each changed once");
+        }
+    }
 
     #[test]
     fn parts_cover_the_range_in_whole_blocks() {

@@ -272,7 +272,8 @@ impl FastCanvas {
     /// The path that filled shapes of `color` join (None: transparent, draw nothing). What
     /// waits of another kind or colour is drawn first, so shapes of one colour are filled
     /// together only when nothing else came between them (a bar chart's bars, a colour's
-    /// dots): the picture is the same as drawing them one by one.
+    /// dots): the picture is the same as drawing them one by one, except where two shapes of
+    /// one translucent colour overlap, which is then covered once rather than twice.
     fn fill_path(&mut self, color: BackendColor) -> Result<Option<&mut String>, DrawingErrorKind<WebDrawError>> {
         if color.alpha == 0.0 {
             return Ok(None);

@@ -2,7 +2,7 @@
 //! a few calls where plotters-canvas makes hundreds, which is what makes redrawing every view
 //! on each keystroke affordable:
 //!
-//! - a heatmap's cells go to a small canvas, one pixel a cell, which is drawn enlarged with
+//! - a heatmap's cells become a small image, one pixel a cell, which is drawn enlarged with
 //!   smoothing off (`blit_cells`), instead of a rectangle a cell or a full-size image;
 //! - consecutive lines of one colour and width (a mesh, a dashed rule) are stroked as one
 //!   path, given to the canvas as one SVG path string, rather than one stroke a line;
@@ -477,13 +477,17 @@ impl DrawingBackend for FastCanvas {
                 pixel[2] = b;
             }
         }
-        // The pixels are copied out of the module's memory: ImageData refuses a view on shared
-        // memory, which the threaded build's memory is.
-        let pixels = js_sys::Uint8ClampedArray::new_with_length(rgba.len() as u32);
-        pixels.copy_from(&rgba);
-        let image = ImageData::new_with_js_u8_clamped_array_and_sh(&pixels, dw as u32, dh as u32).map_err(fail)?;
+        let image = image_data(&rgba, dw as u32, dh as u32)?;
         self.context.put_image_data(&image, dx as f64, dy as f64).map_err(fail)
     }
+}
+
+/// `rgba` (width x height pixels) as an ImageData. The pixels are copied out of the module's
+/// memory: ImageData refuses a view on shared memory, which the threaded build's memory is.
+fn image_data(rgba: &[u8], width: u32, height: u32) -> Result<ImageData, DrawingErrorKind<WebDrawError>> {
+    let pixels = js_sys::Uint8ClampedArray::new_with_length(rgba.len() as u32);
+    pixels.copy_from(rgba);
+    ImageData::new_with_js_u8_clamped_array_and_sh(&pixels, width, height).map_err(fail)
 }
 
 thread_local! {
@@ -533,10 +537,7 @@ impl Canvas for FastCanvas {
         for (pixel, rgb) in rgba.chunks_exact_mut(4).zip(cells.rgb.chunks_exact(3)) {
             pixel[..3].copy_from_slice(rgb);
         }
-        // Copied out of the module's memory: ImageData refuses a view on shared memory.
-        let pixels = js_sys::Uint8ClampedArray::new_with_length(rgba.len() as u32);
-        pixels.copy_from(&rgba);
-        let image = ImageData::new_with_js_u8_clamped_array_and_sh(&pixels, cols as u32, rows as u32).map_err(fail)?;
+        let image = image_data(&rgba, cols as u32, rows as u32)?;
         let small = cells_image(&image)?;
         self.context.set_image_smoothing_enabled(false);
         let drawn = self.context.draw_image_with_image_bitmap_and_sw_and_sh_and_dx_and_dy_and_dw_and_dh(

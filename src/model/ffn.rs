@@ -39,10 +39,10 @@ pub fn apply_gate(up: &mut Array2<f32>, gate: ArrayView2<f32>) {
     Zip::from(up).and(gate).for_each(|h, &g| *h *= silu(g)); // (T, d_ff)
 }
 
-/// ReLU or GELU on every value in place. SwiGLU needs its gate: `feed_forward` applies it.
 /// Values a thread takes at a time for GELU.
 const GELU_RUN: usize = 4096;
 
+/// ReLU or GELU on every value in place. SwiGLU needs its gate: `feed_forward` applies it.
 pub(crate) fn apply_pointwise<D: Dimension>(hidden: &mut Array<f32, D>, activation: Activation) {
     match activation {
         Activation::Relu => hidden.mapv_inplace(|v| v.max(0.0)),

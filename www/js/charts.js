@@ -141,6 +141,12 @@ function drawCost(name) {
   return [...recent].sort((a, b) => a - b)[Math.floor(recent.length / 2)];
 }
 
+/** True when chart `name` was last drawn with `key` (keyOf): nothing it shows has changed. */
+function isDrawn(name, key) {
+  const old = drawnKey[name];
+  return Boolean(old) && old.every((part, i) => part === key[i]);
+}
+
 export function draw(name) {
   const why = whyNotShown(name); // this model has no such chart: say why instead
   showWhyNotShown(canvasOf(name), why);
@@ -152,9 +158,8 @@ export function draw(name) {
   }
   sizeCanvas(name);
   const key = keyOf(name);
-  const old = drawnKey[name];
   dirty.delete(name);
-  if (old && old.every((part, i) => part === key[i])) return; // nothing it shows has changed
+  if (isDrawn(name, key)) return; // nothing it shows has changed
   const started = performance.now();
   session.drawn[name] = session.viz.draw(canvasOf(name), charts[name]());
   drawMilliseconds[name] = performance.now() - started;
@@ -250,16 +255,14 @@ export function drawAll() {
 
 // The charts off screen are drawn in the same task as those on screen when, by how long
 // each took to draw recently (drawCost), they need no more than this in all (milliseconds).
-// Redrawing them all takes about 5 ms for the lecture decoder at 32 tokens here, 60 for
-// MiniLM, hundreds for SmolLM2; a chart not drawn yet counts as too slow.
+// Here the lecture decoder's and MiniLM's fit at 32 tokens, MiniLM's do not at 128 nor
+// SmolLM2's; a chart not drawn yet counts as too slow.
 const SAME_TASK_MS = 8;
 
 function offScreenCost() {
   let cost = 0;
   for (const name of dirty) {
-    if (whyNotShown(name)) continue;
-    const old = drawnKey[name];
-    if (old && keyOf(name).every((part, i) => part === old[i])) continue; // unchanged
+    if (whyNotShown(name) || isDrawn(name, keyOf(name))) continue;
     cost += drawCost(name);
   }
   return cost;

@@ -94,14 +94,11 @@ let writeScheduled = false;
 export function writeUrlSoon() {
   if (writeScheduled) return;
   writeScheduled = true;
-  writing += 1;
-  setTimeout(async () => {
+  writing += 1; // counted from now, so that __tvizUrlWritten waits for it
+  setTimeout(() => {
     writeScheduled = false;
-    try {
-      await writeUrlNow();
-    } finally {
-      writing -= 1;
-    }
+    writing -= 1;
+    writeUrl(); // counts itself again before this task ends
   }, 0);
 }
 /** For tests: true once the address bar shows every change made so far. */

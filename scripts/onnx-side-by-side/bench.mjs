@@ -16,7 +16,7 @@ const RUNS = 10;
 const WORDS = 'the people of our great nation have made many new laws for all men and who work in this country with their own hands every day since the first year when we went to see what they had done'.split(' ');
 
 const browser = await launchChromium();
-const ours = await serve(join(ROOT, 'dist'), 0);
+const ours = await serve(process.env.DIST ?? join(ROOT, 'dist'), 0); // DIST=<a built page>: an earlier build, for a peer in the same run
 const theirs = await serve(SITE, 0);
 const at = (server) => `http://127.0.0.1:${server.address().port}/`;
 

@@ -13,6 +13,8 @@ pub mod matrix;
 pub mod norm;
 pub mod position;
 pub mod threads;
+#[cfg(any(not(target_arch = "wasm32"), feature = "threads"))]
+mod spinning_helpers;
 pub mod weights;
 
 pub use config::ModelConfig;

@@ -4,8 +4,9 @@
 //!
 //! The threads are rayon's: natively its global pool; in the page's threaded build (feature
 //! `threads`, wasm threads on one shared memory through `wasm-bindgen-rayon`) a pool the page
-//! starts with `start` once the module runs. The calling thread takes runs too
-//! (`rayon::in_place_scope`), so a page asking for n threads starts a pool of n - 1 workers.
+//! starts with `start` once the module runs. The calling thread takes runs too, and rayon's
+//! workers take theirs as helpers that stay awake between the products of a pass
+//! (`spinning_helpers`), so a page asking for n threads starts a pool of n - 1 workers.
 //! In the page's plain build there is no pool: every product is computed whole.
 
 use ndarray::Array2;
@@ -117,12 +118,7 @@ fn share_pieces(data: &mut [f32], piece: usize, threads: usize, f: &(impl Fn(usi
             f(k, p);
         }
     };
-    rayon::in_place_scope(|scope| {
-        for _ in 1..threads {
-            scope.spawn(|_| work());
-        }
-        work(); // this thread's share
-    });
+    super::spinning_helpers::share(threads, &work);
 }
 
 #[cfg(all(target_arch = "wasm32", not(feature = "threads")))]
@@ -150,12 +146,7 @@ fn split(t: usize, lo: usize, hi: usize, threads: usize, block: usize, features:
         let Some(&(a, b)) = runs.get(k) else { break };
         let _ = computed[k].set(features(a, b));
     };
-    rayon::in_place_scope(|scope| {
-        for _ in 1..threads {
-            scope.spawn(|_| work());
-        }
-        work(); // this thread's share
-    });
+    super::spinning_helpers::share(threads, &work);
     let mut y = Array2::<f32>::zeros((t, hi - lo)); // (T, hi - lo)
     for (run, &(a, b)) in computed.into_iter().zip(&runs) {
         y.slice_mut(s![.., a - lo..b - lo]).assign(&run.into_inner().expect("every run was taken")); // (T, b - a)

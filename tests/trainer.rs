@@ -203,8 +203,8 @@ fn the_learned_vocabulary_round_trips_text_and_shortens_it() {
 }
 
 /// How far below the bigram baseline's held-out loss the committed decoders are at least
-/// (nats/token; measured 0.453 post-LN and 0.385 pre-LN, less 0.05 for noise; see the README).
-const MARGIN: f64 = 0.33;
+/// (nats/token; measured 1.111 post-LN and 1.110 pre-LN, less 0.05 for noise; see the README).
+const MARGIN: f64 = 1.05;
 
 /// The committed decoders on held-out documents (every 20th of the corpus, never trained on).
 #[test]
@@ -230,16 +230,11 @@ fn committed_decoders_beat_the_bigram_baseline_by_a_wide_margin() {
     }
 }
 
-/// Issue #7 asks for a previous-token head (> 0.5 on held-out sentences) and copying
-/// (induction). The committed run formed neither (best previous-token score 0.30, no
-/// induction: the README says so and what is left), so this acceptance test is ignored until
-/// a run that forms them is committed; `cargo test --release --test trainer -- --ignored`
-/// prints every head's scores.
+/// Issue #7's check: at least one head scores above 0.5 as a previous-token head (its mean
+/// weight on the token just before, over 40 held-out sentences), in both twins.
 #[test]
-#[ignore = "issue #7: the committed decoders have no previous-token or induction head yet (best previous-token score 0.30)"]
-fn committed_decoders_have_previous_token_and_induction_heads() {
+fn committed_decoders_have_a_previous_token_head() {
     let corpus = corpus();
-    let mut reports = Vec::new();
     for name in lecture::DECODERS {
         let model = load_named(&common::models_dir(), name, WeightPrecision::F32).unwrap();
         let bos = model.tokenizer.encode("x", 4).unwrap().ids()[0];
@@ -247,11 +242,23 @@ fn committed_decoders_have_previous_token_and_induction_heads() {
         assert!(probe.sentence_count() >= 20);
         let report = probe.measure(&model).unwrap();
         eprintln!("{name}: previous-token scores {:.2?}; induction scores {:.2?}; {}", report.previous, report.induction, report.summary());
-        reports.push((*name, report));
+        let best = report.best_previous();
+        assert!(best.score > 0.5, "{name}: no previous-token head (best {:.2})", best.score);
     }
-    for (name, report) in &reports {
-        let best = report.best_previous().score;
-        assert!(best > 0.5, "{name}: no previous-token head (best {best:.2})");
+}
+
+/// Induction (copying a repeated run) did not form in the committed runs (the README gives
+/// the figures), so this check is ignored; `cargo test --release --test trainer -- --ignored`
+/// prints every head's scores.
+#[test]
+#[ignore = "the committed decoders do not copy a repeated run yet (no induction head; see the README)"]
+fn committed_decoders_copy_a_repeated_run() {
+    let corpus = corpus();
+    for name in lecture::DECODERS {
+        let model = load_named(&common::models_dir(), name, WeightPrecision::F32).unwrap();
+        let bos = model.tokenizer.encode("x", 4).unwrap().ids()[0];
+        let report = HeadProbe::new(&corpus.held_out, bos, None).measure(&model).unwrap();
+        eprintln!("{name}: induction scores {:.2?}; {}", report.induction, report.summary());
         assert!(report.copy_loss[1] < report.copy_loss[0] - 1.0, "{name}: the model does not copy ({:.2?})", report.copy_loss);
     }
 }

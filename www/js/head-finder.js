@@ -147,7 +147,8 @@ export function renderHeadFinder() {
   render();
 }
 
-// Common words, each one token for both models' tokenizers, for a random sequence to repeat.
+// Common words, each one token for MiniLM's and SmolLM2's tokenizers (a few for the lecture
+// decoder's 512-token vocabulary), for a random sequence to repeat.
 const WORDS = ('apple river chair green window music paper stone yellow garden train bottle silver '
   + 'market winter candle forest pencil summer rabbit castle orange letter bridge doctor ocean '
   + 'blanket kitchen monkey planet button farmer jacket pillow rocket island tiger camera basket '
@@ -175,9 +176,11 @@ export function wireHeadFinder() {
     draw('head-grid');
   });
   $('example-repeat').addEventListener('click', () => {
-    useExample(repeatedRandomText());
+    // The pattern first: the pass runs inside useExample's input event and may draw the grid
+    // in that same task.
     $('grid-pattern').value = 'induction';
     state.gridPattern = 'induction';
+    useExample(repeatedRandomText());
   });
   $('example-sentence').addEventListener('click', () => useExample('The animal didn\'t cross the street because it was too tired.'));
   canvasOf('head-grid').addEventListener('click', (event) => {

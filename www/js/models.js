@@ -14,11 +14,11 @@ export const MODELS = {
     short: 'Lecture decoder (post-LN)',
     title: 'the lecture decoder (post-LN)',
     kind: 'decoder',
-    description: 'The notes\' own transformer, trained by this project on public-domain English: 3 layers, 4 heads, d_model 128, sinusoidal positions, LayerNorm after each sublayer, ReLU feed-forward, tied embeddings (0.86M parameters).',
+    description: 'The notes\' own transformer, trained by this project on public-domain English: 3 layers, 4 heads, d_model 128, sinusoidal positions, LayerNorm after each sublayer, ReLU feed-forward, tied embeddings, a 512-token vocabulary (0.66M parameters).',
     files: {
-      config: { path: 'models/lecture-post-ln/config.json', bytes: 433 },
-      tokenizer: { path: 'models/lecture-post-ln/tokenizer.json', bytes: 32925 },
-      weights: { path: 'models/lecture-post-ln/model.safetensors', bytes: 3432400 },
+      config: { path: 'models/lecture-post-ln/config.json', bytes: 455 },
+      tokenizer: { path: 'models/lecture-post-ln/tokenizer.json', bytes: 4774 },
+      weights: { path: 'models/lecture-post-ln/model.safetensors', bytes: 2645968 },
     },
     twin: 'lecture-pre-ln',
     committed: true, // in the repository's trained/, not fetched by the set-up
@@ -30,9 +30,9 @@ export const MODELS = {
     kind: 'decoder',
     description: 'The post-LN lecture decoder\'s twin, trained on the same data with the same seed, with LayerNorm before each sublayer and one final norm (as GPT-2).',
     files: {
-      config: { path: 'models/lecture-pre-ln/config.json', bytes: 431 },
-      tokenizer: { path: 'models/lecture-pre-ln/tokenizer.json', bytes: 32925 },
-      weights: { path: 'models/lecture-pre-ln/model.safetensors', bytes: 3433576 },
+      config: { path: 'models/lecture-pre-ln/config.json', bytes: 453 },
+      tokenizer: { path: 'models/lecture-pre-ln/tokenizer.json', bytes: 4774 },
+      weights: { path: 'models/lecture-pre-ln/model.safetensors', bytes: 2647144 },
     },
     twin: 'lecture-post-ln',
     committed: true,

@@ -22,7 +22,7 @@
 //! before the caller looked (the caller waits for it) or reads the withdrawn (null) job.
 
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering::SeqCst};
-use std::sync::Mutex;
+use std::sync::{Mutex, TryLockError};
 
 /// How long a helper spins for new work after its last, in checks of the generation counter:
 /// about a millisecond (a wasm check is a load, ~1-2 ns; a native one also pauses the core).
@@ -59,9 +59,13 @@ static HELPERS: Helpers = Helpers {
 /// and return once none is left, so that any number of calls, one or many, does it all.
 pub fn share(threads: usize, work: &(dyn Fn() + Sync)) {
     let h = &HELPERS;
-    let Ok(_only_caller) = h.caller.try_lock() else {
-        work(); // another thread is sharing its own work: this one does its alone
-        return;
+    let _only_caller = match h.caller.try_lock() {
+        Ok(guard) => guard,
+        Err(TryLockError::Poisoned(guard)) => guard.into_inner(), // an earlier caller's work panicked; nothing is left half-done
+        Err(TryLockError::WouldBlock) => {
+            work(); // another thread is sharing its own work: this one does its alone
+            return;
+        }
     };
     // Start helpers up to the number wanted; those already spinning take this job at once.
     while h.running.load(SeqCst) < threads.saturating_sub(1) {
@@ -69,14 +73,24 @@ pub fn share(threads: usize, work: &(dyn Fn() + Sync)) {
         rayon::spawn(help);
     }
     let job = Job { work };
-    // SAFETY: the pointer is withdrawn below before `job` goes out of scope, and no helper
-    // reads it after that (module comment); the 'static is never relied on.
+    // SAFETY: the pointer is withdrawn before `job` goes out of scope, even if `work` panics
+    // (`Withdraw`'s drop runs first: declared after `job`), and no helper reads it after that
+    // (module comment); the 'static is never relied on.
     h.job.store(&job as *const Job<'_> as *mut Job<'static>, SeqCst);
+    let _withdraw = Withdraw(h);
     h.generation.fetch_add(1, SeqCst);
     work(); // this thread's share
-    h.job.store(std::ptr::null_mut(), SeqCst);
-    while h.inside.load(SeqCst) != 0 {
-        std::hint::spin_loop(); // a helper finishes a run it took
+}
+
+/// Withdraws the published job and waits until no helper is inside it.
+struct Withdraw(&'static Helpers);
+
+impl Drop for Withdraw {
+    fn drop(&mut self) {
+        self.0.job.store(std::ptr::null_mut(), SeqCst);
+        while self.0.inside.load(SeqCst) != 0 {
+            std::hint::spin_loop(); // a helper finishes a run it took
+        }
     }
 }
 
@@ -132,6 +146,35 @@ mod tests {
         for c in callers {
             c.join().unwrap();
         }
+    }
+
+    #[test]
+    fn a_caller_whose_work_panics_leaves_the_helpers_sound() {
+        let caller = std::thread::current().id();
+        let outcome = std::panic::catch_unwind(|| {
+            let next = AtomicUsize::new(0);
+            let work = || loop {
+                let k = next.fetch_add(1, SeqCst);
+                if k >= 1000 {
+                    break;
+                }
+                if k >= 500 && std::thread::current().id() == caller {
+                    panic!("the caller's piece {k} fails");
+                }
+            };
+            share(2, &work);
+        });
+        assert!(outcome.is_err());
+        // The job was withdrawn on the way out: the next caller shares its own as before.
+        let pieces: Vec<AtomicU32> = (0..100).map(|_| AtomicU32::new(0)).collect();
+        let next = AtomicUsize::new(0);
+        let work = || loop {
+            let k = next.fetch_add(1, SeqCst);
+            let Some(p) = pieces.get(k) else { break };
+            p.fetch_add(1, SeqCst);
+        };
+        share(2, &work);
+        assert!(pieces.iter().all(|p| p.load(SeqCst) == 1));
     }
 
     #[test]

@@ -87,19 +87,25 @@ let writing = 0; // writeUrl calls under way or scheduled (the text's compressio
 
 /**
  * `writeUrl` in a task of its own, after the current one: a pass calls it, and the address
- * (the text compressed for the link) is not needed to draw the charts. Calls made before it
- * runs make one write.
+ * (the text compressed for the link) is not needed to draw the charts. While the text is being
+ * typed it waits until typing pauses (TYPING_PAUSE_MS): compressing the text took ~2 ms a
+ * keystroke, in the way of the next one, and the entry it updates waits for the pause anyway
+ * (REPLACE_AFTER_MS). Calls made before it runs make one write.
  */
+const TYPING_PAUSE_MS = 150;
 let writeScheduled = false;
+let writeTimer = null;
 export function writeUrlSoon() {
-  if (writeScheduled) return;
+  const typing = state.text !== textLink.text;
+  if (writeScheduled && !typing) return;
+  if (!writeScheduled) writing += 1; // counted from now, so that __tvizUrlWritten waits for it
   writeScheduled = true;
-  writing += 1; // counted from now, so that __tvizUrlWritten waits for it
-  setTimeout(() => {
+  clearTimeout(writeTimer);
+  writeTimer = setTimeout(() => {
     writeScheduled = false;
     writing -= 1;
     writeUrl(); // counts itself again before this task ends
-  }, 0);
+  }, typing ? TYPING_PAUSE_MS : 0);
 }
 /** For tests: true once the address bar shows every change made so far. */
 window.__tvizUrlWritten = () => writing === 0 && pendingReplace === null;

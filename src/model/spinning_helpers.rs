@@ -124,21 +124,26 @@ mod tests {
     use super::*;
     use std::sync::atomic::AtomicU32;
 
+    /// Shares `count` pieces among `threads` threads: true when each was done exactly once.
+    fn each_piece_done_once(count: usize, threads: usize) -> bool {
+        let pieces: Vec<AtomicU32> = (0..count).map(|_| AtomicU32::new(0)).collect();
+        let next = AtomicUsize::new(0);
+        let work = || loop {
+            let k = next.fetch_add(1, SeqCst);
+            let Some(p) = pieces.get(k) else { break };
+            p.fetch_add(1, SeqCst);
+        };
+        share(threads, &work);
+        pieces.iter().all(|p| p.load(SeqCst) == 1)
+    }
+
     #[test]
     fn every_piece_is_done_once_however_many_callers_and_helpers() {
         let callers: Vec<_> = (0..4)
             .map(|c| {
                 std::thread::spawn(move || {
                     for round in 0..200 {
-                        let pieces: Vec<AtomicU32> = (0..37).map(|_| AtomicU32::new(0)).collect();
-                        let next = AtomicUsize::new(0);
-                        let work = || loop {
-                            let k = next.fetch_add(1, SeqCst);
-                            let Some(p) = pieces.get(k) else { break };
-                            p.fetch_add(1, SeqCst);
-                        };
-                        share(1 + (round + c) % 3, &work);
-                        assert!(pieces.iter().all(|p| p.load(SeqCst) == 1), "caller {c}, round {round}");
+                        assert!(each_piece_done_once(37, 1 + (round + c) % 3), "caller {c}, round {round}");
                     }
                 })
             })
@@ -166,15 +171,7 @@ mod tests {
         });
         assert!(outcome.is_err());
         // The job was withdrawn on the way out: the next caller shares its own as before.
-        let pieces: Vec<AtomicU32> = (0..100).map(|_| AtomicU32::new(0)).collect();
-        let next = AtomicUsize::new(0);
-        let work = || loop {
-            let k = next.fetch_add(1, SeqCst);
-            let Some(p) = pieces.get(k) else { break };
-            p.fetch_add(1, SeqCst);
-        };
-        share(2, &work);
-        assert!(pieces.iter().all(|p| p.load(SeqCst) == 1));
+        assert!(each_piece_done_once(100, 2));
     }
 
     #[test]

@@ -29,7 +29,7 @@ fn to_js<T: Serialize>(value: &T) -> Result<JsValue, JsError> {
     value.serialize(&serde_wasm_bindgen::Serializer::json_compatible()).map_err(|e| JsError::new(&e.to_string()))
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, Hash)]
 struct StepInfo<'a> {
     index: usize,
     op: Op,
@@ -39,7 +39,6 @@ struct StepInfo<'a> {
     equation: &'a str,
     explanation: &'a str,
     axes: &'a [String],
-    shape: &'a [usize],
     inputs: &'a [String],
 }
 
@@ -54,7 +53,10 @@ struct NormInfo<'a> {
 struct Summary<'a> {
     tokens: &'a [TokenInfo],
     truncated: &'a Option<Truncation>,
-    steps: Vec<StepInfo<'a>>,
+    // `steps` (the StepInfo of each step) is set on the object afterwards (`Viz::steps_js`);
+    // the page gives each its shape from `shapes`.
+    /// Each step's tensor shape (T changes it).
+    shapes: Vec<&'a [usize]>,
     norms: Vec<NormInfo<'a>>,
     milliseconds: f64,
     /// False when the new text gave the same tokens as the last one, so the last forward
@@ -136,6 +138,8 @@ pub struct Viz {
     translation: Option<Decoding>,
     /// The next `set_text` computes even for unchanged tokens (`recompute_next`).
     recompute: bool,
+    /// The summary's `steps` as last sent, and a hash of what they said (`steps_js`).
+    steps_sent: std::cell::RefCell<Option<(u64, JsValue)>>,
 }
 
 /// The most tokens the page traces. The trace keeps every layer's attention weights for the
@@ -172,7 +176,7 @@ impl Viz {
             other => return Err(js_err(VizError::UnknownModel(other.into(), crate::checkpoints::KNOWN_MODELS.join(", ")))),
         };
         let limit = model.config.context.min(PAGE_TOKENS);
-        Ok(Viz { model: std::rc::Rc::new(model), trace: None, cache: KvCache::new(), reused: 0, generation: None, compare: None, limit, translation: None, recompute: false })
+        Ok(Viz { model: std::rc::Rc::new(model), trace: None, cache: KvCache::new(), reused: 0, generation: None, compare: None, limit, translation: None, recompute: false, steps_sent: Default::default() })
     }
 
     /// The model's config (layers, heads, widths, architecture choices).
@@ -366,7 +370,7 @@ impl Viz {
     /// What the page learns of the current pass (see `set_text`).
     fn summary(&self, milliseconds: f64, recomputed: bool, generated: Option<Generated>) -> Result<JsValue, JsError> {
         let trace = self.current()?;
-        let steps = trace
+        let steps: Vec<StepInfo> = trace
             .steps
             .iter()
             .enumerate()
@@ -379,15 +383,15 @@ impl Viz {
                 equation: &s.equation,
                 explanation: &s.explanation,
                 axes: &s.axes,
-                shape: &s.tensor.shape,
                 inputs: &s.inputs,
             })
             .collect();
+        let shapes = trace.steps.iter().map(|s| s.tensor.shape.as_slice()).collect();
         let norms = trace.norms.iter().enumerate().map(|(index, n)| NormInfo { index, step: &n.step, layer: n.layer }).collect();
-        to_js(&Summary {
+        let summary = to_js(&Summary {
             tokens: &trace.tokens,
             truncated: &trace.truncated,
-            steps,
+            shapes,
             norms,
             milliseconds,
             recomputed,
@@ -407,7 +411,30 @@ impl Viz {
                 }),
                 _ => None,
             },
-        })
+        })?;
+        js_sys::Reflect::set(&summary, &JsValue::from_str("steps"), &self.steps_js(&steps)?).map_err(|_| JsError::new("the summary takes no steps"))?;
+        Ok(summary)
+    }
+
+    /// `steps` as JavaScript objects. What they say depends on the model alone (names,
+    /// equations, explanations: some seven hundred strings for the lecture decoder, each
+    /// copied out of the module's memory and decoded on every keystroke), so the objects last
+    /// sent are sent again while a hash of what they say is unchanged. Their shapes, which
+    /// change with the text, go separately (`Summary::shapes`).
+    fn steps_js(&self, steps: &[StepInfo]) -> Result<JsValue, JsError> {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        steps.hash(&mut hasher);
+        let hash = hasher.finish();
+        let mut sent = self.steps_sent.borrow_mut();
+        if let Some((old, value)) = sent.as_ref() {
+            if *old == hash {
+                return Ok(value.clone());
+            }
+        }
+        let value = to_js(&steps)?;
+        *sent = Some((hash, value.clone()));
+        Ok(value)
     }
 
     fn current(&self) -> Result<&Trace, JsError> {

@@ -5,14 +5,17 @@
 //! - a heatmap's cells become a small image, one pixel a cell, which is drawn enlarged with
 //!   smoothing off (`blit_cells`), instead of a rectangle a cell or a full-size image;
 //! - consecutive lines of one colour and width (a mesh, a dashed rule) are stroked as one
-//!   path, given to the canvas as one SVG path string, rather than one stroke a line;
+//!   path, rather than one stroke a line;
 //! - consecutive filled rectangles and circles of one colour (bars, a scatter plot's dots)
 //!   are filled as one path;
-//! - texts wait and are drawn grouped by font (`draw_texts`);
+//! - a path goes to JavaScript as one array of numbers (`paint_path`), which one loop there
+//!   turns into the context's own path calls: no SVG path text to write, copy out and parse;
+//! - texts wait and are drawn grouped by font, all of a chart's in one call to JavaScript
+//!   with their styles, points and lengths (`draw_texts`, `paint_texts`);
 //! - the fill colour, font and text alignment are set only when they change (each setter
-//!   parses its string again), labels, fonts and colours are made into JavaScript strings
-//!   once (`js_string`), and the widths `measureText` reported are kept (labels repeat from
-//!   one keystroke to the next).
+//!   parses its string again), fonts and colours are made into JavaScript strings once
+//!   (`js_string`), and the widths `measureText` reported are kept (labels repeat from one
+//!   keystroke to the next).
 //!
 //! On a HiDPI screen the canvas has `scale` device pixels a CSS pixel. The backend then
 //! reports its size in CSS pixels and scales the context, so every view is laid out as on a
@@ -28,7 +31,7 @@ use plotters_backend::{BackendColor, BackendCoord, BackendStyle, BackendTextStyl
 use plotters_canvas::CanvasBackend;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, ImageBitmap, ImageData, OffscreenCanvas, OffscreenCanvasRenderingContext2d, Path2d};
+use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, ImageBitmap, ImageData, OffscreenCanvas, OffscreenCanvasRenderingContext2d};
 
 use crate::draw::pixels::{Canvas, Cells};
 
@@ -62,11 +65,10 @@ pub struct FastCanvas {
     /// What the context was last given (None: not known, set it). In a cell: measuring text
     /// (`&self`) sets the font too.
     set: RefCell<ContextState>,
-    /// Lines not yet stroked: their colour and width, and the path ("M x y L x y ...").
-    lines: Option<(LineStyle, String)>,
-    /// Filled rectangles and circles not yet filled: their colour, and the path (a circle is
-    /// two arcs).
-    fills: Option<(Rgba, String)>,
+    /// Lines not yet stroked: their colour and width, and the path (see `PathOp`).
+    lines: Option<(LineStyle, Vec<f32>)>,
+    /// Filled rectangles and circles not yet filled: their colour, and the path.
+    fills: Option<(Rgba, Vec<f32>)>,
     /// Text not yet drawn (see `draw_texts`).
     texts: Vec<QueuedText>,
 }
@@ -100,8 +102,6 @@ type LineStyle = (Rgba, u32);
 struct ContextState {
     fill: Option<Rgba>,
     font: Option<String>,
-    align: Option<&'static str>,
-    baseline: Option<&'static str>,
 }
 
 /// Most text widths kept; past it the cache starts again.
@@ -113,9 +113,9 @@ thread_local! {
 }
 
 thread_local! {
-    /// JavaScript strings made from Rust ones, by text: labels, fonts and colours repeat from
-    /// chart to chart and keystroke to keystroke, and each new string costs a copy out of
-    /// the module's memory and a UTF-8 decoding.
+    /// JavaScript strings made from Rust ones, by text: fonts and colours repeat from chart to
+    /// chart and keystroke to keystroke, and each new string costs a copy out of the module's
+    /// memory and a UTF-8 decoding.
     static JS_STRINGS: RefCell<HashMap<String, JsValue>> = RefCell::new(HashMap::new());
 }
 
@@ -135,17 +135,107 @@ fn js_string(text: &str) -> JsValue {
     })
 }
 
+/// What a path is made of, as `paint_path` reads it: each operation's code, then its numbers
+/// (CSS pixels).
+#[derive(Clone, Copy)]
+#[repr(u8)]
+enum PathOp {
+    /// A new subpath at x, y.
+    Move = 0,
+    /// A line to x, y.
+    Line = 1,
+    /// A rectangle x, y, width, height (clockwise on screen when both sizes are positive, as
+    /// `rect()` draws it).
+    Rect = 2,
+    /// A circle at x, y of radius r, clockwise on screen.
+    Circle = 3,
+}
+
+/// Appends `op` and its numbers to `path`.
+fn push_op(path: &mut Vec<f32>, op: PathOp, numbers: &[f32]) {
+    path.push(op as u8 as f32);
+    path.extend_from_slice(numbers);
+}
+
+// A path's numbers become the context's own path calls in one JavaScript loop (one call
+// from the module a path rather than one an operation). Clockwise shapes, so that shapes of
+// one path overlapping add up rather than cancel (the canvas fills by the non-zero rule).
+#[wasm_bindgen(inline_js = r#"
+export function paint_path(context, ops, fill) {
+  context.beginPath();
+  let i = 0;
+  while (i < ops.length) {
+    const op = ops[i];
+    if (op === 0) { context.moveTo(ops[i + 1], ops[i + 2]); i += 3; }
+    else if (op === 1) { context.lineTo(ops[i + 1], ops[i + 2]); i += 3; }
+    else if (op === 2) { context.rect(ops[i + 1], ops[i + 2], ops[i + 3], ops[i + 4]); i += 5; }
+    else if (op === 3) {
+      const [x, y, r] = [ops[i + 1], ops[i + 2], ops[i + 3]];
+      context.moveTo(x + r, y);
+      context.arc(x, y, r, 0, 2 * Math.PI);
+      i += 4;
+    } else throw new Error(`path operation ${op} unknown at ${i}`);
+  }
+  if (fill) context.fill(); else context.stroke();
+}
+
+export function paint_texts(context, styles, texts, numbers, scale) {
+  const table = styles.split('\u001e').map((style) => style.split('\u001f'));
+  let [style, at, turned] = [-1, 0, false];
+  for (let i = 0; i < numbers.length; i += 5) {
+    const [s, x, y, degrees, length] = [numbers[i], numbers[i + 1], numbers[i + 2], numbers[i + 3], numbers[i + 4]];
+    if (s !== style) {
+      const [font, fill, baseline, align] = table[s];
+      const old = table[style];
+      if (!old || old[0] !== font) context.font = font;
+      if (!old || old[1] !== fill) context.fillStyle = fill;
+      if (!old || old[2] !== baseline) context.textBaseline = baseline;
+      if (!old || old[3] !== align) context.textAlign = align;
+      style = s;
+    }
+    const text = texts.slice(at, at + length);
+    at += length;
+    if (degrees !== 0) {
+      // Turned about the text's point, keeping the device-pixel scale.
+      const [sin, cos] = [Math.sin(degrees * Math.PI / 180), Math.cos(degrees * Math.PI / 180)];
+      context.setTransform(scale * cos, scale * sin, -scale * sin, scale * cos, scale * x, scale * y);
+      context.fillText(text, 0, 0);
+      turned = true;
+    } else {
+      if (turned) context.setTransform(scale, 0, 0, scale, 0, 0);
+      turned = false;
+      context.fillText(text, x, y);
+    }
+  }
+  if (turned) context.setTransform(scale, 0, 0, scale, 0, 0);
+}
+"#)]
+extern "C" {
+    /// Builds the path `ops` (see `PathOp`) on `context` and fills or strokes it.
+    #[wasm_bindgen(catch)]
+    fn paint_path(context: &CanvasRenderingContext2d, ops: &[f32], fill: bool) -> Result<(), JsValue>;
+    /// Draws texts: `texts` one after another, and for each `TEXT_NUMBERS` numbers: its style
+    /// (an index into `styles`, whose entries are joined by U+001E, each "font U+001F fill
+    /// U+001F baseline U+001F align"), its point, its turn in degrees and its length in UTF-16
+    /// units. `scale`: device pixels a CSS pixel.
+    #[wasm_bindgen(catch)]
+    fn paint_texts(context: &CanvasRenderingContext2d, styles: &str, texts: &str, numbers: &[f64], scale: f64) -> Result<(), JsValue>;
+}
+
+/// Numbers a text takes in `paint_texts`.
+const TEXT_NUMBERS: usize = 5;
+
 #[wasm_bindgen]
 extern "C" {
-    /// The same 2D context, seen through the setters and `fillText` taking a JavaScript
-    /// string already made (web-sys's take a `&str` and make a new one each call).
+    /// The same 2D context, seen through setters taking a JavaScript string already made
+    /// (web-sys's take a `&str` and make a new one each call).
     type StringContext;
     #[wasm_bindgen(method, setter = font)]
     fn set_font(this: &StringContext, font: &JsValue);
     #[wasm_bindgen(method, setter = fillStyle)]
     fn set_fill_style(this: &StringContext, style: &JsValue);
-    #[wasm_bindgen(method, catch, js_name = fillText)]
-    fn fill_text(this: &StringContext, text: &JsValue, x: f64, y: f64) -> Result<(), JsValue>;
+    #[wasm_bindgen(method, setter = strokeStyle)]
+    fn set_stroke_style(this: &StringContext, style: &JsValue);
 }
 
 fn font_of<S: BackendTextStyle>(style: &S) -> String {
@@ -171,7 +261,7 @@ impl FastCanvas {
 
     /// The path that lines of `style` join (None: they are transparent, draw nothing); lines of
     /// another style waiting are stroked first.
-    fn path_for<S: BackendStyle>(&mut self, style: &S) -> Result<Option<&mut String>, DrawingErrorKind<WebDrawError>> {
+    fn path_for<S: BackendStyle>(&mut self, style: &S) -> Result<Option<&mut Vec<f32>>, DrawingErrorKind<WebDrawError>> {
         let color = style.color();
         if color.alpha == 0.0 {
             return Ok(None);
@@ -181,17 +271,15 @@ impl FastCanvas {
         if self.lines.as_ref().is_some_and(|(k, _)| *k != key) {
             self.stroke_lines()?;
         }
-        Ok(Some(&mut self.lines.get_or_insert_with(|| (key, String::new())).1))
+        Ok(Some(&mut self.lines.get_or_insert_with(|| (key, Vec::new())).1))
     }
 
     /// Strokes the lines drawn so far; called before anything else is drawn, and at the end.
     fn stroke_lines(&mut self) -> Res {
         let Some((((rgb, alpha), width), path)) = self.lines.take() else { return Ok(()) };
-        self.context.set_stroke_style_str(&css(rgb, alpha));
+        self.strings().set_stroke_style(&js_string(&css(rgb, alpha)));
         self.context.set_line_width(f64::from(width));
-        let path = Path2d::new_with_path_string(&path).map_err(fail)?;
-        self.context.stroke_with_path(&path);
-        Ok(())
+        paint_path(&self.context, &path, false).map_err(fail)
     }
 
     fn font(&self, font: &str) {
@@ -202,61 +290,44 @@ impl FastCanvas {
         }
     }
 
-    /// Where text sits against its point: the canvas's textBaseline and textAlign.
-    fn anchor(&self, baseline: &'static str, align: &'static str) {
-        let mut set = self.set.borrow_mut();
-        if set.baseline != Some(baseline) {
-            self.context.set_text_baseline(baseline);
-            set.baseline = Some(baseline);
-        }
-        if set.align != Some(align) {
-            self.context.set_text_align(align);
-            set.align = Some(align);
-        }
-    }
-
     /// Draws the texts waiting, those of one font and colour together (in the order they
     /// came within each group): setting a font makes the browser parse it and find its face
     /// again, and labels of two sizes alternate (tick labels and axis names). Texts wait
     /// while lines are drawn (an axis draws a tick, then its label, then the next tick), and
     /// go over those lines; anything else (a filled shape, an image) draws them first. So the
     /// order differs from the drawing code's only where two texts overlap, or a line drawn
-    /// after a text crosses it.
+    /// after a text crosses it. All of them go to JavaScript in one call (`paint_texts`):
+    /// a chart has a few hundred labels.
     fn draw_texts(&mut self) -> Res {
         if self.texts.is_empty() {
             return Ok(());
         }
         let mut texts = std::mem::take(&mut self.texts);
         texts.sort_by(|a, b| a.font.cmp(&b.font).then(a.fill.partial_cmp(&b.fill).unwrap_or(std::cmp::Ordering::Equal)));
-        let s = self.scale;
-        let mut turned = false;
-        let mut result = Ok(());
+        let mut styles = String::new(); // "font\u{1f}fill\u{1f}baseline\u{1f}align", each style once, joined by \u{1e}
+        let mut joined = String::new(); // every text, one after another
+        let mut numbers = Vec::with_capacity(texts.len() * TEXT_NUMBERS);
+        let mut style_count = 0usize;
+        let mut last: Option<(&str, Rgba, &str, &str)> = None;
         for t in &texts {
-            self.anchor(t.baseline, t.align);
-            self.fill_with(BackendColor { rgb: t.fill.0, alpha: t.fill.1 });
-            self.font(&t.font);
-            // Turned text: the context's transform turns about the text's point (and keeps
-            // the device-pixel scale), so nothing needs saving and restoring.
-            let at = if t.degrees != 0.0 {
-                let (sin, cos) = t.degrees.to_radians().sin_cos();
-                self.context.set_transform(s * cos, s * sin, -s * sin, s * cos, s * t.at.0, s * t.at.1).map_err(fail)?;
-                turned = true;
-                (0.0, 0.0)
-            } else {
-                if turned {
-                    self.context.set_transform(s, 0.0, 0.0, s, 0.0, 0.0).map_err(fail)?;
-                    turned = false;
+            let style = (t.font.as_str(), t.fill, t.baseline, t.align);
+            if last != Some(style) {
+                if style_count > 0 {
+                    styles.push('\u{1e}');
                 }
-                t.at
-            };
-            if let Err(e) = self.strings().fill_text(&js_string(&t.text), at.0, at.1) {
-                result = Err(fail(e));
-                break;
+                let (rgb, alpha) = t.fill;
+                let _ = write!(styles, "{}\u{1f}{}\u{1f}{}\u{1f}{}", t.font, css(rgb, alpha), t.baseline, t.align);
+                style_count += 1;
+                last = Some(style);
             }
+            joined.push_str(&t.text);
+            let length = t.text.encode_utf16().count(); // JavaScript strings count UTF-16 units
+            numbers.extend_from_slice(&[(style_count - 1) as f64, t.at.0, t.at.1, t.degrees, length as f64]);
         }
-        if turned {
-            self.context.set_transform(s, 0.0, 0.0, s, 0.0, 0.0).map_err(fail)?;
-        }
+        let result = paint_texts(&self.context, &styles, &joined, &numbers, self.scale).map_err(fail);
+        // The context now has the last text's style.
+        let t = texts.last().expect("not empty");
+        *self.set.borrow_mut() = ContextState { fill: Some(t.fill), font: Some(t.font.clone()) };
         result
     }
 
@@ -264,9 +335,7 @@ impl FastCanvas {
     fn fill_shapes(&mut self) -> Res {
         let Some(((rgb, alpha), path)) = self.fills.take() else { return Ok(()) };
         self.fill_with(BackendColor { rgb, alpha });
-        let path = Path2d::new_with_path_string(&path).map_err(fail)?;
-        self.context.fill_with_path_2d(&path);
-        Ok(())
+        paint_path(&self.context, &path, true).map_err(fail)
     }
 
     /// The path that filled shapes of `color` join (None: transparent, draw nothing). What
@@ -274,7 +343,7 @@ impl FastCanvas {
     /// together only when nothing else came between them (a bar chart's bars, a colour's
     /// dots): the picture is the same as drawing them one by one, except where two shapes of
     /// one translucent colour overlap, which is then covered once rather than twice.
-    fn fill_path(&mut self, color: BackendColor) -> Result<Option<&mut String>, DrawingErrorKind<WebDrawError>> {
+    fn fill_path(&mut self, color: BackendColor) -> Result<Option<&mut Vec<f32>>, DrawingErrorKind<WebDrawError>> {
         if color.alpha == 0.0 {
             return Ok(None);
         }
@@ -283,7 +352,7 @@ impl FastCanvas {
         if self.fills.as_ref().is_some_and(|(c, _)| *c != rgba(color)) {
             self.fill_shapes()?;
         }
-        Ok(Some(&mut self.fills.get_or_insert_with(|| (rgba(color), String::new())).1))
+        Ok(Some(&mut self.fills.get_or_insert_with(|| (rgba(color), Vec::new())).1))
     }
 
     /// Draws what waits before anything else is drawn: the lines or filled shapes, then the
@@ -342,35 +411,39 @@ impl DrawingBackend for FastCanvas {
     /// one-pixel line covers one row of pixels.
     fn draw_line<S: BackendStyle>(&mut self, from: BackendCoord, to: BackendCoord, style: &S) -> Res {
         let Some(path) = self.path_for(style)? else { return Ok(()) };
-        let (mut a, mut b) = ((f64::from(from.0), f64::from(from.1)), (f64::from(to.0), f64::from(to.1)));
+        let (mut a, mut b) = ((from.0 as f32, from.1 as f32), (to.0 as f32, to.1 as f32));
         if a.0 == b.0 {
             (a.0, b.0) = (a.0 - 0.5, b.0 - 0.5);
         }
         if a.1 == b.1 {
             (a.1, b.1) = (a.1 - 0.5, b.1 - 0.5);
         }
-        let _ = write!(path, "M{} {}L{} {}", a.0, a.1, b.0, b.1);
+        push_op(path, PathOp::Move, &[a.0, a.1]);
+        push_op(path, PathOp::Line, &[b.0, b.1]);
         Ok(())
     }
     /// A filled rectangle waits with the filled shapes of its colour before it (see
-    /// `fill_path`); an outline is drawn at once.
+    /// `fill_path`), an outline with the lines of its colour and width (as `draw_line`).
     fn draw_rect<S: BackendStyle>(&mut self, upper_left: BackendCoord, bottom_right: BackendCoord, style: &S, fill: bool) -> Res {
         if !fill {
-            self.flush()?;
-            return lift(self.inner.draw_rect(upper_left, bottom_right, style, fill));
+            let Some(path) = self.path_for(style)? else { return Ok(()) };
+            // As plotters-canvas's strokeRect: from the first corner, sizes as given.
+            let size = ((bottom_right.0 - upper_left.0) as f32, (bottom_right.1 - upper_left.1) as f32);
+            push_op(path, PathOp::Rect, &[upper_left.0 as f32, upper_left.1 as f32, size.0, size.1]);
+            return Ok(());
         }
         let Some(path) = self.fill_path(style.color())? else { return Ok(()) };
         // Clockwise on screen whichever corners it was given.
         let (x0, x1) = (upper_left.0.min(bottom_right.0), upper_left.0.max(bottom_right.0));
         let (y0, y1) = (upper_left.1.min(bottom_right.1), upper_left.1.max(bottom_right.1));
-        let _ = write!(path, "M{x0} {y0}H{x1}V{y1}H{x0}Z");
+        push_op(path, PathOp::Rect, &[x0 as f32, y0 as f32, (x1 - x0) as f32, (y1 - y0) as f32]);
         Ok(())
     }
     /// Kept with the lines before it, as `draw_line`.
     fn draw_path<S: BackendStyle, I: IntoIterator<Item = BackendCoord>>(&mut self, path: I, style: &S) -> Res {
         let Some(out) = self.path_for(style)? else { return Ok(()) };
         for (i, (x, y)) in path.into_iter().enumerate() {
-            let _ = write!(out, "{}{x} {y}", if i == 0 { 'M' } else { 'L' });
+            push_op(out, if i == 0 { PathOp::Move } else { PathOp::Line }, &[x as f32, y as f32]);
         }
         Ok(())
     }
@@ -382,10 +455,7 @@ impl DrawingBackend for FastCanvas {
             return lift(self.inner.draw_circle(center, radius, style, fill));
         }
         let Some(path) = self.fill_path(style.color())? else { return Ok(()) };
-        let (x, y, r) = (f64::from(center.0), f64::from(center.1), f64::from(radius));
-        // Two half circles, clockwise on screen like the rectangles, so that overlapping
-        // shapes of the path add up rather than cancel (the canvas fills by the non-zero rule).
-        let _ = write!(path, "M{} {y}a{r} {r} 0 1 1 {} 0a{r} {r} 0 1 1 {} 0", x - r, 2.0 * r, -2.0 * r);
+        push_op(path, PathOp::Circle, &[center.0 as f32, center.1 as f32, radius as f32]);
         Ok(())
     }
     fn fill_polygon<S: BackendStyle, I: IntoIterator<Item = BackendCoord>>(&mut self, vert: I, style: &S) -> Res {

@@ -4,10 +4,23 @@
 use plotters::style::colors::colormaps::{ColorMap, ViridisRGB};
 use plotters::style::RGBColor;
 
-/// Viridis at t in [0, 1].
+/// Entries in the viridis table `sequential` reads: finer than 8-bit colour, so a value's
+/// colour is within one unit of plotters' own interpolation.
+const VIRIDIS_STEPS: usize = 1024;
+
+thread_local! {
+    /// Viridis at `VIRIDIS_STEPS` evenly spaced points, made once: a heatmap colours
+    /// thousands of cells on each keystroke, and plotters interpolates afresh for each.
+    static VIRIDIS: [RGBColor; VIRIDIS_STEPS] = std::array::from_fn(|i| {
+        let c = ViridisRGB.get_color(i as f32 / (VIRIDIS_STEPS - 1) as f32);
+        RGBColor(c.0, c.1, c.2)
+    });
+}
+
+/// Viridis at t in [0, 1] (NaN: the dark end).
 pub fn sequential(t: f32) -> RGBColor {
-    let c = ViridisRGB.get_color(t.clamp(0.0, 1.0));
-    RGBColor(c.0, c.1, c.2)
+    let index = (t.clamp(0.0, 1.0) * (VIRIDIS_STEPS - 1) as f32).round() as usize; // NaN casts to 0
+    VIRIDIS.with(|table| table[index.min(VIRIDIS_STEPS - 1)])
 }
 
 /// Blue (-1) to near-white (0) to red (+1), after ColorBrewer's RdBu, which colour-blind
@@ -81,8 +94,9 @@ impl Scale {
         if mags.is_empty() {
             return Scale::Sequential { min: 0.0, max: 1.0 };
         }
-        mags.sort_by(f32::total_cmp);
-        let limit = mags[((mags.len() - 1) as f32 * quantile.clamp(0.0, 1.0)) as usize].max(1e-6);
+        // The quantile's element only (linear time): the charts fit a scale on each keystroke.
+        let at = ((mags.len() - 1) as f32 * quantile.clamp(0.0, 1.0)) as usize;
+        let limit = mags.select_nth_unstable_by(at, f32::total_cmp).1.max(1e-6);
         match Scale::fit(data) {
             Scale::Diverging { .. } => Scale::Diverging { limit },
             Scale::Sequential { min, max } => Scale::Sequential { min: min.max(-limit), max: max.min(limit) },
@@ -131,6 +145,20 @@ impl Clipped {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn viridis_table_is_within_one_unit_of_plotters() {
+        for i in 0..=10_000 {
+            let t = i as f32 / 10_000.0;
+            let (RGBColor(r, g, b), exact) = (sequential(t), ViridisRGB.get_color(t));
+            for (a, e) in [(r, exact.0), (g, exact.1), (b, exact.2)] {
+                assert!(a.abs_diff(e) <= 1, "t = {t}: {a} against {e}");
+            }
+        }
+        assert_eq!(sequential(f32::NAN), sequential(0.0));
+        assert_eq!(sequential(-3.0), sequential(0.0));
+        assert_eq!(sequential(7.0), sequential(1.0));
+    }
 
     #[test]
     fn robust_scale_reports_what_it_clips() {

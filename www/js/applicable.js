@@ -50,15 +50,19 @@ export function whyNotShown(name) {
 }
 
 /** Shows `why` in place of the chart on `canvas` (its caption and export buttons too), or the chart again. */
+// Each canvas's note, once one was needed (kept: this runs for every chart drawn).
+const notes = new WeakMap();
+
 export function showWhyNotShown(canvas, why) {
+  let note = notes.get(canvas);
+  if (!note && !why) return; // never replaced: nothing to show again
   const figure = canvas.closest('figure') ?? canvas.parentElement;
-  let note = figure.querySelector(':scope > .not-shown');
-  if (!note && !why) return;
   if (!note) {
     note = document.createElement('p');
     note.className = 'not-shown';
     note.dataset.for = canvas.dataset.chart;
     canvas.before(note);
+    notes.set(canvas, note);
   }
   note.hidden = !why;
   if (why && note.textContent !== why) note.textContent = why;

@@ -45,8 +45,15 @@ const shapes = {
   cross: [0.9, 340],
 };
 
+// The page's canvases, looked up once each (a chart's drawing asks for its canvas often).
+const canvases = new Map();
 export function canvasOf(name) {
-  return document.querySelector(`canvas[data-chart="${name}"]`);
+  let canvas = canvases.get(name);
+  if (!canvas?.isConnected) {
+    canvas = document.querySelector(`canvas[data-chart="${name}"]`);
+    canvases.set(name, canvas);
+  }
+  return canvas;
 }
 
 // How much bigger than normal the charts' text and marks are drawn: the page's own text size
@@ -133,12 +140,15 @@ const drawMilliseconds = {};
 window.__tvizDrawMilliseconds = drawMilliseconds;
 const drawTimes = {}; // each chart's last five drawing times (ms)
 
-/** How long chart `name` takes to draw: the median of its last five drawings (one slow
- * drawing, a garbage collection say, does not count), or Infinity before its first. */
+/** How long chart `name` takes to draw: the quickest of its last five drawings, or Infinity
+ * before its first. The quickest, not a middle one: a drawing is slowed by what else the
+ * browser did meanwhile (a garbage collection, painting the last frame), and a chart drawn in
+ * a later task is slowed more, so slow drawings would keep the charts off screen in a later
+ * task, where they are slow again. */
 function drawCost(name) {
   const recent = drawTimes[name];
   if (!recent?.length) return Infinity;
-  return [...recent].sort((a, b) => a - b)[Math.floor(recent.length / 2)];
+  return Math.min(...recent);
 }
 
 /** True when chart `name` was last drawn with `key` (keyOf): nothing it shows has changed. */

@@ -3,7 +3,7 @@
 // most strongly from a chosen token to another word (Viz::heads_from), and the heads ranked
 // by a pattern score (previous token, next token, [CLS], [SEP]; Viz::head_scores). It also
 // picks the head the page opens on when the URL names none.
-import { $, fillSelect } from './dom.js';
+import { $, fillSelect, syncChildren, setIfChanged } from './dom.js';
 import { state } from './state.js';
 import { session } from './session.js';
 import { selectHead, renderLinesControls } from './attention.js';
@@ -39,18 +39,38 @@ function keepToken() {
   return defaultToken();
 }
 
-function entry(layer, head, text, title) {
+/** A list entry: a button that opens a head (wireHeadFinder listens for its clicks). */
+function makeEntry() {
   const li = document.createElement('li');
   const button = document.createElement('button');
   button.type = 'button';
   button.className = 'secondary';
-  button.dataset.layer = layer;
-  button.dataset.head = head;
-  button.title = title;
-  button.textContent = text;
-  button.addEventListener('click', () => selectHead(layer, head));
   li.append(button);
   return li;
+}
+
+/** Brings entry `li` up to date: the head it opens, its words and its tooltip. The lists'
+ * elements are kept from pass to pass, and only what changed is written. */
+function updateEntry(li, { layer, head, text, title }) {
+  let button = li.firstElementChild;
+  if (button?.tagName !== 'BUTTON') { // it held the "no other word" hint
+    li.className = '';
+    li.replaceChildren();
+    button = makeEntry().firstElementChild;
+    li.append(button);
+  }
+  setIfChanged(button.dataset, 'layer', String(layer));
+  setIfChanged(button.dataset, 'head', String(head));
+  setIfChanged(button, 'title', title);
+  setIfChanged(button, 'textContent', text);
+}
+
+/** Opens the head an entry's button names, for a click anywhere in `list`. */
+function openOnClick(list) {
+  list.addEventListener('click', (event) => {
+    const button = event.target.closest('button[data-layer]');
+    if (button) selectHead(Number(button.dataset.layer), Number(button.dataset.head));
+  });
 }
 
 function markCurrent() {
@@ -73,22 +93,24 @@ function renderFrom() {
     list.replaceChildren(li);
     return;
   }
-  list.replaceChildren(...ranked.slice(0, SHOWN).map((r) => entry(
-    r.layer, r.head,
-    `layer ${r.layer}, head ${r.head} → "${texts[r.key]}" ${r.weight.toFixed(2)}`,
-    `In layer ${r.layer}, head ${r.head}, "${texts[finder.token]}" puts ${(r.weight * 100).toFixed(0)}% of its attention on "${texts[r.key]}" (position ${r.key}).`,
-  )));
+  syncChildren(list, ranked.slice(0, SHOWN).map((r) => ({
+    layer: r.layer,
+    head: r.head,
+    text: `layer ${r.layer}, head ${r.head} → "${texts[r.key]}" ${r.weight.toFixed(2)}`,
+    title: `In layer ${r.layer}, head ${r.head}, "${texts[finder.token]}" puts ${(r.weight * 100).toFixed(0)}% of its attention on "${texts[r.key]}" (position ${r.key}).`,
+  })), makeEntry, updateEntry);
 }
 
 function renderPattern() {
   const kind = $('finder-kind').value;
   const names = { previous: 'the previous token', next: 'the next token', first: 'the first token ([CLS])', last: 'the last token ([SEP])', induction: 'the token after the last occurrence of its own token' };
   const ranked = finder.scores.filter((s) => s[kind] !== null && s[kind] !== undefined).sort((a, b) => b[kind] - a[kind]);
-  $('finder-pattern').replaceChildren(...ranked.slice(0, SHOWN).map((s) => entry(
-    s.layer, s.head,
-    `layer ${s.layer}, head ${s.head}: ${s[kind].toFixed(2)}`,
-    `On average each token gives ${(s[kind] * 100).toFixed(0)}% of its attention to ${names[kind]} in layer ${s.layer}, head ${s.head}.`,
-  )));
+  syncChildren($('finder-pattern'), ranked.slice(0, SHOWN).map((s) => ({
+    layer: s.layer,
+    head: s.head,
+    text: `layer ${s.layer}, head ${s.head}: ${s[kind].toFixed(2)}`,
+    title: `On average each token gives ${(s[kind] * 100).toFixed(0)}% of its attention to ${names[kind]} in layer ${s.layer}, head ${s.head}.`,
+  })), makeEntry, updateEntry);
 }
 
 function render() {
@@ -188,6 +210,8 @@ export function wireHeadFinder() {
     const cell = point && cellAt(point);
     if (cell) selectHead(cell.row, cell.col);
   });
+  openOnClick($('finder-from'));
+  openOnClick($('finder-pattern'));
   $('finder-token').addEventListener('change', () => chooseToken(Number($('finder-token').value)));
   $('finder-beyond').addEventListener('change', renderFrom);
   $('finder-beyond').addEventListener('change', markCurrent);

@@ -125,6 +125,9 @@ function timingText(summary) {
  * up to date with it.
  */
 export function showSummary(summary, started = performance.now()) {
+  // What a step says comes from Rust apart from its shape: the same objects while the model
+  // is (sent again rather than made anew on each keystroke), and the shapes of this pass.
+  summary.steps = summary.steps.map((step, i) => ({ ...step, shape: summary.shapes[i] }));
   session.summary = summary;
   session.stepsByName = Object.fromEntries(summary.steps.map((s) => [s.name, s]));
   drawTiming.passStartedAt = inputAt ?? started;

@@ -1,7 +1,7 @@
 // The next-token prediction section: for a decoder, the decoding controls (temperature, top-k,
 // top-p, seed) whose effect the prediction chart draws, and generation through the KV cache;
 // for an encoder, why it predicts nothing.
-import { $ } from './dom.js';
+import { $, setIfChanged } from './dom.js';
 import { state, writeUrl } from './state.js';
 import { session } from './session.js';
 import { modelNamed } from './models.js';
@@ -18,9 +18,15 @@ export function predictionSpec() {
   return { kind: 'prediction', top: 20, ...samplingSettings() };
 }
 
+let wordsWrittenFor = null; // the model (its Viz) the section's words were written for
+
 export function renderPrediction() {
   const el = $('prediction');
   const title = modelNamed(session.modelName)?.title ?? 'This model';
+  setIfChanged($('generate'), 'disabled', generation.running || !session.config.causal || isEncoderDecoder());
+  // The words depend on the model alone: written when it changes, not on every keystroke.
+  if (wordsWrittenFor === session.viz) return;
+  wordsWrittenFor = session.viz;
   if (session.config.lm_head === 'None') {
     // Static words with links into the glossary (no text from outside goes into this HTML:
     // the title is the page's own registry's).
@@ -30,7 +36,6 @@ export function renderPrediction() {
   } else {
     el.textContent = `${title} is a decoder: after the last token of your text, its unembedding gives every one of its ${session.config.vocab_size.toLocaleString('en')} tokens a score, and the chart shows the 20 most likely next tokens.`;
   }
-  $('generate').disabled = generation.running || !session.config.causal || isEncoderDecoder();
 }
 
 /** The controls show the state (after a link, Back/Forward, or a model switch). */

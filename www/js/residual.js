@@ -46,11 +46,18 @@ function paint(drawn) {
   const shown = drawn.plotted?.tokens ?? [];
   const colour = new Map(shown.map((t) => [t.index, t.colour]));
   const full = shown.length >= MAX_FOLLOWED;
+  // Written only where changed: this runs on every keystroke, and each write makes the
+  // browser style the chip again.
   for (const input of $('residual-tokens').querySelectorAll('input')) {
     const i = Number(input.value);
-    input.checked = colour.has(i);
-    input.disabled = full && !colour.has(i);
-    input.nextElementSibling.style.background = colour.get(i) ?? 'transparent';
+    setIfChanged(input, 'checked', colour.has(i));
+    setIfChanged(input, 'disabled', full && !colour.has(i));
+    const swatch = input.nextElementSibling;
+    const background = colour.get(i) ?? 'transparent';
+    if (swatch.dataset.background !== background) {
+      swatch.dataset.background = background;
+      swatch.style.background = background;
+    }
   }
   say(full
     ? `Following ${shown.length} tokens, the most one chart can tell apart (one colour each); untick one to choose another.`

@@ -1,6 +1,6 @@
 // The stepper: one operation of the forward pass at a time, with its equation, shapes,
 // numbers, and its place on a diagram of the block.
-import { $, fillSelect } from './dom.js';
+import { $, fillSelect, setIfChanged } from './dom.js';
 import { state, writeUrl } from './state.js';
 import { session } from './session.js';
 import { renderTex } from './math.js';
@@ -88,24 +88,26 @@ function shapeText(shape, axes) {
 export function renderStep() {
   const { summary, stepsByName, config, drawn } = session;
   const step = summary.steps[state.step];
-  $('step-slider').value = state.step;
-  $('step-count').textContent = `step ${state.step + 1} of ${summary.steps.length}`;
-  $('back').disabled = state.step === 0;
-  $('forward').disabled = state.step === summary.steps.length - 1;
-  $('step-title').textContent = step.title;
+  // Each keystroke comes here: only what changed is written (a write makes the browser style
+  // and lay out that part of the page again).
+  setIfChanged($('step-slider'), 'value', String(state.step));
+  setIfChanged($('step-count'), 'textContent', `step ${state.step + 1} of ${summary.steps.length}`);
+  setIfChanged($('back'), 'disabled', state.step === 0);
+  setIfChanged($('forward'), 'disabled', state.step === summary.steps.length - 1);
+  setIfChanged($('step-title'), 'textContent', step.title);
   renderTex($('step-equation'), step.equation, true);
-  $('step-explanation').textContent = step.explanation;
+  setIfChanged($('step-explanation'), 'textContent', step.explanation);
   const ins = step.inputs.map((n) => `${n} ${shapeText(stepsByName[n].shape, stepsByName[n].axes)}`);
-  $('step-shapes').textContent = `${ins.length ? `in: ${ins.join(' and ')}` : 'in: the text'}  →  out: ${step.name} ${shapeText(step.shape, step.axes)}`;
+  setIfChanged($('step-shapes'), 'textContent', `${ins.length ? `in: ${ins.join(' and ')}` : 'in: the text'}  →  out: ${step.name} ${shapeText(step.shape, step.axes)}`);
   const perHead = step.shape.length === 3;
-  $('step-head-label').hidden = !perHead;
+  setIfChanged($('step-head-label'), 'hidden', !perHead);
   if (perHead) {
     state.stepHead = Math.min(state.stepHead, step.shape[0] - 1);
     fillSelect($('step-head'), [...Array(step.shape[0]).keys()], (h) => `${h}`, state.stepHead);
   }
   renderDiagram(diagramKey(step, config.norm_place === 'Post'));
   const note = drawn.step?.note;
-  $('step-caption').textContent = `${note ? `${note}. ` : ''}Hover for values.`;
+  setIfChanged($('step-caption'), 'textContent', `${note ? `${note}. ` : ''}Hover for values.`);
 }
 
 export function goToStep(index) {

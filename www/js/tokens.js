@@ -26,14 +26,10 @@ export function renderTokens() {
   const why = limit < context
     ? `the page traces at most ${limit} (the model reads up to ${context.toLocaleString('en')}; every layer's attention is kept for the views)`
     : `the model reads at most ${context}`;
-  $('token-count').textContent = limit < context
+  setIfChanged($('token-count'), 'textContent', limit < context
     ? `${tokens.length} / ${limit} tokens (the page's limit; the model's context is ${context.toLocaleString('en')})`
-    : `${tokens.length} / ${context} ${source ? 'source ' : ''}tokens (the model's context limit)`;
+    : `${tokens.length} / ${context} ${source ? 'source ' : ''}tokens (the model's context limit)`);
   const warn = $('truncated');
-  if (truncated) {
-    warn.hidden = false;
-    warn.textContent = `Your text is ${truncated.original_tokens} tokens long; ${why}, so only the first ${truncated.kept_tokens} are used.`;
-  } else {
-    warn.hidden = true;
-  }
+  setIfChanged(warn, 'hidden', !truncated);
+  if (truncated) setIfChanged(warn, 'textContent', `Your text is ${truncated.original_tokens} tokens long; ${why}, so only the first ${truncated.kept_tokens} are used.`);
 }

@@ -5,6 +5,8 @@
 // but for where the arithmetic runs) and on WebGPU (?backend=gpu), alternating, PASSES passes (default 5)
 // each; median and range. Here WebGPU's only adapter is SwiftShader, an emulation on the CPU:
 // its figures say nothing about a real GPU's. Writes tests/artifacts/bench-backends-page.json.
+// MODELS=lecture-post-ln (names, by commas) measures only those; DIST=dir measures another
+// build (e.g. an older commit's dist/), to run beside this one's.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { serve } from './static-server.mjs';
@@ -29,7 +31,7 @@ function stats(values) {
   return { median: sorted[Math.floor(sorted.length / 2)], min: sorted[0], max: sorted.at(-1) };
 }
 
-const server = await serve(join(ROOT, 'dist'), 0);
+const server = await serve(process.env.DIST || join(ROOT, 'dist'), 0);
 const base = `http://127.0.0.1:${server.address().port}/`;
 const browser = await launchChromium();
 
@@ -55,7 +57,7 @@ async function pass(page, backend, sentence) {
 }
 
 const results = [];
-for (const { model, specials, sizes } of CASES) {
+for (const { model, specials, sizes } of CASES.filter((c) => !process.env.MODELS || process.env.MODELS.split(',').includes(c.model))) {
   const pages = { cpu: await open(model, 'cpu'), gpu: await open(model, 'gpu') };
   const adapter = await pages.gpu.evaluate(() => window.__tviz.gpu.adapter);
   for (const tokens of sizes) {

@@ -178,3 +178,42 @@ fn the_trace_command_prints_the_same_json_from_both_backends() {
     assert!(numbers > 1000, "the summary holds every head's attention ({numbers} numbers)");
     assert!(gap < 1e-4, "attention in the JSON differs by {gap}");
 }
+
+#[test]
+fn attention_in_one_call_on_the_gpu_matches_the_cpu_steps() {
+    // `Backend::attend` on the GPU keeps the scores and weights on the device between its
+    // three kernels; against the CPU's steps one by one: T = 1, a cache offset (the KV cache's
+    // passes), grouped-query heads, sizes off the workgroups' 16, with and without the mask.
+    use ndarray::Array3;
+    let model = common::minilm();
+    let gpu = GpuBackend::new(gpu_context(), &model.weights);
+    let mut seed = 7u32;
+    let mut values = |shape: (usize, usize, usize)| {
+        Array3::from_shape_simple_fn(shape, || {
+            seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            (seed >> 8) as f32 / (1u32 << 24) as f32 * 4.0 - 2.0
+        })
+    };
+    // (heads, kv_heads, queries, first, head_dim, causal)
+    for (heads, kv_heads, queries, first, hd, causal) in [(1, 1, 1, 0, 1, true), (12, 12, 32, 0, 32, false), (9, 3, 1, 31, 64, true), (4, 4, 17, 5, 16, true), (8, 2, 33, 0, 20, true), (6, 2, 3, 40, 17, true)] {
+        let keys = if causal { first + queries } else { queries };
+        let (q, k, v) = (values((heads, queries, hd)), values((kv_heads, keys, hd)), values((kv_heads, keys, hd)));
+        let (group, scale, mask) = (heads / kv_heads, 1.0 / (hd as f32).sqrt(), causal.then_some(first));
+        let (cpu_weights, cpu_out) = on_cpu(Cpu.attend(q.view(), k.view(), v.view(), group, scale, mask));
+        let (gpu_weights, gpu_out) = pollster::block_on(gpu.attend(q.view(), k.view(), v.view(), group, scale, mask));
+        assert_eq!(gpu.failure(), None, "ran on the GPU");
+        let what = format!("heads {heads}/{kv_heads}, Tq {queries}, first {first}, hd {hd}, causal {causal}");
+        let weights_gap = cpu_weights.iter().zip(&gpu_weights).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
+        let out_gap = cpu_out.iter().zip(&gpu_out).map(|(a, b)| (a - b).abs() / a.abs().max(1.0)).fold(0f32, f32::max);
+        assert!(weights_gap < 1e-4, "weights, {what}: {weights_gap}");
+        assert!(out_gap < 1e-4, "head outputs, {what}: {out_gap}");
+        if let Some(first) = mask {
+            // Masked keys get no weight at all on either.
+            for ((h, i, j), &w) in gpu_weights.indexed_iter() {
+                if j > first + i {
+                    assert_eq!((w, cpu_weights[[h, i, j]]), (0.0, 0.0), "{what}: key {j} is after query {i}");
+                }
+            }
+        }
+    }
+}

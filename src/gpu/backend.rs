@@ -1,8 +1,10 @@
 //! The forward pass's arithmetic on the GPU: `model::backend::Backend` over this module's
 //! kernels. Each weight is uploaded the first time a pass reads it and kept for the backend's
 //! life (one model's: the backend holds its weights, so they cannot change or move under it).
-//! Every operation's result is read back, since the trace keeps every intermediate; each
-//! readback is awaited, never waited for, so the same pass runs in a browser.
+//! Every operation's result is read back, since the trace keeps every intermediate, except the
+//! attention scores, which the trace computes again when read: `attend` runs scores, mask,
+//! softmax and weighted values on the device and reads back the weights and head outputs
+//! together. Each readback is awaited, never waited for, so the same pass runs in a browser.
 //!
 //! A failed kernel, upload or readback does not break the pass: that operation and every
 //! later one run on the CPU, and `failure` says why, for the status line.
@@ -236,6 +238,34 @@ impl Backend for GpuBackend {
         match self.attempt(on_gpu).await {
             Some(y) => *up = y,
             None => Cpu.gate(up, gate).await,
+        }
+    }
+
+    /// Scores, mask, softmax and weighted values as three kernels in a row: the scores and the
+    /// weights stay on the device between them (uploaded once: q, k and v; read back: the
+    /// weights, which the trace keeps, and the head outputs), where the operations one by one
+    /// would read back and upload the scores and weights in between.
+    async fn attend(&self, q: ArrayView3<'_, f32>, k: ArrayView3<'_, f32>, v: ArrayView3<'_, f32>, group: usize, scale: f32, causal: Option<usize>) -> (Array3<f32>, Array3<f32>) {
+        let on_gpu = async {
+            if q.dim().0 != k.dim().0 * group {
+                return Err(GpuError::Shape { what: "attend", detail: format!("{} query heads, {} key heads, groups of {group}", q.dim().0, k.dim().0) });
+            }
+            let gq = upload(&self.ctx, &q.to_owned(), "queries")?;
+            let gk = upload(&self.ctx, &k.to_owned(), "keys")?;
+            let gv = upload(&self.ctx, &v.to_owned(), "values")?;
+            let scores = super::attention_scores(&self.ctx, &gq, &gk, scale, causal.is_some(), causal.unwrap_or(0)).await?; // (heads, Tq, Tk), masked
+            let weights = super::softmax_rows(&self.ctx, &scores).await?; // (heads, Tq, Tk)
+            let out = super::weighted_values(&self.ctx, &weights, &gv).await?; // (heads, Tq, hd)
+            let mut both = self.ctx.read_all(&[&weights, &out]).await?.into_iter(); // one round trip
+            let mut next = |t: &GpuTensor| {
+                let values = both.next().expect("two tensors read");
+                Array3::from_shape_vec(<[usize; 3]>::try_from(t.shape()).map_err(|_| GpuError::Readback(format!("{:?} is not 3-d", t.shape())))?, values).map_err(|e| GpuError::Readback(e.to_string()))
+            };
+            Ok((next(&weights)?, next(&out)?))
+        };
+        match self.attempt(on_gpu).await {
+            Some(both) => both,
+            None => Cpu.attend(q, k, v, group, scale, causal).await,
         }
     }
 

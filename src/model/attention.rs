@@ -90,7 +90,7 @@ pub fn weighted_values(weights: ArrayView3<f32>, v: ArrayView3<f32>, group: usiz
 }
 
 /// A recorded per-head tensor, (heads, rows, columns), as the functions above read it.
-fn as_heads<'a>(x: &ArrayViewD<'a, f32>) -> ArrayView3<'a, f32> {
+pub(super) fn as_heads<'a>(x: &ArrayViewD<'a, f32>) -> ArrayView3<'a, f32> {
     x.clone().into_dimensionality::<Ix3>().expect("per-head steps are recorded as (heads, rows, columns)")
 }
 
@@ -155,34 +155,38 @@ pub async fn self_attention<B: Backend, R: Recorder>(
 
     let scale = 1.0 / (hd as f32).sqrt();
     let group = c.group_size();
-    let mut scores = backend.scores(q.view(), keys.view(), group, scale).await; // (heads, T, first + T)
+    let (weights, head_out) = backend.attend(q.view(), keys.view(), values.view(), group, scale, c.causal.then_some(first)).await; // (heads, T, first + T), (heads, T, hd)
     // The (heads, T, T) scores and mask are the largest tensors of a pass and cheap to
     // compute again from the queries and keys, which the trace keeps: it keeps how, not them.
+    // (`attend` does not hand them out: a GPU keeps them on the device. A recorder that keeps
+    // values computes them here, as the CPU computes them.)
     let tt = [heads, t, total];
+    let scores = || scaled_scores(q.view(), keys.view(), group, scale); // (heads, T, first + T)
+    let masked = || {
+        let mut s = scores();
+        apply_causal_mask_from(&mut s, first);
+        s // (heads, T, first + T)
+    };
     if derivable {
-        rec.derived_step(Op::Scores, l, &[q_op, k_op], &tt, || scores.clone().into_dyn(), move |qk| {
+        rec.derived_step(Op::Scores, l, &[q_op, k_op], &tt, || scores().into_dyn(), move |qk| {
             scaled_scores(as_heads(&qk[0]), as_heads(&qk[1]), group, scale).into_dyn() // (heads, T, T)
         });
     } else {
-        rec.step(Op::Scores, l, &[q_op, k_op], || scores.clone().into_dyn());
+        rec.step(Op::Scores, l, &[q_op, k_op], || scores().into_dyn());
     }
     if c.causal {
-        apply_causal_mask_from(&mut scores, first); // (heads, T, first + T)
         if derivable {
-            rec.derived_step(Op::Mask, l, &[Op::Scores], &tt, || scores.clone().into_dyn(), |s| {
+            rec.derived_step(Op::Mask, l, &[Op::Scores], &tt, || masked().into_dyn(), |s| {
                 let mut masked = as_heads(&s[0]).to_owned(); // (heads, T, T)
                 apply_causal_mask(&mut masked);
                 masked.into_dyn()
             });
         } else {
-            rec.step(Op::Mask, l, &[Op::Scores], || scores.clone().into_dyn());
+            rec.step(Op::Mask, l, &[Op::Scores], || masked().into_dyn());
         }
     } else {
-        rec.unchanged_step(Op::Mask, l, Op::Scores, || scores.clone().into_dyn()); // nothing is hidden
+        rec.unchanged_step(Op::Mask, l, Op::Scores, || scores().into_dyn()); // nothing is hidden
     }
-    backend.softmax(&mut scores).await; // (heads, T, first + T)
-    let weights = scores; // (heads, T, first + T), rows sum to 1
-    let head_out = backend.weighted_values(weights.view(), values.view(), group).await; // (heads, T, hd)
     // Moved into the trace, not copied: the pass is done with the weights.
     rec.step(Op::Softmax, l, &[Op::Mask], || weights.into_dyn());
     // Head outputs and their concatenation are computed again from the weights and values

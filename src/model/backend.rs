@@ -14,7 +14,7 @@ use std::task::{Context, Poll, Waker};
 
 use ndarray::{Array2, Array3, ArrayView2, ArrayView3};
 
-use super::attention::{scaled_scores, softmax_heads, weighted_values};
+use super::attention::{apply_causal_mask_from, scaled_scores, softmax_heads, weighted_values};
 use super::config::{Activation, NormKind};
 use super::ffn::{apply_gate, apply_pointwise};
 use super::linear::Linear;
@@ -47,6 +47,21 @@ pub trait Backend {
     async fn gate(&self, up: &mut Array2<f32>, gate: ArrayView2<'_, f32>);
     /// Rotary position embedding of (heads, T, hd) rows at positions first, first + 1, ...
     async fn rotary(&self, x: &mut Array3<f32>, base: f32, adjacent_pairs: bool, first: usize);
+
+    /// Attention's core in one call: the weights (heads, Tq, Tk) = softmax of the scores
+    /// (`scores`), hidden where `causal` says (`Some(first)`: query i, at position first + i,
+    /// sees keys 0..=first + i), and the head outputs (heads, Tq, hd) = weights · v. This
+    /// default runs those operations one by one (with the mask on the CPU); a GPU keeps the
+    /// scores and weights on the device between them (`crate::gpu::GpuBackend`).
+    async fn attend(&self, q: ArrayView3<'_, f32>, k: ArrayView3<'_, f32>, v: ArrayView3<'_, f32>, group: usize, scale: f32, causal: Option<usize>) -> (Array3<f32>, Array3<f32>) {
+        let mut scores = self.scores(q, k, group, scale).await; // (heads, Tq, Tk)
+        if let Some(first) = causal {
+            apply_causal_mask_from(&mut scores, first); // (heads, Tq, Tk)
+        }
+        self.softmax(&mut scores).await; // (heads, Tq, Tk), rows sum to 1
+        let out = self.weighted_values(scores.view(), v, group).await; // (heads, Tq, hd)
+        (scores, out)
+    }
 }
 
 /// The CPU: the reference every other backend is checked against.

@@ -5,7 +5,7 @@
 
 use ndarray::{Array2, ArrayView2};
 
-use super::attention::{merge_heads, split_heads};
+use super::attention::{as_heads, merge_heads, scaled_scores, split_heads};
 use super::backend::Backend;
 use super::config::ModelConfig;
 use super::weights::AttentionWeights;
@@ -36,11 +36,12 @@ pub async fn cross_attention<B: Backend, R: Recorder>(
     rec.step(Op::CrossValue, l, &[Op::EncoderOutput], || v.clone().into_dyn());
     let scale = 1.0 / (hd as f32).sqrt();
     let group = c.group_size();
-    let mut scores = backend.scores(q.view(), k.view(), group, scale).await; // (heads, T, S)
-    rec.step(Op::CrossScores, l, &[Op::CrossQuery, Op::CrossKey], || scores.clone().into_dyn());
-    backend.softmax(&mut scores).await; // (heads, T, S)
-    let weights = scores; // (heads, T, S), rows sum to 1
-    let head_out = backend.weighted_values(weights.view(), v.view(), group).await; // (heads, T, hd)
+    let (weights, head_out) = backend.attend(q.view(), k.view(), v.view(), group, scale, None).await; // (heads, T, S), (heads, T, hd)
+    // The scores stay where `attend` computed them (a GPU keeps them): the trace computes them
+    // again from the queries and keys it keeps, when read.
+    rec.derived_step(Op::CrossScores, l, &[Op::CrossQuery, Op::CrossKey], &[heads, t, s], || scaled_scores(q.view(), k.view(), group, scale).into_dyn(), move |qk| {
+        scaled_scores(as_heads(&qk[0]), as_heads(&qk[1]), group, scale).into_dyn() // (heads, T, S)
+    });
     rec.step(Op::CrossSoftmax, l, &[Op::CrossScores], || weights.into_dyn());
     rec.step(Op::CrossWeightedSum, l, &[Op::CrossSoftmax, Op::CrossValue], || head_out.clone().into_dyn());
     let concat = merge_heads(head_out); // (T, heads * hd)

@@ -15,7 +15,7 @@ use std::future::Future;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use ndarray::{Array, Array2, Array3, ArrayView2, ArrayView3, Dimension, Ix2, Ix3};
+use ndarray::{Array, Array2, Array3, ArrayView2, ArrayView3, Dimension};
 
 use super::context::GpuContext;
 use super::error::GpuError;
@@ -109,11 +109,11 @@ impl GpuBackend {
     }
 
     async fn read2(&self, t: &GpuTensor) -> Result<Array2<f32>, GpuError> {
-        read(&self.ctx, t).await?.into_dimensionality::<Ix2>().map_err(|e| GpuError::Readback(e.to_string()))
+        shaped(t, self.ctx.read(t).await?)
     }
 
     async fn read3(&self, t: &GpuTensor) -> Result<Array3<f32>, GpuError> {
-        read(&self.ctx, t).await?.into_dimensionality::<Ix3>().map_err(|e| GpuError::Readback(e.to_string()))
+        shaped(t, self.ctx.read(t).await?)
     }
 }
 
@@ -123,9 +123,10 @@ fn upload<D: Dimension>(ctx: &GpuContext, a: &Array<f32, D>, what: &str) -> Resu
     GpuTensor::upload(ctx, values, a.shape(), what)
 }
 
-async fn read(ctx: &GpuContext, t: &GpuTensor) -> Result<ndarray::ArrayD<f32>, GpuError> {
-    let values = ctx.read(t).await?;
-    ndarray::ArrayD::from_shape_vec(t.shape().to_vec(), values).map_err(|e| GpuError::Readback(e.to_string()))
+/// `values` read back from `t`, as an array of `t`'s shape and of `D`'s rank.
+fn shaped<D: Dimension>(t: &GpuTensor, values: Vec<f32>) -> Result<Array<f32, D>, GpuError> {
+    let array = ndarray::ArrayD::from_shape_vec(t.shape().to_vec(), values).map_err(|e| GpuError::Readback(e.to_string()))?;
+    array.into_dimensionality::<D>().map_err(|e| GpuError::Readback(e.to_string()))
 }
 
 impl Backend for GpuBackend {
@@ -256,12 +257,8 @@ impl Backend for GpuBackend {
             let scores = super::attention_scores(&self.ctx, &gq, &gk, scale, causal.is_some(), causal.unwrap_or(0)).await?; // (heads, Tq, Tk), masked
             let weights = super::softmax_rows(&self.ctx, &scores).await?; // (heads, Tq, Tk)
             let out = super::weighted_values(&self.ctx, &weights, &gv).await?; // (heads, Tq, hd)
-            let mut both = self.ctx.read_all(&[&weights, &out]).await?.into_iter(); // one round trip
-            let mut next = |t: &GpuTensor| {
-                let values = both.next().expect("two tensors read");
-                Array3::from_shape_vec(<[usize; 3]>::try_from(t.shape()).map_err(|_| GpuError::Readback(format!("{:?} is not 3-d", t.shape())))?, values).map_err(|e| GpuError::Readback(e.to_string()))
-            };
-            Ok((next(&weights)?, next(&out)?))
+            let [w, o]: [Vec<f32>; 2] = self.ctx.read_all(&[&weights, &out]).await?.try_into().expect("two tensors read"); // one round trip
+            Ok((shaped(&weights, w)?, shaped(&out, o)?))
         };
         match self.attempt(on_gpu).await {
             Some(both) => both,

@@ -156,36 +156,41 @@ pub async fn self_attention<B: Backend, R: Recorder>(
     let scale = 1.0 / (hd as f32).sqrt();
     let group = c.group_size();
     let (weights, head_out) = backend.attend(q.view(), keys.view(), values.view(), group, scale, c.causal.then_some(first)).await; // (heads, T, first + T), (heads, T, hd)
-    // The (heads, T, T) scores and mask are the largest tensors of a pass and cheap to
-    // compute again from the queries and keys, which the trace keeps: it keeps how, not them.
-    // (`attend` does not hand them out: a GPU keeps them on the device. A recorder that keeps
-    // values computes them here, as the CPU computes them.)
+    // `attend` does not hand out the scores (a GPU keeps them on the device): the trace
+    // computes them from the queries and keys it keeps, as the CPU computes them.
     let tt = [heads, t, total];
-    let scores = || scaled_scores(q.view(), keys.view(), group, scale); // (heads, T, first + T)
-    let masked = || {
-        let mut s = scores();
-        apply_causal_mask_from(&mut s, first);
-        s // (heads, T, first + T)
-    };
     if derivable {
+        // The (heads, T, T) scores and mask are the largest tensors of a pass and cheap to
+        // compute again: the trace keeps how, not them (a recorder that keeps values anyway
+        // computes them here).
+        let scores = || scaled_scores(q.view(), keys.view(), group, scale); // (heads, T, T)
         rec.derived_step(Op::Scores, l, &[q_op, k_op], &tt, || scores().into_dyn(), move |qk| {
             scaled_scores(as_heads(&qk[0]), as_heads(&qk[1]), group, scale).into_dyn() // (heads, T, T)
         });
-    } else {
-        rec.step(Op::Scores, l, &[q_op, k_op], || scores().into_dyn());
-    }
-    if c.causal {
-        if derivable {
-            rec.derived_step(Op::Mask, l, &[Op::Scores], &tt, || masked().into_dyn(), |s| {
+        if c.causal {
+            let masked = || {
+                let mut masked = scores(); // (heads, T, T)
+                apply_causal_mask(&mut masked);
+                masked.into_dyn()
+            };
+            rec.derived_step(Op::Mask, l, &[Op::Scores], &tt, masked, |s| {
                 let mut masked = as_heads(&s[0]).to_owned(); // (heads, T, T)
                 apply_causal_mask(&mut masked);
                 masked.into_dyn()
             });
         } else {
-            rec.step(Op::Mask, l, &[Op::Scores], || masked().into_dyn());
+            rec.unchanged_step(Op::Mask, l, Op::Scores, || scores().into_dyn()); // nothing is hidden
         }
     } else {
-        rec.unchanged_step(Op::Mask, l, Op::Scores, || scores().into_dyn()); // nothing is hidden
+        // After a cached start the steps keep their values: the scores are computed once.
+        let mut scores = scaled_scores(q.view(), keys.view(), group, scale); // (heads, T, first + T)
+        rec.step(Op::Scores, l, &[q_op, k_op], || scores.clone().into_dyn());
+        if c.causal {
+            apply_causal_mask_from(&mut scores, first); // (heads, T, first + T)
+            rec.step(Op::Mask, l, &[Op::Scores], || scores.into_dyn());
+        } else {
+            rec.unchanged_step(Op::Mask, l, Op::Scores, || scores.into_dyn()); // nothing is hidden
+        }
     }
     // Moved into the trace, not copied: the pass is done with the weights.
     rec.step(Op::Softmax, l, &[Op::Mask], || weights.into_dyn());

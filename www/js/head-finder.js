@@ -52,13 +52,7 @@ function makeEntry() {
 /** Brings entry `li` up to date: the head it opens, its words and its tooltip. The lists'
  * elements are kept from pass to pass, and only what changed is written. */
 function updateEntry(li, { layer, head, text, title }) {
-  let button = li.firstElementChild;
-  if (button?.tagName !== 'BUTTON') { // it held the "no other word" hint
-    li.className = '';
-    li.replaceChildren();
-    button = makeEntry().firstElementChild;
-    li.append(button);
-  }
+  const button = li.firstElementChild;
   setIfChanged(button.dataset, 'layer', String(layer));
   setIfChanged(button.dataset, 'head', String(head));
   setIfChanged(button, 'title', title);
@@ -93,6 +87,7 @@ function renderFrom() {
     list.replaceChildren(li);
     return;
   }
+  if (list.firstElementChild?.classList.contains('hint')) list.replaceChildren(); // entries again
   syncChildren(list, ranked.slice(0, SHOWN).map((r) => ({
     layer: r.layer,
     head: r.head,

@@ -96,15 +96,25 @@ impl Transformer {
     async fn trace_whole<B: Backend>(&self, backend: &B, encoding: Encoding, text: &str) -> Trace {
         let mut rec = TraceRecorder::new(&self.config);
         let logits = if self.config.causal { Logits::Last } else { Logits::All };
-        forward_with(backend, &encoding.ids(), None, &self.weights, &self.config, &mut rec, logits).await;
+        let ids = encoding.ids();
+        let (steps, norms) = match forward_with(backend, &ids, None, &self.weights, &self.config, &mut rec, logits).await {
+            Some(_) => rec.into_parts(),
+            None => {
+                // The backend failed during the pass (a GPU's lost device, say; it says why):
+                // the CPU computes the pass again.
+                let mut rec = TraceRecorder::new(&self.config);
+                forward_cached(&ids, None, &self.weights, &self.config, &mut rec, logits);
+                rec.into_parts()
+            }
+        };
         Trace {
             model: self.config.name.clone(),
             config: self.config.clone(),
             text: text.to_string(),
             tokens: encoding.tokens,
             truncated: encoding.truncated,
-            steps: rec.steps,
-            norms: rec.norms,
+            steps,
+            norms,
             source: None,
         }
     }

@@ -86,8 +86,9 @@ impl GpuSession {
 
     /// The traced pass on `text` (cut to the page's limit), computed on the GPU: a promise of
     /// a `GpuPass`, rejected only for text the model cannot read (as `Viz::set_text` fails).
-    /// A kernel that fails or a device lost on the way hands the rest of the pass to the CPU
-    /// (`failure` says so); the pass still finishes.
+    /// The pass stays on the device and comes back in one readback at its end. A kernel that
+    /// fails or a device lost on the way: the pass is computed again on the CPU (`failure`
+    /// says why), so the promise still gives a whole trace.
     pub fn trace(&self, text: String) -> js_sys::Promise {
         let inner = self.inner.clone();
         wasm_bindgen_futures::future_to_promise(async move {

@@ -35,8 +35,8 @@ fn engine_and_trainer_agree_on_an_encoder_decoder() {
         for (source, target) in [(vec![27u32, 3, 4, 5], vec![27u32]), (vec![27, 0, 26, 25, 1, 2, 3, 4, 5, 6], vec![27, 6, 5, 4]), (vec![27, 9], vec![27, 9, 8, 7, 6, 5, 4])] {
             let candle = net.seq2seq_logits(&id_tensor(std::slice::from_ref(&source)).unwrap(), &id_tensor(std::slice::from_ref(&target)).unwrap()).unwrap(); // (T, V)
             let candle: Vec<f32> = candle.flatten_all().unwrap().to_vec1().unwrap();
-            let memory = on_cpu(encode_source(&Cpu, &source, &model.weights, &model.config, &mut NoRecorder)); // (S, d)
-            let engine = on_cpu(decode(&Cpu, &target, memory.view(), &model.weights, &model.config, &mut NoRecorder, Logits::All)).logits.unwrap(); // (T, V)
+            let memory = on_cpu(encode_source(&Cpu, &source, &model.weights, &model.config, &mut NoRecorder)).expect("the CPU never fails"); // (S, d)
+            let engine = on_cpu(decode(&Cpu, &target, memory.view(), &model.weights, &model.config, &mut NoRecorder, Logits::All)).expect("the CPU never fails").logits.unwrap(); // (T, V)
             let size = engine.iter().fold(0f32, |m, v| m.max(v.abs()));
             let diff = max_abs(&engine, &candle);
             assert!(diff <= 1e-4 * size.max(1.0), "seed {seed}, S = {}, T = {}: logits differ by {diff} (largest {size})", source.len(), target.len());

@@ -181,15 +181,16 @@ fn the_trace_command_prints_the_same_json_from_both_backends() {
 
 #[test]
 fn attention_in_one_call_on_the_gpu_matches_the_cpu_steps() {
-    // `Backend::attend` on the GPU keeps the scores and weights on the device between its
-    // three kernels; against the CPU's steps one by one: T = 1, a cache offset (the KV cache's
-    // passes), grouped-query heads, sizes off the workgroups' 16, with and without the mask.
-    use ndarray::Array3;
+    // `Backend::attend` on the GPU runs its three kernels on the device; against the CPU's:
+    // T = 1, a cache offset (the KV cache's passes), grouped-query heads, sizes off the
+    // workgroups' 16, with and without the mask. The heads are split on each backend from the
+    // same rows (the GPU's `swap_heads` kernel against the CPU's `split_heads`).
+    use ndarray::Array2;
     let model = common::minilm();
     let gpu = GpuBackend::new(gpu_context(), &model.weights);
     let mut seed = 7u32;
-    let mut values = |shape: (usize, usize, usize)| {
-        Array3::from_shape_simple_fn(shape, || {
+    let mut values = |shape: (usize, usize)| {
+        Array2::from_shape_simple_fn(shape, || {
             seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
             (seed >> 8) as f32 / (1u32 << 24) as f32 * 4.0 - 2.0
         })
@@ -197,11 +198,18 @@ fn attention_in_one_call_on_the_gpu_matches_the_cpu_steps() {
     // (heads, kv_heads, queries, first, head_dim, causal)
     for (heads, kv_heads, queries, first, hd, causal) in [(1, 1, 1, 0, 1, true), (12, 12, 32, 0, 32, false), (9, 3, 1, 31, 64, true), (4, 4, 17, 5, 16, true), (8, 2, 33, 0, 20, true), (6, 2, 3, 40, 17, true)] {
         let keys = if causal { first + queries } else { queries };
-        let (q, k, v) = (values((heads, queries, hd)), values((kv_heads, keys, hd)), values((kv_heads, keys, hd)));
+        let (q, k, v) = (values((queries, heads * hd)), values((keys, kv_heads * hd)), values((keys, kv_heads * hd))); // rows
         let (group, scale, mask) = (heads / kv_heads, 1.0 / (hd as f32).sqrt(), causal.then_some(first));
-        let (cpu_weights, cpu_out) = on_cpu(Cpu.attend(q.view(), k.view(), v.view(), group, scale, mask));
-        let (gpu_weights, gpu_out) = pollster::block_on(gpu.attend(q.view(), k.view(), v.view(), group, scale, mask));
-        assert_eq!(gpu.failure(), None, "ran on the GPU");
+        let split = |b: &Cpu, x: &Array2<f32>, h| b.split_heads(x.clone(), h, hd);
+        let (cq, ck, cv) = (split(&Cpu, &q, heads), split(&Cpu, &k, kv_heads), split(&Cpu, &v, kv_heads));
+        let (cpu_weights, cpu_out) = Cpu.attend(&cq, &ck, &cv, group, scale, mask);
+        let gsplit = |x: &Array2<f32>, h| gpu.split_heads(gpu.rows(x.clone()), h, hd);
+        let (gq, gk, gv) = (gsplit(&q, heads), gsplit(&k, kv_heads), gsplit(&v, kv_heads));
+        let (weights, out) = gpu.attend(&gq, &gk, &gv, group, scale, mask);
+        let (gpu_weights, gpu_out) = (gpu.trace_heads(&weights), gpu.trace_heads(&out));
+        assert!(pollster::block_on(gpu.finish()), "ran on the GPU: {:?}", gpu.failure());
+        let (gpu_weights, gpu_out) = (gpu_weights.into_array(), gpu_out.into_array());
+        assert_eq!((gpu_weights.shape(), gpu_out.shape()), (cpu_weights.shape(), cpu_out.shape()));
         let what = format!("heads {heads}/{kv_heads}, Tq {queries}, first {first}, hd {hd}, causal {causal}");
         let weights_gap = cpu_weights.iter().zip(&gpu_weights).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
         let out_gap = cpu_out.iter().zip(&gpu_out).map(|(a, b)| (a - b).abs() / a.abs().max(1.0)).fold(0f32, f32::max);
@@ -209,11 +217,67 @@ fn attention_in_one_call_on_the_gpu_matches_the_cpu_steps() {
         assert!(out_gap < 1e-4, "head outputs, {what}: {out_gap}");
         if let Some(first) = mask {
             // Masked keys get no weight at all on either.
-            for ((h, i, j), &w) in gpu_weights.indexed_iter() {
+            for ((h, i, j), &w) in cpu_weights.indexed_iter() {
                 if j > first + i {
-                    assert_eq!((w, cpu_weights[[h, i, j]]), (0.0, 0.0), "{what}: key {j} is after query {i}");
+                    assert_eq!((w, gpu_weights[[h, i, j]]), (0.0, 0.0), "{what}: key {j} is after query {i}");
                 }
             }
         }
+        // The heads merged back into rows: the CPU's `merge_heads` exactly (a copy).
+        let merged = gpu.trace_rows(&gpu.merge_heads(gq));
+        assert!(pollster::block_on(gpu.finish()));
+        assert_eq!(merged.into_array(), q.into_dyn(), "{what}: split then merged gives the rows back");
+    }
+}
+
+/// The passes of `ids` on `backend`: the first `split` tokens, then the rest through the KV
+/// cache (kept where the backend keeps its tensors). Returns the second pass's trace and
+/// logits.
+fn cached_passes<B: Backend>(backend: &B, model: &Transformer, ids: &[u32], split: usize) -> (Vec<(String, ndarray::ArrayD<f32>)>, ndarray::Array2<f32>) {
+    use transformer_viz::model::forward::{forward_with, Logits};
+    use transformer_viz::model::kv_cache::KvCache;
+    use transformer_viz::trace::{NoRecorder, TraceRecorder};
+    let (w, c) = (&model.weights, &model.config);
+    let mut cache = KvCache::<B::Heads>::new();
+    pollster::block_on(forward_with(backend, &ids[..split], Some(&mut cache), w, c, &mut NoRecorder, Logits::Last)).expect("the first pass");
+    assert_eq!(cache.len(), split);
+    let mut rec = TraceRecorder::new(c);
+    let out = pollster::block_on(forward_with(backend, &ids[split..], Some(&mut cache), w, c, &mut rec, Logits::All)).expect("the pass through the cache");
+    assert_eq!(cache.len(), ids.len());
+    let (steps, _) = rec.into_parts();
+    (steps.into_iter().map(|s| (s.name, s.tensor.into_array())).collect(), out.logits.expect("a decoder's logits"))
+}
+
+#[test]
+fn the_kv_cache_stays_on_the_gpu_and_gives_the_cpus_numbers() {
+    // A causal model's pass through the cache on the GPU: the cached keys and values are
+    // joined on the device (`append_tokens`), the new queries see them at their positions
+    // (rotary and the causal mask from the cache's length, the mask as its own kernel), and
+    // every step and logit agrees with the CPU's pass through its own cache.
+    let lecture = load_named(&common::models_dir(), "lecture-pre-ln", WeightPrecision::F32).expect("committed model");
+    let mut models = vec![&lecture];
+    models.extend(common::smollm2());
+    for model in models {
+        let ids = model.encode(TEXT).expect("tokens").ids();
+        let split = ids.len() / 2;
+        let gpu = GpuBackend::new(gpu_context(), &model.weights);
+        let (cpu_steps, cpu_logits) = cached_passes(&Cpu, model, &ids, split);
+        let (gpu_steps, gpu_logits) = cached_passes(&gpu, model, &ids, split);
+        assert_eq!(gpu.failure(), None, "{}: every operation ran on the GPU", model.config.name);
+        assert_eq!(cpu_steps.len(), gpu_steps.len());
+        let mut worst = 0f32;
+        for ((name, a), (gname, b)) in cpu_steps.iter().zip(&gpu_steps) {
+            assert_eq!((name, a.shape()), (gname, b.shape()), "the same steps of the same shapes");
+            let masked = a.iter().zip(b).filter(|(x, y)| x.is_infinite() || y.is_infinite()).count();
+            assert!(a.iter().zip(b).all(|(x, y)| x.is_infinite() == y.is_infinite()), "{name}: the same keys masked");
+            let bound = if name.ends_with(".attention") { 1e-4 } else { 1e-3 };
+            let gap = a.iter().zip(b).filter(|(x, _)| x.is_finite()).map(|(x, y)| (x - y).abs() / if bound < 1e-3 { 1.0 } else { x.abs().max(1.0) }).fold(0f32, f32::max);
+            assert!(gap < bound, "{}: {name} differs by {gap} ({masked} masked)", model.config.name);
+            worst = worst.max(gap);
+        }
+        let logit_gap = cpu_logits.iter().zip(&gpu_logits).map(|(x, y)| (x - y).abs() / x.abs().max(1.0)).fold(0f32, f32::max);
+        eprintln!("{}: through the cache, steps within {worst:.2e}, logits within {logit_gap:.2e}", model.config.name);
+        assert!(logit_gap < 1e-3);
+        assert!(cpu_steps.iter().any(|(n, a)| n.ends_with(".attention") && a.shape()[2] == ids.len()), "the new queries attend over every token");
     }
 }

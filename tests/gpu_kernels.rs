@@ -91,7 +91,7 @@ fn dense_matches_linear_forward() {
         let linear = Linear { weight: w.clone().into(), bias: with_bias.then(|| b.clone()) };
         let cpu = linear.forward(x.view()); // (T, out)
         let (gx, gw, gb) = (upload(&x), upload(&w), upload(&b));
-        let y = pollster::block_on(gpu::dense(context(), &gx, &gw, with_bias.then_some(&gb))).expect("dense");
+        let y = gpu::dense(context(), &gx, &gw, with_bias.then_some(&gb)).expect("dense");
         let gap = relative_gap(&read(&y), &cpu);
         assert!(gap < 1e-3, "dense ({t}, {inputs}) x ({outputs}, {inputs}), bias {with_bias}: gap {gap}");
     }
@@ -109,13 +109,13 @@ fn dense_with_f16_weights_matches_linear_forward_on_the_same_values() {
         let b = r.values(outputs, 0.5);
         let cpu = Linear { weight: w.into(), bias: Some(b.clone()) }.forward(x.view()); // (T, out)
         let gw = GpuTensor::upload_f16(context(), &halves, &[outputs, inputs], "f16 weight").expect("fits");
-        let y = pollster::block_on(gpu::dense(context(), &upload(&x), &gw, Some(&upload(&b)))).expect("dense f16");
+        let y = gpu::dense(context(), &upload(&x), &gw, Some(&upload(&b))).expect("dense f16");
         let gap = relative_gap(&read(&y), &cpu);
         assert!(gap < 1e-3, "dense f16 ({t}, {inputs}) x ({outputs}, {inputs}): gap {gap}");
     }
     // f16 is for weights only: an f16 input is refused, as is reading f16 back.
     let h = GpuTensor::upload_f16(context(), &[half::f16::ONE; 4], &[2, 2], "f16").expect("fits");
-    assert!(matches!(pollster::block_on(gpu::dense(context(), &h, &h, None)), Err(GpuError::Shape { .. })));
+    assert!(matches!(gpu::dense(context(), &h, &h, None), Err(GpuError::Shape { .. })));
     assert!(matches!(pollster::block_on(context().read(&h)), Err(GpuError::Readback(_))));
 }
 
@@ -158,7 +158,7 @@ fn dense_with_gguf_blocks_matches_the_quantized_cpu_product() {
             let cpu = Linear { weight: matrix, bias: with_bias.then(|| b.clone()) }.forward(x.view()); // (T, out)
             let gw = GpuTensor::upload_blocks(context(), kind, &blocks, [outputs, inputs], "blocks").expect("fits");
             assert_eq!(gw.dtype(), if kind == GgmlType::Q8_0 { GpuDtype::Q8_0 } else { GpuDtype::Q4_1 });
-            let y = pollster::block_on(gpu::dense(context(), &upload(&x), &gw, with_bias.then(|| upload(&b)).as_ref())).expect("dense on blocks");
+            let y = gpu::dense(context(), &upload(&x), &gw, with_bias.then(|| upload(&b)).as_ref()).expect("dense on blocks");
             let gap = relative_gap(&read(&y), &cpu);
             assert!(gap < 1e-3, "dense {kind:?} ({t}, {inputs}) x ({outputs}, {inputs}), bias {with_bias}: gap {gap}");
         }
@@ -193,7 +193,7 @@ fn layer_norm_matches_norm_apply_and_its_statistics() {
             let (in_mean, in_std) = row_mean_std(x.view()); // (T), (T)
             let (out_mean, out_std) = row_mean_std(cpu.view()); // (T), (T)
             let gb = beta.as_ref().map(upload);
-            let out = pollster::block_on(gpu::layer_norm(context(), kind, &upload(&x), &upload(&gamma), gb.as_ref(), 1e-5)).expect("norm");
+            let out = gpu::layer_norm(context(), kind, &upload(&x), &upload(&gamma), gb.as_ref(), 1e-5).expect("norm");
             let gap = relative_gap(&read(&out.y), &cpu);
             assert!(gap < 1e-3, "{kind:?} ({t}, {d}): output gap {gap}");
             let stats = read(&out.stats); // (T, 4)
@@ -234,14 +234,14 @@ fn attention_matches_scores_mask_softmax_and_weighted_values() {
         let ctx = context();
         let (gq, gk, gv) = (upload(&q), upload(&k), upload(&v));
         let what = format!("heads {heads}/{kv_heads}, Tq {queries}, first {first}, hd {hd}, causal {causal}");
-        let gs = pollster::block_on(gpu::attention_scores(ctx, &gq, &gk, scale, causal, first)).expect("scores");
+        let gs = gpu::attention_scores(ctx, &gq, &gk, scale, causal, first).expect("scores");
         let gap = relative_gap(&read(&gs), &scores);
         assert!(gap < 1e-4, "scores, {what}: gap {gap}");
-        let gw = pollster::block_on(gpu::softmax_rows(ctx, &gs)).expect("softmax");
+        let gw = gpu::softmax_rows(ctx, &gs).expect("softmax");
         let weights_gpu = read(&gw);
         let gap = relative_gap(&weights_gpu, &weights);
         assert!(gap < 1e-4, "weights, {what}: gap {gap}");
-        let go = pollster::block_on(gpu::weighted_values(ctx, &gw, &gv)).expect("weighted values");
+        let go = gpu::weighted_values(ctx, &gw, &gv).expect("weighted values");
         let gap = relative_gap(&read(&go), &head_out);
         assert!(gap < 1e-4, "head outputs, {what}: gap {gap}");
     }
@@ -256,7 +256,7 @@ fn rotary_matches_apply_rotary_from_at_any_position() {
             let x: Array3<f32> = r.values((heads, rows, hd), 1.0);
             let mut cpu = x.clone();
             apply_rotary_from(&mut cpu, base, adjacent, first); // (heads, T, hd)
-            let y = pollster::block_on(gpu::rotary(context(), &upload(&x), base, adjacent, first)).expect("rotary");
+            let y = gpu::rotary(context(), &upload(&x), base, adjacent, first).expect("rotary");
             let gap = relative_gap(&read(&y), &cpu);
             assert!(gap < 1e-5, "rotary ({heads}, {rows}, {hd}) from {first}, adjacent {adjacent}: gap {gap}");
         }
@@ -273,11 +273,11 @@ fn swiglu_gate_matches_apply_gate() {
         let gate = r.values((t, d), 4.0);
         let mut cpu = up.clone(); // (T, d_ff)
         apply_gate(&mut cpu, gate.view());
-        let y = pollster::block_on(gpu::swiglu_gate(context(), &upload(&up), &upload(&gate))).expect("gate");
+        let y = gpu::swiglu_gate(context(), &upload(&up), &upload(&gate)).expect("gate");
         let gap = relative_gap(&read(&y), &cpu);
         assert!(gap < 1e-5, "gate ({t}, {d}): gap {gap}");
     }
-    let mismatched = pollster::block_on(gpu::swiglu_gate(context(), &upload(&r.values((2, 3), 1.0)), &upload(&r.values((3, 2), 1.0))));
+    let mismatched = gpu::swiglu_gate(context(), &upload(&r.values((2, 3), 1.0)), &upload(&r.values((3, 2), 1.0)));
     assert!(matches!(mismatched, Err(GpuError::Shape { .. })));
 }
 
@@ -289,7 +289,7 @@ fn activations_match_their_formulas() {
         let gx = upload(&x);
         for (kind, f) in [(Activation::Relu, (|v: f32| v.max(0.0)) as fn(f32) -> f32), (Activation::Gelu, gelu), (Activation::SwiGlu, silu)] {
             let cpu = x.mapv(f);
-            let y = pollster::block_on(gpu::activation(context(), kind, &gx)).expect("activation");
+            let y = gpu::activation(context(), kind, &gx).expect("activation");
             let gap = relative_gap(&read(&y), &cpu);
             assert!(gap < 1e-5, "{kind:?} on {n} values: gap {gap}");
         }
@@ -301,14 +301,44 @@ fn bad_shapes_and_oversized_buffers_are_typed_errors() {
     let ctx = context();
     let x = upload(&Array2::<f32>::zeros((3, 4)));
     let w = upload(&Array2::<f32>::zeros((5, 6)));
-    assert!(matches!(pollster::block_on(gpu::dense(ctx, &x, &w, None)), Err(GpuError::Shape { .. })));
+    assert!(matches!(gpu::dense(ctx, &x, &w, None), Err(GpuError::Shape { .. })));
     assert!(matches!(GpuTensor::upload(ctx, &[1.0; 3], &[2, 2], "x"), Err(GpuError::Shape { .. })));
     // A shape whose product overflows, and one past the device's binding limit, are refused
     // before anything is allocated.
     assert!(matches!(GpuTensor::upload(ctx, &[], &[usize::MAX, 2], "x"), Err(GpuError::Shape { .. })));
     let column = upload(&Array2::<f32>::zeros((1 << 16, 1)));
-    let outputs = pollster::block_on(gpu::dense(ctx, &column, &column, None)).err(); // (65536, 65536): 16 GiB
+    let outputs = gpu::dense(ctx, &column, &column, None).err(); // (65536, 65536): 16 GiB
     assert!(matches!(outputs, Some(GpuError::TooLarge { .. })), "{outputs:?}");
-    let err = pollster::block_on(gpu::softmax_rows(ctx, &upload(&ndarray::arr0(1.0f32)))).err();
+    let err = gpu::softmax_rows(ctx, &upload(&ndarray::arr0(1.0f32))).err();
     assert!(matches!(err, Some(GpuError::Shape { .. })), "{err:?}");
+}
+
+#[test]
+fn the_moves_between_operations_match_their_cpu_twins() {
+    // The kernels that keep a pass on the device between its products: the residual sum, the
+    // heads split and merged (a copy: exact), and the causal mask on scores already computed.
+    use transformer_viz::model::attention::{merge_heads, split_heads};
+    let mut r = Random::new(11);
+    for _ in 0..12 {
+        let (t, heads, hd) = (r.below(1, 40), r.below(1, 13), r.below(1, 70));
+        let x: ndarray::Array2<f32> = r.values((t, heads * hd), 1.0);
+        let y: ndarray::Array2<f32> = r.values((t, heads * hd), 1.0);
+        let sum = gpu::residual_add(context(), &upload(&x), &upload(&y)).expect("add");
+        assert_eq!(read(&sum), (&x + &y).into_dyn(), "({t}, {heads} x {hd}): x + y exactly");
+        let split = gpu::swap_heads(context(), &upload(&x), [t, heads, hd], &[heads, t, hd]).expect("split");
+        let cpu_split = split_heads(x.clone(), heads, hd); // (heads, T, hd)
+        assert_eq!(read(&split), cpu_split.clone().into_dyn(), "({t}, {heads} x {hd}): split_heads exactly");
+        let merged = gpu::swap_heads(context(), &split, [heads, t, hd], &[t, heads * hd]).expect("merge");
+        assert_eq!(read(&merged), merge_heads(cpu_split).into_dyn(), "({t}, {heads} x {hd}): merge_heads exactly");
+        let (tq, first) = (r.below(1, 20), r.below(0, 20));
+        let scores: ndarray::Array3<f32> = r.values((heads, tq, first + tq), 3.0);
+        let masked = gpu::causal_mask(context(), &upload(&scores), first).expect("mask");
+        let mut cpu = scores.clone();
+        apply_causal_mask_from(&mut cpu, first);
+        assert_eq!(read(&masked), cpu.into_dyn(), "({heads}, {tq}, {}) from {first}: the same keys hidden", first + tq);
+    }
+    let mismatched = gpu::residual_add(context(), &upload(&r.values((2, 3), 1.0)), &upload(&r.values((3, 2), 1.0)));
+    assert!(matches!(mismatched, Err(GpuError::Shape { .. })));
+    let wrong = gpu::swap_heads(context(), &upload(&r.values((2, 6), 1.0)), [2, 4, 2], &[4, 2, 2]);
+    assert!(matches!(wrong, Err(GpuError::Shape { .. })), "12 values are not (2, 4, 2)");
 }

@@ -15,14 +15,15 @@ fn kept_trace(model: &Transformer, text: &str) -> Trace {
     let encoding = model.encode(text).unwrap();
     let mut rec = TraceRecorder::new(&model.config);
     forward(&encoding.ids(), &model.weights, &model.config, &mut rec);
+    let (steps, norms) = rec.into_parts();
     Trace {
         model: model.config.name.clone(),
         config: model.config.clone(),
         text: text.into(),
         tokens: encoding.tokens,
         truncated: encoding.truncated,
-        steps: rec.steps,
-        norms: rec.norms,
+        steps,
+        norms,
         source: None,
     }
 }

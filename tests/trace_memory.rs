@@ -9,7 +9,7 @@ use ndarray::{ArrayD, ArrayViewD};
 use transformer_viz::checkpoints::fixture::{decoder_config, encoder_config, fixture};
 use transformer_viz::model::config::Activation;
 use transformer_viz::model::{forward, ModelConfig};
-use transformer_viz::trace::{NormStats, Op, Recorder, Trace, TraceRecorder};
+use transformer_viz::trace::{NormRows, Op, Recorder, Tensor, Trace, TraceRecorder};
 use transformer_viz::Transformer;
 
 /// Keeps the value of every step as the pass computed it (never a recipe, never shared):
@@ -17,20 +17,20 @@ use transformer_viz::Transformer;
 struct KeepEverything<'c>(TraceRecorder<'c>);
 
 impl Recorder for KeepEverything<'_> {
-    fn step<F: FnOnce() -> ArrayD<f32>>(&mut self, op: Op, layer: Option<usize>, inputs: &[Op], make: F) {
+    fn step<F: FnOnce() -> Tensor>(&mut self, op: Op, layer: Option<usize>, inputs: &[Op], make: F) {
         self.0.step(op, layer, inputs, make);
     }
     fn derived_step<F, D>(&mut self, op: Op, layer: Option<usize>, inputs: &[Op], _: &[usize], make: F, _: D)
     where
-        F: FnOnce() -> ArrayD<f32>,
+        F: FnOnce() -> Tensor,
         D: Fn(&[ArrayViewD<f32>]) -> ArrayD<f32> + Send + Sync + 'static,
     {
         self.0.step(op, layer, inputs, make);
     }
-    fn unchanged_step<F: FnOnce() -> ArrayD<f32>>(&mut self, op: Op, layer: Option<usize>, input: Op, make: F) {
+    fn unchanged_step<F: FnOnce() -> Tensor>(&mut self, op: Op, layer: Option<usize>, input: Op, make: F) {
         self.0.step(op, layer, &[input], make);
     }
-    fn norm_stats<F: FnOnce() -> NormStats>(&mut self, layer: Option<usize>, make: F) {
+    fn norm_stats<F: FnOnce() -> NormRows>(&mut self, layer: Option<usize>, make: F) {
         self.0.norm_stats(layer, make);
     }
 }
@@ -39,14 +39,15 @@ fn full_trace(model: &Transformer, text: &str) -> Trace {
     let encoding = model.encode(text).unwrap();
     let mut rec = KeepEverything(TraceRecorder::new(&model.config));
     forward(&encoding.ids(), &model.weights, &model.config, &mut rec);
+    let (steps, norms) = rec.0.into_parts();
     Trace {
         model: model.config.name.clone(),
         config: model.config.clone(),
         text: text.to_string(),
         tokens: encoding.tokens,
         truncated: encoding.truncated,
-        steps: rec.0.steps,
-        norms: rec.0.norms,
+        steps,
+        norms,
         source: None,
     }
 }

@@ -303,8 +303,8 @@ fn the_committed_reverser_reverses_held_out_text_along_the_anti_diagonal() {
     let source: Vec<u32> = vec![27, 19, 7, 4, 26, 2, 0, 19];
     let target: Vec<u32> = vec![27, 19, 0, 2, 26];
     let candle = net.seq2seq_logits(&id_tensor(std::slice::from_ref(&source)).unwrap(), &id_tensor(std::slice::from_ref(&target)).unwrap()).unwrap();
-    let memory = transformer_viz::model::backend::on_cpu(transformer_viz::model::forward::encode_source(&transformer_viz::model::backend::Cpu, &source, &model.weights, c, &mut NoRecorder));
-    let engine = transformer_viz::model::backend::on_cpu(transformer_viz::model::forward::decode(&transformer_viz::model::backend::Cpu, &target, memory.view(), &model.weights, c, &mut NoRecorder, transformer_viz::model::forward::Logits::All)).logits.unwrap();
+    let memory = transformer_viz::model::backend::on_cpu(transformer_viz::model::forward::encode_source(&transformer_viz::model::backend::Cpu, &source, &model.weights, c, &mut NoRecorder)).expect("the CPU never fails");
+    let engine = transformer_viz::model::backend::on_cpu(transformer_viz::model::forward::decode(&transformer_viz::model::backend::Cpu, &target, memory.view(), &model.weights, c, &mut NoRecorder, transformer_viz::model::forward::Logits::All)).expect("the CPU never fails").logits.unwrap();
     let (diff, size) = compare(&candle, &engine);
     assert!(diff <= 1e-4 * size.max(1.0), "logits differ by {diff} (largest {size})");
 }

@@ -96,13 +96,15 @@ impl Transformer {
         let start = encoding.tokens.first().filter(|t| t.special).map(|t| t.id).ok_or_else(|| {
             VizError::BadTokenizer("an encoder-decoder's tokenizer must put a start token first".into())
         })?;
-        let memory = encode_source(backend, &source_ids, &self.weights, c, &mut NoRecorder).await; // (S, d)
+        // A backend that fails during a pass (a GPU's lost device, say; it says why) leaves the
+        // translation to the CPU.
+        let Some(memory) = encode_source(backend, &source_ids, &self.weights, c, &mut NoRecorder).await else { return self.translate(source) }; // (S, d)
         let info = |id: u32| self.tokenizer.token_info(id).ok_or(VizError::UnknownTokenId { id, vocab_size: self.tokenizer.vocab_size() });
         let mut target = vec![start];
         let mut steps = Vec::new();
         let mut finished = false;
         while target.len() < c.context {
-            let out = decode(backend, &target, memory.view(), &self.weights, c, &mut NoRecorder, Logits::Last).await;
+            let Some(out) = decode(backend, &target, memory.view(), &self.weights, c, &mut NoRecorder, Logits::Last).await else { return self.translate(source) };
             let logits = out.logits.ok_or(VizError::NoLmHead)?; // (1, vocab)
             let probabilities = probabilities_of(logits.index_axis(Axis(0), 0).to_owned()); // (vocab)
             let probabilities = probabilities.as_slice().expect("kept contiguous"); // (vocab)
@@ -121,10 +123,13 @@ impl Transformer {
         // The traced passes: the encoder's over the source, the decoder's over the output.
         let encoder_config = c.encoder_config();
         let mut source_rec = TraceRecorder::new(&encoder_config);
-        let memory = encode_source(backend, &source_ids, &self.weights, c, &mut source_rec).await; // (S, d)
+        let Some(memory) = encode_source(backend, &source_ids, &self.weights, c, &mut source_rec).await else { return self.translate(source) }; // (S, d)
         let mut rec = TraceRecorder::new(c);
-        decode(backend, &target, memory.view(), &self.weights, c, &mut rec, Logits::All).await;
-        let (steps_of_source, norms_of_source) = (source_rec.steps, source_rec.norms);
+        if decode(backend, &target, memory.view(), &self.weights, c, &mut rec, Logits::All).await.is_none() {
+            return self.translate(source);
+        }
+        let (steps_of_source, norms_of_source) = source_rec.into_parts();
+        let (decoder_steps, decoder_norms) = rec.into_parts();
         let source_trace = Trace {
             model: encoder_config.name.clone(),
             config: encoder_config.clone(),
@@ -142,8 +147,8 @@ impl Transformer {
             text: output.clone(),
             tokens,
             truncated: None,
-            steps: rec.steps,
-            norms: rec.norms,
+            steps: decoder_steps,
+            norms: decoder_norms,
             source: Some(Box::new(source_trace)),
         };
         Ok(Translation { trace, output, steps, finished })

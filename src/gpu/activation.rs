@@ -9,7 +9,7 @@ use crate::model::config::Activation;
 
 /// The pointwise `kind` of every value of `x` (any shape): same shape. SwiGLU's gate is
 /// SiLU of the gate projection times the up projection; this kernel gives the SiLU.
-pub async fn activation(ctx: &GpuContext, kind: Activation, x: &GpuTensor) -> Result<GpuTensor, GpuError> {
+pub fn activation(ctx: &GpuContext, kind: Activation, x: &GpuTensor) -> Result<GpuTensor, GpuError> {
     const WHAT: &str = "activation";
     require_f32(&[x], WHAT)?;
     let y = GpuTensor::output(ctx, x.shape(), "activation output")?;
@@ -21,8 +21,8 @@ pub async fn activation(ctx: &GpuContext, kind: Activation, x: &GpuTensor) -> Re
         Activation::Gelu => 1,
         Activation::SwiGlu => 2,
     };
-    let kernel = ctx.kernel(WHAT, include_str!("activation.wgsl")).await?;
+    let kernel = ctx.kernel(WHAT, include_str!("activation.wgsl"))?;
     let params = [Param::U(size(x.len(), WHAT)?), Param::U(code)];
-    kernel.dispatch(ctx, &params, &[x, &y], grid(x.len().div_ceil(256), WHAT)?).await?;
+    kernel.dispatch(ctx, &params, &[x, &y], grid(x.len().div_ceil(256), WHAT)?)?;
     Ok(y)
 }

@@ -1,30 +1,49 @@
 //! The forward pass's arithmetic on the GPU: `model::backend::Backend` over this module's
 //! kernels. Each weight is uploaded the first time a pass reads it and kept for the backend's
 //! life (one model's: the backend holds its weights, so they cannot change or move under it).
-//! Every operation's result is read back, since the trace keeps every intermediate, except the
-//! attention scores, which the trace computes again when read: `attend` runs scores, mask,
-//! softmax and weighted values on the device and reads back the weights and head outputs
-//! together. Each readback is awaited, never waited for, so the same pass runs in a browser.
 //!
-//! A failed kernel, upload or readback does not break the pass: that operation and every
-//! later one run on the CPU, and `failure` says why, for the status line.
+//! A pass stays on the device: every operation reads the buffers earlier ones wrote, and
+//! nothing waits for the device until `finish`. That reads back, in one submission, what the
+//! recorder asked for (a traced pass: the steps the trace keeps; an untraced one: only its
+//! output), and pops the pass's one error scope.
+//!
+//! A failed kernel, upload or readback, or a lost device, does not break the pass: from then
+//! on the operations are skipped (their tensors are "dead", of the right shape), `finish`
+//! says the pass failed, and the caller computes it again on the CPU; `failure` says why,
+//! for the status line, and every later pass goes to the CPU at once.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::future::Future;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use ndarray::{Array, Array2, Array3, ArrayView2, ArrayView3, Dimension};
+use ndarray::{Array, Array2, Dimension};
 
 use super::context::GpuContext;
 use super::error::GpuError;
 use super::tensor::GpuTensor;
-use crate::model::backend::{Backend, Cpu};
+use crate::model::backend::{Backend, Shaped};
 use crate::model::config::{Activation, NormKind};
 use crate::model::linear::Linear;
 use crate::model::matrix::Matrix;
 use crate::model::weights::{NormWeights, Weights};
+use crate::trace::{Fill, Tensor, TensorData};
+
+/// A tensor of a pass on the GPU: its buffer, or none once the GPU has failed (the shape is
+/// kept, so that the pass's shapes stay right while it runs to its end).
+#[derive(Clone)]
+pub struct GpuValue {
+    shape: Vec<usize>,
+    buffer: Option<Rc<GpuTensor>>,
+    /// A norm's output carries its rows' statistics (T, 4), which the norm kernel wrote.
+    stats: Option<Rc<GpuTensor>>,
+}
+
+impl Shaped for GpuValue {
+    fn dims(&self) -> &[usize] {
+        &self.shape
+    }
+}
 
 pub struct GpuBackend {
     ctx: GpuContext,
@@ -32,6 +51,10 @@ pub struct GpuBackend {
     /// is held).
     uploaded: RefCell<HashMap<usize, Rc<GpuTensor>>>,
     failure: RefCell<Option<GpuError>>,
+    /// The pass's error scope: pushed by its first operation, popped by `finish`.
+    scope: RefCell<Option<wgpu::ErrorScopeGuard>>,
+    /// The tensors a recorder asked for since the last `finish`, and where their values go.
+    pending: RefCell<Vec<(Rc<GpuTensor>, Fill)>>,
     /// Held, never read: the arrays `uploaded` is keyed by cannot be freed or moved.
     _weights: Arc<Weights>,
 }
@@ -39,7 +62,14 @@ pub struct GpuBackend {
 impl GpuBackend {
     /// A backend for the model whose weights are `weights` (only they may be passed to it).
     pub fn new(ctx: GpuContext, weights: &Arc<Weights>) -> Self {
-        GpuBackend { ctx, uploaded: RefCell::new(HashMap::new()), failure: RefCell::new(None), _weights: weights.clone() }
+        GpuBackend {
+            ctx,
+            uploaded: RefCell::new(HashMap::new()),
+            failure: RefCell::new(None),
+            scope: RefCell::new(None),
+            pending: RefCell::new(Vec::new()),
+            _weights: weights.clone(),
+        }
     }
 
     pub fn context(&self) -> &GpuContext {
@@ -63,19 +93,45 @@ impl GpuBackend {
         self.failure.borrow().clone()
     }
 
-    /// Runs `on_gpu` unless the GPU has failed before; on its first error, remembers it.
-    /// `None` tells the caller to compute on the CPU.
-    async fn attempt<T>(&self, on_gpu: impl Future<Output = Result<T, GpuError>>) -> Option<T> {
+    /// Remembers the first failure (later ones follow from it).
+    fn fail(&self, e: GpuError) {
+        self.failure.borrow_mut().get_or_insert(e);
+    }
+
+    /// The tensor of `shape` that `op` computes from `inputs`' buffers, or a dead one when
+    /// the GPU has failed (before, or in `op`).
+    fn run(&self, shape: Vec<usize>, inputs: &[&GpuValue], op: impl FnOnce(&[&GpuTensor]) -> Result<GpuTensor, GpuError>) -> GpuValue {
+        let dead = |shape| GpuValue { shape, buffer: None, stats: None };
         if self.failure.borrow().is_some() {
-            return None;
+            return dead(shape);
         }
-        match on_gpu.await {
-            Ok(value) => Some(value),
+        let Some(buffers) = inputs.iter().map(|v| v.buffer.as_deref()).collect::<Option<Vec<&GpuTensor>>>() else {
+            self.fail(GpuError::Readback("a tensor of this pass was lost".into()));
+            return dead(shape);
+        };
+        if self.scope.borrow().is_none() {
+            *self.scope.borrow_mut() = Some(self.ctx.device.push_error_scope(wgpu::ErrorFilter::Validation));
+        }
+        match op(&buffers) {
+            Ok(t) if t.shape() == shape.as_slice() => GpuValue { shape, buffer: Some(Rc::new(t)), stats: None },
+            Ok(t) => {
+                self.fail(GpuError::Shape { what: "pass", detail: format!("a kernel wrote {:?} where the pass expects {shape:?}", t.shape()) });
+                dead(shape)
+            }
             Err(e) => {
-                *self.failure.borrow_mut() = Some(e);
-                None
+                self.fail(e);
+                dead(shape)
             }
         }
+    }
+
+    /// A recorder's handle on `v`'s values, filled by `finish`.
+    fn trace(&self, v: &GpuValue) -> Tensor {
+        let (data, fill) = TensorData::filled_later(v.shape.iter().product());
+        if let Some(buffer) = &v.buffer {
+            self.pending.borrow_mut().push((buffer.clone(), fill));
+        }
+        Tensor { shape: v.shape.clone(), data }
     }
 
     /// The GPU copy of the weight known by `key`, made by `make_upload` on first use.
@@ -107,14 +163,6 @@ impl GpuBackend {
     fn vector(&self, v: &ndarray::Array1<f32>, what: &str) -> Result<Rc<GpuTensor>, GpuError> {
         self.weight(v.as_ptr() as usize, || v.clone(), what)
     }
-
-    async fn read2(&self, t: &GpuTensor) -> Result<Array2<f32>, GpuError> {
-        shaped(t, self.ctx.read(t).await?)
-    }
-
-    async fn read3(&self, t: &GpuTensor) -> Result<Array3<f32>, GpuError> {
-        shaped(t, self.ctx.read(t).await?)
-    }
 }
 
 fn upload<D: Dimension>(ctx: &GpuContext, a: &Array<f32, D>, what: &str) -> Result<GpuTensor, GpuError> {
@@ -123,13 +171,10 @@ fn upload<D: Dimension>(ctx: &GpuContext, a: &Array<f32, D>, what: &str) -> Resu
     GpuTensor::upload(ctx, values, a.shape(), what)
 }
 
-/// `values` read back from `t`, as an array of `t`'s shape and of `D`'s rank.
-fn shaped<D: Dimension>(t: &GpuTensor, values: Vec<f32>) -> Result<Array<f32, D>, GpuError> {
-    let array = ndarray::ArrayD::from_shape_vec(t.shape().to_vec(), values).map_err(|e| GpuError::Readback(e.to_string()))?;
-    array.into_dimensionality::<D>().map_err(|e| GpuError::Readback(e.to_string()))
-}
-
 impl Backend for GpuBackend {
+    type Rows = GpuValue;
+    type Heads = GpuValue;
+
     fn name(&self) -> String {
         match self.failure() {
             None => format!("gpu ({})", self.ctx.adapter_description()),
@@ -137,144 +182,149 @@ impl Backend for GpuBackend {
         }
     }
 
-    async fn linear(&self, x: ArrayView2<'_, f32>, layer: &Linear) -> Array2<f32> {
-        let on_gpu = async {
+    fn rows(&self, x: Array2<f32>) -> GpuValue {
+        self.run(x.shape().to_vec(), &[], |_| upload(&self.ctx, &x, "activations")) // (T, d)
+    }
+
+    fn linear(&self, x: &GpuValue, layer: &Linear) -> GpuValue {
+        let shape = vec![x.shape[0], layer.out_features()];
+        self.run(shape, &[x], |t| {
             let w = self.matrix(&layer.weight)?;
             let b = layer.bias.as_ref().map(|b| self.vector(b, "bias")).transpose()?;
-            let gx = upload(&self.ctx, &x.to_owned(), "activations")?;
-            let y = super::dense(&self.ctx, &gx, &w, b.as_deref()).await?;
-            self.read2(&y).await // (T, out)
-        };
-        match self.attempt(on_gpu).await {
-            Some(y) => y,
-            None => Cpu.linear(x, layer).await,
-        }
+            super::dense(&self.ctx, t[0], &w, b.as_deref()) // (T, out)
+        })
     }
 
-    async fn unembed(&self, x: ArrayView2<'_, f32>, u: &Matrix) -> Array2<f32> {
-        let on_gpu = async {
+    fn unembed(&self, x: &GpuValue, u: &Matrix) -> GpuValue {
+        self.run(vec![x.shape[0], u.rows()], &[x], |t| {
             let w = self.matrix(u)?;
-            let gx = upload(&self.ctx, &x.to_owned(), "activations")?;
-            let y = super::dense(&self.ctx, &gx, &w, None).await?;
-            self.read2(&y).await // (T, vocab)
-        };
-        match self.attempt(on_gpu).await {
-            Some(y) => y,
-            None => Cpu.unembed(x, u).await,
-        }
+            super::dense(&self.ctx, t[0], &w, None) // (T, vocab)
+        })
     }
 
-    async fn norm(&self, kind: NormKind, w: &NormWeights, x: ArrayView2<'_, f32>, eps: f32) -> Array2<f32> {
-        let on_gpu = async {
+    fn last_row(&self, x: &GpuValue) -> GpuValue {
+        let rows = x.shape[0];
+        self.run(vec![rows.min(1), x.shape[1]], &[x], |t| t[0].slice_rows(&self.ctx, rows.saturating_sub(1), rows)) // (1, d)
+    }
+
+    fn norm(&self, kind: NormKind, w: &NormWeights, x: &GpuValue, eps: f32) -> GpuValue {
+        let stats = RefCell::new(None);
+        let mut y = self.run(x.shape.clone(), &[x], |t| {
             let gamma = self.vector(&w.gamma, "gamma")?;
             let beta = w.beta.as_ref().map(|b| self.vector(b, "beta")).transpose()?;
-            let gx = upload(&self.ctx, &x.to_owned(), "activations")?;
-            let out = super::layer_norm(&self.ctx, kind, &gx, &gamma, beta.as_deref(), eps).await?;
-            self.read2(&out.y).await // (T, d)
-        };
-        match self.attempt(on_gpu).await {
-            Some(y) => y,
-            None => Cpu.norm(kind, w, x, eps).await,
-        }
+            let out = super::layer_norm(&self.ctx, kind, t[0], &gamma, beta.as_deref(), eps)?;
+            *stats.borrow_mut() = Some(Rc::new(out.stats)); // (T, 4)
+            Ok(out.y) // (T, d)
+        });
+        y.stats = stats.into_inner();
+        y
     }
 
-    async fn scores(&self, q: ArrayView3<'_, f32>, k: ArrayView3<'_, f32>, group: usize, scale: f32) -> Array3<f32> {
-        let on_gpu = async {
-            if q.dim().0 != k.dim().0 * group {
-                return Err(GpuError::Shape { what: "scores", detail: format!("{} query heads, {} key heads, groups of {group}", q.dim().0, k.dim().0) });
+    fn row_stats(&self, x: &GpuValue, y: &GpuValue) -> GpuValue {
+        // The norm kernel wrote them beside `y` (a dead `y` has none: the GPU failed).
+        if y.stats.is_none() && y.buffer.is_some() {
+            self.fail(GpuError::Shape { what: "row statistics", detail: "asked of a tensor no norm wrote".into() });
+        }
+        GpuValue { shape: vec![x.shape[0], 4], buffer: y.stats.clone(), stats: None }
+    }
+
+    fn add(&self, x: GpuValue, y: &GpuValue) -> GpuValue {
+        self.run(x.shape.clone(), &[&x, y], |t| super::residual_add(&self.ctx, t[0], t[1])) // (T, d)
+    }
+
+    fn split_heads(&self, x: GpuValue, heads: usize, head_dim: usize) -> GpuValue {
+        let t = x.shape[0];
+        self.run(vec![heads, t, head_dim], &[&x], |b| super::swap_heads(&self.ctx, b[0], [t, heads, head_dim], &[heads, t, head_dim])) // (heads, T, hd)
+    }
+
+    fn merge_heads(&self, x: GpuValue) -> GpuValue {
+        let [heads, t, hd] = [x.shape[0], x.shape[1], x.shape[2]];
+        self.run(vec![t, heads * hd], &[&x], |b| super::swap_heads(&self.ctx, b[0], [heads, t, hd], &[t, heads * hd])) // (T, heads * hd)
+    }
+
+    fn scores(&self, q: &GpuValue, k: &GpuValue, group: usize, scale: f32, causal: Option<usize>) -> GpuValue {
+        self.run(vec![q.shape[0], q.shape[1], k.shape[1]], &[q, k], |t| {
+            check_groups(q, k, group)?;
+            super::attention_scores(&self.ctx, t[0], t[1], scale, causal.is_some(), causal.unwrap_or(0)) // (heads, Tq, Tk)
+        })
+    }
+
+    fn mask(&self, scores: GpuValue, first: usize) -> GpuValue {
+        self.run(scores.shape.clone(), &[&scores], |t| super::causal_mask(&self.ctx, t[0], first)) // (heads, Tq, Tk)
+    }
+
+    /// Scores, mask, softmax and weighted values as three kernels in a row.
+    fn attend(&self, q: &GpuValue, k: &GpuValue, v: &GpuValue, group: usize, scale: f32, causal: Option<usize>) -> (GpuValue, GpuValue) {
+        let scores = self.scores(q, k, group, scale, causal); // (heads, Tq, Tk), masked
+        let weights = self.run(scores.shape.clone(), &[&scores], |t| super::softmax_rows(&self.ctx, t[0])); // (heads, Tq, Tk)
+        let out = self.run(q.shape.clone(), &[&weights, v], |t| super::weighted_values(&self.ctx, t[0], t[1])); // (heads, Tq, hd)
+        (weights, out)
+    }
+
+    fn pointwise(&self, hidden: GpuValue, activation: Activation) -> GpuValue {
+        self.run(hidden.shape.clone(), &[&hidden], |t| super::activation(&self.ctx, activation, t[0])) // (T, d_ff)
+    }
+
+    fn gate(&self, up: GpuValue, gate: &GpuValue) -> GpuValue {
+        self.run(up.shape.clone(), &[&up, gate], |t| super::swiglu_gate(&self.ctx, t[0], t[1])) // (T, d_ff)
+    }
+
+    fn rotary(&self, x: GpuValue, base: f32, adjacent_pairs: bool, first: usize) -> GpuValue {
+        self.run(x.shape.clone(), &[&x], |t| super::rotary(&self.ctx, t[0], base, adjacent_pairs, first)) // (heads, T, hd)
+    }
+
+    fn append_tokens(&self, cached: &GpuValue, new: &GpuValue) -> GpuValue {
+        let shape = vec![cached.shape[0], cached.shape[1] + new.shape[1], cached.shape[2]];
+        self.run(shape, &[cached, new], |t| GpuTensor::join_middle(&self.ctx, t[0], t[1])) // (kv, P + n, hd)
+    }
+
+    fn trace_rows(&self, x: &GpuValue) -> Tensor {
+        self.trace(x)
+    }
+
+    fn trace_heads(&self, x: &GpuValue) -> Tensor {
+        self.trace(x)
+    }
+
+    fn rows_into_trace(&self, x: GpuValue) -> Tensor {
+        self.trace(&x)
+    }
+
+    fn heads_into_trace(&self, x: GpuValue) -> Tensor {
+        self.trace(&x)
+    }
+
+    /// Pops the pass's error scope and reads back every tensor asked for, in one submission;
+    /// the values of a failed pass stay zeros.
+    async fn finish(&self) -> bool {
+        let pending = std::mem::take(&mut *self.pending.borrow_mut());
+        // Popped first (it takes effect at once), awaited after the readback: both answers
+        // come from the device in the same round trip.
+        let scope = self.scope.borrow_mut().take().map(|scope| scope.pop());
+        if self.failure.borrow().is_none() && !pending.is_empty() {
+            let buffers: Vec<&GpuTensor> = pending.iter().map(|(t, _)| t.as_ref()).collect();
+            match self.ctx.read_all(&buffers).await {
+                Ok(values) => {
+                    for ((_, fill), values) in pending.into_iter().zip(values) {
+                        fill.fill(values);
+                    }
+                }
+                Err(e) => self.fail(e),
             }
-            let (gq, gk) = (upload(&self.ctx, &q.to_owned(), "queries")?, upload(&self.ctx, &k.to_owned(), "keys")?);
-            // The mask is a step of its own in the trace: the kernel leaves it out here.
-            let s = super::attention_scores(&self.ctx, &gq, &gk, scale, false, 0).await?;
-            self.read3(&s).await // (heads, Tq, Tk)
-        };
-        match self.attempt(on_gpu).await {
-            Some(s) => s,
-            None => Cpu.scores(q, k, group, scale).await,
         }
-    }
-
-    async fn softmax(&self, scores: &mut Array3<f32>) {
-        let on_gpu = async {
-            let gs = upload(&self.ctx, scores, "scores")?;
-            let w = super::softmax_rows(&self.ctx, &gs).await?;
-            self.read3(&w).await // (heads, Tq, Tk)
-        };
-        match self.attempt(on_gpu).await {
-            Some(weights) => *scores = weights,
-            None => Cpu.softmax(scores).await,
-        }
-    }
-
-    async fn weighted_values(&self, weights: ArrayView3<'_, f32>, v: ArrayView3<'_, f32>, group: usize) -> Array3<f32> {
-        let on_gpu = async {
-            let (gw, gv) = (upload(&self.ctx, &weights.to_owned(), "weights")?, upload(&self.ctx, &v.to_owned(), "values")?);
-            let out = super::weighted_values(&self.ctx, &gw, &gv).await?;
-            self.read3(&out).await // (heads, Tq, hd)
-        };
-        match self.attempt(on_gpu).await {
-            Some(out) => out,
-            None => Cpu.weighted_values(weights, v, group).await,
-        }
-    }
-
-    async fn pointwise(&self, hidden: &mut Array2<f32>, activation: Activation) {
-        let on_gpu = async {
-            let gh = upload(&self.ctx, hidden, "activations")?;
-            let y = super::activation(&self.ctx, activation, &gh).await?;
-            self.read2(&y).await // (T, d_ff)
-        };
-        match self.attempt(on_gpu).await {
-            Some(y) => *hidden = y,
-            None => Cpu.pointwise(hidden, activation).await,
-        }
-    }
-
-    async fn gate(&self, up: &mut Array2<f32>, gate: ArrayView2<'_, f32>) {
-        let on_gpu = async {
-            let (gu, gg) = (upload(&self.ctx, up, "up projection")?, upload(&self.ctx, &gate.to_owned(), "gate projection")?);
-            let y = super::swiglu_gate(&self.ctx, &gu, &gg).await?;
-            self.read2(&y).await // (T, d_ff)
-        };
-        match self.attempt(on_gpu).await {
-            Some(y) => *up = y,
-            None => Cpu.gate(up, gate).await,
-        }
-    }
-
-    /// Scores, mask, softmax and weighted values as three kernels in a row: the scores and the
-    /// weights stay on the device between them (uploaded once: q, k and v; read back: the
-    /// weights, which the trace keeps, and the head outputs), where the operations one by one
-    /// would read back and upload the scores and weights in between.
-    async fn attend(&self, q: ArrayView3<'_, f32>, k: ArrayView3<'_, f32>, v: ArrayView3<'_, f32>, group: usize, scale: f32, causal: Option<usize>) -> (Array3<f32>, Array3<f32>) {
-        let on_gpu = async {
-            if q.dim().0 != k.dim().0 * group {
-                return Err(GpuError::Shape { what: "attend", detail: format!("{} query heads, {} key heads, groups of {group}", q.dim().0, k.dim().0) });
+        if let Some(scope) = scope {
+            if let Some(e) = scope.await {
+                self.fail(GpuError::Kernel { kernel: "a pass", detail: e.to_string() });
             }
-            let gq = upload(&self.ctx, &q.to_owned(), "queries")?;
-            let gk = upload(&self.ctx, &k.to_owned(), "keys")?;
-            let gv = upload(&self.ctx, &v.to_owned(), "values")?;
-            let scores = super::attention_scores(&self.ctx, &gq, &gk, scale, causal.is_some(), causal.unwrap_or(0)).await?; // (heads, Tq, Tk), masked
-            let weights = super::softmax_rows(&self.ctx, &scores).await?; // (heads, Tq, Tk)
-            let out = super::weighted_values(&self.ctx, &weights, &gv).await?; // (heads, Tq, hd)
-            let [w, o]: [Vec<f32>; 2] = self.ctx.read_all(&[&weights, &out]).await?.try_into().expect("two tensors read"); // one round trip
-            Ok((shaped(&weights, w)?, shaped(&out, o)?))
-        };
-        match self.attempt(on_gpu).await {
-            Some(both) => both,
-            None => Cpu.attend(q, k, v, group, scale, causal).await,
         }
+        self.failure.borrow().is_none()
     }
+}
 
-    async fn rotary(&self, x: &mut Array3<f32>, base: f32, adjacent_pairs: bool, first: usize) {
-        let on_gpu = async {
-            let gx = upload(&self.ctx, x, "queries or keys")?;
-            let y = super::rotary(&self.ctx, &gx, base, adjacent_pairs, first).await?;
-            self.read3(&y).await // (heads, T, hd)
-        };
-        match self.attempt(on_gpu).await {
-            Some(y) => *x = y,
-            None => Cpu.rotary(x, base, adjacent_pairs, first).await,
-        }
+/// Query heads must read key heads in whole groups.
+fn check_groups(q: &GpuValue, k: &GpuValue, group: usize) -> Result<(), GpuError> {
+    if q.shape[0] != k.shape[0] * group {
+        return Err(GpuError::Shape { what: "attention", detail: format!("{} query heads, {} key heads, groups of {group}", q.shape[0], k.shape[0]) });
     }
+    Ok(())
 }

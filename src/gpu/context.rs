@@ -91,11 +91,11 @@ impl GpuContext {
     }
 
     /// The kernel compiled from `source`, compiling it the first time it is asked for.
-    pub(crate) async fn kernel(&self, name: &'static str, source: &'static str) -> Result<Arc<Kernel>, GpuError> {
+    pub(crate) fn kernel(&self, name: &'static str, source: &'static str) -> Result<Arc<Kernel>, GpuError> {
         if let Some(k) = self.kernels.lock().expect("no kernel compile panics").get(name) {
             return Ok(k.clone());
         }
-        let k = Arc::new(Kernel::compile(self, name, source).await?);
+        let k = Arc::new(Kernel::compile(self, name, source)?);
         self.kernels.lock().expect("no kernel compile panics").insert(name, k.clone());
         Ok(k)
     }

@@ -2,8 +2,6 @@
 //! the kernel's sizes and settings, bindings 1, 2, ... its tensors in the order the WGSL
 //! declares them.
 
-use wgpu::util::DeviceExt;
-
 use super::context::GpuContext;
 use super::error::GpuError;
 use super::tensor::GpuTensor;
@@ -24,9 +22,10 @@ pub(crate) enum Param {
 }
 
 impl Kernel {
-    pub(crate) async fn compile(ctx: &GpuContext, name: &'static str, source: &'static str) -> Result<Self, GpuError> {
+    /// Compiles `source`. A compilation error is caught by the error scope the caller has
+    /// pushed (`GpuBackend` pushes one for each pass), or else marks the context broken.
+    pub(crate) fn compile(ctx: &GpuContext, name: &'static str, source: &'static str) -> Result<Self, GpuError> {
         ctx.check()?;
-        let scope = ctx.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let module = ctx.device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some(name),
             source: wgpu::ShaderSource::Wgsl(source.into()),
@@ -39,14 +38,14 @@ impl Kernel {
             compilation_options: Default::default(),
             cache: None,
         });
-        if let Some(e) = scope.pop().await {
-            return Err(GpuError::Kernel { kernel: name, detail: e.to_string() });
-        }
         Ok(Kernel { name, pipeline })
     }
 
-    /// Runs the kernel once over `workgroups`, reading and writing `tensors`.
-    pub(crate) async fn dispatch(&self, ctx: &GpuContext, params: &[Param], tensors: &[&GpuTensor], workgroups: [u32; 3]) -> Result<(), GpuError> {
+    /// Submits one run of the kernel over `workgroups`, reading and writing `tensors`. Nothing
+    /// waits for it: the device runs submissions in order, and an error is caught by the
+    /// caller's error scope (one for each pass: waiting for a scope after every dispatch
+    /// would be a round trip to the device each) or else marks the context broken.
+    pub(crate) fn dispatch(&self, ctx: &GpuContext, params: &[Param], tensors: &[&GpuTensor], workgroups: [u32; 3]) -> Result<(), GpuError> {
         if workgroups.iter().any(|&n| n > MAX_WORKGROUPS_PER_DIMENSION) {
             return Err(GpuError::Shape { what: self.name, detail: format!("{workgroups:?} workgroups exceed {MAX_WORKGROUPS_PER_DIMENSION} along one dimension") });
         }
@@ -60,12 +59,15 @@ impl Kernel {
             .collect();
         bytes.resize(bytes.len().div_ceil(16).max(1) * 16, 0);
         ctx.check()?;
-        let scope = ctx.device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let uniform = ctx.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+        // Written through the queue, as every upload is (a buffer mapped at creation cannot
+        // be made on a destroyed device).
+        let uniform = ctx.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some(self.name),
-            contents: &bytes,
-            usage: wgpu::BufferUsages::UNIFORM,
+            size: bytes.len() as u64,
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
         });
+        ctx.queue.write_buffer(&uniform, 0, &bytes);
         let mut entries = vec![wgpu::BindGroupEntry { binding: 0, resource: uniform.as_entire_binding() }];
         for (i, t) in tensors.iter().enumerate() {
             entries.push(wgpu::BindGroupEntry { binding: i as u32 + 1, resource: t.buffer.as_entire_binding() });
@@ -83,9 +85,6 @@ impl Kernel {
             pass.dispatch_workgroups(workgroups[0], workgroups[1], workgroups[2]);
         }
         ctx.queue.submit([encoder.finish()]);
-        if let Some(e) = scope.pop().await {
-            return Err(GpuError::Kernel { kernel: self.name, detail: e.to_string() });
-        }
         ctx.check()
     }
 }

@@ -18,7 +18,7 @@ pub struct NormOutput {
 
 /// The `kind` norm of each row of `x` (T, d) with `gamma` (d) and, for LayerNorm, the optional
 /// `beta` (d).
-pub async fn layer_norm(ctx: &GpuContext, kind: NormKind, x: &GpuTensor, gamma: &GpuTensor, beta: Option<&GpuTensor>, eps: f32) -> Result<NormOutput, GpuError> {
+pub fn layer_norm(ctx: &GpuContext, kind: NormKind, x: &GpuTensor, gamma: &GpuTensor, beta: Option<&GpuTensor>, eps: f32) -> Result<NormOutput, GpuError> {
     const WHAT: &str = "layer_norm";
     let &[t, d] = x.shape() else {
         return Err(GpuError::Shape { what: WHAT, detail: format!("x {:?} must be a matrix", x.shape()) });
@@ -40,7 +40,7 @@ pub async fn layer_norm(ctx: &GpuContext, kind: NormKind, x: &GpuTensor, gamma: 
             &no_beta
         }
     };
-    let kernel = ctx.kernel(WHAT, include_str!("layer_norm.wgsl")).await?;
+    let kernel = ctx.kernel(WHAT, include_str!("layer_norm.wgsl"))?;
     let params = [
         Param::U(size(t, WHAT)?),
         Param::U(size(d, WHAT)?),
@@ -48,6 +48,6 @@ pub async fn layer_norm(ctx: &GpuContext, kind: NormKind, x: &GpuTensor, gamma: 
         Param::U(beta.is_some() as u32),
         Param::F(eps),
     ];
-    kernel.dispatch(ctx, &params, &[x, gamma, beta_or_unread, &y, &stats], grid(t, WHAT)?).await?;
+    kernel.dispatch(ctx, &params, &[x, gamma, beta_or_unread, &y, &stats], grid(t, WHAT)?)?;
     Ok(NormOutput { y, stats })
 }

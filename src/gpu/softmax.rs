@@ -7,7 +7,7 @@ use super::kernel::{require_f32, grid, size, Param};
 use super::tensor::GpuTensor;
 
 /// The softmax along the last axis of `x` (any shape, e.g. (heads, Tq, Tk)): same shape.
-pub async fn softmax_rows(ctx: &GpuContext, x: &GpuTensor) -> Result<GpuTensor, GpuError> {
+pub fn softmax_rows(ctx: &GpuContext, x: &GpuTensor) -> Result<GpuTensor, GpuError> {
     const WHAT: &str = "softmax";
     let Some((&width, outer)) = x.shape().split_last() else {
         return Err(GpuError::Shape { what: WHAT, detail: "a scalar has no rows".into() });
@@ -18,8 +18,8 @@ pub async fn softmax_rows(ctx: &GpuContext, x: &GpuTensor) -> Result<GpuTensor, 
     if width == 0 || rows == 0 {
         return Ok(y);
     }
-    let kernel = ctx.kernel(WHAT, include_str!("softmax.wgsl")).await?;
+    let kernel = ctx.kernel(WHAT, include_str!("softmax.wgsl"))?;
     let params = [Param::U(size(rows, WHAT)?), Param::U(size(width, WHAT)?)];
-    kernel.dispatch(ctx, &params, &[x, &y], grid(rows, WHAT)?).await?;
+    kernel.dispatch(ctx, &params, &[x, &y], grid(rows, WHAT)?)?;
     Ok(y)
 }

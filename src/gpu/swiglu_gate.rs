@@ -7,7 +7,7 @@ use super::kernel::{grid, require_f32, size, Param};
 use super::tensor::GpuTensor;
 
 /// `up` times SiLU of `gate`, value by value (both the same shape): the same shape.
-pub async fn swiglu_gate(ctx: &GpuContext, up: &GpuTensor, gate: &GpuTensor) -> Result<GpuTensor, GpuError> {
+pub fn swiglu_gate(ctx: &GpuContext, up: &GpuTensor, gate: &GpuTensor) -> Result<GpuTensor, GpuError> {
     const WHAT: &str = "SwiGLU gate";
     require_f32(&[up, gate], WHAT)?;
     if up.shape() != gate.shape() {
@@ -17,8 +17,8 @@ pub async fn swiglu_gate(ctx: &GpuContext, up: &GpuTensor, gate: &GpuTensor) -> 
     if up.is_empty() {
         return Ok(y);
     }
-    let kernel = ctx.kernel(WHAT, include_str!("swiglu_gate.wgsl")).await?;
+    let kernel = ctx.kernel(WHAT, include_str!("swiglu_gate.wgsl"))?;
     let params = [Param::U(size(up.len(), WHAT)?)];
-    kernel.dispatch(ctx, &params, &[up, gate, &y], grid(up.len().div_ceil(256), WHAT)?).await?;
+    kernel.dispatch(ctx, &params, &[up, gate, &y], grid(up.len().div_ceil(256), WHAT)?)?;
     Ok(y)
 }

@@ -119,6 +119,50 @@ impl GpuTensor {
         Ok(GpuTensor { buffer, shape: shape.to_vec(), dtype })
     }
 
+    /// Rows `lo..hi` of a (rows, width) tensor, copied on the device: (hi - lo, width).
+    pub(crate) fn slice_rows(&self, ctx: &GpuContext, lo: usize, hi: usize) -> Result<Self, GpuError> {
+        let &[rows, width] = self.shape() else {
+            return Err(GpuError::Shape { what: "rows", detail: format!("{:?} is not (rows, width)", self.shape()) });
+        };
+        if lo > hi || hi > rows || self.dtype != GpuDtype::F32 {
+            return Err(GpuError::Shape { what: "rows", detail: format!("rows {lo}..{hi} of {:?}", self.shape()) });
+        }
+        let out = Self::output(ctx, &[hi - lo, width], "rows")?;
+        let bytes = ((hi - lo) * width * 4) as u64;
+        if bytes > 0 {
+            let mut encoder = ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("rows") });
+            encoder.copy_buffer_to_buffer(&self.buffer, (lo * width * 4) as u64, &out.buffer, 0, bytes);
+            ctx.queue.submit([encoder.finish()]);
+        }
+        ctx.check()?;
+        Ok(out)
+    }
+
+    /// `first` (heads, P, w) then `then` (heads, n, w) along the middle axis, copied on the
+    /// device: (heads, P + n, w), as a KV cache grows.
+    pub(crate) fn join_middle(ctx: &GpuContext, first: &Self, then: &Self) -> Result<Self, GpuError> {
+        let (&[heads, p, w], &[heads2, n, w2]) = (first.shape(), then.shape()) else {
+            return Err(GpuError::Shape { what: "join", detail: format!("{:?} and {:?} must be (heads, T, width)", first.shape(), then.shape()) });
+        };
+        if heads != heads2 || w != w2 || first.dtype != GpuDtype::F32 || then.dtype != GpuDtype::F32 {
+            return Err(GpuError::Shape { what: "join", detail: format!("{:?} then {:?}", first.shape(), then.shape()) });
+        }
+        let out = Self::output(ctx, &[heads, p + n, w], "joined")?;
+        let mut encoder = ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("join") });
+        let (a, b) = ((p * w * 4) as u64, (n * w * 4) as u64); // one head's bytes in each
+        for h in 0..heads as u64 {
+            if a > 0 {
+                encoder.copy_buffer_to_buffer(&first.buffer, h * a, &out.buffer, h * (a + b), a);
+            }
+            if b > 0 {
+                encoder.copy_buffer_to_buffer(&then.buffer, h * b, &out.buffer, h * (a + b) + a, b);
+            }
+        }
+        ctx.queue.submit([encoder.finish()]);
+        ctx.check()?;
+        Ok(out)
+    }
+
     /// A new buffer for a kernel's output, of `shape` (its values are left as the device
     /// clears them: zero).
     pub(crate) fn output(ctx: &GpuContext, shape: &[usize], what: &str) -> Result<Self, GpuError> {

@@ -7,7 +7,7 @@ use super::kernel::{require_f32, size, Param};
 use super::tensor::GpuTensor;
 
 /// `weights` (heads, Tq, Tk) times values `v` (kv_heads, Tk, hd): (heads, Tq, hd).
-pub async fn weighted_values(ctx: &GpuContext, weights: &GpuTensor, v: &GpuTensor) -> Result<GpuTensor, GpuError> {
+pub fn weighted_values(ctx: &GpuContext, weights: &GpuTensor, v: &GpuTensor) -> Result<GpuTensor, GpuError> {
     const WHAT: &str = "weighted_values";
     let (&[heads, queries, keys], &[kv_heads, v_keys, head_dim]) = (weights.shape(), v.shape()) else {
         return Err(GpuError::Shape { what: WHAT, detail: format!("weights {:?} and v {:?} must be 3-d", weights.shape(), v.shape()) });
@@ -17,7 +17,7 @@ pub async fn weighted_values(ctx: &GpuContext, weights: &GpuTensor, v: &GpuTenso
     }
     require_f32(&[weights, v], WHAT)?;
     let out = GpuTensor::output(ctx, &[heads, queries, head_dim], "head outputs")?;
-    let kernel = ctx.kernel(WHAT, include_str!("weighted_values.wgsl")).await?;
+    let kernel = ctx.kernel(WHAT, include_str!("weighted_values.wgsl"))?;
     let params = [
         Param::U(size(heads, WHAT)?),
         Param::U(size(queries, WHAT)?),
@@ -26,6 +26,6 @@ pub async fn weighted_values(ctx: &GpuContext, weights: &GpuTensor, v: &GpuTenso
         Param::U(size(heads / kv_heads, WHAT)?),
     ];
     let groups = [size(head_dim.div_ceil(16).max(1), WHAT)?, size(queries.div_ceil(16).max(1), WHAT)?, size(heads.max(1), WHAT)?];
-    kernel.dispatch(ctx, &params, &[weights, v, &out], groups).await?;
+    kernel.dispatch(ctx, &params, &[weights, v, &out], groups)?;
     Ok(out)
 }

@@ -1,9 +1,9 @@
 //! Multi-head (and grouped-query) self-attention, one head at a time so that every
 //! intermediate (Q, K, V, scores, mask, softmax, head outputs) can be recorded.
 
-use ndarray::{s, Array2, Array3, ArrayView2, ArrayView3, ArrayViewD, ArrayViewMut2, Axis, Ix3};
+use ndarray::{s, Array2, Array3, ArrayView3, ArrayViewD, ArrayViewMut2, Axis, Ix3};
 
-use super::backend::Backend;
+use super::backend::{Backend, Shaped};
 use super::config::{ModelConfig, Position};
 use super::kv_cache::KvCache;
 use super::threads;
@@ -111,103 +111,95 @@ pub fn softmax_rows(mut x: ArrayViewMut2<f32>) {
 /// `first + 1`, ...: their keys and values are appended to the cache and their queries attend
 /// over every cached key too, so scores and weights are (heads, T, first + T).
 #[allow(clippy::too_many_arguments)]
-pub async fn self_attention<B: Backend, R: Recorder>(
+pub fn self_attention<B: Backend, R: Recorder>(
     backend: &B,
-    x: ArrayView2<'_, f32>,
+    x: &B::Rows,
     w: &AttentionWeights,
     c: &ModelConfig,
     layer: usize,
     input: Op,
     rec: &mut R,
-    cache: Option<&mut KvCache>,
+    cache: Option<&mut KvCache<B::Heads>>,
     first: usize,
-) -> Array2<f32> {
+) -> B::Rows {
     let l = Some(layer);
     let (heads, kv_heads, hd) = (c.n_heads, c.n_kv_heads, c.head_dim);
-    let t = x.nrows();
-    let mut q = split_heads(backend.linear(x, &w.query).await, heads, hd); // (heads, T, hd)
-    let mut k = split_heads(backend.linear(x, &w.key).await, kv_heads, hd); // (kv_heads, T, hd)
-    let v = split_heads(backend.linear(x, &w.value).await, kv_heads, hd); // (kv_heads, T, hd)
-    rec.step(Op::Query, l, &[input], || q.clone().into_dyn());
-    rec.step(Op::Key, l, &[input], || k.clone().into_dyn());
-    rec.step(Op::Value, l, &[input], || v.clone().into_dyn());
-    let (q_op, k_op) = if let Position::Rotary { base, adjacent_pairs } = c.position {
-        backend.rotary(&mut q, base, adjacent_pairs, first).await; // (heads, T, hd)
-        backend.rotary(&mut k, base, adjacent_pairs, first).await; // (kv_heads, T, hd)
-        rec.step(Op::RotaryQuery, l, &[Op::Query], || q.clone().into_dyn());
-        rec.step(Op::RotaryKey, l, &[Op::Key], || k.clone().into_dyn());
-        (Op::RotaryQuery, Op::RotaryKey)
+    let t = x.dims()[0];
+    let q = backend.split_heads(backend.linear(x, &w.query), heads, hd); // (heads, T, hd)
+    let k = backend.split_heads(backend.linear(x, &w.key), kv_heads, hd); // (kv_heads, T, hd)
+    let v = backend.split_heads(backend.linear(x, &w.value), kv_heads, hd); // (kv_heads, T, hd)
+    rec.step(Op::Query, l, &[input], || backend.trace_heads(&q));
+    rec.step(Op::Key, l, &[input], || backend.trace_heads(&k));
+    rec.step(Op::Value, l, &[input], || backend.trace_heads(&v));
+    let (q, k, q_op, k_op) = if let Position::Rotary { base, adjacent_pairs } = c.position {
+        let q = backend.rotary(q, base, adjacent_pairs, first); // (heads, T, hd)
+        let k = backend.rotary(k, base, adjacent_pairs, first); // (kv_heads, T, hd)
+        rec.step(Op::RotaryQuery, l, &[Op::Query], || backend.trace_heads(&q));
+        rec.step(Op::RotaryKey, l, &[Op::Key], || backend.trace_heads(&k));
+        (q, k, Op::RotaryQuery, Op::RotaryKey)
     } else {
-        (Op::Query, Op::Key)
+        (q, k, Op::Query, Op::Key)
     };
     // Every key and value this layer's queries see: the cached ones, then the new ones.
     let (keys, values) = match cache {
-        Some(cache) => {
-            let (keys, values) = cache.append(layer, k.view(), v.view()); // (kv_heads, first + T, hd) each
-            (keys.to_owned(), values.to_owned())
-        }
+        Some(cache) => cache.append(layer, k, v, |a, b| backend.append_tokens(a, b), |a| a.dims()[1]), // (kv_heads, first + T, hd) each
         None => (k, v), // (kv_heads, T, hd) each
     };
-    let total = keys.dim().1; // first + T keys
+    let total = keys.dims()[1]; // first + T keys
     // Steps computed from earlier steps on read need those steps to hold every key; after a
     // cached start they hold only the new ones, so such a pass keeps its values instead.
     let derivable = first == 0;
 
     let scale = 1.0 / (hd as f32).sqrt();
     let group = c.group_size();
-    let (weights, head_out) = backend.attend(q.view(), keys.view(), values.view(), group, scale, c.causal.then_some(first)).await; // (heads, T, first + T), (heads, T, hd)
+    let causal = c.causal.then_some(first);
+    let (weights, head_out) = backend.attend(&q, &keys, &values, group, scale, causal); // (heads, T, first + T), (heads, T, hd)
     // `attend` does not hand out the scores (a GPU keeps them on the device): the trace
     // computes them from the queries and keys it keeps, as the CPU computes them.
     let tt = [heads, t, total];
     if derivable {
         // The (heads, T, T) scores and mask are the largest tensors of a pass and cheap to
         // compute again: the trace keeps how, not them (a recorder that keeps values anyway
-        // computes them here).
-        let scores = || scaled_scores(q.view(), keys.view(), group, scale); // (heads, T, T)
-        rec.derived_step(Op::Scores, l, &[q_op, k_op], &tt, || scores().into_dyn(), move |qk| {
+        // has the backend compute them here).
+        rec.derived_step(Op::Scores, l, &[q_op, k_op], &tt, || backend.trace_heads(&backend.scores(&q, &keys, group, scale, None)), move |qk| {
             scaled_scores(as_heads(&qk[0]), as_heads(&qk[1]), group, scale).into_dyn() // (heads, T, T)
         });
         if c.causal {
-            let masked = || {
-                let mut masked = scores(); // (heads, T, T)
-                apply_causal_mask(&mut masked);
-                masked.into_dyn()
-            };
-            rec.derived_step(Op::Mask, l, &[Op::Scores], &tt, masked, |s| {
+            rec.derived_step(Op::Mask, l, &[Op::Scores], &tt, || backend.trace_heads(&backend.scores(&q, &keys, group, scale, Some(0))), |s| {
                 let mut masked = as_heads(&s[0]).to_owned(); // (heads, T, T)
                 apply_causal_mask(&mut masked);
                 masked.into_dyn()
             });
         } else {
-            rec.unchanged_step(Op::Mask, l, Op::Scores, || scores().into_dyn()); // nothing is hidden
+            rec.unchanged_step(Op::Mask, l, Op::Scores, || backend.trace_heads(&backend.scores(&q, &keys, group, scale, None))); // nothing is hidden
         }
     } else {
         // After a cached start the steps keep their values: the scores are computed once.
-        let mut scores = scaled_scores(q.view(), keys.view(), group, scale); // (heads, T, first + T)
-        rec.step(Op::Scores, l, &[q_op, k_op], || scores.clone().into_dyn());
+        let scores = backend.scores(&q, &keys, group, scale, None); // (heads, T, first + T)
+        rec.step(Op::Scores, l, &[q_op, k_op], || backend.trace_heads(&scores));
         if c.causal {
-            apply_causal_mask_from(&mut scores, first); // (heads, T, first + T)
-            rec.step(Op::Mask, l, &[Op::Scores], || scores.into_dyn());
+            let masked = backend.mask(scores, first); // (heads, T, first + T)
+            rec.step(Op::Mask, l, &[Op::Scores], || backend.heads_into_trace(masked));
         } else {
-            rec.unchanged_step(Op::Mask, l, Op::Scores, || scores.into_dyn()); // nothing is hidden
+            rec.unchanged_step(Op::Mask, l, Op::Scores, || backend.heads_into_trace(scores)); // nothing is hidden
         }
     }
     // Moved into the trace, not copied: the pass is done with the weights.
-    rec.step(Op::Softmax, l, &[Op::Mask], || weights.into_dyn());
+    rec.step(Op::Softmax, l, &[Op::Mask], || backend.heads_into_trace(weights));
     // Head outputs and their concatenation are computed again from the weights and values
     // when read.
     if derivable {
-        rec.derived_step(Op::WeightedSum, l, &[Op::Softmax, Op::Value], &[heads, t, hd], || head_out.clone().into_dyn(), move |av| {
+        rec.derived_step(Op::WeightedSum, l, &[Op::Softmax, Op::Value], &[heads, t, hd], || backend.trace_heads(&head_out), move |av| {
             weighted_values(as_heads(&av[0]), as_heads(&av[1]), group).into_dyn() // (heads, T, hd)
         });
     } else {
-        rec.step(Op::WeightedSum, l, &[Op::Softmax, Op::Value], || head_out.clone().into_dyn());
+        rec.step(Op::WeightedSum, l, &[Op::Softmax, Op::Value], || backend.trace_heads(&head_out));
     }
-    let concat = merge_heads(head_out); // (T, heads * hd)
-    rec.derived_step(Op::Concat, l, &[Op::WeightedSum], &[t, heads * hd], || concat.clone().into_dyn(), |h| {
+    let concat = backend.merge_heads(head_out); // (T, heads * hd)
+    rec.derived_step(Op::Concat, l, &[Op::WeightedSum], &[t, heads * hd], || backend.trace_rows(&concat), |h| {
         merge_heads(as_heads(&h[0]).to_owned()).into_dyn() // (T, heads * hd)
     });
-    let out = backend.linear(concat.view(), &w.output).await; // (T, d_model)
-    rec.step(Op::OutputProjection, l, &[Op::Concat], || out.clone().into_dyn());
+    let out = backend.linear(&concat, &w.output); // (T, d_model)
+    rec.step(Op::OutputProjection, l, &[Op::Concat], || backend.trace_rows(&out));
     out
 }

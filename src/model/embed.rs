@@ -6,7 +6,7 @@ use ndarray::Array2;
 use super::config::{ModelConfig, Position};
 use super::position::sinusoidal_rows;
 use super::weights::Weights;
-use crate::trace::{Op, Recorder};
+use crate::trace::{Op, Recorder, Tensor};
 
 /// Returns the (T, d_model) stream before any layer (before the embedding norm) and the op
 /// that produced it. The tokens sit at positions `first`, `first + 1`, ... (`first` > 0 when
@@ -18,13 +18,13 @@ pub fn embed<R: Recorder>(ids: &[u32], first: usize, w: &Weights, c: &ModelConfi
     if c.embedding_scale != 1.0 {
         tokens *= c.embedding_scale; // (T, d): sqrt(d_model) E[t] in the original paper
     }
-    rec.step(Op::TokenEmbedding, None, &[Op::Tokenize], || tokens.clone().into_dyn());
+    rec.step(Op::TokenEmbedding, None, &[Op::Tokenize], || Tensor::from_array(tokens.clone().into_dyn()));
     let mut x = tokens; // (T, d)
     let mut sum_inputs = vec![Op::TokenEmbedding];
     if let Some(seg) = &w.segment_embedding {
         let segment = seg.row(0); // (d): one sentence, segment 0
         rec.step(Op::SegmentEmbedding, None, &[], || {
-            segment.broadcast((t, c.d_model)).expect("row broadcasts to (T, d)").to_owned().into_dyn()
+            Tensor::from_array(segment.broadcast((t, c.d_model)).expect("row broadcasts to (T, d)").to_owned().into_dyn())
         });
         x += &segment; // (T, d) + (d)
         sum_inputs.push(Op::SegmentEmbedding);
@@ -36,14 +36,14 @@ pub fn embed<R: Recorder>(ids: &[u32], first: usize, w: &Weights, c: &ModelConfi
     };
     match position {
         Some(pe) => {
-            rec.step(Op::PositionEncoding, None, &[], || pe.clone().into_dyn());
+            rec.step(Op::PositionEncoding, None, &[], || Tensor::from_array(pe.clone().into_dyn()));
             x += &pe; // (T, d)
             sum_inputs.push(Op::PositionEncoding);
-            rec.step(Op::AddPosition, None, &sum_inputs, || x.clone().into_dyn());
+            rec.step(Op::AddPosition, None, &sum_inputs, || Tensor::from_array(x.clone().into_dyn()));
             (x, Op::AddPosition)
         }
         None if sum_inputs.len() > 1 => {
-            rec.step(Op::AddPosition, None, &sum_inputs, || x.clone().into_dyn());
+            rec.step(Op::AddPosition, None, &sum_inputs, || Tensor::from_array(x.clone().into_dyn()));
             (x, Op::AddPosition)
         }
         None => (x, Op::TokenEmbedding),

@@ -2,7 +2,7 @@
 
 use ndarray::{Array, Array2, ArrayView2, Dimension, Zip};
 
-use super::backend::Backend;
+use super::backend::{Backend, Shaped};
 use super::config::Activation;
 use super::weights::FfnWeights;
 use crate::trace::{Op, Recorder};
@@ -57,39 +57,41 @@ pub(crate) fn apply_pointwise<D: Dimension>(hidden: &mut Array<f32, D>, activati
 }
 
 #[allow(clippy::too_many_arguments)]
-pub async fn feed_forward<B: Backend, R: Recorder>(
+pub fn feed_forward<B: Backend, R: Recorder>(
     backend: &B,
-    x: ArrayView2<'_, f32>,
+    x: &B::Rows,
     w: &FfnWeights,
     activation: Activation,
     layer: usize,
     input: Op,
     rec: &mut R,
-) -> Array2<f32> {
+) -> B::Rows {
     let l = Some(layer);
-    let mut hidden = backend.linear(x, &w.up).await; // (T, d_ff)
-    rec.step(Op::FfnUp, l, &[input], || hidden.clone().into_dyn());
-    match (activation, &w.gate) {
+    let up = backend.linear(x, &w.up); // (T, d_ff)
+    rec.step(Op::FfnUp, l, &[input], || backend.trace_rows(&up));
+    let hidden = match (activation, &w.gate) {
         (Activation::SwiGlu, Some(gate)) => {
-            let g = backend.linear(x, gate).await; // (T, d_ff)
-            rec.step(Op::FfnGate, l, &[input], || g.clone().into_dyn());
-            backend.gate(&mut hidden, g.view()).await; // (T, d_ff): up · SiLU(gate)
-            rec.step(Op::FfnActivation, l, &[Op::FfnUp], || hidden.clone().into_dyn());
+            let g = backend.linear(x, gate); // (T, d_ff)
+            rec.step(Op::FfnGate, l, &[input], || backend.trace_rows(&g));
+            let hidden = backend.gate(up, &g); // (T, d_ff): up · SiLU(gate)
+            rec.step(Op::FfnActivation, l, &[Op::FfnUp], || backend.trace_rows(&hidden));
+            hidden
         }
         (Activation::SwiGlu, None) => unreachable!("Weights::check requires a gate for SwiGLU"),
         (pointwise, _) => {
-            backend.pointwise(&mut hidden, pointwise).await; // (T, d_ff)
+            let shape = [up.dims()[0], up.dims()[1]];
+            let hidden = backend.pointwise(up, pointwise); // (T, d_ff)
             // The trace keeps the expansion; its activation is computed again when read.
-            let shape = [hidden.nrows(), hidden.ncols()];
-            rec.derived_step(Op::FfnActivation, l, &[Op::FfnUp], &shape, || hidden.clone().into_dyn(), move |up| {
+            rec.derived_step(Op::FfnActivation, l, &[Op::FfnUp], &shape, || backend.trace_rows(&hidden), move |up| {
                 let mut activated = up[0].to_owned(); // (T, d_ff)
                 apply_pointwise(&mut activated, pointwise);
                 activated
             });
+            hidden
         }
-    }
-    let out = backend.linear(hidden.view(), &w.down).await; // (T, d_model)
-    rec.step(Op::FfnDown, l, &[Op::FfnActivation], || out.clone().into_dyn());
+    };
+    let out = backend.linear(&hidden, &w.down); // (T, d_model)
+    rec.step(Op::FfnDown, l, &[Op::FfnActivation], || backend.trace_rows(&out));
     out
 }
 

@@ -1,17 +1,16 @@
 //! The one forward pass, for every config, reporting each intermediate to a `Recorder`.
 
-use ndarray::{s, Array1, Array2, ArrayView2};
+use ndarray::{s, Array1, Array2, ArrayView2, ArrayViewD, Ix2};
 
 use super::attention::{self_attention, softmax_rows};
 use super::cross_attention::cross_attention;
 use super::config::{ModelConfig, NormPlace};
 use super::ffn::feed_forward;
-use super::backend::{on_cpu, Backend, Cpu};
-use super::norm::row_mean_std;
+use super::backend::{on_cpu, Backend, Cpu, Shaped};
 use super::kv_cache::KvCache;
 use super::weights::{LayerWeights, NormWeights, Weights};
 use super::embed::embed;
-use crate::trace::{NormStats, Op, Recorder};
+use crate::trace::{NormRows, Op, Recorder, Tensor};
 
 pub struct ForwardOutput {
     /// (T, d_model): the last layer's output (after the final norm for pre-LN models).
@@ -22,29 +21,22 @@ pub struct ForwardOutput {
 }
 
 #[allow(clippy::too_many_arguments)]
-async fn norm_step<B: Backend, R: Recorder>(
+fn norm_step<B: Backend, R: Recorder>(
     backend: &B,
-    x: ArrayView2<'_, f32>,
+    x: &B::Rows,
     w: &NormWeights,
     c: &ModelConfig,
     op: Op,
     layer: Option<usize>,
     input: Op,
     rec: &mut R,
-) -> Array2<f32> {
-    let y = backend.norm(c.norm, w, x, c.norm_eps).await; // (T, d)
-    rec.step(op, layer, &[input], || y.clone().into_dyn());
-    rec.norm_stats(layer, || {
-        let (input_mean, input_std) = row_mean_std(x); // (T), (T)
-        let (output_mean, output_std) = row_mean_std(y.view()); // (T), (T)
-        NormStats {
-            input_mean: input_mean.to_vec(),
-            input_std: input_std.to_vec(),
-            output_mean: output_mean.to_vec(),
-            output_std: output_std.to_vec(),
-            gamma: w.gamma.to_vec(),
-            beta: w.beta.as_ref().map(|b| b.to_vec()),
-        }
+) -> B::Rows {
+    let y = backend.norm(c.norm, w, x, c.norm_eps); // (T, d)
+    rec.step(op, layer, &[input], || backend.trace_rows(&y));
+    rec.norm_stats(layer, || NormRows {
+        rows: backend.trace_rows(&backend.row_stats(x, &y)), // (T, 4)
+        gamma: w.gamma.to_vec(),
+        beta: w.beta.as_ref().map(|b| b.to_vec()),
     });
     y
 }
@@ -63,60 +55,59 @@ pub enum Logits {
 /// `first`, `first + 1`, ... (see `self_attention`). An encoder-decoder's decoder layer also
 /// reads `memory`, the encoder's (S, d) output, through its cross-attention.
 #[allow(clippy::too_many_arguments)]
-pub async fn layer_forward<B: Backend, R: Recorder>(
+pub fn layer_forward<B: Backend, R: Recorder>(
     backend: &B,
-    x: ArrayView2<'_, f32>,
+    x: B::Rows,
     lw: &LayerWeights,
     c: &ModelConfig,
     i: usize,
     stream: Op,
     rec: &mut R,
-    cache: Option<&mut KvCache>,
+    cache: Option<&mut KvCache<B::Heads>>,
     first: usize,
-    memory: Option<ArrayView2<'_, f32>>,
-) -> (Array2<f32>, Op) {
+    memory: Option<&B::Rows>,
+) -> (B::Rows, Op) {
     let l = Some(i);
     rec.layer_input(i, stream);
     let cross = lw.cross.as_ref().zip(memory);
     debug_assert_eq!(lw.cross.is_some(), cross.is_some(), "a decoder layer with cross-attention needs the encoder's output");
     match c.norm_place {
         NormPlace::Post => {
-            let mut x = x.to_owned(); // (T, d)
-            let attn = self_attention(backend, x.view(), &lw.attention, c, i, stream, rec, cache, first).await; // (T, d)
-            x += &attn; // (T, d)
-            rec.step(Op::AttentionResidual, l, &[stream, Op::OutputProjection], || x.clone().into_dyn());
-            x = norm_step(backend, x.view(), &lw.attention_norm, c, Op::AttentionNorm, l, Op::AttentionResidual, rec).await; // (T, d)
+            let attn = self_attention(backend, &x, &lw.attention, c, i, stream, rec, cache, first); // (T, d)
+            let x = backend.add(x, &attn); // (T, d)
+            rec.step(Op::AttentionResidual, l, &[stream, Op::OutputProjection], || backend.trace_rows(&x));
+            let mut x = norm_step(backend, &x, &lw.attention_norm, c, Op::AttentionNorm, l, Op::AttentionResidual, rec); // (T, d)
             let mut ffn_input = Op::AttentionNorm;
             if let Some((xw, memory)) = cross {
-                let read = cross_attention(backend, x.view(), memory, &xw.attention, c, i, Op::AttentionNorm, rec).await; // (T, d)
-                x += &read; // (T, d)
-                rec.step(Op::CrossResidual, l, &[Op::AttentionNorm, Op::CrossOutput], || x.clone().into_dyn());
-                x = norm_step(backend, x.view(), &xw.norm, c, Op::CrossNorm, l, Op::CrossResidual, rec).await; // (T, d)
+                let read = cross_attention(backend, &x, memory, &xw.attention, c, i, Op::AttentionNorm, rec); // (T, d)
+                let sum = backend.add(x, &read); // (T, d)
+                rec.step(Op::CrossResidual, l, &[Op::AttentionNorm, Op::CrossOutput], || backend.trace_rows(&sum));
+                x = norm_step(backend, &sum, &xw.norm, c, Op::CrossNorm, l, Op::CrossResidual, rec); // (T, d)
                 ffn_input = Op::CrossNorm;
             }
-            let ffn = feed_forward(backend, x.view(), &lw.ffn, c.activation, i, ffn_input, rec).await; // (T, d)
-            x += &ffn; // (T, d)
-            rec.step(Op::FfnResidual, l, &[ffn_input, Op::FfnDown], || x.clone().into_dyn());
-            x = norm_step(backend, x.view(), &lw.ffn_norm, c, Op::FfnNorm, l, Op::FfnResidual, rec).await; // (T, d)
+            let ffn = feed_forward(backend, &x, &lw.ffn, c.activation, i, ffn_input, rec); // (T, d)
+            let x = backend.add(x, &ffn); // (T, d)
+            rec.step(Op::FfnResidual, l, &[ffn_input, Op::FfnDown], || backend.trace_rows(&x));
+            let x = norm_step(backend, &x, &lw.ffn_norm, c, Op::FfnNorm, l, Op::FfnResidual, rec); // (T, d)
             (x, Op::FfnNorm)
         }
         NormPlace::Pre => {
-            let h = norm_step(backend, x, &lw.attention_norm, c, Op::AttentionNorm, l, stream, rec).await; // (T, d)
-            let attn = self_attention(backend, h.view(), &lw.attention, c, i, Op::AttentionNorm, rec, cache, first).await; // (T, d)
-            let mut x = &x + &attn; // (T, d)
-            rec.step(Op::AttentionResidual, l, &[stream, Op::OutputProjection], || x.clone().into_dyn());
+            let h = norm_step(backend, &x, &lw.attention_norm, c, Op::AttentionNorm, l, stream, rec); // (T, d)
+            let attn = self_attention(backend, &h, &lw.attention, c, i, Op::AttentionNorm, rec, cache, first); // (T, d)
+            let mut x = backend.add(x, &attn); // (T, d)
+            rec.step(Op::AttentionResidual, l, &[stream, Op::OutputProjection], || backend.trace_rows(&x));
             let mut sum = Op::AttentionResidual;
             if let Some((xw, memory)) = cross {
-                let h = norm_step(backend, x.view(), &xw.norm, c, Op::CrossNorm, l, Op::AttentionResidual, rec).await; // (T, d)
-                let read = cross_attention(backend, h.view(), memory, &xw.attention, c, i, Op::CrossNorm, rec).await; // (T, d)
-                x += &read; // (T, d)
-                rec.step(Op::CrossResidual, l, &[Op::AttentionResidual, Op::CrossOutput], || x.clone().into_dyn());
+                let h = norm_step(backend, &x, &xw.norm, c, Op::CrossNorm, l, Op::AttentionResidual, rec); // (T, d)
+                let read = cross_attention(backend, &h, memory, &xw.attention, c, i, Op::CrossNorm, rec); // (T, d)
+                x = backend.add(x, &read); // (T, d)
+                rec.step(Op::CrossResidual, l, &[Op::AttentionResidual, Op::CrossOutput], || backend.trace_rows(&x));
                 sum = Op::CrossResidual;
             }
-            let h = norm_step(backend, x.view(), &lw.ffn_norm, c, Op::FfnNorm, l, sum, rec).await; // (T, d)
-            let ffn = feed_forward(backend, h.view(), &lw.ffn, c.activation, i, Op::FfnNorm, rec).await; // (T, d)
-            x += &ffn; // (T, d)
-            rec.step(Op::FfnResidual, l, &[sum, Op::FfnDown], || x.clone().into_dyn());
+            let h = norm_step(backend, &x, &lw.ffn_norm, c, Op::FfnNorm, l, sum, rec); // (T, d)
+            let ffn = feed_forward(backend, &h, &lw.ffn, c.activation, i, Op::FfnNorm, rec); // (T, d)
+            let x = backend.add(x, &ffn); // (T, d)
+            rec.step(Op::FfnResidual, l, &[sum, Op::FfnDown], || backend.trace_rows(&x));
             (x, Op::FfnResidual)
         }
     }
@@ -139,58 +130,84 @@ pub fn forward_cached<R: Recorder>(
     rec: &mut R,
     logits: Logits,
 ) -> ForwardOutput {
-    on_cpu(forward_with(&Cpu, ids, cache, w, c, rec, logits))
+    on_cpu(forward_with(&Cpu, ids, cache, w, c, rec, logits)).expect("the CPU's pass never fails")
 }
 
-/// `forward_cached` on `backend`.
+/// `forward_cached` on `backend`. `None` when the backend failed during the pass (a GPU's
+/// lost device or failed kernel, which `backend` reports): compute it again on the CPU, with
+/// a new recorder (this one holds zeros where the device's values were).
 #[allow(clippy::too_many_arguments)]
 pub async fn forward_with<B: Backend, R: Recorder>(
     backend: &B,
     ids: &[u32],
-    cache: Option<&mut KvCache>,
+    cache: Option<&mut KvCache<B::Heads>>,
     w: &Weights,
     c: &ModelConfig,
     rec: &mut R,
     logits: Logits,
-) -> ForwardOutput {
+) -> Option<ForwardOutput> {
     debug_assert!(!c.is_encoder_decoder(), "an encoder-decoder's decoder runs through `decode`, with the encoder's output");
-    pass(backend, ids, cache, None, w, c, rec, logits).await
+    let out = pass(backend, ids, cache, None, w, c, rec, logits);
+    finished(backend, out).await
 }
 
 /// The encoder of an encoder-decoder on the source ids (within the context): the same
 /// embedding and layers as any model, with bidirectional attention (`encoder_config`).
-/// `rec` sees the encoder's steps, as an encoder's trace. Returns its (S, d_model) output.
-pub async fn encode_source<B: Backend, R: Recorder>(backend: &B, source: &[u32], w: &Weights, c: &ModelConfig, rec: &mut R) -> Array2<f32> {
+/// `rec` sees the encoder's steps, as an encoder's trace. Returns its (S, d_model) output, or
+/// `None` when the backend failed (as `forward_with`).
+pub async fn encode_source<B: Backend, R: Recorder>(backend: &B, source: &[u32], w: &Weights, c: &ModelConfig, rec: &mut R) -> Option<Array2<f32>> {
     let ec = c.encoder_config();
-    rec.step(Op::Tokenize, None, &[], || Array1::from_iter(source.iter().map(|&i| i as f32)).into_dyn());
-    let (mut x, mut stream) = embed(source, 0, w, &ec, rec); // (S, d)
+    rec.step(Op::Tokenize, None, &[], || Tensor::from_array(Array1::from_iter(source.iter().map(|&i| i as f32)).into_dyn()));
+    let (x, mut stream) = embed(source, 0, w, &ec, rec); // (S, d)
+    let mut x = backend.rows(x); // (S, d)
     for (i, lw) in w.encoder_layers.iter().enumerate() {
-        (x, stream) = layer_forward(backend, x.view(), lw, &ec, i, stream, rec, None, 0, None).await; // (S, d)
+        (x, stream) = layer_forward(backend, x, lw, &ec, i, stream, rec, None, 0, None); // (S, d)
     }
     if let (NormPlace::Pre, Some(n)) = (ec.norm_place, &w.encoder_final_norm) {
-        x = norm_step(backend, x.view(), n, &ec, Op::FinalNorm, None, stream, rec).await; // (S, d)
+        x = norm_step(backend, &x, n, &ec, Op::FinalNorm, None, stream, rec); // (S, d)
     }
-    x
+    let out = backend.rows_into_trace(x); // (S, d)
+    backend.finish().await.then(|| rows_of(out))
 }
 
 /// The decoder of an encoder-decoder on the target ids (the start token and the tokens
 /// decoded so far), every layer cross-attending to `memory`, the encoder's (S, d_model)
-/// output. The same pass as every decoder's, plus the cross-attention sublayers.
-pub async fn decode<B: Backend, R: Recorder>(backend: &B, target: &[u32], memory: ArrayView2<'_, f32>, w: &Weights, c: &ModelConfig, rec: &mut R, logits: Logits) -> ForwardOutput {
-    pass(backend, target, None, Some(memory), w, c, rec, logits).await
+/// output. The same pass as every decoder's, plus the cross-attention sublayers. `None` when
+/// the backend failed (as `forward_with`).
+pub async fn decode<B: Backend, R: Recorder>(backend: &B, target: &[u32], memory: ArrayView2<'_, f32>, w: &Weights, c: &ModelConfig, rec: &mut R, logits: Logits) -> Option<ForwardOutput> {
+    let out = pass(backend, target, None, Some(memory), w, c, rec, logits);
+    finished(backend, out).await
+}
+
+/// A pass's output as the backend holds it, until its readback.
+struct Pending {
+    hidden: Tensor,
+    logits: Option<Tensor>,
+}
+
+fn rows_of(t: Tensor) -> Array2<f32> {
+    t.into_array().into_dimensionality().expect("a pass's output has two axes")
+}
+
+/// Waits for the backend's readback, then the pass's output.
+async fn finished<B: Backend>(backend: &B, out: Pending) -> Option<ForwardOutput> {
+    if !backend.finish().await {
+        return None;
+    }
+    Some(ForwardOutput { hidden: rows_of(out.hidden), logits: out.logits.map(rows_of) })
 }
 
 #[allow(clippy::too_many_arguments)]
-async fn pass<B: Backend, R: Recorder>(
+fn pass<B: Backend, R: Recorder>(
     backend: &B,
     ids: &[u32],
-    mut cache: Option<&mut KvCache>,
+    mut cache: Option<&mut KvCache<B::Heads>>,
     memory: Option<ArrayView2<'_, f32>>,
     w: &Weights,
     c: &ModelConfig,
     rec: &mut R,
     logits: Logits,
-) -> ForwardOutput {
+) -> Pending {
     // Only a causal model's earlier tokens are unchanged by later ones.
     let first = match &cache {
         Some(cache) if c.causal => cache.len(),
@@ -199,38 +216,43 @@ async fn pass<B: Backend, R: Recorder>(
     if !c.causal {
         cache = None;
     }
-    rec.step(Op::Tokenize, None, &[], || Array1::from_iter(ids.iter().map(|&i| i as f32)).into_dyn());
-    let (mut x, mut stream) = embed(ids, first, w, c, rec); // (T, d)
+    rec.step(Op::Tokenize, None, &[], || Tensor::from_array(Array1::from_iter(ids.iter().map(|&i| i as f32)).into_dyn()));
+    let (x, mut stream) = embed(ids, first, w, c, rec); // (T, d)
+    let mut x = backend.rows(x); // (T, d)
     if let Some(n) = &w.embedding_norm {
-        x = norm_step(backend, x.view(), n, c, Op::EmbeddingNorm, None, stream, rec).await; // (T, d)
+        x = norm_step(backend, &x, n, c, Op::EmbeddingNorm, None, stream, rec); // (T, d)
         stream = Op::EmbeddingNorm;
     }
     if let Some(m) = memory {
-        rec.step(Op::EncoderOutput, None, &[], || m.to_owned().into_dyn()); // (S, d)
+        rec.step(Op::EncoderOutput, None, &[], || Tensor::from_array(m.to_owned().into_dyn())); // (S, d)
     }
+    let memory = memory.map(|m| backend.rows(m.to_owned())); // (S, d)
     for (i, lw) in w.layers.iter().enumerate() {
-        (x, stream) = layer_forward(backend, x.view(), lw, c, i, stream, rec, cache.as_deref_mut(), first, memory).await; // (T, d)
+        (x, stream) = layer_forward(backend, x, lw, c, i, stream, rec, cache.as_deref_mut(), first, memory.as_ref()); // (T, d)
     }
     if let (NormPlace::Pre, Some(n)) = (c.norm_place, &w.final_norm) {
-        x = norm_step(backend, x.view(), n, c, Op::FinalNorm, None, stream, rec).await; // (T, d)
+        x = norm_step(backend, &x, n, c, Op::FinalNorm, None, stream, rec); // (T, d)
         stream = Op::FinalNorm;
     }
-    let logits = match w.unembedding(c) {
-        None => None,
-        Some(u) => {
-            let rows = match logits {
-                Logits::All => x.view(),                            // (T, d)
-                Logits::Last => x.slice(s![x.nrows() - 1.., ..]), // (1, d)
-            };
-            let logits = backend.unembed(rows, u).await; // (rows, vocab) = (rows, d) · (d, vocab)
-            rec.step(Op::Unembed, None, &[stream], || logits.clone().into_dyn());
-            rec.step(Op::NextTokenProbabilities, None, &[Op::Unembed], || {
-                let mut last = logits.row(logits.nrows() - 1).to_owned().insert_axis(ndarray::Axis(0)); // (1, vocab)
-                softmax_rows(last.view_mut());
-                last.remove_axis(ndarray::Axis(0)).into_dyn() // (vocab)
-            });
-            Some(logits)
-        }
-    };
-    ForwardOutput { hidden: x, logits }
+    let logits = w.unembedding(c).map(|u| {
+        let logits = match logits {
+            Logits::All => backend.unembed(&x, u), // (T, vocab) = (T, d) · (d, vocab)
+            Logits::Last => backend.unembed(&backend.last_row(&x), u), // (1, vocab)
+        };
+        let vocab = logits.dims()[1];
+        rec.step(Op::Unembed, None, &[stream], || backend.trace_rows(&logits));
+        // Computed from the logits when read (cheap: one row's softmax).
+        let probabilities = move |l: &[ArrayViewD<f32>]| {
+            let logits = l[0].view().into_dimensionality::<Ix2>().expect("logits are (rows, vocab)"); // (rows, vocab)
+            let mut last = logits.slice(s![logits.nrows() - 1.., ..]).to_owned(); // (1, vocab)
+            softmax_rows(last.view_mut());
+            last.remove_axis(ndarray::Axis(0)).into_dyn() // (vocab)
+        };
+        rec.derived_step(Op::NextTokenProbabilities, None, &[Op::Unembed], &[vocab], || {
+            let logits = backend.trace_rows(&logits);
+            Tensor::from_array(probabilities(&[logits.view()]))
+        }, probabilities);
+        backend.rows_into_trace(logits)
+    });
+    Pending { hidden: backend.rows_into_trace(x), logits }
 }

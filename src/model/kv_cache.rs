@@ -3,25 +3,35 @@
 //! up to it, so text appended later never changes them: the next pass computes only the new
 //! tokens' queries, keys and values and attends over the cached ones too.
 
-use ndarray::{concatenate, s, Array3, ArrayView3, Axis};
+//!
+//! The cache holds its tensors where the backend that computes the pass keeps them (`H`): an
+//! ndarray on the CPU, a buffer on a GPU (`Backend::Heads`).
+
+use ndarray::{s, Array3};
 
 /// One layer's cached keys and values.
 #[derive(Debug, Clone)]
-pub struct LayerCache {
+pub struct LayerCache<H = Array3<f32>> {
     /// (kv_heads, P, head_dim), rotated to their positions.
-    pub keys: Array3<f32>,
+    pub keys: H,
     /// (kv_heads, P, head_dim)
-    pub values: Array3<f32>,
+    pub values: H,
 }
 
-#[derive(Debug, Clone, Default)]
-pub struct KvCache {
-    layers: Vec<LayerCache>,
+#[derive(Debug, Clone)]
+pub struct KvCache<H = Array3<f32>> {
+    layers: Vec<LayerCache<H>>,
     /// Positions cached (the same in every layer).
     len: usize,
 }
 
-impl KvCache {
+impl<H> Default for KvCache<H> {
+    fn default() -> Self {
+        KvCache { layers: Vec::new(), len: 0 }
+    }
+}
+
+impl<H: Clone> KvCache<H> {
     pub fn new() -> Self {
         Self::default()
     }
@@ -35,6 +45,26 @@ impl KvCache {
         self.len == 0
     }
 
+    /// Appends `keys` and `values` (kv_heads, n, hd) of the new tokens to layer `layer`, and
+    /// returns all of that layer's keys and values (kv_heads, P + n, hd). `join` puts a
+    /// layer's cached tensor and the new one together along the token axis (the backend's
+    /// `Backend::append_tokens`); `tokens` counts a tensor's tokens.
+    pub fn append(&mut self, layer: usize, keys: H, values: H, join: impl Fn(&H, &H) -> H, tokens: impl Fn(&H) -> usize) -> (H, H) {
+        if layer == self.layers.len() {
+            self.layers.push(LayerCache { keys, values });
+        } else {
+            let cached = &mut self.layers[layer];
+            cached.keys = join(&cached.keys, &keys); // (kv, P + n, hd)
+            cached.values = join(&cached.values, &values); // (kv, P + n, hd)
+        }
+        let cached = &self.layers[layer];
+        // Every layer appends the same tokens: the last layer sets the cache's length.
+        self.len = tokens(&cached.keys);
+        (cached.keys.clone(), cached.values.clone())
+    }
+}
+
+impl KvCache<Array3<f32>> {
     /// Keeps the first `n` positions only (the tokens before the first one that changed).
     pub fn truncate(&mut self, n: usize) {
         if n >= self.len {
@@ -62,20 +92,5 @@ impl KvCache {
     /// Layer `layer`'s cache so far: keys and values (kv_heads, P, hd), or `None` when empty.
     pub fn layer(&self, layer: usize) -> Option<&LayerCache> {
         self.layers.get(layer)
-    }
-
-    /// Appends `keys` and `values` (kv_heads, n, hd) of the new tokens to layer `layer`, and
-    /// returns all of that layer's keys and values (kv_heads, P + n, hd).
-    pub fn append(&mut self, layer: usize, keys: ArrayView3<f32>, values: ArrayView3<f32>) -> (ArrayView3<'_, f32>, ArrayView3<'_, f32>) {
-        if layer == self.layers.len() {
-            let empty = Array3::<f32>::zeros((keys.dim().0, 0, keys.dim().2)); // (kv_heads, 0, hd)
-            self.layers.push(LayerCache { keys: empty.clone(), values: empty });
-        }
-        let cached = &mut self.layers[layer];
-        cached.keys = concatenate(Axis(1), &[cached.keys.view(), keys]).expect("same heads and width"); // (kv, P + n, hd)
-        cached.values = concatenate(Axis(1), &[cached.values.view(), values]).expect("same heads and width"); // (kv, P + n, hd)
-        // Every layer appends the same tokens: the last layer sets the cache's length.
-        self.len = cached.keys.dim().1;
-        (cached.keys.view(), cached.values.view())
     }
 }

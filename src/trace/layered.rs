@@ -13,9 +13,9 @@ use std::sync::Arc;
 use ndarray::{s, ArrayD, ArrayViewD, Axis};
 
 use super::record::row_major;
-use super::{NormStats, Op, Recorder, Tensor, TensorData, Trace, TraceRecorder};
+use super::{NormRows, Op, Recorder, Tensor, TensorData, Trace, TraceRecorder};
 use crate::model::config::{ModelConfig, NormPlace};
-use crate::model::backend::{on_cpu, Cpu};
+use crate::model::backend::Cpu;
 use crate::model::forward::layer_forward;
 use crate::model::Weights;
 
@@ -54,7 +54,7 @@ impl<'a> LayeredRecorder<'a> {
     }
 
     pub fn into_parts(self) -> (Vec<super::Step>, Vec<super::NormRecord>) {
-        (self.inner.steps, self.inner.norms)
+        self.inner.into_parts()
     }
 
     /// The layer steps kept in memory: what the views read for every layer.
@@ -118,7 +118,7 @@ fn replay(weights: &Weights, config: &ModelConfig, layer: usize, input: &Tensor,
     let mut pick = Pick { want, found: None };
     // Only decoder-only and encoder models are traced this way (an encoder-decoder's layers
     // need the encoder's output: `Transformer::translate` keeps every step instead).
-    on_cpu(layer_forward(&Cpu, x, &weights.layers[layer], config, layer, stream, &mut pick, None, 0, None));
+    layer_forward(&Cpu, x.to_owned(), &weights.layers[layer], config, layer, stream, &mut pick, None, 0, None);
     pick.found.expect("a layer records the same steps every time it runs")
 }
 
@@ -129,19 +129,21 @@ struct Pick {
 }
 
 impl Recorder for Pick {
-    fn step<F: FnOnce() -> ArrayD<f32>>(&mut self, op: Op, _: Option<usize>, _: &[Op], make: F) {
+    fn step<F: FnOnce() -> Tensor>(&mut self, op: Op, _: Option<usize>, _: &[Op], make: F) {
         if op == self.want && self.found.is_none() {
-            self.found = Some(row_major(make()));
+            self.found = Some(row_major(make().into_array()));
         }
     }
-    fn norm_stats<F: FnOnce() -> NormStats>(&mut self, _: Option<usize>, _: F) {}
+    fn norm_stats<F: FnOnce() -> NormRows>(&mut self, _: Option<usize>, _: F) {}
 }
 
+// Only the CPU's passes are recorded this way (`Transformer::continue_trace`): every `make`
+// gives values at once.
 impl Recorder for LayeredRecorder<'_> {
-    fn step<F: FnOnce() -> ArrayD<f32>>(&mut self, op: Op, layer: Option<usize>, inputs: &[Op], make: F) {
+    fn step<F: FnOnce() -> Tensor>(&mut self, op: Op, layer: Option<usize>, inputs: &[Op], make: F) {
         match layer {
             Some(l) if !self.keeps(op) => {
-                let shape = make().shape().to_vec();
+                let shape = make().shape;
                 self.on_read(op, l, inputs, shape);
             }
             _ if op == Op::Unembed => {
@@ -161,15 +163,15 @@ impl Recorder for LayeredRecorder<'_> {
                 self.inner.push(op, layer, inputs, Tensor { shape, data: TensorData::computed_on_read(recipe) });
             }
             _ => {
-                let array = self.continue_prefix(op, layer, make());
-                self.inner.step(op, layer, inputs, || array);
+                let array = self.continue_prefix(op, layer, make().into_array());
+                self.inner.step(op, layer, inputs, || Tensor::from_array(array));
             }
         }
     }
 
     fn derived_step<F, D>(&mut self, op: Op, layer: Option<usize>, inputs: &[Op], shape: &[usize], make: F, _derive: D)
     where
-        F: FnOnce() -> ArrayD<f32>,
+        F: FnOnce() -> Tensor,
         D: Fn(&[ArrayViewD<f32>]) -> ArrayD<f32> + Send + Sync + 'static,
     {
         match layer {
@@ -178,18 +180,18 @@ impl Recorder for LayeredRecorder<'_> {
         }
     }
 
-    fn unchanged_step<F: FnOnce() -> ArrayD<f32>>(&mut self, op: Op, layer: Option<usize>, input: Op, make: F) {
+    fn unchanged_step<F: FnOnce() -> Tensor>(&mut self, op: Op, layer: Option<usize>, input: Op, make: F) {
         match layer {
             Some(l) if !self.keeps(op) => {
-                let shape = self.inner.latest(input).map(|s| s.tensor.shape.clone()).unwrap_or_else(|| make().shape().to_vec());
+                let shape = self.inner.latest(input).map(|s| s.tensor.shape.clone()).unwrap_or_else(|| make().shape);
                 self.on_read(op, l, &[input], shape);
             }
             _ => self.step(op, layer, &[input], make),
         }
     }
 
-    fn norm_stats<F: FnOnce() -> NormStats>(&mut self, layer: Option<usize>, make: F) {
-        let mut stats = make();
+    fn norm_stats<F: FnOnce() -> NormRows>(&mut self, layer: Option<usize>, make: F) {
+        let mut stats = make().stats();
         if let Some(prefix) = &mut self.prefix {
             let old = &prefix.trace.norms[prefix.norm_index].stats;
             let p = prefix.rows;
@@ -200,7 +202,7 @@ impl Recorder for LayeredRecorder<'_> {
             stats.output_std = join(&old.output_std, &stats.output_std);
             prefix.norm_index += 1;
         }
-        self.inner.norm_stats(layer, || stats);
+        self.inner.push_norm(layer, stats);
     }
 
     fn layer_input(&mut self, layer: usize, input: Op) {

@@ -10,8 +10,8 @@ mod tensor;
 pub use describe::{describe, StepText};
 pub use difference::Difference;
 pub use layered::LayeredRecorder;
-pub use record::{NoRecorder, NormStats, Recorder, TraceRecorder};
-pub use tensor::{Recipe, Tensor, TensorData};
+pub use record::{NoRecorder, NormRows, NormStats, Recorder, TraceRecorder};
+pub use tensor::{Fill, Recipe, Tensor, TensorData};
 
 use ndarray::{ArrayView1, ArrayView2, ArrayView3};
 use serde::{Deserialize, Serialize};

@@ -22,16 +22,44 @@ pub struct NormStats {
     pub beta: Option<Vec<f32>>,
 }
 
+impl NormStats {
+    /// The statistics of `rows` (T, 4): each row's input mean and standard deviation, then
+    /// its output's.
+    fn from_rows(rows: &Tensor, gamma: Vec<f32>, beta: Option<Vec<f32>>) -> Self {
+        let column = |c: usize| rows.data.chunks_exact(4).map(|r| r[c]).collect::<Vec<f32>>();
+        NormStats { input_mean: column(0), input_std: column(1), output_mean: column(2), output_std: column(3), gamma, beta }
+    }
+}
+
+/// What a norm's statistics are read from: `rows` (T, 4), each row's input mean and standard
+/// deviation then its output's (a GPU's arrive with the pass's readback), and the norm's
+/// learned parameters.
+pub struct NormRows {
+    pub rows: Tensor,
+    pub gamma: Vec<f32>,
+    /// Absent for RMSNorm.
+    pub beta: Option<Vec<f32>>,
+}
+
+impl NormRows {
+    pub fn stats(self) -> NormStats {
+        NormStats::from_rows(&self.rows, self.gamma, self.beta)
+    }
+}
+
+/// The recorder's side of a pass: each step's values come from `make`, called only by a
+/// recorder that keeps them. They are a `Tensor`, whose data a GPU fills after the pass (its
+/// one readback): a recorder reads no values before the pass has ended, except on the CPU.
 pub trait Recorder {
     /// Records the result of `op`. `inputs` name the ops whose latest results it reads.
-    fn step<F: FnOnce() -> ArrayD<f32>>(&mut self, op: Op, layer: Option<usize>, inputs: &[Op], make: F);
+    fn step<F: FnOnce() -> Tensor>(&mut self, op: Op, layer: Option<usize>, inputs: &[Op], make: F);
 
     /// Records the result of `op`, of `shape`, which `derive` computes again from the latest
     /// results of `inputs` (in that order). `derive` must be the computation the pass ran, so
     /// that it gives the same numbers; a recorder may keep `make()` or `derive` instead.
     fn derived_step<F, D>(&mut self, op: Op, layer: Option<usize>, inputs: &[Op], shape: &[usize], make: F, derive: D)
     where
-        F: FnOnce() -> ArrayD<f32>,
+        F: FnOnce() -> Tensor,
         D: Fn(&[ArrayViewD<f32>]) -> ArrayD<f32> + Send + Sync + 'static,
     {
         let _ = (shape, derive);
@@ -40,12 +68,12 @@ pub trait Recorder {
 
     /// Records the result of `op`, which is exactly the latest result of `input` (the mask of
     /// a model that hides nothing).
-    fn unchanged_step<F: FnOnce() -> ArrayD<f32>>(&mut self, op: Op, layer: Option<usize>, input: Op, make: F) {
+    fn unchanged_step<F: FnOnce() -> Tensor>(&mut self, op: Op, layer: Option<usize>, input: Op, make: F) {
         self.step(op, layer, &[input], make);
     }
 
     /// Records per-token statistics of the norm whose output was just recorded.
-    fn norm_stats<F: FnOnce() -> NormStats>(&mut self, layer: Option<usize>, make: F);
+    fn norm_stats<F: FnOnce() -> NormRows>(&mut self, layer: Option<usize>, make: F);
 
     /// Says that layer `layer` begins, reading the latest result of `input` (the residual
     /// stream): a recorder that computes a layer's steps again on read starts from there.
@@ -58,20 +86,37 @@ pub trait Recorder {
 pub struct NoRecorder;
 
 impl Recorder for NoRecorder {
-    fn step<F: FnOnce() -> ArrayD<f32>>(&mut self, _: Op, _: Option<usize>, _: &[Op], _: F) {}
-    fn norm_stats<F: FnOnce() -> NormStats>(&mut self, _: Option<usize>, _: F) {}
+    fn step<F: FnOnce() -> Tensor>(&mut self, _: Op, _: Option<usize>, _: &[Op], _: F) {}
+    fn norm_stats<F: FnOnce() -> NormRows>(&mut self, _: Option<usize>, _: F) {}
 }
 
 /// Keeps every step, described for the stepper.
 pub struct TraceRecorder<'c> {
     config: &'c ModelConfig,
     pub steps: Vec<Step>,
-    pub norms: Vec<NormRecord>,
+    norms: Vec<NormRecord>,
+    /// Norms whose statistics a device has not read back yet, by their index in `norms`.
+    norms_later: Vec<(usize, NormRows)>,
 }
 
 impl<'c> TraceRecorder<'c> {
     pub fn new(config: &'c ModelConfig) -> Self {
-        Self { config, steps: Vec::new(), norms: Vec::new() }
+        Self { config, steps: Vec::new(), norms: Vec::new(), norms_later: Vec::new() }
+    }
+
+    /// The steps and norms recorded. Called after the pass has ended (a GPU's after its
+    /// readback: the norms' statistics are read from the values it brought back).
+    pub fn into_parts(mut self) -> (Vec<Step>, Vec<NormRecord>) {
+        for (i, rows) in self.norms_later.drain(..) {
+            self.norms[i].stats = rows.stats();
+        }
+        (self.steps, self.norms)
+    }
+
+    /// Records a norm's statistics as they are.
+    pub(crate) fn push_norm(&mut self, layer: Option<usize>, stats: NormStats) {
+        let step = self.steps.last().map(|s| s.name.clone()).unwrap_or_default();
+        self.norms.push(NormRecord { step, layer, stats });
     }
 
     pub(crate) fn latest(&self, op: Op) -> Option<&Step> {
@@ -109,16 +154,14 @@ pub(crate) fn row_major(array: ArrayD<f32>) -> Vec<f32> {
 }
 
 impl Recorder for TraceRecorder<'_> {
-    fn step<F: FnOnce() -> ArrayD<f32>>(&mut self, op: Op, layer: Option<usize>, inputs: &[Op], make: F) {
-        let array = make();
-        let shape = array.shape().to_vec();
-        self.push(op, layer, inputs, Tensor { shape, data: row_major(array).into() });
+    fn step<F: FnOnce() -> Tensor>(&mut self, op: Op, layer: Option<usize>, inputs: &[Op], make: F) {
+        self.push(op, layer, inputs, make());
     }
 
     /// Keeps `derive` and handles to its inputs' values, not the values.
     fn derived_step<F, D>(&mut self, op: Op, layer: Option<usize>, inputs: &[Op], shape: &[usize], make: F, derive: D)
     where
-        F: FnOnce() -> ArrayD<f32>,
+        F: FnOnce() -> Tensor,
         D: Fn(&[ArrayViewD<f32>]) -> ArrayD<f32> + Send + Sync + 'static,
     {
         let sources: Option<Vec<Tensor>> = inputs.iter().map(|&o| self.latest(o).map(|s| s.tensor.clone())).collect();
@@ -133,16 +176,22 @@ impl Recorder for TraceRecorder<'_> {
     }
 
     /// Shares the storage of `input`'s result.
-    fn unchanged_step<F: FnOnce() -> ArrayD<f32>>(&mut self, op: Op, layer: Option<usize>, input: Op, make: F) {
+    fn unchanged_step<F: FnOnce() -> Tensor>(&mut self, op: Op, layer: Option<usize>, input: Op, make: F) {
         match self.latest(input).map(|s| s.tensor.clone()) {
             Some(tensor) => self.push(op, layer, &[input], tensor),
             None => self.step(op, layer, &[input], make),
         }
     }
 
-    fn norm_stats<F: FnOnce() -> NormStats>(&mut self, layer: Option<usize>, make: F) {
-        let stats = make();
-        let step = self.steps.last().map(|s| s.name.clone()).unwrap_or_default();
-        self.norms.push(NormRecord { step, layer, stats });
+    fn norm_stats<F: FnOnce() -> NormRows>(&mut self, layer: Option<usize>, make: F) {
+        let rows = make();
+        if rows.rows.data.is_in_memory() {
+            self.push_norm(layer, rows.stats());
+        } else {
+            // A device's values, read back when the pass ends: `into_parts` reads them.
+            let empty = NormStats { input_mean: vec![], input_std: vec![], output_mean: vec![], output_std: vec![], gamma: vec![], beta: None };
+            self.push_norm(layer, empty);
+            self.norms_later.push((self.norms.len() - 1, rows));
+        }
     }
 }

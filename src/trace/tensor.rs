@@ -8,9 +8,10 @@ use std::fmt;
 use std::ops::Deref;
 use std::sync::{Arc, OnceLock};
 
-use ndarray::{ArrayView1, ArrayView2, ArrayView3, ArrayViewD, Ix1, Ix2, Ix3};
+use ndarray::{ArrayD, ArrayView1, ArrayView2, ArrayView3, ArrayViewD, Ix1, Ix2, Ix3};
 use serde::{Deserialize, Serialize};
 
+use super::record::row_major;
 use crate::error::{Result, VizError};
 
 /// Computes a tensor's values (row-major) from the steps it was derived from.
@@ -21,6 +22,9 @@ struct Storage {
     /// How to compute `values` when they were not kept. Small: handles to its inputs'
     /// storage and a few numbers.
     recipe: Option<Recipe>,
+    /// For values a device computed: how many there will be when its readback fills them
+    /// (`TensorData::filled_later`).
+    pending: Option<usize>,
 }
 
 /// The values of a tensor, row-major; cheap to clone (clones share the storage). Reads as a
@@ -31,7 +35,15 @@ pub struct TensorData(Arc<Storage>);
 impl TensorData {
     /// Values computed by `recipe` when first read.
     pub fn computed_on_read(recipe: Recipe) -> Self {
-        Self(Arc::new(Storage { values: OnceLock::new(), recipe: Some(recipe) }))
+        Self(Arc::new(Storage { values: OnceLock::new(), recipe: Some(recipe), pending: None }))
+    }
+
+    /// `len` values a device is computing: they are set by `Fill::fill` when the pass's one
+    /// readback brings them back (a GPU keeps a pass's tensors on the device until then).
+    /// Read before that (a pass whose device failed, say), they read as zeros.
+    pub fn filled_later(len: usize) -> (Self, Fill) {
+        let storage = Arc::new(Storage { values: OnceLock::new(), recipe: None, pending: Some(len) });
+        (Self(storage.clone()), Fill(storage))
     }
 
     /// True when the values are computed from a recipe when first read (not kept by the pass).
@@ -55,19 +67,48 @@ impl TensorData {
     }
 }
 
+/// Sets the values of a `TensorData::filled_later` storage, once.
+pub struct Fill(Arc<Storage>);
+
+impl Fill {
+    /// How many values the storage expects.
+    pub fn len(&self) -> usize {
+        self.0.pending.unwrap_or(0)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Sets the values (`len()` of them; a shorter or longer readback is padded with zeros
+    /// or cut, so a tensor's shape always matches its data).
+    pub fn fill(self, mut values: Vec<f32>) {
+        values.resize(self.len(), 0.0);
+        let _ = self.0.values.set(values);
+    }
+}
+
+impl Storage {
+    /// The values, computing or (for a device's values not yet read back) zero-filling them.
+    fn values(&self) -> &Vec<f32> {
+        self.values.get_or_init(|| match (&self.recipe, self.pending) {
+            (Some(recipe), _) => recipe(),
+            (None, Some(len)) => vec![0.0; len],
+            (None, None) => unreachable!("kept values are set when the storage is made"),
+        })
+    }
+}
+
 impl From<Vec<f32>> for TensorData {
     fn from(values: Vec<f32>) -> Self {
-        Self(Arc::new(Storage { values: OnceLock::from(values), recipe: None }))
+        Self(Arc::new(Storage { values: OnceLock::from(values), recipe: None, pending: None }))
     }
 }
 
 impl Deref for TensorData {
     type Target = [f32];
     fn deref(&self) -> &[f32] {
-        self.0.values.get_or_init(|| match &self.0.recipe {
-            Some(recipe) => recipe(),
-            None => unreachable!("kept values are set when the storage is made"),
-        })
+        self.0.values()
     }
 }
 
@@ -103,7 +144,7 @@ impl Serialize for TensorData {
         match (self.0.values.get(), &self.0.recipe) {
             (Some(values), _) => values.serialize(s),
             (None, Some(recipe)) => recipe().serialize(s),
-            (None, None) => unreachable!("kept values are set when the storage is made"),
+            (None, None) => self.0.values().serialize(s),
         }
     }
 }
@@ -124,6 +165,24 @@ pub struct Tensor {
 }
 
 impl Tensor {
+    /// The values of `array`, row-major, as a step keeps them.
+    pub fn from_array(array: ArrayD<f32>) -> Self {
+        Tensor { shape: array.shape().to_vec(), data: row_major(array).into() }
+    }
+
+    /// The values as an array, without a copy when nothing else shares them.
+    pub fn into_array(self) -> ArrayD<f32> {
+        let Tensor { shape, data } = self;
+        let values = match Arc::try_unwrap(data.0) {
+            Ok(storage) => {
+                storage.values();
+                storage.values.into_inner().expect("set just above")
+            }
+            Err(shared) => TensorData(shared).to_vec(),
+        };
+        ArrayD::from_shape_vec(shape, values).expect("a Tensor's shape always matches its data")
+    }
+
     pub fn view(&self) -> ArrayViewD<'_, f32> {
         ArrayViewD::from_shape(self.shape.clone(), &self.data).expect("a Tensor's shape always matches its data")
     }

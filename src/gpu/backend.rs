@@ -298,6 +298,8 @@ impl Backend for GpuBackend {
     /// the values of a failed pass stay zeros.
     async fn finish(&self) -> bool {
         let pending = std::mem::take(&mut *self.pending.borrow_mut());
+        // The pass's commands go to the device inside its error scope.
+        self.ctx.flush();
         // Popped first (it takes effect at once), awaited after the readback: both answers
         // come from the device in the same round trip.
         let scope = self.scope.borrow_mut().take().map(|scope| scope.pop());

@@ -16,6 +16,9 @@ pub struct GpuContext {
     pub(crate) max_binding: u64,
     /// Compiled pipelines by kernel name: each WGSL file is compiled once per device.
     kernels: Mutex<HashMap<&'static str, Arc<Kernel>>>,
+    /// The commands recorded since the last submission: a pass's kernels and copies go to the
+    /// device in one submission (`flush`), not one each.
+    recording: Mutex<Option<wgpu::CommandEncoder>>,
     /// The first error no scope caught (wgpu's default is to panic on it), or the device's
     /// loss: once set, every operation fails with it and the caller falls back to the CPU.
     broken: Arc<Mutex<Option<String>>>,
@@ -62,7 +65,7 @@ impl GpuContext {
         device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| record(&sink, e.to_string())));
         let sink = broken.clone();
         device.set_device_lost_callback(move |reason, message| record(&sink, format!("the device was lost ({reason:?}): {message}")));
-        Ok(GpuContext { device, queue, info: adapter.get_info(), max_binding, kernels: Mutex::new(HashMap::new()), broken })
+        Ok(GpuContext { device, queue, info: adapter.get_info(), max_binding, kernels: Mutex::new(HashMap::new()), recording: Mutex::new(None), broken })
     }
 
     /// The adapter's name and API, as the status line shows them ("llvmpipe (LLVM 19.1.7,
@@ -100,6 +103,23 @@ impl GpuContext {
         Ok(k)
     }
 
+    /// Records commands (a kernel's run, a copy) for the next submission.
+    pub(crate) fn record(&self, commands: impl FnOnce(&mut wgpu::CommandEncoder)) {
+        let mut recording = self.recording.lock().unwrap_or_else(|p| p.into_inner());
+        let encoder = recording.get_or_insert_with(|| self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("pass") }));
+        commands(encoder);
+    }
+
+    /// Submits the commands recorded so far. Uploads (`queue.write_buffer`) made before it
+    /// reach the device first, as WebGPU orders them; every buffer is written once, before
+    /// the commands that read it are recorded.
+    pub(crate) fn flush(&self) {
+        let encoder = self.recording.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(encoder) = encoder {
+            self.queue.submit([encoder.finish()]);
+        }
+    }
+
     /// Copies a tensor back to the CPU. Asynchronous, as WebGPU requires; natively this waits
     /// for the device to finish.
     pub async fn read(&self, t: &GpuTensor) -> Result<Vec<f32>, GpuError> {
@@ -114,7 +134,6 @@ impl GpuContext {
         if let Some(t) = tensors.iter().find(|t| t.dtype() != GpuDtype::F32) {
             return Err(GpuError::Readback(format!("only f32 tensors are read back, not {:?} weights", t.dtype())));
         }
-        let mut encoder = self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("readback") });
         let staging: Vec<wgpu::Buffer> = tensors
             .iter()
             .map(|t| {
@@ -124,11 +143,12 @@ impl GpuContext {
                     usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
                     mapped_at_creation: false,
                 });
-                encoder.copy_buffer_to_buffer(&t.buffer, 0, &buffer, 0, t.bytes());
+                self.record(|encoder| encoder.copy_buffer_to_buffer(&t.buffer, 0, &buffer, 0, t.bytes()));
                 buffer
             })
             .collect();
-        self.queue.submit([encoder.finish()]);
+        // The commands that compute the tensors and the copies out, in one submission.
+        self.flush();
         let receivers: Vec<_> = staging
             .iter()
             .map(|buffer| {

@@ -41,10 +41,11 @@ impl Kernel {
         Ok(Kernel { name, pipeline })
     }
 
-    /// Submits one run of the kernel over `workgroups`, reading and writing `tensors`. Nothing
-    /// waits for it: the device runs submissions in order, and an error is caught by the
-    /// caller's error scope (one for each pass: waiting for a scope after every dispatch
-    /// would be a round trip to the device each) or else marks the context broken.
+    /// Records one run of the kernel over `workgroups`, reading and writing `tensors`, for the
+    /// next submission (`GpuContext::flush`, which a readback does first). Nothing waits for
+    /// it: an error is caught by the caller's error scope (one for each pass: waiting for a
+    /// scope after every dispatch would be a round trip to the device each) or else marks the
+    /// context broken.
     pub(crate) fn dispatch(&self, ctx: &GpuContext, params: &[Param], tensors: &[&GpuTensor], workgroups: [u32; 3]) -> Result<(), GpuError> {
         if workgroups.iter().any(|&n| n > MAX_WORKGROUPS_PER_DIMENSION) {
             return Err(GpuError::Shape { what: self.name, detail: format!("{workgroups:?} workgroups exceed {MAX_WORKGROUPS_PER_DIMENSION} along one dimension") });
@@ -77,14 +78,12 @@ impl Kernel {
             layout: &self.pipeline.get_bind_group_layout(0),
             entries: &entries,
         });
-        let mut encoder = ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(self.name) });
-        {
+        ctx.record(|encoder| {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(self.name), timestamp_writes: None });
             pass.set_pipeline(&self.pipeline);
             pass.set_bind_group(0, &bind_group, &[]);
             pass.dispatch_workgroups(workgroups[0], workgroups[1], workgroups[2]);
-        }
-        ctx.queue.submit([encoder.finish()]);
+        });
         ctx.check()
     }
 }

@@ -130,9 +130,7 @@ impl GpuTensor {
         let out = Self::output(ctx, &[hi - lo, width], "rows")?;
         let bytes = ((hi - lo) * width * 4) as u64;
         if bytes > 0 {
-            let mut encoder = ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("rows") });
-            encoder.copy_buffer_to_buffer(&self.buffer, (lo * width * 4) as u64, &out.buffer, 0, bytes);
-            ctx.queue.submit([encoder.finish()]);
+            ctx.record(|encoder| encoder.copy_buffer_to_buffer(&self.buffer, (lo * width * 4) as u64, &out.buffer, 0, bytes));
         }
         ctx.check()?;
         Ok(out)
@@ -148,17 +146,17 @@ impl GpuTensor {
             return Err(GpuError::Shape { what: "join", detail: format!("{:?} then {:?}", first.shape(), then.shape()) });
         }
         let out = Self::output(ctx, &[heads, p + n, w], "joined")?;
-        let mut encoder = ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("join") });
         let (a, b) = ((p * w * 4) as u64, (n * w * 4) as u64); // one head's bytes in each
-        for h in 0..heads as u64 {
-            if a > 0 {
-                encoder.copy_buffer_to_buffer(&first.buffer, h * a, &out.buffer, h * (a + b), a);
+        ctx.record(|encoder| {
+            for h in 0..heads as u64 {
+                if a > 0 {
+                    encoder.copy_buffer_to_buffer(&first.buffer, h * a, &out.buffer, h * (a + b), a);
+                }
+                if b > 0 {
+                    encoder.copy_buffer_to_buffer(&then.buffer, h * b, &out.buffer, h * (a + b) + a, b);
+                }
             }
-            if b > 0 {
-                encoder.copy_buffer_to_buffer(&then.buffer, h * b, &out.buffer, h * (a + b) + a, b);
-            }
-        }
-        ctx.queue.submit([encoder.finish()]);
+        });
         ctx.check()?;
         Ok(out)
     }

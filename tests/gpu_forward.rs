@@ -1,8 +1,9 @@
 //! The whole forward pass on the GPU backend against the CPU, for every model the engine
 //! reads: the same trace (steps, names, shapes) with attention weights within 1e-4 and every
 //! other step (hidden states, norms, logits) within 1e-3 relative. Also the `trace` command's
-//! JSON from both backends, and the fallback: a device lost before or during a pass leaves
-//! the CPU to finish it with the same numbers and says so.
+//! JSON from both backends, and the fallback: a device lost before a pass leaves the CPU to
+//! compute it, with the same numbers, and says so. A pass through the KV cache kept on the
+//! GPU, and attention's core (`attend`) on random shapes.
 //! On lavapipe (Mesa's CPU Vulkan driver) here; see `tests/gpu_kernels.rs`.
 
 mod common;

@@ -114,8 +114,10 @@ impl GpuContext {
     /// reach the device first, as WebGPU orders them; every buffer is written once, before
     /// the commands that read it are recorded.
     pub(crate) fn flush(&self) {
-        let encoder = self.recording.lock().unwrap_or_else(|p| p.into_inner()).take();
-        if let Some(encoder) = encoder {
+        // Submitted under the lock: commands recorded later (on another thread, say a test's)
+        // must reach the queue after these, which may compute what they read.
+        let mut recording = self.recording.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(encoder) = recording.take() {
             self.queue.submit([encoder.finish()]);
         }
     }

@@ -10,7 +10,7 @@ use super::backend::{on_cpu, Backend, Cpu, Shaped};
 use super::kv_cache::KvCache;
 use super::weights::{LayerWeights, NormWeights, Weights};
 use super::embed::embed;
-use crate::trace::{NormRows, Op, Recorder, Tensor};
+use crate::trace::{row_major, NormRows, Op, Recorder, Tensor, TensorData};
 
 pub struct ForwardOutput {
     /// (T, d_model): the last layer's output (after the final norm for pre-LN models).
@@ -249,8 +249,9 @@ fn pass<B: Backend, R: Recorder>(
             last.remove_axis(ndarray::Axis(0)).into_dyn() // (vocab)
         };
         rec.derived_step(Op::NextTokenProbabilities, None, &[Op::Unembed], &[vocab], || {
+            // Read when read, not now: a GPU's logits arrive with the pass's readback.
             let logits = backend.trace_rows(&logits);
-            Tensor::from_array(probabilities(&[logits.view()]))
+            Tensor { shape: vec![vocab], data: TensorData::computed_on_read(Box::new(move || row_major(probabilities(&[logits.view()])))) }
         }, probabilities);
         backend.rows_into_trace(logits)
     });

@@ -11,6 +11,7 @@ pub use describe::{describe, StepText};
 pub use difference::Difference;
 pub use layered::LayeredRecorder;
 pub use record::{NoRecorder, NormRows, NormStats, Recorder, TraceRecorder};
+pub(crate) use record::row_major;
 pub use tensor::{Fill, Recipe, Tensor, TensorData};
 
 use ndarray::{ArrayView1, ArrayView2, ArrayView3};

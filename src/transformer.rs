@@ -11,7 +11,7 @@ use crate::model::forward::{forward_cached, forward_with, Logits};
 use crate::model::kv_cache::KvCache;
 use crate::model::{forward, ForwardOutput, ModelConfig, Weights};
 use crate::tokenize::{Encoding, Tokenizer};
-use crate::trace::{LayeredRecorder, NoRecorder, Trace, TraceRecorder};
+use crate::trace::{LayeredRecorder, NoRecorder, Readback, Trace, TraceRecorder};
 
 pub struct Transformer {
     pub config: ModelConfig,
@@ -80,21 +80,28 @@ impl Transformer {
             return Ok(self.translate_with(backend, text).await?.trace);
         }
         let encoding = self.encode(text)?;
-        Ok(self.trace_whole(backend, encoding, text).await)
+        Ok(self.trace_whole(backend, encoding, text, Readback::Everything).await)
     }
 
     /// `trace_with` on tokens that came from `encode` or `encode_within` (a decoder-only
     /// model or an encoder: an encoder-decoder reads its source, `translate_with`).
     pub async fn trace_encoding_with<B: Backend>(&self, backend: &B, encoding: Encoding, text: &str) -> Result<Trace> {
+        self.trace_reading(backend, encoding, text, Readback::Everything).await
+    }
+
+    /// `trace_encoding_with`, the device's readback bringing back with the pass only the
+    /// values `readback` names (a GPU leaves the others on the device until asked for:
+    /// `GpuBackend::read_rest`; until then they read as zeros, `TensorData::awaits_device`).
+    pub async fn trace_reading<B: Backend>(&self, backend: &B, encoding: Encoding, text: &str, readback: Readback) -> Result<Trace> {
         if self.config.is_encoder_decoder() {
             return Err(VizError::BadConfig(format!("{} is an encoder-decoder: its pass starts from the source text (`translate_with`)", self.config.name)));
         }
-        Ok(self.trace_whole(backend, encoding, text).await)
+        Ok(self.trace_whole(backend, encoding, text, readback).await)
     }
 
     /// The pass of a decoder-only model or an encoder on `backend`, every step recorded.
-    async fn trace_whole<B: Backend>(&self, backend: &B, encoding: Encoding, text: &str) -> Trace {
-        let mut rec = TraceRecorder::new(&self.config);
+    async fn trace_whole<B: Backend>(&self, backend: &B, encoding: Encoding, text: &str, readback: Readback) -> Trace {
+        let mut rec = TraceRecorder::with_readback(&self.config, readback);
         let logits = if self.config.causal { Logits::Last } else { Logits::All };
         let ids = encoding.ids();
         let (steps, norms) = match forward_with(backend, &ids, None, &self.weights, &self.config, &mut rec, logits).await {
@@ -136,7 +143,7 @@ impl Transformer {
         if self.config.causal {
             return self.continue_trace(encoding, text, None, &mut KvCache::new()).trace;
         }
-        on_cpu(self.trace_whole(&Cpu, encoding, text))
+        on_cpu(self.trace_whole(&Cpu, encoding, text, Readback::Everything))
     }
 
     /// How many of `ids`' first tokens a pass continuing `previous` (with `cache`) can take

@@ -147,6 +147,10 @@ pub struct Viz {
 /// of 8,192 tokens they would be 72 GB. MiniLM's context is 512.
 pub const PAGE_TOKENS: usize = 512;
 
+/// The canvas size a view is drawn at to find what it reads (`Viz::steps_read`): a chart's
+/// reads do not depend on its size.
+const PROBE_SIZE: (u32, u32) = (1000, 700);
+
 /// Any chart the page can ask for: one of the sentence's views, or a compare chart that also
 /// reads the second sentence.
 #[derive(serde::Deserialize)]
@@ -215,11 +219,12 @@ impl Viz {
         crate::web_gpu::open(self.model.clone(), self.limit)
     }
 
-    /// The largest differences between a GPU pass and the CPU's pass on the same tokens (the
-    /// CPU's computed here): `{attention, other,
-    /// other_step, values}`, attention absolute, every other value relative.
-    pub fn largest_difference(&self, pass: &crate::web_gpu::GpuPass) -> Result<JsValue, JsError> {
-        let gpu = pass.trace();
+    /// The largest differences between the current pass (a GPU's, `install_pass`) and the
+    /// CPU's pass on the same tokens (computed here): `{attention, other, other_step, values,
+    /// unread_steps}`, attention absolute, every other value relative, over the values that
+    /// have come back from the device (`unread_steps` are still on it).
+    pub fn largest_difference(&self) -> Result<JsValue, JsError> {
+        let gpu = self.current()?;
         let cpu = match &gpu.source {
             // An encoder-decoder's CPU pass starts again from the source text.
             Some(source) => self.model.translate(&source.text).map_err(js_err)?.trace,
@@ -491,6 +496,38 @@ impl Viz {
     /// The whole trace as JSON, for export.
     pub fn trace_json(&self) -> Result<String, JsError> {
         serde_json::to_string(self.current()?).map_err(|e| JsError::new(&e.to_string()))
+    }
+
+    /// The names of the steps the views `specs` (an array of chart specs, as `draw` takes)
+    /// read, found by drawing each once on a canvas that keeps nothing: what a GPU pass reads
+    /// back with the pass for the views on screen (`GpuSession::trace`).
+    pub fn steps_read(&self, specs: JsValue) -> Result<Vec<String>, JsError> {
+        let specs: Vec<serde_json::Value> = serde_wasm_bindgen::from_value(specs).map_err(|e| JsError::new(&format!("views: {e}")))?;
+        let trace = self.current()?;
+        let mut read = std::collections::BTreeSet::new();
+        for spec in specs {
+            let view: AnyView = serde_json::from_value(spec).map_err(|e| JsError::new(&format!("unknown view: {e}")))?;
+            read.extend(crate::draw::reads::steps_read(trace, PROBE_SIZE, |area| self.draw_any(area, &view, false)));
+        }
+        Ok(read.into_iter().map(|i| trace.steps[i].name.clone()).collect())
+    }
+
+    /// True while some of the current pass's values are still on the GPU (its readback
+    /// brought back what the views on screen read; `GpuSession::read_rest` brings the rest).
+    pub fn awaits_device(&self) -> bool {
+        self.trace.as_ref().is_some_and(|t| t.steps.iter().any(|s| s.tensor.data.awaits_device()))
+    }
+
+    /// True when drawing view `spec` would read values still on the GPU: the page then keeps
+    /// the chart as it is and asks for them (`GpuSession::read_rest`) before drawing it.
+    pub fn waits_for_device(&self, spec: JsValue) -> Result<bool, JsError> {
+        if !self.awaits_device() {
+            return Ok(false);
+        }
+        let view = Self::view(spec)?;
+        let trace = self.current()?;
+        let read = crate::draw::reads::steps_read(trace, PROBE_SIZE, |area| self.draw_any(area, &view, false));
+        Ok(crate::draw::reads::waits_for_device(trace, &read))
     }
 
     /// Softmax weights of one head, row-major (T x T).

@@ -7,9 +7,11 @@ use std::rc::Rc;
 
 use wasm_bindgen::prelude::*;
 
+use std::collections::HashSet;
+
 use crate::analysis::translation::Decoding;
 use crate::gpu::{GpuBackend, GpuContext};
-use crate::trace::Trace;
+use crate::trace::{describe, Op, Readback, Trace};
 use crate::Transformer;
 
 /// A GPU device with this model's weights on it (uploaded on the first pass).
@@ -38,10 +40,6 @@ pub struct GpuPass {
 pub(crate) type GpuPassParts = (Trace, f64, Option<Decoding>);
 
 impl GpuPass {
-    pub(crate) fn trace(&self) -> &Trace {
-        &self.trace
-    }
-
     pub(crate) fn into_parts(self) -> GpuPassParts {
         (self.trace, self.milliseconds, self.translation)
     }
@@ -84,12 +82,28 @@ impl GpuSession {
         self.inner.backend.lose_device();
     }
 
+    /// How many of the last pass's values are still on the device (`trace` with `read`).
+    pub fn values_left(&self) -> usize {
+        self.inner.backend.values_left()
+    }
+
+    /// Reads back what the last pass left on the device, in one readback: a promise of true
+    /// once the values are in its trace (the one the page installed), of false when the GPU
+    /// failed meanwhile (`failure` says why; the page then computes the pass on the CPU).
+    pub fn read_rest(&self) -> js_sys::Promise {
+        let inner = self.inner.clone();
+        wasm_bindgen_futures::future_to_promise(async move { Ok(inner.backend.read_rest().await.into()) })
+    }
+
     /// The traced pass on `text` (cut to the page's limit), computed on the GPU: a promise of
     /// a `GpuPass`, rejected only for text the model cannot read (as `Viz::set_text` fails).
-    /// The pass stays on the device and comes back in one readback at its end. A kernel that
-    /// fails or a device lost on the way: the pass is computed again on the CPU (`failure`
-    /// says why), so the promise still gives a whole trace.
-    pub fn trace(&self, text: String) -> js_sys::Promise {
+    /// The pass stays on the device and comes back in one readback at its end: with `read`
+    /// (step names, `Viz::steps_read` of the views on screen), only those steps, the tokens,
+    /// the logits and every norm's statistics, the rest staying on the device until
+    /// `read_rest`; without, every step. (An encoder-decoder's decoding reads everything.)
+    /// A kernel that fails or a device lost on the way: the pass is computed again on the
+    /// CPU (`failure` says why), so the promise still gives a whole trace.
+    pub fn trace(&self, text: String, read: Option<Vec<String>>) -> js_sys::Promise {
         let inner = self.inner.clone();
         wasm_bindgen_futures::future_to_promise(async move {
             let start = js_sys::Date::now();
@@ -99,7 +113,17 @@ impl GpuSession {
                 return Ok(GpuPass { trace, milliseconds: js_sys::Date::now() - start, translation: Some(decoding) }.into());
             }
             let encoding = inner.model.encode_within(&text, inner.limit).map_err(rejection)?;
-            let trace = inner.model.trace_encoding_with(&inner.backend, encoding, &text).await.map_err(rejection)?;
+            let readback = match read {
+                None => Readback::Everything,
+                Some(names) => {
+                    let config = &inner.model.config;
+                    let mut names: HashSet<String> = names.into_iter().collect();
+                    // What the prediction, generation and token views read without drawing.
+                    names.extend([Op::Tokenize, Op::Unembed, Op::NextTokenProbabilities].map(|op| describe(op, None, config).name));
+                    Readback::Steps(names)
+                }
+            };
+            let trace = inner.model.trace_reading(&inner.backend, encoding, &text, readback).await.map_err(rejection)?;
             Ok(GpuPass { trace, milliseconds: js_sys::Date::now() - start, translation: None }.into())
         })
     }

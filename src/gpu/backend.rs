@@ -55,6 +55,9 @@ pub struct GpuBackend {
     scope: RefCell<Option<wgpu::ErrorScopeGuard>>,
     /// The tensors a recorder asked for since the last `finish`, and where their values go.
     pending: RefCell<Vec<(Rc<GpuTensor>, Fill)>>,
+    /// The last pass's tensors that its readback left on the device (`Fill::is_later`),
+    /// until `read_rest` reads them or the next pass replaces them.
+    rest: RefCell<Vec<(Rc<GpuTensor>, Fill)>>,
     /// Held, never read: the arrays `uploaded` is keyed by cannot be freed or moved.
     _weights: Arc<Weights>,
 }
@@ -68,6 +71,7 @@ impl GpuBackend {
             failure: RefCell::new(None),
             scope: RefCell::new(None),
             pending: RefCell::new(Vec::new()),
+            rest: RefCell::new(Vec::new()),
             _weights: weights.clone(),
         }
     }
@@ -162,6 +166,39 @@ impl GpuBackend {
 
     fn vector(&self, v: &ndarray::Array1<f32>, what: &str) -> Result<Rc<GpuTensor>, GpuError> {
         self.weight(v.as_ptr() as usize, || v.clone(), what)
+    }
+
+    /// How many values the last pass left on the device (its recorder's `Readback::Steps`
+    /// asked for the others only).
+    pub fn values_left(&self) -> usize {
+        self.rest.borrow().iter().map(|(_, fill)| fill.len()).sum()
+    }
+
+    /// Reads back, in one submission, the values the last pass left on the device: a
+    /// promise of true once they are in its trace. False when the GPU has failed (they can
+    /// never come back: compute the pass again on the CPU).
+    pub async fn read_rest(&self) -> bool {
+        let rest = std::mem::take(&mut *self.rest.borrow_mut());
+        if self.failure.borrow().is_some() {
+            return false;
+        }
+        if rest.is_empty() {
+            return true;
+        }
+        self.ctx.flush();
+        let buffers: Vec<&GpuTensor> = rest.iter().map(|(t, _)| t.as_ref()).collect();
+        match self.ctx.read_all(&buffers).await {
+            Ok(values) => {
+                for ((_, fill), values) in rest.into_iter().zip(values) {
+                    fill.fill(values);
+                }
+                true
+            }
+            Err(e) => {
+                self.fail(e);
+                false
+            }
+        }
     }
 }
 
@@ -294,10 +331,13 @@ impl Backend for GpuBackend {
         self.trace(&x)
     }
 
-    /// Pops the pass's error scope and reads back every tensor asked for, in one submission;
-    /// the values of a failed pass stay zeros.
+    /// Pops the pass's error scope and reads back every tensor asked for, in one submission,
+    /// but those marked to be read later (`rest`, `read_rest`); the values of a failed pass
+    /// stay zeros.
     async fn finish(&self) -> bool {
-        let pending = std::mem::take(&mut *self.pending.borrow_mut());
+        let (later, pending): (Vec<_>, Vec<_>) = std::mem::take(&mut *self.pending.borrow_mut()).into_iter().partition(|(_, fill)| fill.is_later());
+        // The last pass's values left on the device give way to this one's.
+        *self.rest.borrow_mut() = later;
         // The pass's commands go to the device inside its error scope.
         self.ctx.flush();
         // Popped first (it takes effect at once), awaited after the readback: both answers

@@ -17,6 +17,9 @@ pub struct Difference {
     pub other_step: usize,
     /// How many values were compared.
     pub values: usize,
+    /// How many steps were not compared: their values were still on a device (a GPU pass
+    /// reads back what the views on screen show, the rest when asked: `trace::Readback`).
+    pub unread_steps: usize,
 }
 
 impl Trace {
@@ -36,6 +39,7 @@ impl Trace {
                     d.other_step = self.steps.len() + e.other_step;
                 }
                 d.values += e.values;
+                d.unread_steps += e.unread_steps;
             }
             _ => return Err(VizError::Gpu("the two passes differ in their encoder's pass (one has none)".into())),
         }
@@ -50,11 +54,15 @@ impl Trace {
         if self.steps.len() != b.steps.len() {
             return differ(format!("their number of steps ({} and {})", self.steps.len(), b.steps.len()));
         }
-        let mut d = Difference { attention: 0.0, other: 0.0, other_step: 0, values: 0 };
+        let mut d = Difference { attention: 0.0, other: 0.0, other_step: 0, values: 0, unread_steps: 0 };
         for (index, (sa, sb)) in self.steps.iter().zip(&b.steps).enumerate() {
             let (va, vb) = (sa.tensor.view(), sb.tensor.view()); // the same shape, checked next
             if sa.name != sb.name || va.shape() != vb.shape() {
                 return differ(format!("step {index} ({} {:?}, {} {:?})", sa.name, va.shape(), sb.name, vb.shape()));
+            }
+            if sa.tensor.data.awaits_device() || sb.tensor.data.awaits_device() {
+                d.unread_steps += 1;
+                continue;
             }
             let is_attention = matches!(sa.op, Op::Softmax | Op::CrossSoftmax);
             for (&x, &y) in va.iter().zip(vb.iter()) {

@@ -10,9 +10,9 @@ mod tensor;
 pub use describe::{describe, StepText};
 pub use difference::Difference;
 pub use layered::LayeredRecorder;
-pub use record::{NoRecorder, NormRows, NormStats, Recorder, TraceRecorder};
+pub use record::{NoRecorder, NormRows, NormStats, Readback, Recorder, TraceRecorder};
 pub(crate) use record::row_major;
-pub use tensor::{Fill, Recipe, Tensor, TensorData};
+pub use tensor::{Fill, ReadLog, Recipe, Tensor, TensorData};
 
 use ndarray::{ArrayView1, ArrayView2, ArrayView3};
 use serde::{Deserialize, Serialize};

@@ -3,6 +3,8 @@
 //! keeps every step as a `Trace`: the values of most, and for the large ones that are cheap
 //! to compute again from earlier steps, how to compute them.
 
+use std::collections::HashSet;
+
 use ndarray::{ArrayD, ArrayViewD};
 use serde::{Deserialize, Serialize};
 
@@ -90,6 +92,20 @@ impl Recorder for NoRecorder {
     fn norm_stats<F: FnOnce() -> NormRows>(&mut self, _: Option<usize>, _: F) {}
 }
 
+/// Which of a pass's values a device's readback brings back with the pass (a GPU keeps the
+/// pass's tensors on the device until its end). The CPU computes every value where it is
+/// read, so this changes nothing there.
+#[derive(Debug, Clone, Default)]
+pub enum Readback {
+    /// Every value the trace keeps.
+    #[default]
+    Everything,
+    /// The steps of these names (a derived one's sources with it) and every norm's
+    /// statistics; the other steps' values stay on the device until asked for
+    /// (`GpuBackend::read_rest`), and read as zeros until then (`TensorData::awaits_device`).
+    Steps(HashSet<String>),
+}
+
 /// Keeps every step, described for the stepper.
 pub struct TraceRecorder<'c> {
     config: &'c ModelConfig,
@@ -97,11 +113,17 @@ pub struct TraceRecorder<'c> {
     norms: Vec<NormRecord>,
     /// Norms whose statistics a device has not read back yet, by their index in `norms`.
     norms_later: Vec<(usize, NormRows)>,
+    readback: Readback,
 }
 
 impl<'c> TraceRecorder<'c> {
     pub fn new(config: &'c ModelConfig) -> Self {
-        Self { config, steps: Vec::new(), norms: Vec::new(), norms_later: Vec::new() }
+        Self::with_readback(config, Readback::Everything)
+    }
+
+    /// A recorder whose device values come back with the pass as `readback` says.
+    pub fn with_readback(config: &'c ModelConfig, readback: Readback) -> Self {
+        Self { config, steps: Vec::new(), norms: Vec::new(), norms_later: Vec::new(), readback }
     }
 
     /// The steps and norms recorded. Called after the pass has ended (a GPU's after its
@@ -129,6 +151,13 @@ impl<'c> TraceRecorder<'c> {
 
     pub(crate) fn push(&mut self, op: Op, layer: Option<usize>, inputs: &[Op], tensor: Tensor) {
         let text = describe(op, layer, self.config);
+        if let Readback::Steps(names) = &self.readback {
+            if names.contains(&text.name) {
+                tensor.data.read_with_pass();
+            } else {
+                tensor.data.read_later();
+            }
+        }
         let inputs = inputs.iter().filter_map(|&o| self.latest_name(o)).collect();
         self.steps.push(Step {
             op,
@@ -168,11 +197,12 @@ impl Recorder for TraceRecorder<'_> {
         let Some(sources) = sources else {
             return self.step(op, layer, inputs, make); // nothing to derive from: keep the values
         };
+        let data = sources.iter().map(|t| t.data.clone()).collect();
         let recipe = Box::new(move || {
             let views: Vec<ArrayViewD<f32>> = sources.iter().map(Tensor::view).collect();
             row_major(derive(&views))
         });
-        self.push(op, layer, inputs, Tensor { shape: shape.to_vec(), data: TensorData::computed_on_read(recipe) });
+        self.push(op, layer, inputs, Tensor { shape: shape.to_vec(), data: TensorData::derived(recipe, data) });
     }
 
     /// Shares the storage of `input`'s result.

@@ -4,8 +4,10 @@
 //! megabytes in the tab for good. Steps whose values equal an earlier step's (the mask of a
 //! model that hides nothing) share that step's storage.
 
+use std::cell::RefCell;
 use std::fmt;
 use std::ops::Deref;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use ndarray::{ArrayD, ArrayView1, ArrayView2, ArrayView3, ArrayViewD, Ix1, Ix2, Ix3};
@@ -22,9 +24,54 @@ struct Storage {
     /// How to compute `values` when they were not kept. Small: handles to its inputs'
     /// storage and a few numbers.
     recipe: Option<Recipe>,
+    /// The storages `recipe` reads, when they may still be on a device (a GPU pass's derived
+    /// steps): its values wait for theirs.
+    sources: Vec<TensorData>,
     /// For values a device computed: how many there will be when its readback fills them
     /// (`TensorData::filled_later`).
     pending: Option<usize>,
+    /// When a device's readback brings the values: `UNMARKED` and `NOW` with the pass,
+    /// `LATER` when asked for (`Fill::is_later`).
+    readback: AtomicU8,
+    /// What a read gets while the values are still on the device (zeros, or the recipe on
+    /// its sources' zeros), never kept as the values: the readback fills them later.
+    placeholder: OnceLock<Vec<f32>>,
+}
+
+const UNMARKED: u8 = 0;
+const LATER: u8 = 1;
+const NOW: u8 = 2;
+
+thread_local! {
+    /// The storages read on this thread while a `ReadLog` is open.
+    static READS: RefCell<Option<Vec<usize>>> = const { RefCell::new(None) };
+}
+
+/// Notes every tensor read on this thread while it lives (`TensorData`'s values, a derived
+/// tensor's sources when it is computed): what a view reads, found by drawing it once
+/// (`draw::reads`), so that a GPU's readback can bring back only that.
+pub struct ReadLog(());
+
+impl ReadLog {
+    /// Starts noting reads (a log already open on this thread is replaced).
+    pub fn open() -> Self {
+        READS.with(|r| *r.borrow_mut() = Some(Vec::new()));
+        ReadLog(())
+    }
+
+    /// The storages read since `open` (`TensorData::storage_id`), each once, and stops.
+    pub fn close(self) -> Vec<usize> {
+        let mut ids = READS.with(|r| r.borrow_mut().take()).unwrap_or_default();
+        ids.sort_unstable();
+        ids.dedup();
+        ids
+    }
+}
+
+impl Drop for ReadLog {
+    fn drop(&mut self) {
+        READS.with(|r| r.borrow_mut().take());
+    }
 }
 
 /// The values of a tensor, row-major; cheap to clone (clones share the storage). Reads as a
@@ -35,15 +82,51 @@ pub struct TensorData(Arc<Storage>);
 impl TensorData {
     /// Values computed by `recipe` when first read.
     pub fn computed_on_read(recipe: Recipe) -> Self {
-        Self(Arc::new(Storage { values: OnceLock::new(), recipe: Some(recipe), pending: None }))
+        Self::new(OnceLock::new(), Some(recipe), Vec::new(), None)
+    }
+
+    /// Values computed by `recipe` from `sources` when first read; while any source is still
+    /// on a device (`awaits_device`), reads get a placeholder and nothing is kept.
+    pub fn derived(recipe: Recipe, sources: Vec<TensorData>) -> Self {
+        Self::new(OnceLock::new(), Some(recipe), sources, None)
+    }
+
+    fn new(values: OnceLock<Vec<f32>>, recipe: Option<Recipe>, sources: Vec<TensorData>, pending: Option<usize>) -> Self {
+        Self(Arc::new(Storage { values, recipe, sources, pending, readback: AtomicU8::new(UNMARKED), placeholder: OnceLock::new() }))
     }
 
     /// `len` values a device is computing: they are set by `Fill::fill` when the pass's one
     /// readback brings them back (a GPU keeps a pass's tensors on the device until then).
     /// Read before that (a pass whose device failed, say), they read as zeros.
     pub fn filled_later(len: usize) -> (Self, Fill) {
-        let storage = Arc::new(Storage { values: OnceLock::new(), recipe: None, pending: Some(len) });
-        (Self(storage.clone()), Fill(storage))
+        let data = Self::new(OnceLock::new(), None, Vec::new(), Some(len));
+        let fill = Fill(data.0.clone());
+        (data, fill)
+    }
+
+    /// True while the values (or, for derived values, those of a source) are on a device and
+    /// not yet read back: a read now gets zeros, not the values.
+    pub fn awaits_device(&self) -> bool {
+        self.0.awaits_device()
+    }
+
+    /// Asks the pass's readback to leave these values on the device until they are asked
+    /// for, unless something else asked for them with the pass (`read_with_pass`).
+    pub fn read_later(&self) {
+        if self.0.pending.is_some() {
+            let _ = self.0.readback.compare_exchange(UNMARKED, LATER, Ordering::Relaxed, Ordering::Relaxed);
+        }
+    }
+
+    /// Asks the pass's readback to bring these values (a derived tensor: its sources'), even
+    /// if they were marked `read_later`.
+    pub fn read_with_pass(&self) {
+        if self.0.pending.is_some() {
+            self.0.readback.store(NOW, Ordering::Relaxed);
+        }
+        for source in &self.0.sources {
+            source.read_with_pass();
+        }
     }
 
     /// True when the values are computed from a recipe when first read (not kept by the pass).
@@ -80,6 +163,12 @@ impl Fill {
         self.len() == 0
     }
 
+    /// True when the values stay on the device after the pass, until asked for
+    /// (`TensorData::read_later`).
+    pub fn is_later(&self) -> bool {
+        self.0.readback.load(Ordering::Relaxed) == LATER
+    }
+
     /// Sets the values (`len()` of them; a shorter or longer readback is padded with zeros
     /// or cut, so a tensor's shape always matches its data).
     pub fn fill(self, mut values: Vec<f32>) {
@@ -89,19 +178,37 @@ impl Fill {
 }
 
 impl Storage {
-    /// The values, computing or (for a device's values not yet read back) zero-filling them.
+    fn awaits_device(&self) -> bool {
+        self.values.get().is_none() && (self.pending.is_some() || self.sources.iter().any(TensorData::awaits_device))
+    }
+
+    /// The values, computing them on the first read; a device's values not yet read back
+    /// read as a placeholder (zeros), which is not kept as the values.
     fn values(&self) -> &Vec<f32> {
-        self.values.get_or_init(|| match (&self.recipe, self.pending) {
-            (Some(recipe), _) => recipe(),
-            (None, Some(len)) => vec![0.0; len],
-            (None, None) => unreachable!("kept values are set when the storage is made"),
+        READS.with(|r| {
+            if let Some(log) = r.borrow_mut().as_mut() {
+                log.push(self as *const Storage as usize);
+            }
+        });
+        if let Some(values) = self.values.get() {
+            return values;
+        }
+        if self.awaits_device() {
+            return self.placeholder.get_or_init(|| match &self.recipe {
+                Some(recipe) => recipe(),
+                None => vec![0.0; self.pending.unwrap_or(0)],
+            });
+        }
+        self.values.get_or_init(|| match &self.recipe {
+            Some(recipe) => recipe(),
+            None => unreachable!("kept values are set when the storage is made; a device's, by its readback"),
         })
     }
 }
 
 impl From<Vec<f32>> for TensorData {
     fn from(values: Vec<f32>) -> Self {
-        Self(Arc::new(Storage { values: OnceLock::from(values), recipe: None, pending: None }))
+        Self::new(OnceLock::from(values), None, Vec::new(), None)
     }
 }
 
@@ -176,7 +283,11 @@ impl Tensor {
         let values = match Arc::try_unwrap(data.0) {
             Ok(storage) => {
                 storage.values();
-                storage.values.into_inner().expect("set just above")
+                // Set just above, unless the values never came back from a device.
+                match storage.values.into_inner() {
+                    Some(values) => values,
+                    None => storage.placeholder.into_inner().unwrap_or_default(),
+                }
             }
             Err(shared) => TensorData(shared).to_vec(),
         };

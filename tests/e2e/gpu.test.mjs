@@ -12,10 +12,12 @@ const env = usePage();
 const SENTENCE = 'The GPU and the CPU compute this sentence alike.';
 const LONG = 120000; // SwiftShader compiles each kernel on first use: a first GPU pass is slow
 
-/** Waits until the GPU pass of `text` has been installed and its views drawn. */
+/** Waits until the GPU pass of `text` has been installed, then brings back what it left on
+ * the device (the charts off screen read it) and draws every chart. */
 async function gpuPassOf(page, text) {
   await page.waitForFunction((t) => window.__tviz.gpuPassText === t && window.__tviz.gpu?.difference, text, { timeout: LONG });
-  await page.evaluate(() => window.__tvizFlush());
+  await page.evaluate(() => window.__tvizReadAll());
+  await page.waitForFunction(() => window.__tviz.gpu.difference?.unread_steps === 0 || window.__tviz.gpu.lost, null, { timeout: LONG });
 }
 
 /**
@@ -81,6 +83,45 @@ test('with ?backend=gpu the views are computed on the GPU, name its adapter and 
   await page.evaluate(() => window.__tvizFlush());
   await page.waitForFunction((want) => window.__tvizDrawn.step.values.length === want.length
     && Array.from(window.__tvizDrawn.step.values).every((v, i) => v === want[i]), cpu.step);
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
+test('a GPU pass brings back what the charts on screen draw, and the rest when a chart needs it', async () => {
+  const cpu = await cpuValues(SENTENCE);
+  const { page, context, problems } = await openPage(env, `${env.base}?layer=5&head=3&step=100&backend=gpu`);
+  await page.waitForFunction(() => window.__tviz.gpu?.active, null, { timeout: LONG });
+  await typeSentence(page, SENTENCE);
+  await page.waitForFunction((t) => window.__tviz.gpuPassText === t && window.__tviz.gpu?.difference, SENTENCE, { timeout: LONG });
+  const partial = await page.evaluate(() => ({ ...window.__tviz.gpuReadback, difference: window.__tviz.gpu.difference }));
+  // The pass left most of its values on the device: what no chart on screen draws.
+  assert.ok(partial.valuesLeft > 0, 'values were left on the device');
+  assert.ok(partial.difference.unread_steps > 0 && partial.difference.values > 0, 'the difference covers the values read back');
+  assert.ok(partial.difference.attention < 1e-4 && partial.difference.other < 1e-3);
+  assert.match(await page.textContent('#gpu-status'), /steps still on the GPU/);
+  // The head large, on screen, was drawn from the values the pass brought back, with no
+  // second readback.
+  assert.equal(partial.restReads, 0, 'the charts on screen needed nothing more');
+  await page.waitForFunction((want) => window.__tvizDrawn.attention?.values.length === want.length, cpu.attention);
+  const attention = await page.evaluate(() => Array.from(window.__tvizDrawn.attention.values));
+  assert.ok(largest(cpu.attention, attention, false) < 1e-4, 'the GPU pass\'s attention, drawn');
+  // The stepper's step 100 is read when it comes on screen: one readback brings the rest,
+  // and the chart then shows the GPU's numbers (the CPU's within the bounds).
+  await page.locator('canvas[data-chart="step"]').scrollIntoViewIfNeeded();
+  await page.waitForFunction(() => window.__tviz.gpuReadback.restReads >= 1, null, { timeout: LONG });
+  await page.waitForFunction((want) => {
+    const drawn = window.__tvizDrawn.step?.values;
+    if (!drawn || drawn.length !== want.length) return false;
+    return Array.from(drawn).every((v, i) => Math.abs(v - want[i]) / Math.max(1, Math.abs(want[i])) < 1e-3);
+  }, cpu.step, { timeout: LONG });
+  assert.notDeepEqual(await page.evaluate(() => Array.from(window.__tvizDrawn.step.values)), cpu.step, 'computed on the GPU');
+  // Every value has come back, and the difference now covers the whole pass.
+  await page.waitForFunction(() => window.__tviz.gpu.difference?.unread_steps === 0, null, { timeout: LONG });
+  const whole = await page.evaluate(() => ({ ...window.__tviz.gpuReadback, difference: window.__tviz.gpu.difference }));
+  assert.equal(whole.valuesLeft, 0);
+  assert.ok(whole.difference.values > partial.difference.values);
+  assert.ok(whole.difference.attention < 1e-4 && whole.difference.other < 1e-3);
+  assert.doesNotMatch(await page.textContent('#gpu-status'), /still on the GPU/);
   assert.deepEqual(problems, []);
   await context.close();
 });

@@ -9,6 +9,7 @@ import { compareSpec } from './compare.js';
 import { predictionSpec } from './prediction.js';
 import { crossSpec } from './translation.js';
 import { whyNotShown, showWhyNotShown } from './applicable.js';
+import { readback, waitsForDevice, chartWaits, readRest } from './gpu-readback.js';
 
 export const charts = {
   attention: attentionSpec,
@@ -170,6 +171,13 @@ export function draw(name) {
   const key = keyOf(name);
   dirty.delete(name);
   if (isDrawn(name, key)) return; // nothing it shows has changed
+  if (waitsForDevice(charts[name]())) {
+    // A GPU pass left what it reads on the device: it keeps its last picture until the
+    // values arrive (asked for now if it is on screen, else when it scrolls into view).
+    chartWaits(name, onScreen(name));
+    return;
+  }
+  readback.waiting.delete(name);
   const started = performance.now();
   session.drawn[name] = session.viz.draw(canvasOf(name), charts[name]());
   drawMilliseconds[name] = performance.now() - started;
@@ -195,6 +203,7 @@ export function observeCharts() {
   const observer = new IntersectionObserver((entries) => {
     for (const e of entries) visible.set(names.get(e.target), e.isIntersecting);
     if (session.summary && dirty.size) drawVisible(); // scrolled into view before its turn
+    if ([...readback.waiting].some((name) => visible.get(name))) readRest(); // its values are on the GPU
   }, { rootMargin: '200px 0px' });
   for (const canvas of names.keys()) observer.observe(canvas);
   // A chart whose width changed (the window, presenter mode, a section shown) is redrawn,
@@ -235,6 +244,18 @@ function settled() { // once a pass has drawn every chart (a second call changes
 // (the logit lens unembeds every layer's stream: hundreds of milliseconds a token); the rest
 // are drawn when it stops (prediction.js calls drawAll).
 const HELD_WHILE_GENERATING = new Set(['lens']);
+
+/** The specs of the charts on screen (for the GPU's readback: `stepsToRead`). */
+export function specsOnScreen() {
+  return Object.keys(charts).filter((name) => onScreen(name) && !whyNotShown(name)).map((name) => charts[name]());
+}
+
+// The values a GPU pass left on the device have arrived: the charts that waited are drawn.
+readback.arrived.push((waited) => {
+  for (const name of waited) dirty.add(name);
+  drawVisible();
+  if (dirty.size) drawPending();
+});
 
 export function drawAll() {
   for (const name of Object.keys(charts)) dirty.add(name);
@@ -288,4 +309,9 @@ function drawPending() {
   settled();
 }
 window.__tvizFlush = drawPending;
+// For the tests: brings back what a GPU pass left on the device, then draws every chart.
+window.__tvizReadAll = async () => {
+  await readRest();
+  drawPending();
+};
 window.__tvizSettled = () => dirty.size === 0;

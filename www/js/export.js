@@ -9,6 +9,7 @@ import { state } from './state.js';
 import { modelNamed } from './models.js';
 import { session } from './session.js';
 import { charts, canvasOf, draw } from './charts.js';
+import { valuesFor } from './gpu-readback.js';
 
 const MODEL_ONLY = new Set(['pos-table', 'pos-waves', 'pos-sim', 'pos-sin']); // no sentence in them
 
@@ -128,9 +129,10 @@ export function attachExport(name) {
     button.type = 'button';
     button.className = 'secondary';
     button.textContent = label;
-    button.addEventListener('click', () => {
+    button.addEventListener('click', async () => {
       try {
         error.hidden = true;
+        await valuesFor(charts[name]()); // still on the GPU: brought back first
         run(name);
       } catch (err) {
         showError(`Could not export: ${err.message ?? err}`, error.id);

@@ -112,8 +112,8 @@ export function renderGpuStatus() {
     const software = gpu.session.is_software() ? ' (software)' : '';
     text = !d ? `on ${shortAdapter()}${software}; comparing with the CPU…`
       : d.error ? `on ${shortAdapter()}${software}; could not compare with the CPU: ${d.error}`
-        : `on ${shortAdapter()}${software}; largest difference from the CPU: attention ${fmt(d.attention)}, other ${fmt(d.other)} (relative)`;
-    title = `Computed on the GPU: ${adapter()}${software ? ', an emulation on the CPU (correct, not fast)' : ''}. Each pass is compared with the CPU's pass on the same tokens: the largest difference of any attention weight, and of any other value relative to its size.`;
+        : `on ${shortAdapter()}${software}; largest difference from the CPU: attention ${fmt(d.attention)}, other ${fmt(d.other)} (relative)${d.unread_steps ? `, ${d.unread_steps} steps still on the GPU` : ''}`;
+    title = `Computed on the GPU: ${adapter()}${software ? ', an emulation on the CPU (correct, not fast)' : ''}. Each pass is compared with the CPU's pass on the same tokens: the largest difference of any attention weight, and of any other value relative to its size. A pass brings back from the GPU what the charts on screen draw; the rest comes back when a chart needs it, and is then compared too.`;
   } else if (gpu.lost) {
     text = clip(`GPU stopped: ${gpu.lost}`);
     title = `The GPU stopped (${gpu.lost}); every pass since runs on the CPU.`;

@@ -7,7 +7,7 @@ import { $ } from './dom.js';
 import { state, writeUrlSoon } from './state.js';
 import { session } from './session.js';
 import { showError, clearError } from './messages.js';
-import { drawAll, drawTiming } from './charts.js';
+import { drawAll, drawTiming, specsOnScreen } from './charts.js';
 import { renderTokens } from './tokens.js';
 import { renderNormOptions } from './norm.js';
 import { renderResidualPicker } from './residual.js';
@@ -18,10 +18,11 @@ import { renderHeadFinder } from './head-finder.js';
 import { resetLinesFocus } from './attention.js';
 import { renderCompare } from './compare.js';
 import { renderTranslation } from './translation.js';
-import { gpu, fallBack } from './gpu-backend.js';
+import { gpu, fallBack, renderGpuStatus } from './gpu-backend.js';
+import { readback, stepsToRead } from './gpu-readback.js';
 
 // For tests and the benchmark: how many updates ran and how long input took to be drawn.
-window.__tviz = { gpuPasses: 0, gpuPassText: null, renders: 0, latencies: [], settledLatencies: [], passes: [], ready: null, backend: null, cpuThreads: 'pending' };
+window.__tviz = { gpuPasses: 0, gpuPassText: null, gpuReadback: { restReads: 0, valuesLeft: 0, stepsRead: null, waitingCharts: [] }, renders: 0, latencies: [], settledLatencies: [], passes: [], ready: null, backend: null, cpuThreads: 'pending' };
 
 let pending = false;
 let inputAt = null;
@@ -78,21 +79,17 @@ async function passOnGpu() {
   const opened = gpu.session;
   try {
     const { text } = state;
-    const pass = await opened.trace(text);
+    // Read back with the pass what the charts on screen draw; the rest when asked.
+    const pass = await opened.trace(text, stepsToRead(specsOnScreen()));
     if (session.viz !== viz || gpu.session !== opened) {
       pass.free(); // another model was loaded meanwhile
       return;
     }
-    let difference;
-    try {
-      difference = viz.largest_difference(pass);
-    } catch (err) {
-      difference = { error: String(err.message ?? err) };
-    }
     const failure = opened.failure();
     const summary = viz.install_pass(pass);
+    window.__tviz.gpuReadback.valuesLeft = opened.values_left();
     if (failure) fallBack(failure);
-    else gpu.difference = difference;
+    else gpu.difference = differenceFromCpu(viz);
     window.__tviz.gpuPasses += 1;
     window.__tviz.gpuPassText = text;
     clearError('text-error');
@@ -109,6 +106,31 @@ async function passOnGpu() {
     }
   }
 }
+
+/** The current GPU pass against the CPU's pass on the same tokens, over the values that have
+ * come back from the device. */
+function differenceFromCpu(viz) {
+  try {
+    return viz.largest_difference();
+  } catch (err) {
+    return { error: String(err.message ?? err) };
+  }
+}
+
+// The rest of a GPU pass came back: the difference now covers every value. The values could
+// not come back (a device lost meanwhile): the pass is computed again, on the CPU.
+readback.arrived.push(() => {
+  if (gpu.active && session.viz) {
+    gpu.difference = differenceFromCpu(session.viz);
+    renderGpuStatus();
+  }
+});
+readback.rerun = () => update();
+readback.lost = (reason) => {
+  fallBack(reason);
+  session.viz?.recompute_next();
+  update();
+};
 
 /** What a pass computed, in words: its time, and for a causal model what the KV cache gave. */
 function timingText(summary) {
@@ -129,6 +151,9 @@ export function showSummary(summary, started = performance.now()) {
   // is (sent again rather than made anew on each keystroke), and the shapes of this pass.
   summary.steps = summary.steps.map((step, i) => ({ ...step, shape: summary.shapes[i] }));
   session.summary = summary;
+  // A GPU pass may have left values on the device (gpu-readback.js); a CPU pass never does.
+  session.unread = session.viz.awaits_device();
+  readback.waiting.clear();
   session.stepsByName = Object.fromEntries(summary.steps.map((s) => [s.name, s]));
   drawTiming.passStartedAt = inputAt ?? started;
   renderTokens();

@@ -7,5 +7,6 @@ export const session = {
   summary: null, // the last pass: tokens, steps, norms, timing
   stepsByName: {}, // summary.steps by name, for the stepper's input shapes
   drawn: {}, // chart name -> what Rust reported when drawing it (geometry, values, labels)
+  unread: false, // the pass came from the GPU and some of its values are still on the device
 };
 window.__tvizDrawn = session.drawn; // read by the browser tests to click a given thumbnail

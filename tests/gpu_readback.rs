@@ -1,0 +1,137 @@
+//! A GPU pass reads back what the views on screen read, and the rest when asked: the page
+//! finds a view's reads by drawing it once on a canvas that keeps nothing (`draw::reads`),
+//! the pass's readback brings those steps (`trace::Readback::Steps`), the others stay on the
+//! device (`TensorData::awaits_device`) until `GpuBackend::read_rest`. Checked on lavapipe
+//! (Mesa's CPU Vulkan driver; see `tests/gpu_kernels.rs`): each view drawn from the partial
+//! trace is the view drawn from the whole one, what it reads has all come back, the rest
+//! arrives with `read_rest` equal to a pass that read everything, and a device lost before
+//! then says so.
+
+mod common;
+
+use serde_json::json;
+use transformer_viz::checkpoints::{load_named, WeightPrecision};
+use transformer_viz::draw::reads::{steps_read, waits_for_device};
+use transformer_viz::draw::view::{draw_view, view_svg, View};
+use transformer_viz::gpu::{GpuBackend, GpuContext};
+use transformer_viz::model::backend::{on_cpu, Cpu};
+use transformer_viz::trace::{describe, Op, Readback, Trace};
+use transformer_viz::Transformer;
+
+const TEXT: &str = "The quick brown fox jumps over the lazy dog, and the dog sleeps on.";
+const SIZE: (u32, u32) = (900, 640);
+
+fn gpu_context() -> GpuContext {
+    std::env::set_var("XDG_RUNTIME_DIR", std::env::temp_dir());
+    pollster::block_on(GpuContext::new())
+        .unwrap_or_else(|e| panic!("{e}: the GPU tests need a Vulkan adapter (`apt-get install mesa-vulkan-drivers libvulkan1`; the README's test command installs it)"))
+}
+
+fn view(spec: serde_json::Value) -> View {
+    serde_json::from_value(spec).expect("a view the page draws")
+}
+
+/// The names of the steps `view` reads of `trace`.
+fn names_read(model: &Transformer, trace: &Trace, view: &View) -> Vec<String> {
+    steps_read(trace, SIZE, |area| draw_view(area, model, trace, view, false)).into_iter().map(|i| trace.steps[i].name.clone()).collect()
+}
+
+/// The page's readback for `names`: those steps and the tokens and logits.
+fn readback(model: &Transformer, names: &[String]) -> Readback {
+    let mut names: std::collections::HashSet<String> = names.iter().cloned().collect();
+    names.extend([Op::Tokenize, Op::Unembed, Op::NextTokenProbabilities].map(|op| describe(op, None, &model.config).name));
+    Readback::Steps(names)
+}
+
+fn values(trace: &Trace) -> usize {
+    trace.steps.iter().map(|s| s.tensor.shape.iter().product::<usize>()).sum()
+}
+
+#[test]
+fn drawing_a_view_finds_exactly_the_steps_it_reads() {
+    let model = common::minilm();
+    let trace = on_cpu(model.trace_with(&Cpu, TEXT)).expect("cpu trace");
+    let name = |op, layer| describe(op, layer, &model.config).name;
+    // One head large reads its layer's attention weights, nothing else.
+    assert_eq!(names_read(model, &trace, &view(json!({"kind": "head", "layer": 2, "head": 5}))), vec![name(Op::Softmax, Some(2))]);
+    // A norm's chart reads its input and output (its statistics are kept beside the steps).
+    let norm = &trace.norms[3];
+    let read = names_read(model, &trace, &view(json!({"kind": "norm", "index": 3})));
+    assert!(read.contains(&norm.step), "{read:?} holds the norm's output {}", norm.step);
+    assert!(read.len() <= 3, "{read:?}: the norm's input and output");
+    // A derived step (the scores are computed again from the queries and keys when read)
+    // reads what it is computed from.
+    let scores = trace.steps.iter().position(|s| s.op == Op::Scores && s.layer == Some(1)).expect("scores of layer 1");
+    let read = names_read(model, &trace, &view(json!({"kind": "step", "index": scores, "head": 0})));
+    assert!(read.contains(&trace.steps[scores].name), "{read:?}");
+    // Views of the model alone read no step of the pass.
+    assert_eq!(names_read(model, &trace, &view(json!({"kind": "norm_parameters", "index": 0}))), Vec::<String>::new());
+}
+
+/// For each view: a pass reading back only what it reads draws it as a pass that read
+/// everything; the other steps wait on the device, then `read_rest` brings them.
+fn check_views(model: &Transformer, specs: &[serde_json::Value]) {
+    transformer_viz::draw::files::register_fonts();
+    let backend = GpuBackend::new(gpu_context(), &model.weights);
+    let encoding = || model.encode(TEXT).expect("tokens");
+    let whole = pollster::block_on(model.trace_reading(&backend, encoding(), TEXT, Readback::Everything)).expect("whole pass");
+    assert_eq!(backend.values_left(), 0, "a pass that reads everything leaves nothing on the device");
+    for spec in specs {
+        let v = view(spec.clone());
+        let names = names_read(model, &whole, &v);
+        let partial = pollster::block_on(model.trace_reading(&backend, encoding(), TEXT, readback(model, &names))).expect("partial pass");
+        assert_eq!(backend.failure(), None);
+        let waiting = partial.steps.iter().filter(|s| s.tensor.data.awaits_device()).count();
+        let left = backend.values_left();
+        eprintln!("{} {spec}: read {} steps with the pass, {waiting} of {} waiting; {left} of {} values left on the device", model.config.name, names.len(), partial.steps.len(), values(&whole));
+        assert!(waiting > 0 && left > 0, "{spec}: some steps wait on the device");
+        let read = steps_read(&partial, SIZE, |area| draw_view(area, model, &partial, &v, false));
+        assert!(!waits_for_device(&partial, &read), "{spec}: every value the view reads came back with the pass");
+        assert_eq!(view_svg(model, &partial, &v, SIZE).expect("drawn"), view_svg(model, &whole, &v, SIZE).expect("drawn"), "{spec}: the same chart from either pass");
+        // A view of a step left on the device waits for it.
+        let left_step = partial.steps.iter().position(|s| s.tensor.data.awaits_device()).expect("a step left");
+        let step_view = view(json!({"kind": "step", "index": left_step, "head": 0}));
+        let read = steps_read(&partial, SIZE, |area| draw_view(area, model, &partial, &step_view, false));
+        assert!(waits_for_device(&partial, &read), "{spec}: step {} waits for the device", partial.steps[left_step].name);
+        // The rest, when asked: every step then holds the whole pass's values.
+        assert!(pollster::block_on(backend.read_rest()), "the rest came back");
+        assert_eq!(backend.values_left(), 0);
+        for (p, w) in partial.steps.iter().zip(&whole.steps) {
+            assert!(!p.tensor.data.awaits_device(), "{}: read back", p.name);
+            assert_eq!(p.tensor.view(), w.tensor.view(), "{}: the same values as the pass that read everything", p.name);
+        }
+        assert_eq!(partial.norms.len(), whole.norms.len());
+    }
+}
+
+#[test]
+fn minilm_reads_back_what_the_views_on_screen_read_and_the_rest_when_asked() {
+    check_views(common::minilm(), &[
+        json!({"kind": "head", "layer": 3, "head": 7}),
+        json!({"kind": "grid", "layer": 0, "head": 0}),
+        json!({"kind": "residual"}),
+        json!({"kind": "norm", "index": 4}),
+    ]);
+}
+
+#[test]
+fn a_causal_models_pass_reads_back_what_its_views_read() {
+    let model = load_named(&common::models_dir(), "lecture-pre-ln", WeightPrecision::F32).expect("committed model");
+    check_views(&model, &[
+        json!({"kind": "lines", "layer": 1, "head": 0, "focus": null}),
+        json!({"kind": "prediction", "top": 10, "temperature": 1.0, "top_k": 0, "top_p": 1.0, "seed": 1}),
+        json!({"kind": "logit_lens"}),
+    ]);
+}
+
+#[test]
+fn a_device_lost_before_the_rest_is_read_says_so() {
+    let model = common::minilm();
+    let backend = GpuBackend::new(gpu_context(), &model.weights);
+    let names = vec![describe(Op::Softmax, Some(0), &model.config).name];
+    let partial = pollster::block_on(model.trace_reading(&backend, model.encode(TEXT).expect("tokens"), TEXT, readback(model, &names))).expect("partial pass");
+    backend.lose_device();
+    assert!(!pollster::block_on(backend.read_rest()), "the rest cannot come back from a lost device");
+    assert!(backend.failure().is_some(), "and the backend says why");
+    assert!(partial.steps.iter().any(|s| s.tensor.data.awaits_device()), "those values never arrived");
+}

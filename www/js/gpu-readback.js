@@ -1,0 +1,91 @@
+// What a GPU pass brings back from the device. A pass stays on the GPU until its end; its
+// readback then brings back only the steps the charts on screen draw (Viz::steps_read finds
+// them by drawing each chart once on a canvas that keeps nothing), every attention weight
+// (the head finder ranks every head after each pass), the tokens, logits and norm
+// statistics. The rest stays on the device until a chart that reads it is about to be
+// drawn (scrolled into view, another layer or step chosen, exported): one readback then
+// brings all of it (GpuSession::read_rest), and the charts waiting for it are drawn.
+// Nothing is ever drawn from values still on the device: such a chart keeps its last
+// picture until they arrive.
+import { session } from './session.js';
+import { gpu } from './gpu-backend.js';
+
+export const readback = {
+  waiting: new Set(), // charts not drawn because their values are still on the device
+  inFlight: null, // the read_rest promise under way
+  arrived: [], // called with the charts that waited, once the rest has come back (charts.js, pass.js)
+  rerun: null, // set by pass.js: a new pass, when the values can no longer come back
+  lost: null, // set by pass.js: the GPU failed (its reason), the pass is computed on the CPU
+};
+
+/** The step names a GPU pass should read back with the pass: those of `specs` (the charts
+ * on screen) and every attention weight. Null (read everything) if they cannot be found. */
+export function stepsToRead(specs) {
+  const { viz, summary } = session;
+  if (!viz || !summary) return null;
+  try {
+    const names = new Set(viz.steps_read(specs));
+    for (const step of summary.steps) if (step.op === 'Softmax' || step.op === 'CrossSoftmax') names.add(step.name);
+    window.__tviz.gpuReadback.stepsRead = names.size;
+    return [...names];
+  } catch {
+    return null;
+  }
+}
+
+/** True when the current pass came from the GPU and drawing `spec` would read values that
+ * are still on the device. */
+export function waitsForDevice(spec) {
+  return Boolean(session.unread) && session.viz.waits_for_device(spec);
+}
+
+/** Brings back what the current GPU pass left on the device (one readback at a time), then
+ * draws the charts that waited for it. */
+export function readRest() {
+  if (readback.inFlight) return readback.inFlight;
+  const { viz } = session;
+  const opened = gpu.session;
+  if (!opened || !session.unread) return Promise.resolve();
+  if (opened.values_left() === 0) {
+    // The values were those of a pass that a newer one replaced on the device: a new pass
+    // reads back what the charts on screen need.
+    session.unread = false;
+    readback.waiting.clear();
+    readback.rerun?.();
+    return Promise.resolve();
+  }
+  readback.inFlight = opened.read_rest().then((ok) => {
+    readback.inFlight = null;
+    if (session.viz !== viz || gpu.session !== opened) return; // another model meanwhile
+    if (!ok) {
+      session.unread = false;
+      readback.waiting.clear();
+      readback.lost?.(opened.failure() ?? 'the GPU could not send back the rest of the pass');
+      return;
+    }
+    window.__tviz.gpuReadback.restReads += 1;
+    session.unread = viz.awaits_device();
+    window.__tviz.gpuReadback.valuesLeft = opened.values_left();
+    const waited = [...readback.waiting];
+    readback.waiting.clear();
+    window.__tviz.gpuReadback.waitingCharts = [];
+    for (const then of readback.arrived) then(waited);
+  });
+  return readback.inFlight;
+}
+
+/** A chart is waiting for values on the device: asks for them if it is on screen. */
+export function chartWaits(name, onScreen) {
+  readback.waiting.add(name);
+  window.__tviz.gpuReadback.waitingCharts = [...readback.waiting];
+  if (onScreen) readRest();
+}
+
+/** Before a chart is exported: its values, if they are still on the device. */
+export async function valuesFor(spec) {
+  while (waitsForDevice(spec) && gpu.session) {
+    const left = gpu.session.values_left();
+    await readRest();
+    if (left === 0) return;
+  }
+}

@@ -1,0 +1,41 @@
+// How much of a GPU pass the page brings back with it (the charts on screen at the top of a
+// 1280 x 720 window, every attention weight, tokens, logits, norms) and how much it leaves
+// on the device until a chart asks, for MiniLM at 32 and 256 tokens and the lecture decoder
+// at 32 and 128, on headless Chromium's WebGPU adapter (SwiftShader here: the volumes, not the
+// times, are what this measures). Run scripts/build-page.sh first; DIST=dir for another build.
+import { join } from 'node:path';
+import { serve } from './static-server.mjs';
+import { launchChromium } from '../tests/e2e/browser.mjs';
+
+const ROOT = new URL('..', import.meta.url).pathname;
+const WORDS = 'the people of our great nation have made many new laws for all men and who work in this country with their own hands every day since the first year when we went to see what they had done'.split(' ');
+const CASES = [
+  { model: 'minilm-l6', specials: 2, sizes: [32, 256] },
+  { model: 'lecture-post-ln', specials: 1, sizes: [32, 128] },
+];
+const text = (tokens, specials) => Array.from({ length: tokens - specials }, (_, i) => WORDS[i % WORDS.length]).join(' ');
+
+const server = await serve(process.env.DIST || join(ROOT, 'dist'), 0);
+const base = `http://127.0.0.1:${server.address().port}/`;
+const browser = await launchChromium();
+for (const { model, specials, sizes } of CASES) {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 720 } });
+  await page.goto(`${base}?model=${model}&backend=gpu&threads=1`);
+  await page.evaluate(() => window.__tviz.ready);
+  await page.waitForFunction(() => window.__tviz.gpu?.active, null, { timeout: 120000 });
+  for (const tokens of sizes) {
+    const sentence = text(tokens, specials);
+    await page.fill('#text', sentence);
+    await page.waitForFunction((t) => window.__tviz.gpuPassText === t && window.__tviz.gpu.difference, sentence, { timeout: 600000 });
+    const r = await page.evaluate(() => ({ ...window.__tviz.gpuReadback, difference: window.__tviz.gpu.difference, steps: window.__tviz.gpu.difference && null }));
+    const left = r.valuesLeft;
+    const read = r.difference.values; // the values compared: those that came back or are computed from them
+    await page.evaluate(() => window.__tvizReadAll());
+    await page.waitForFunction(() => window.__tviz.gpu.difference?.unread_steps === 0, null, { timeout: 600000 });
+    const all = await page.evaluate(() => window.__tviz.gpu.difference.values);
+    console.log(`${model} ${tokens} tokens: read back with the pass ${r.stepsRead} steps' names asked for; ${left} values left on the device (${(left * 4 / 1e6).toFixed(2)} MB), ${r.difference.unread_steps} steps not compared; values compared ${read} of ${all}`);
+  }
+  await page.close();
+}
+await browser.close();
+server.close();

@@ -27,13 +27,13 @@ for (const { model, specials, sizes } of CASES) {
     const sentence = text(tokens, specials);
     await page.fill('#text', sentence);
     await page.waitForFunction((t) => window.__tviz.gpuPassText === t && window.__tviz.gpu.difference, sentence, { timeout: 600000 });
-    const r = await page.evaluate(() => ({ ...window.__tviz.gpuReadback, difference: window.__tviz.gpu.difference, steps: window.__tviz.gpu.difference && null }));
+    const r = await page.evaluate(() => ({ ...window.__tviz.gpuReadback, difference: window.__tviz.gpu.difference }));
     const left = r.valuesLeft;
-    const read = r.difference.values; // the values compared: those that came back or are computed from them
+    const read = r.difference.values; // the values that came back (and those computed from them) are compared
     await page.evaluate(() => window.__tvizReadAll());
     await page.waitForFunction(() => window.__tviz.gpu.difference?.unread_steps === 0, null, { timeout: 600000 });
     const all = await page.evaluate(() => window.__tviz.gpu.difference.values);
-    console.log(`${model} ${tokens} tokens: read back with the pass ${r.stepsRead} steps' names asked for; ${left} values left on the device (${(left * 4 / 1e6).toFixed(2)} MB), ${r.difference.unread_steps} steps not compared; values compared ${read} of ${all}`);
+    console.log(`${model} ${tokens} tokens: ${r.stepsRead} steps asked for (and the tokens, logits, norms); ${read} of the trace's ${all} values came back with the pass, ${left} (${(left * 4 / 1e6).toFixed(2)} MB) stayed on the device, ${r.difference.unread_steps} steps`);
   }
   await page.close();
 }

@@ -518,16 +518,11 @@ impl Viz {
         self.trace.as_ref().is_some_and(|t| t.steps.iter().any(|s| s.tensor.data.awaits_device()))
     }
 
-    /// True when drawing view `spec` would read values still on the GPU: the page then keeps
-    /// the chart as it is and asks for them (`GpuSession::read_rest`) before drawing it.
-    pub fn waits_for_device(&self, spec: JsValue) -> Result<bool, JsError> {
-        if !self.awaits_device() {
-            return Ok(false);
-        }
-        let view = Self::view(spec)?;
-        let trace = self.current()?;
-        let read = crate::draw::reads::steps_read(trace, PROBE_SIZE, |area| self.draw_any(area, &view, false));
-        Ok(crate::draw::reads::waits_for_device(trace, &read))
+    /// True when one of the steps `names` (`steps_read` of a chart) still waits for its values
+    /// on the GPU: the page then keeps the chart as it is and asks for them
+    /// (`GpuSession::read_rest`) before drawing it.
+    pub fn steps_wait(&self, names: Vec<String>) -> bool {
+        self.trace.as_ref().is_some_and(|t| t.steps.iter().any(|s| s.tensor.data.awaits_device() && names.contains(&s.name)))
     }
 
     /// Softmax weights of one head, row-major (T x T).

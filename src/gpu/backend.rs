@@ -359,7 +359,11 @@ impl Backend for GpuBackend {
                 self.fail(GpuError::Kernel { kernel: "a pass", detail: e.to_string() });
             }
         }
-        self.failure.borrow().is_none()
+        let ok = self.failure.borrow().is_none();
+        if !ok {
+            self.rest.borrow_mut().clear(); // a failed pass's values never come back
+        }
+        ok
     }
 }
 

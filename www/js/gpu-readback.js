@@ -84,6 +84,12 @@ export function readRest() {
     readback.waiting.clear();
     window.__tviz.gpuReadback.waitingCharts = [];
     for (const then of readback.arrived) then(waited);
+  }, (err) => { // the session was closed under it, say: the pass is computed again
+    readback.inFlight = null;
+    if (session.viz !== viz || gpu.session !== opened) return;
+    session.unread = false;
+    readback.waiting.clear();
+    readback.lost?.(String(err.message ?? err));
   });
   return readback.inFlight;
 }

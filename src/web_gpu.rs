@@ -7,11 +7,9 @@ use std::rc::Rc;
 
 use wasm_bindgen::prelude::*;
 
-use std::collections::HashSet;
-
 use crate::analysis::translation::Decoding;
 use crate::gpu::{GpuBackend, GpuContext};
-use crate::trace::{describe, Op, Readback, Trace};
+use crate::trace::{Readback, Trace};
 use crate::Transformer;
 
 /// A GPU device with this model's weights on it (uploaded on the first pass).
@@ -115,13 +113,7 @@ impl GpuSession {
             let encoding = inner.model.encode_within(&text, inner.limit).map_err(rejection)?;
             let readback = match read {
                 None => Readback::Everything,
-                Some(names) => {
-                    let config = &inner.model.config;
-                    let mut names: HashSet<String> = names.into_iter().collect();
-                    // What the prediction, generation and token views read without drawing.
-                    names.extend([Op::Tokenize, Op::Unembed, Op::NextTokenProbabilities].map(|op| describe(op, None, config).name));
-                    Readback::Steps(names)
-                }
+                Some(names) => Readback::views(names, &inner.model.config),
             };
             let trace = inner.model.trace_reading(&inner.backend, encoding, &text, readback).await.map_err(rejection)?;
             Ok(GpuPass { trace, milliseconds: js_sys::Date::now() - start, translation: None }.into())

@@ -38,9 +38,7 @@ fn names_read(model: &Transformer, trace: &Trace, view: &View) -> Vec<String> {
 
 /// The page's readback for `names`: those steps and the tokens and logits.
 fn readback(model: &Transformer, names: &[String]) -> Readback {
-    let mut names: std::collections::HashSet<String> = names.iter().cloned().collect();
-    names.extend([Op::Tokenize, Op::Unembed, Op::NextTokenProbabilities].map(|op| describe(op, None, &model.config).name));
-    Readback::Steps(names)
+    Readback::views(names.iter().cloned(), &model.config)
 }
 
 fn values(trace: &Trace) -> usize {

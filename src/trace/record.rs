@@ -106,6 +106,16 @@ pub enum Readback {
     Steps(HashSet<String>),
 }
 
+impl Readback {
+    /// The steps `names` (what the views on screen read) and those read without drawing: the
+    /// tokens, the logits and the next-token probabilities (the prediction and generation).
+    pub fn views(names: impl IntoIterator<Item = String>, config: &ModelConfig) -> Self {
+        let mut names: HashSet<String> = names.into_iter().collect();
+        names.extend([Op::Tokenize, Op::Unembed, Op::NextTokenProbabilities].map(|op| describe(op, None, config).name));
+        Readback::Steps(names)
+    }
+}
+
 /// Keeps every step, described for the stepper.
 pub struct TraceRecorder<'c> {
     config: &'c ModelConfig,

@@ -60,12 +60,26 @@ test('MiniLM has no logit lens and no rotary charts, and says why', async () => 
   await context.close();
 });
 
-test('the head grid: a repeated random sequence lights up induction heads; a click opens one', { timeout: 180_000 }, async () => {
-  const { page, context, problems } = await openPage(`${env.base}?model=smollm2-135m`);
+test('the head grid: a repeated random sequence lights up induction heads; a click opens one', { timeout: 180_000 }, async (t) => {
+  // The page shuffles its words with Math.random; here a seeded one, so the sequence is the same
+  // on every run. SmolLM2's best induction head scores about 0.88 on most orders, but a few
+  // orders in a hundred leave it near 0.3 (measured natively over 60 seeded orders: median
+  // 0.89, one at 0.30), and a test of a random order would fail on those.
+  const seeded = (page) => page.addInitScript(() => {
+    let s = 0x2545f491;
+    Math.random = () => {
+      s ^= s << 13; s ^= s >>> 17; s ^= s << 5;
+      return (s >>> 0) / 4294967296;
+    };
+  });
+  const { page, context, problems } = await openPage(`${env.base}?model=smollm2-135m`, { route: seeded });
   await page.waitForFunction(() => window.__tviz.model === 'smollm2-135m');
   const before = await page.evaluate(() => window.__tviz.renders);
   await page.click('#example-repeat');
   await page.waitForFunction((n) => window.__tviz.renders > n, before);
+  const words = (await page.inputValue('#text')).split(' ');
+  assert.equal(words.length, 40);
+  assert.deepEqual(words.slice(20), words.slice(0, 20), 'twenty words, then the same twenty');
   assert.equal(await page.inputValue('#grid-pattern'), 'induction');
   const grid = await drawn(page, 'head-grid', (d) => d.values?.length === 270 && d.values.some((v) => v > 0));
   assert.equal(grid.geometry.rows, 30);
@@ -73,6 +87,7 @@ test('the head grid: a repeated random sequence lights up induction heads; a cli
   const best = grid.values.reduce((b, v, i) => (v > grid.values[b] ? i : b), 0);
   assert.ok(grid.values[best] > 0.5, `an induction head scores ${grid.values[best]}`);
   const [layer, head] = [Math.floor(best / 9), best % 9];
+  t.diagnostic(`the strongest induction head, layer ${layer} head ${head}, scores ${grid.values[best].toFixed(3)}`);
   // Click the middle of that cell: the attention section opens the head.
   const box = await page.locator('canvas[data-chart="head-grid"]').boundingBox();
   const g = grid.geometry;

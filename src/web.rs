@@ -493,9 +493,14 @@ impl Viz {
         }
     }
 
-    /// The whole trace as JSON, for export.
+    /// The whole trace as JSON, for export. Refused while some of a GPU pass's values are
+    /// still on the device (they would be written as zeros): `GpuSession::read_rest` first.
     pub fn trace_json(&self) -> Result<String, JsError> {
-        serde_json::to_string(self.current()?).map_err(|e| JsError::new(&e.to_string()))
+        let trace = self.current()?;
+        if trace.awaits_device() {
+            return Err(JsError::new("some of the pass's values are still on the GPU: read them back first (GpuSession::read_rest)"));
+        }
+        serde_json::to_string(trace).map_err(|e| JsError::new(&e.to_string()))
     }
 
     /// The names of the steps the views `specs` (an array of chart specs, as `draw` takes)
@@ -509,20 +514,20 @@ impl Viz {
             let view: AnyView = serde_json::from_value(spec).map_err(|e| JsError::new(&format!("unknown view: {e}")))?;
             read.extend(crate::draw::reads::steps_read(trace, PROBE_SIZE, |area| self.draw_any(area, &view, false)));
         }
-        Ok(read.into_iter().map(|i| trace.steps[i].name.clone()).collect())
+        Ok(read.into_iter().collect())
     }
 
     /// True while some of the current pass's values are still on the GPU (its readback
     /// brought back what the views on screen read; `GpuSession::read_rest` brings the rest).
     pub fn awaits_device(&self) -> bool {
-        self.trace.as_ref().is_some_and(|t| t.steps.iter().any(|s| s.tensor.data.awaits_device()))
+        self.trace.as_ref().is_some_and(Trace::awaits_device)
     }
 
     /// True when one of the steps `names` (`steps_read` of a chart) still waits for its values
     /// on the GPU: the page then keeps the chart as it is and asks for them
     /// (`GpuSession::read_rest`) before drawing it.
     pub fn steps_wait(&self, names: Vec<String>) -> bool {
-        self.trace.as_ref().is_some_and(|t| t.steps.iter().any(|s| s.tensor.data.awaits_device() && names.contains(&s.name)))
+        self.trace.as_ref().is_some_and(|t| crate::draw::reads::waits_for_device(t, &names))
     }
 
     /// Softmax weights of one head, row-major (T x T).

@@ -98,23 +98,24 @@ impl GpuSession {
     /// The pass stays on the device and comes back in one readback at its end: with `read`
     /// (step names, `Viz::steps_read` of the views on screen), only those steps, the tokens,
     /// the logits and every norm's statistics, the rest staying on the device until
-    /// `read_rest`; without, every step. (An encoder-decoder's decoding reads everything.)
+    /// `read_rest`; without, every step. An encoder-decoder's traced passes read back so too
+    /// (its encoder's steps named behind `trace::SOURCE_STEP`), its greedy steps their logits.
     /// A kernel that fails or a device lost on the way: the pass is computed again on the
     /// CPU (`failure` says why), so the promise still gives a whole trace.
     pub fn trace(&self, text: String, read: Option<Vec<String>>) -> js_sys::Promise {
         let inner = self.inner.clone();
         wasm_bindgen_futures::future_to_promise(async move {
             let start = js_sys::Date::now();
-            if inner.model.config.is_encoder_decoder() {
-                // The text is the source: encoded once, decoded greedily, every pass on the GPU.
-                let (trace, decoding) = inner.model.translate_with(&inner.backend, &text).await.map_err(rejection)?.into_parts();
-                return Ok(GpuPass { trace, milliseconds: js_sys::Date::now() - start, translation: Some(decoding) }.into());
-            }
-            let encoding = inner.model.encode_within(&text, inner.limit).map_err(rejection)?;
             let readback = match read {
                 None => Readback::Everything,
                 Some(names) => Readback::views(names, &inner.model.config),
             };
+            if inner.model.config.is_encoder_decoder() {
+                // The text is the source: encoded once, decoded greedily, every pass on the GPU.
+                let (trace, decoding) = inner.model.translate_reading(&inner.backend, &text, readback).await.map_err(rejection)?.into_parts();
+                return Ok(GpuPass { trace, milliseconds: js_sys::Date::now() - start, translation: Some(decoding) }.into());
+            }
+            let encoding = inner.model.encode_within(&text, inner.limit).map_err(rejection)?;
             let trace = inner.model.trace_reading(&inner.backend, encoding, &text, readback).await.map_err(rejection)?;
             Ok(GpuPass { trace, milliseconds: js_sys::Date::now() - start, translation: None }.into())
         })

@@ -15,7 +15,7 @@ use transformer_viz::draw::reads::{steps_read, waits_for_device};
 use transformer_viz::draw::view::{draw_view, view_svg, View};
 use transformer_viz::gpu::{GpuBackend, GpuContext};
 use transformer_viz::model::backend::{on_cpu, Cpu};
-use transformer_viz::trace::{describe, Op, Readback, Trace};
+use transformer_viz::trace::{describe, Op, Readback, Trace, SOURCE_STEP};
 use transformer_viz::Transformer;
 
 const TEXT: &str = "The quick brown fox jumps over the lazy dog, and the dog sleeps on.";
@@ -33,7 +33,7 @@ fn view(spec: serde_json::Value) -> View {
 
 /// The names of the steps `view` reads of `trace`.
 fn names_read(model: &Transformer, trace: &Trace, view: &View) -> Vec<String> {
-    steps_read(trace, SIZE, |area| draw_view(area, model, trace, view, false)).into_iter().map(|i| trace.steps[i].name.clone()).collect()
+    steps_read(trace, SIZE, |area| draw_view(area, model, trace, view, false))
 }
 
 /// The page's readback for `names`: those steps and the tokens and logits.
@@ -120,6 +120,63 @@ fn a_causal_models_pass_reads_back_what_its_views_read() {
         json!({"kind": "prediction", "top": 10, "temperature": 1.0, "top_k": 0, "top_p": 1.0, "seed": 1}),
         json!({"kind": "logit_lens"}),
     ]);
+}
+
+/// Every step of `partial` (its encoder's pass's too) holds `whole`'s values.
+fn assert_same_values(partial: &Trace, whole: &Trace) {
+    let (p, w): (Vec<_>, Vec<_>) = (partial.named_steps().collect(), whole.named_steps().collect());
+    assert_eq!(p.len(), w.len());
+    for ((name, p), (_, w)) in p.into_iter().zip(w) {
+        assert!(!p.tensor.data.awaits_device(), "{name}: read back");
+        assert_eq!(p.tensor.view(), w.tensor.view(), "{name}: the same values as the pass that read everything");
+    }
+}
+
+#[test]
+fn an_encoder_decoders_passes_read_back_what_its_views_read_and_the_rest_together() {
+    transformer_viz::draw::files::register_fonts();
+    let model = load_named(&common::models_dir(), "lecture-reverse", WeightPrecision::F32).expect("committed model");
+    let backend = GpuBackend::new(gpu_context(), &model.weights);
+    let source = "the rest comes back";
+    let whole = pollster::block_on(model.translate_with(&backend, source)).expect("whole translation");
+    assert_eq!(backend.values_left(), 0, "a translation that reads everything leaves nothing on the device");
+    let whole = whole.trace;
+    let encoder_steps = whole.source.as_ref().expect("the encoder's pass").steps.len();
+    // The cross-attention chart reads the decoder's cross-attention weights and no encoder step.
+    let cross = view(json!({"kind": "cross_attention", "layer": 1, "head": 0}));
+    let names = names_read(&model, &whole, &cross);
+    assert_eq!(names, vec![describe(Op::CrossSoftmax, Some(1), &model.config).name]);
+    let partial = pollster::block_on(model.translate_reading(&backend, source, readback(&model, &names))).expect("partial translation");
+    assert_eq!(backend.failure(), None);
+    assert_eq!(partial.output, source.chars().rev().collect::<String>(), "the greedy steps' logits came back: the same output");
+    let partial = partial.trace;
+    let waiting: Vec<String> = partial.named_steps().filter(|(_, s)| s.tensor.data.awaits_device()).map(|(n, _)| n).collect();
+    let encoder_waiting = waiting.iter().filter(|n| n.starts_with(SOURCE_STEP)).count();
+    eprintln!("lecture-reverse: {} of {} steps waiting ({encoder_waiting} of the encoder's {encoder_steps}); {} values left on the device", waiting.len(), partial.named_steps().count(), backend.values_left());
+    // No view read the encoder's pass: all of it that the device computed stays there (the
+    // embeddings are computed on the CPU before the pass goes up to the device).
+    let on_cpu_ops = [Op::Tokenize, Op::TokenEmbedding, Op::SegmentEmbedding, Op::PositionEncoding, Op::AddPosition];
+    let encoder_back: Vec<Op> = partial.source.as_ref().unwrap().steps.iter().filter(|s| !s.tensor.data.awaits_device()).map(|s| s.op).collect();
+    assert!(encoder_back.iter().all(|op| on_cpu_ops.contains(op)), "only the CPU's steps of the encoder's pass are here: {encoder_back:?}");
+    assert!(encoder_waiting > encoder_steps / 2);
+    assert!(waiting.len() > encoder_steps, "and so do the decoder's steps no view read");
+    assert!(!waits_for_device(&partial, &names));
+    assert_eq!(view_svg(&model, &partial, &cross, SIZE).expect("drawn"), view_svg(&model, &whole, &cross, SIZE).expect("drawn"), "the same chart from either pass");
+    // The rest of both passes (the encoder's was left by the pass before the decoder's) comes
+    // back in one readback.
+    assert!(pollster::block_on(backend.read_rest()), "the rest came back");
+    assert_eq!(backend.values_left(), 0);
+    assert!(!partial.awaits_device());
+    assert_same_values(&partial, &whole);
+    // An encoder step asked for by its name behind SOURCE_STEP comes back with the pass.
+    let encoder_attention = format!("{SOURCE_STEP}{}", describe(Op::Softmax, Some(0), &model.config.encoder_config()).name);
+    let asked = vec![encoder_attention.clone()];
+    let partial = pollster::block_on(model.translate_reading(&backend, source, readback(&model, &asked))).expect("partial translation").trace;
+    assert!(partial.named_steps().any(|(n, s)| n == encoder_attention && !s.tensor.data.awaits_device()), "{encoder_attention} came back");
+    assert!(!waits_for_device(&partial, &asked));
+    assert!(partial.awaits_device(), "the other steps did not");
+    assert!(pollster::block_on(backend.read_rest()));
+    assert_same_values(&partial, &whole);
 }
 
 #[test]

@@ -10,7 +10,7 @@ use super::prediction::top_ids;
 use crate::error::{Result, VizError};
 use crate::model::backend::{on_cpu, Backend, Cpu};
 use crate::model::forward::{decode, encode_source, Logits};
-use crate::trace::{NoRecorder, Trace, TokenInfo, TraceRecorder};
+use crate::trace::{NoRecorder, Readback, Trace, TokenInfo, TraceRecorder};
 use crate::Transformer;
 
 /// One decoding step: the token the decoder chose and how sure it was.
@@ -83,6 +83,15 @@ impl Transformer {
 
     /// `translate` with every operation of every pass computed by `backend` (the GPU's, say).
     pub async fn translate_with<B: Backend>(&self, backend: &B, source: &str) -> Result<Translation> {
+        self.translate_reading(backend, source, Readback::Everything).await
+    }
+
+    /// `translate_with`, whose traced passes bring back from a device what `readback` names
+    /// (the decoder's steps by their names, the encoder's behind `SOURCE_STEP`: as
+    /// `Trace::named_steps` names them); the rest of both stays on the device until asked
+    /// for (`GpuBackend::read_rest`), in one readback. The greedy steps need only their
+    /// logits, which always come back.
+    pub async fn translate_reading<B: Backend>(&self, backend: &B, source: &str, readback: Readback) -> Result<Translation> {
         let c = &self.config;
         if !c.is_encoder_decoder() {
             return Err(VizError::NotEncoderDecoder);
@@ -122,9 +131,11 @@ impl Transformer {
 
         // The traced passes: the encoder's over the source, the decoder's over the output.
         let encoder_config = c.encoder_config();
-        let mut source_rec = TraceRecorder::new(&encoder_config);
+        let mut source_rec = TraceRecorder::with_readback(&encoder_config, readback.of_source());
         let Some(memory) = encode_source(backend, &source_ids, &self.weights, c, &mut source_rec).await else { return self.translate(source) }; // (S, d)
-        let mut rec = TraceRecorder::new(c);
+        let mut rec = TraceRecorder::with_readback(c, readback);
+        // The encoder's values left on the device stay there beside the decoder's.
+        backend.keep_last_pass_rest();
         if decode(backend, &target, memory.view(), &self.weights, c, &mut rec, Logits::All).await.is_none() {
             return self.translate(source);
         }

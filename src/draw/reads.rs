@@ -74,18 +74,20 @@ impl Canvas for NullCanvas {
     }
 }
 
-/// The steps of `trace` (their indices, in order) whose values `draw` reads when it draws on
-/// a `size` canvas. Whether it succeeds does not matter: what it read before it stopped is
-/// what it would read.
-pub fn steps_read<R>(trace: &Trace, size: (u32, u32), draw: impl FnOnce(&DrawingArea<NullCanvas, Shift>) -> R) -> Vec<usize> {
+/// The names of the steps of `trace` (`Trace::named_steps`: an encoder-decoder's encoder steps
+/// too, behind `SOURCE_STEP`), in the trace's order, whose values `draw` reads when it draws
+/// on a `size` canvas. Whether it succeeds does not matter: what it read before it stopped
+/// is what it would read.
+pub fn steps_read<R>(trace: &Trace, size: (u32, u32), draw: impl FnOnce(&DrawingArea<NullCanvas, Shift>) -> R) -> Vec<String> {
     let log = ReadLog::open();
     let area = NullCanvas::new(size).into_drawing_area();
     let _ = draw(&area);
     let read = log.close();
-    trace.steps.iter().enumerate().filter(|(_, s)| read.binary_search(&s.tensor.data.storage_id()).is_ok()).map(|(i, _)| i).collect()
+    trace.named_steps().filter(|(_, s)| read.binary_search(&s.tensor.data.storage_id()).is_ok()).map(|(name, _)| name).collect()
 }
 
-/// True when one of `steps` of `trace` still waits for its values to come back from a device.
-pub fn waits_for_device(trace: &Trace, steps: &[usize]) -> bool {
-    steps.iter().filter_map(|&i| trace.steps.get(i)).any(|s| s.tensor.data.awaits_device())
+/// True when one of the steps `names` (as `steps_read` gives them) of `trace` still waits
+/// for its values to come back from a device.
+pub fn waits_for_device(trace: &Trace, names: &[String]) -> bool {
+    trace.named_steps().any(|(name, s)| s.tensor.data.awaits_device() && names.contains(&name))
 }

@@ -12,7 +12,7 @@
 //! says the pass failed, and the caller computes it again on the CPU; `failure` says why,
 //! for the status line, and every later pass goes to the CPU at once.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -58,6 +58,9 @@ pub struct GpuBackend {
     /// The last pass's tensors that its readback left on the device (`Fill::is_later`),
     /// until `read_rest` reads them or the next pass replaces them.
     rest: RefCell<Vec<(Rc<GpuTensor>, Fill)>>,
+    /// The next `finish` adds its pass's rest to `rest` instead of replacing it
+    /// (`Backend::keep_last_pass_rest`).
+    keep_rest: Cell<bool>,
     /// Held, never read: the arrays `uploaded` is keyed by cannot be freed or moved.
     _weights: Arc<Weights>,
 }
@@ -72,6 +75,7 @@ impl GpuBackend {
             scope: RefCell::new(None),
             pending: RefCell::new(Vec::new()),
             rest: RefCell::new(Vec::new()),
+            keep_rest: Cell::new(false),
             _weights: weights.clone(),
         }
     }
@@ -336,8 +340,13 @@ impl Backend for GpuBackend {
     /// stay zeros.
     async fn finish(&self) -> bool {
         let (later, pending): (Vec<_>, Vec<_>) = std::mem::take(&mut *self.pending.borrow_mut()).into_iter().partition(|(_, fill)| fill.is_later());
-        // The last pass's values left on the device give way to this one's.
-        *self.rest.borrow_mut() = later;
+        // The last pass's values left on the device give way to this one's, unless they make
+        // one trace with it.
+        if self.keep_rest.take() {
+            self.rest.borrow_mut().extend(later);
+        } else {
+            *self.rest.borrow_mut() = later;
+        }
         // The pass's commands go to the device inside its error scope.
         self.ctx.flush();
         // Popped first (it takes effect at once), awaited after the readback: both answers
@@ -364,6 +373,10 @@ impl Backend for GpuBackend {
             self.rest.borrow_mut().clear(); // a failed pass's values never come back
         }
         ok
+    }
+
+    fn keep_last_pass_rest(&self) {
+        self.keep_rest.set(true);
     }
 }
 

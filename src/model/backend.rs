@@ -106,6 +106,11 @@ pub trait Backend {
     /// False when the backend failed during the pass (a GPU's lost device, a failed kernel):
     /// the values are then zeros and the pass must be computed again elsewhere.
     async fn finish(&self) -> bool;
+    /// The next `finish` keeps the values the last pass left on the device (its recorder's
+    /// `Readback::Steps` did not ask for them) beside its own, instead of letting them go: an
+    /// encoder-decoder's traced encoder and decoder passes make one trace, whose rest comes
+    /// back together. Nothing to keep on the CPU, which leaves nothing on a device.
+    fn keep_last_pass_rest(&self) {}
 }
 
 /// The CPU: the reference every other backend is checked against.

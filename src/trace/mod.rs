@@ -130,6 +130,10 @@ pub struct StreamPoint<'a> {
     pub vectors: ArrayView2<'a, f32>,
 }
 
+/// Before an encoder step's name where a name may be of either pass of an encoder-decoder
+/// (`Trace::named_steps`, `Readback::of_source`).
+pub const SOURCE_STEP: &str = "source/";
+
 impl Trace {
     pub fn len(&self) -> usize {
         self.tokens.len()
@@ -141,6 +145,20 @@ impl Trace {
 
     pub fn step(&self, name: &str) -> Result<&Step> {
         self.steps.iter().find(|s| s.name == name).ok_or_else(|| VizError::NoSuchStep(name.into()))
+    }
+
+    /// Every step with the name it is known by across the whole trace: this pass's steps by
+    /// their names, then an encoder-decoder's encoder steps (`source`) by theirs behind
+    /// `SOURCE_STEP`.
+    pub fn named_steps(&self) -> impl Iterator<Item = (String, &Step)> {
+        let encoder = self.source.iter().flat_map(|s| s.steps.iter().map(|step| (format!("{SOURCE_STEP}{}", step.name), step)));
+        self.steps.iter().map(|s| (s.name.clone(), s)).chain(encoder)
+    }
+
+    /// True while some of the pass's values (an encoder's pass's included) are still on a
+    /// device: a GPU pass's readback brought back what the views on screen read.
+    pub fn awaits_device(&self) -> bool {
+        self.steps.iter().any(|s| s.tensor.data.awaits_device()) || self.source.as_ref().is_some_and(|s| s.awaits_device())
     }
 
     pub fn find(&self, op: Op, layer: Option<usize>) -> Option<&Step> {

@@ -114,6 +114,15 @@ impl Readback {
         names.extend([Op::Tokenize, Op::Unembed, Op::NextTokenProbabilities].map(|op| describe(op, None, config).name));
         Readback::Steps(names)
     }
+
+    /// What an encoder-decoder's encoder pass brings back: the names behind `SOURCE_STEP`
+    /// (`Trace::named_steps`), without it.
+    pub fn of_source(&self) -> Self {
+        match self {
+            Readback::Everything => Readback::Everything,
+            Readback::Steps(names) => Readback::Steps(names.iter().filter_map(|n| n.strip_prefix(super::SOURCE_STEP)).map(str::to_string).collect()),
+        }
+    }
 }
 
 /// Keeps every step, described for the stepper.

@@ -188,7 +188,15 @@ test('the encoder-decoder decodes on the GPU: the same output, its cross-attenti
   const source = 'gpu reads this';
   const { page, context, problems } = await openPage(env, `${env.base}?backend=gpu&text=${encodeURIComponent(source)}`, { model: 'lecture-reverse' });
   await page.waitForFunction(() => window.__tviz.gpu?.active, null, { timeout: LONG });
+  // Its traced passes bring back what the charts on screen draw, as any model's: the
+  // encoder's pass (no chart draws its steps) and the decoder's other steps stay on the device.
+  await page.waitForFunction((t) => window.__tviz.gpuPassText === t && window.__tviz.gpu?.difference, source, { timeout: LONG });
+  const partial = await page.evaluate(() => ({ ...window.__tviz.gpuReadback, difference: window.__tviz.gpu.difference }));
+  assert.equal(partial.restReads, 0, 'the charts on screen needed nothing more');
+  assert.ok(partial.valuesLeft > 0 && partial.difference.unread_steps > 0, 'values were left on the device');
+  // The rest of both passes comes back in one readback when asked.
   await gpuPassAgreeing(page, source);
+  assert.equal(await page.evaluate(() => window.__tviz.gpuReadback.valuesLeft), 0);
   // The decoded output and the cross-attention chart come from the GPU's passes.
   await page.waitForFunction((want) => document.getElementById('translation-section').textContent.includes(want), [...source].reverse().join(''));
   await page.locator('canvas[data-chart="cross"]').scrollIntoViewIfNeeded();

@@ -1,8 +1,8 @@
 // How much of a GPU pass the page brings back with it (the charts on screen at the top of a
 // 1280 x 720 window, every attention weight, tokens, logits, norms) and how much it leaves
 // on the device until a chart asks, for MiniLM at 32 and 256 tokens, the lecture decoder at
-// 32 and 128 and the encoder-decoder on a 19-character source, on headless Chromium's WebGPU adapter (SwiftShader here: the volumes, not the
-// times, are what this measures). Run scripts/build-page.sh first; DIST=dir for another build.
+// 32 and 128 and the encoder-decoder on a 19-character source, on headless Chromium's WebGPU
+// adapter (SwiftShader here: the volumes, not the times, are what this measures). Run scripts/build-page.sh first; DIST=dir for another build.
 import { join } from 'node:path';
 import { serve } from './static-server.mjs';
 import { launchChromium } from '../tests/e2e/browser.mjs';

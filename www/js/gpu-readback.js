@@ -53,6 +53,12 @@ export function waitsForDevice(spec) {
   return viz.steps_wait(readsOf.names.get(key));
 }
 
+/** The current pass's values left on the device will not come back: no chart waits for them. */
+function forgetRest() {
+  session.unread = false;
+  readback.waiting.clear();
+}
+
 /** Brings back what the current GPU pass left on the device (one readback at a time), then
  * draws the charts that waited for it. */
 export function readRest() {
@@ -63,34 +69,30 @@ export function readRest() {
   if (opened.values_left() === 0) {
     // The values were those of a pass that a newer one replaced on the device: a new pass
     // reads back what the charts on screen need.
-    session.unread = false;
-    readback.waiting.clear();
+    forgetRest();
     readback.rerun?.();
     return Promise.resolve();
   }
-  readback.inFlight = opened.read_rest().then((ok) => {
-    readback.inFlight = null;
-    if (session.viz !== viz || gpu.session !== opened) return; // another model meanwhile
-    if (!ok) {
-      session.unread = false;
+  readback.inFlight = opened.read_rest()
+    // True, or why the rest cannot come back: the GPU failed, or the session was closed
+    // under the readback. Either way the pass is computed again.
+    .then((ok) => ok || (opened.failure() ?? 'the GPU could not send back the rest of the pass'), (err) => String(err.message ?? err))
+    .then((result) => {
+      readback.inFlight = null;
+      if (session.viz !== viz || gpu.session !== opened) return; // another model meanwhile
+      if (result !== true) {
+        forgetRest();
+        readback.lost?.(result);
+        return;
+      }
+      window.__tviz.gpuReadback.restReads += 1;
+      session.unread = viz.awaits_device();
+      window.__tviz.gpuReadback.valuesLeft = opened.values_left();
+      const waited = [...readback.waiting];
       readback.waiting.clear();
-      readback.lost?.(opened.failure() ?? 'the GPU could not send back the rest of the pass');
-      return;
-    }
-    window.__tviz.gpuReadback.restReads += 1;
-    session.unread = viz.awaits_device();
-    window.__tviz.gpuReadback.valuesLeft = opened.values_left();
-    const waited = [...readback.waiting];
-    readback.waiting.clear();
-    window.__tviz.gpuReadback.waitingCharts = [];
-    for (const then of readback.arrived) then(waited);
-  }, (err) => { // the session was closed under it, say: the pass is computed again
-    readback.inFlight = null;
-    if (session.viz !== viz || gpu.session !== opened) return;
-    session.unread = false;
-    readback.waiting.clear();
-    readback.lost?.(String(err.message ?? err));
-  });
+      window.__tviz.gpuReadback.waitingCharts = [];
+      for (const then of readback.arrived) then(waited);
+    });
   return readback.inFlight;
 }
 

@@ -11,7 +11,7 @@ use crate::model::forward::{forward_cached, forward_with, Logits};
 use crate::model::kv_cache::KvCache;
 use crate::model::{forward, ForwardOutput, ModelConfig, Weights};
 use crate::tokenize::{Encoding, Tokenizer};
-use crate::trace::{LayeredRecorder, NoRecorder, Readback, Trace, TraceRecorder};
+use crate::trace::{ContinuedRecorder, LayeredRecorder, NoRecorder, Readback, Trace, TraceRecorder};
 
 pub struct Transformer {
     pub config: ModelConfig,
@@ -114,16 +114,7 @@ impl Transformer {
                 rec.into_parts()
             }
         };
-        Trace {
-            model: self.config.name.clone(),
-            config: self.config.clone(),
-            text: text.to_string(),
-            tokens: encoding.tokens,
-            truncated: encoding.truncated,
-            steps,
-            norms,
-            source: None,
-        }
+        self.trace_of(encoding, text, steps, norms)
     }
 
     /// The plain forward pass, keeping only its output.
@@ -149,7 +140,7 @@ impl Transformer {
     /// How many of `ids`' first tokens a pass continuing `previous` (with `cache`) can take
     /// from it: those up to the first that differs, but never the last one (its logits give
     /// the next-token prediction).
-    pub fn reusable(&self, ids: &[u32], previous: Option<&Trace>, cache: &KvCache) -> usize {
+    pub fn reusable<H: Clone>(&self, ids: &[u32], previous: Option<&Trace>, cache: &KvCache<H>) -> usize {
         let same = previous
             .filter(|p| self.config.causal && p.config == self.config && p.len() == cache.len())
             .map_or(0, |p| p.tokens.iter().zip(ids).take_while(|(a, b)| a.id == **b).count());
@@ -168,7 +159,60 @@ impl Transformer {
         let mut rec = LayeredRecorder::new(&self.config, self.weights.clone(), prefix, ids.len());
         forward_cached(&ids[reused..], Some(cache), &self.weights, &self.config, &mut rec, Logits::Last);
         let (steps, norms) = rec.into_parts();
-        let trace = Trace {
+        let trace = self.trace_of(encoding, text, steps, norms);
+        Continued { trace, reused }
+    }
+
+    /// `continue_trace` with every operation computed by `backend`, whose tensors `cache`
+    /// holds (a GPU's stay on the device), and every step recorded (`ContinuedRecorder`: a
+    /// step is the earlier trace's first rows then the new ones, joined when read). The
+    /// device brings back with the pass the new rows of the steps `readback` names; the
+    /// others stay on it with the earlier pass's, until asked for (`GpuBackend::read_rest`).
+    /// A backend that fails during the pass (a GPU's lost device): the CPU computes the whole
+    /// pass again (nothing reused) and `cache` is emptied. An encoder is traced from the
+    /// start every time (`trace_reading`): only a causal model's earlier tokens stay as they
+    /// were.
+    pub async fn continue_trace_with<B: Backend>(
+        &self,
+        backend: &B,
+        encoding: Encoding,
+        text: &str,
+        previous: Option<&Trace>,
+        cache: &mut KvCache<B::Heads>,
+        readback: Readback,
+    ) -> Result<Continued> {
+        if !self.config.causal || self.config.is_encoder_decoder() {
+            cache.truncate_with(0, |h, n| backend.first_tokens(h, n));
+            let trace = self.trace_reading(backend, encoding, text, readback).await?;
+            return Ok(Continued { trace, reused: 0 });
+        }
+        let ids = encoding.ids();
+        let reused = self.reusable(&ids, previous, cache);
+        cache.truncate_with(reused, |h, n| backend.first_tokens(h, n));
+        let prefix = previous.filter(|_| reused > 0).map(|p| (p, reused));
+        if prefix.is_some() {
+            // The earlier pass's values left on the device are rows of this trace too.
+            backend.keep_last_pass_rest();
+        }
+        let mut rec = ContinuedRecorder::new(&self.config, readback, prefix, ids.len());
+        let passed = forward_with(backend, &ids[reused..], Some(&mut *cache), &self.weights, &self.config, &mut rec, Logits::Last).await;
+        let (trace, reused) = match passed {
+            Some(_) => {
+                let (steps, norms) = rec.into_parts();
+                (self.trace_of(encoding, text, steps, norms), reused)
+            }
+            None => {
+                // The backend failed (it says why): its cache is lost with it.
+                *cache = KvCache::new();
+                (self.continue_trace(encoding, text, None, &mut KvCache::new()).trace, 0)
+            }
+        };
+        Ok(Continued { trace, reused })
+    }
+
+    /// A trace of this model from a pass's steps and norms.
+    fn trace_of(&self, encoding: Encoding, text: &str, steps: Vec<crate::trace::Step>, norms: Vec<crate::trace::NormRecord>) -> Trace {
+        Trace {
             model: self.config.name.clone(),
             config: self.config.clone(),
             text: text.to_string(),
@@ -177,8 +221,7 @@ impl Transformer {
             steps,
             norms,
             source: None,
-        };
-        Continued { trace, reused }
+        }
     }
 
     /// The next-token logits (vocab) after `new_ids`, which follow the `cache.len()` tokens

@@ -319,6 +319,10 @@ impl Backend for GpuBackend {
         self.run(shape, &[cached, new], |t| GpuTensor::join_middle(&self.ctx, t[0], t[1])) // (kv, P + n, hd)
     }
 
+    fn first_tokens(&self, x: &GpuValue, n: usize) -> GpuValue {
+        self.run(vec![x.shape[0], n, x.shape[2]], &[x], |t| t[0].first_middle(&self.ctx, n)) // (kv, n, hd)
+    }
+
     fn trace_rows(&self, x: &GpuValue) -> Tensor {
         self.trace(x)
     }
@@ -343,7 +347,11 @@ impl Backend for GpuBackend {
         // The last pass's values left on the device give way to this one's, unless they make
         // one trace with it.
         if self.keep_rest.take() {
-            self.rest.borrow_mut().extend(later);
+            let mut rest = self.rest.borrow_mut();
+            // Values no trace holds any more (a continued pass's earlier rows, cut) need not
+            // come back: their buffers go.
+            rest.retain(|(_, fill)| fill.is_wanted());
+            rest.extend(later);
         } else {
             *self.rest.borrow_mut() = later;
         }

@@ -161,6 +161,28 @@ impl GpuTensor {
         Ok(out)
     }
 
+    /// The first `n` of (heads, P, w) along the middle axis, copied on the device:
+    /// (heads, n, w), as a KV cache forgets the tokens after a change.
+    pub(crate) fn first_middle(&self, ctx: &GpuContext, n: usize) -> Result<Self, GpuError> {
+        let &[heads, p, w] = self.shape() else {
+            return Err(GpuError::Shape { what: "first tokens", detail: format!("{:?} is not (heads, T, width)", self.shape()) });
+        };
+        if n > p || self.dtype != GpuDtype::F32 {
+            return Err(GpuError::Shape { what: "first tokens", detail: format!("{n} tokens of {:?}", self.shape()) });
+        }
+        let out = Self::output(ctx, &[heads, n, w], "first tokens")?;
+        let (from, to) = ((p * w * 4) as u64, (n * w * 4) as u64); // one head's bytes in each
+        if to > 0 {
+            ctx.record(|encoder| {
+                for h in 0..heads as u64 {
+                    encoder.copy_buffer_to_buffer(&self.buffer, h * from, &out.buffer, h * to, to);
+                }
+            });
+        }
+        ctx.check()?;
+        Ok(out)
+    }
+
     /// A new buffer for a kernel's output, of `shape` (its values are left as the device
     /// clears them: zero).
     pub(crate) fn output(ctx: &GpuContext, shape: &[usize], what: &str) -> Result<Self, GpuError> {

@@ -147,8 +147,9 @@ pub fn self_attention<B: Backend, R: Recorder>(
     };
     let total = keys.dims()[1]; // first + T keys
     // Steps computed from earlier steps on read need those steps to hold every key; after a
-    // cached start they hold only the new ones, so such a pass keeps its values instead.
-    let derivable = first == 0;
+    // cached start they hold only the new ones (unless the recorder joins an earlier trace's
+    // rows ahead of them), so such a pass keeps its values instead.
+    let derivable = first == 0 || rec.holds_every_token();
 
     let scale = 1.0 / (hd as f32).sqrt();
     let group = c.group_size();

@@ -93,6 +93,9 @@ pub trait Backend {
     /// (kv_heads, P, hd) then (kv_heads, n, hd) along the tokens: (kv_heads, P + n, hd), for
     /// the KV cache.
     fn append_tokens(&self, cached: &Self::Heads, new: &Self::Heads) -> Self::Heads;
+    /// The first `n` tokens of (kv_heads, P, hd): (kv_heads, n, hd), as a KV cache keeps the
+    /// tokens before the first one that changed.
+    fn first_tokens(&self, x: &Self::Heads, n: usize) -> Self::Heads;
 
     /// The values of `x` for a recorder (on a GPU, filled by `finish`).
     fn trace_rows(&self, x: &Self::Rows) -> Tensor;
@@ -201,6 +204,10 @@ impl Backend for Cpu {
 
     fn append_tokens(&self, cached: &Array3<f32>, new: &Array3<f32>) -> Array3<f32> {
         concatenate(Axis(1), &[cached.view(), new.view()]).expect("same heads and width") // (kv, P + n, hd)
+    }
+
+    fn first_tokens(&self, x: &Array3<f32>, n: usize) -> Array3<f32> {
+        x.slice(s![.., ..n, ..]).to_owned() // (kv, n, hd)
     }
 
     fn trace_rows(&self, x: &Array2<f32>) -> Tensor {

@@ -64,20 +64,28 @@ impl<H: Clone> KvCache<H> {
     }
 }
 
-impl KvCache<Array3<f32>> {
-    /// Keeps the first `n` positions only (the tokens before the first one that changed).
-    pub fn truncate(&mut self, n: usize) {
+impl<H: Clone> KvCache<H> {
+    /// Keeps the first `n` positions only (the tokens before the first one that changed);
+    /// `first` keeps a tensor's first n tokens (the backend's `Backend::first_tokens`).
+    pub fn truncate_with(&mut self, n: usize, first: impl Fn(&H, usize) -> H) {
         if n >= self.len {
             return;
         }
         for layer in &mut self.layers {
-            layer.keys = layer.keys.slice(s![.., ..n, ..]).to_owned(); // (kv_heads, n, hd)
-            layer.values = layer.values.slice(s![.., ..n, ..]).to_owned(); // (kv_heads, n, hd)
+            layer.keys = first(&layer.keys, n); // (kv_heads, n, hd)
+            layer.values = first(&layer.values, n); // (kv_heads, n, hd)
         }
         if n == 0 {
             self.layers.clear();
         }
         self.len = n;
+    }
+}
+
+impl KvCache<Array3<f32>> {
+    /// Keeps the first `n` positions only (the tokens before the first one that changed).
+    pub fn truncate(&mut self, n: usize) {
+        self.truncate_with(n, |h, n| h.slice(s![.., ..n, ..]).to_owned()); // (kv_heads, n, hd)
     }
 
     pub fn clear(&mut self) {

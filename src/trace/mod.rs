@@ -1,14 +1,18 @@
 //! The trace: every intermediate value of one forward pass, as an ordered list of named
 //! steps. The stepper walks it in order; every view reads from it through typed accessors.
 
+mod continued;
 mod describe;
 mod difference;
+mod joined;
 mod layered;
 mod record;
 mod tensor;
 
+pub use continued::ContinuedRecorder;
 pub use describe::{describe, StepText};
 pub use difference::Difference;
+pub use joined::{token_axis, RowsPart};
 pub use layered::LayeredRecorder;
 pub use record::{NoRecorder, NormRows, NormStats, Readback, Recorder, TraceRecorder};
 pub(crate) use record::row_major;

@@ -82,6 +82,13 @@ pub trait Recorder {
     fn layer_input(&mut self, layer: usize, input: Op) {
         let _ = (layer, input);
     }
+
+    /// True when the latest results this recorder holds cover every token even in a pass
+    /// through a KV cache (it puts an earlier trace's rows ahead of the new ones): steps can
+    /// then be derived from them (`derived_step`) after a cached start too.
+    fn holds_every_token(&self) -> bool {
+        false
+    }
 }
 
 /// Keeps nothing: the plain, untraced forward pass.

@@ -13,6 +13,7 @@ use std::sync::{Arc, OnceLock};
 use ndarray::{ArrayD, ArrayView1, ArrayView2, ArrayView3, ArrayViewD, Ix1, Ix2, Ix3};
 use serde::{Deserialize, Serialize};
 
+use super::joined::{join_rows, RowsPart};
 use super::record::row_major;
 use crate::error::{Result, VizError};
 
@@ -36,6 +37,8 @@ struct Storage {
     /// What a read gets while the values are still on the device (zeros, or the recipe on
     /// its sources' zeros), never kept as the values: the readback fills them later.
     placeholder: OnceLock<Vec<f32>>,
+    /// For a join of token rows (`TensorData::joined`): its parts, which are its sources.
+    parts: Vec<RowsPart>,
 }
 
 const UNMARKED: u8 = 0;
@@ -92,7 +95,36 @@ impl TensorData {
     }
 
     fn new(values: OnceLock<Vec<f32>>, recipe: Option<Recipe>, sources: Vec<TensorData>, pending: Option<usize>) -> Self {
-        Self(Arc::new(Storage { values, recipe, sources, pending, readback: AtomicU8::new(UNMARKED), placeholder: OnceLock::new() }))
+        Self(Arc::new(Storage { values, recipe, sources, pending, readback: AtomicU8::new(UNMARKED), placeholder: OnceLock::new(), parts: Vec::new() }))
+    }
+
+    /// The token rows of `parts`, one after the other, as a tensor of `shape` (see
+    /// `trace::joined`): computed when first read, from parts that may still be on a device.
+    pub fn joined(parts: Vec<RowsPart>, shape: Vec<usize>) -> Self {
+        let read = parts.clone();
+        let recipe: Recipe = Box::new(move || join_rows(&read, &shape));
+        let sources = parts.iter().map(|p| p.data.clone()).collect();
+        let storage = Storage { values: OnceLock::new(), recipe: Some(recipe), sources, pending: None, readback: AtomicU8::new(UNMARKED), placeholder: OnceLock::new(), parts };
+        Self(Arc::new(storage))
+    }
+
+    /// The first `rows` token rows of these values (of `shape`), as parts of a join: a join's
+    /// own parts, cut to `rows`, so that joins never nest; any other tensor whole.
+    pub fn first_rows(&self, shape: &[usize], rows: usize) -> Vec<RowsPart> {
+        if self.0.parts.is_empty() {
+            return vec![RowsPart { data: self.clone(), shape: shape.to_vec(), rows: 0..rows }];
+        }
+        let mut left = rows;
+        let mut parts = Vec::new();
+        for part in &self.0.parts {
+            let taken = part.rows.len().min(left);
+            if taken == 0 {
+                break;
+            }
+            parts.push(RowsPart { rows: part.rows.start..part.rows.start + taken, ..part.clone() });
+            left -= taken;
+        }
+        parts
     }
 
     /// `len` values a device is computing: they are set by `Fill::fill` when the pass's one
@@ -115,6 +147,10 @@ impl TensorData {
     pub fn read_later(&self) {
         if self.0.pending.is_some() {
             let _ = self.0.readback.compare_exchange(UNMARKED, LATER, Ordering::Relaxed, Ordering::Relaxed);
+        }
+        // A join's new rows are its own (no other step holds them).
+        for part in &self.0.parts {
+            part.data.read_later();
         }
     }
 
@@ -167,6 +203,12 @@ impl Fill {
     /// (`TensorData::read_later`).
     pub fn is_later(&self) -> bool {
         self.0.readback.load(Ordering::Relaxed) == LATER
+    }
+
+    /// True while a trace still holds the storage: once every step that held it is gone,
+    /// its values need never come back.
+    pub fn is_wanted(&self) -> bool {
+        Arc::strong_count(&self.0) > 1
     }
 
     /// Sets the values (`len()` of them; a shorter or longer readback is padded with zeros

@@ -3,7 +3,9 @@
 //! GPU). MiniLM at 32 and 256 tokens, the lecture decoder at 32 and 128 (its context), the same
 //! `trace_with` on both so only the backend differs. The adapter is printed first. The GPU also
 //! runs the pass untraced (`gpu, untraced`: only the output comes back), the peer that shows
-//! what reading back every step the trace keeps costs.
+//! what reading back every step the trace keeps costs. A causal model's pass of its last token
+//! through the KV cache (`gpu, last token cached`, `Transformer::continue_trace_with` after a
+//! pass on the others) is the peer that shows what the cache saves a student typing on.
 //! Needs the model files: run scripts/fetch-models.sh first.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
@@ -11,7 +13,8 @@ use transformer_viz::checkpoints::{load_named, WeightPrecision};
 use transformer_viz::gpu::{GpuBackend, GpuContext};
 use transformer_viz::model::backend::{on_cpu, Cpu};
 use transformer_viz::model::forward::{forward_with, Logits};
-use transformer_viz::trace::NoRecorder;
+use transformer_viz::model::kv_cache::KvCache;
+use transformer_viz::trace::{NoRecorder, Readback};
 
 fn text_of(tokens: usize) -> String {
     // One-token words for both tokenizers, about `tokens` of them.
@@ -36,6 +39,24 @@ fn backends(c: &mut Criterion) {
             group.bench_with_input(BenchmarkId::new("gpu, untraced", tokens), &ids, |b, ids| {
                 b.iter(|| pollster::block_on(forward_with(&gpu, ids, None, &model.weights, &model.config, &mut NoRecorder, Logits::All)).expect("a pass on the GPU"))
             });
+            if model.config.causal {
+                // The text but its last token, traced with its keys and values kept on the
+                // device; each iteration continues it from a copy of that cache (the copy
+                // shares its buffers: appending makes new ones).
+                let encoding = model.encode(&text).expect("tokens");
+                let mut head = encoding.clone();
+                head.tokens.pop();
+                let mut cached = KvCache::new();
+                let first = pollster::block_on(model.continue_trace_with(&gpu, head, &text, None, &mut cached, Readback::Everything)).expect("trace");
+                group.bench_with_input(BenchmarkId::new("gpu, last token cached", tokens), &encoding, |b, encoding| {
+                    b.iter(|| {
+                        let mut cache = cached.clone();
+                        let next = pollster::block_on(model.continue_trace_with(&gpu, encoding.clone(), &text, Some(&first.trace), &mut cache, Readback::Everything)).expect("trace");
+                        assert_eq!(next.reused, encoding.tokens.len() - 1);
+                        next
+                    })
+                });
+            }
         }
         group.finish();
         assert_eq!(gpu.failure(), None, "the GPU ran every operation");

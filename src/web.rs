@@ -91,7 +91,7 @@ struct TranslationSummary<'a> {
 }
 
 #[derive(Serialize)]
-struct Generated {
+pub(crate) struct Generated {
     id: u32,
     token: String,
     /// The probability it was drawn with (after temperature, top-k, top-p) and the model's own.
@@ -99,6 +99,16 @@ struct Generated {
     model_probability: f32,
     /// The text so far: the prompt and every token generated since `start_generation`.
     text: String,
+}
+
+/// The token a generation adds next, drawn from the current prediction
+/// (`Viz::draw_next_token`), with the tokens and text it makes: its pass is the GPU's
+/// (`GpuSession::generate`).
+#[wasm_bindgen]
+pub struct NextToken {
+    pub(crate) encoding: crate::tokenize::Encoding,
+    pub(crate) text: String,
+    pub(crate) generated: Generated,
 }
 
 /// The text a generation started from, and its token count.
@@ -134,6 +144,9 @@ pub struct Viz {
     compare: Option<Trace>,
     /// The most tokens a pass takes (`PAGE_TOKENS`, or the model's context if shorter).
     limit: usize,
+    /// The tokens and bytes of the GPU's KV cache when the current pass is a GPU's
+    /// (`install_pass`); `cache` is the CPU's.
+    device_cache: Option<(usize, usize)>,
     /// An encoder-decoder's output, decoding steps and whether it ended, for `trace`.
     translation: Option<Decoding>,
     /// The next `set_text` computes even for unchanged tokens (`recompute_next`).
@@ -180,7 +193,7 @@ impl Viz {
             other => return Err(js_err(VizError::UnknownModel(other.into(), crate::checkpoints::KNOWN_MODELS.join(", ")))),
         };
         let limit = model.config.context.min(PAGE_TOKENS);
-        Ok(Viz { model: std::rc::Rc::new(model), trace: None, cache: KvCache::new(), reused: 0, generation: None, compare: None, limit, translation: None, recompute: false, steps_sent: Default::default() })
+        Ok(Viz { model: std::rc::Rc::new(model), trace: None, cache: KvCache::new(), reused: 0, generation: None, compare: None, limit, device_cache: None, translation: None, recompute: false, steps_sent: Default::default() })
     }
 
     /// The model's config (layers, heads, widths, architecture choices).
@@ -209,6 +222,7 @@ impl Viz {
         let continued = self.model.continue_trace(encoding, text, previous.as_ref(), &mut self.cache);
         drop(previous);
         self.reused = continued.reused;
+        self.device_cache = None;
         self.trace = Some(continued.trace);
     }
 
@@ -237,19 +251,21 @@ impl Viz {
     }
 
     /// Makes a GPU pass the current one (the pass object is used up) and describes it as
-    /// `set_text` does. The KV cache is emptied: the GPU pass kept no keys and values, so the
-    /// next CPU pass of a causal model computes every token.
+    /// `set_text` does (a generated token's pass, as `generate_next` does). The CPU's KV
+    /// cache is emptied: the GPU's keys and values stay on the device (its session's cache),
+    /// so the next CPU pass of a causal model computes every token.
     pub fn install_pass(&mut self, pass: crate::web_gpu::GpuPass) -> Result<JsValue, JsError> {
-        let (trace, milliseconds, translation) = pass.into_parts();
-        if self.model.config.is_encoder_decoder() != translation.is_some() {
+        let parts = pass.into_parts();
+        if self.model.config.is_encoder_decoder() != parts.translation.is_some() {
             return Err(JsError::new("this pass is not of the model shown"));
         }
-        self.translation = translation;
+        self.translation = parts.translation;
         self.recompute = false;
         self.cache = KvCache::new();
-        self.reused = 0;
-        self.trace = Some(trace);
-        self.summary(milliseconds, true, None)
+        self.reused = parts.reused;
+        self.device_cache = Some(parts.cache);
+        self.trace = Some(parts.trace);
+        self.summary(parts.milliseconds, true, parts.generated)
     }
 
     /// Makes the next `set_text` compute its pass again even for the same tokens (after a
@@ -293,6 +309,7 @@ impl Viz {
                 self.trace = None;
                 self.trace = Some(self.model.trace_ids(encoding, text));
                 self.reused = 0;
+                self.device_cache = None;
                 true
             }
         };
@@ -321,6 +338,15 @@ impl Viz {
     /// cache: one new row of attention per layer. Returns the pass's summary, with the token.
     pub fn generate_next(&mut self, settings: JsValue) -> Result<JsValue, JsError> {
         let start = now_ms();
+        let next = self.draw_next_token(settings)?;
+        // One new token: one new row of keys and values a layer.
+        self.continue_pass(next.encoding, &next.text);
+        self.summary(now_ms() - start, true, Some(next.generated))
+    }
+
+    /// The token `generate_next` would add, drawn the same way (the random stream moves on),
+    /// for a pass on the GPU (`GpuSession::generate`, then `install_pass`).
+    pub fn draw_next_token(&mut self, settings: JsValue) -> Result<NextToken, JsError> {
         let settings: SamplingSettings = serde_wasm_bindgen::from_value(settings).map_err(|e| JsError::new(&format!("sampling settings: {e}")))?;
         let Some((sampler, prompt)) = self.generation.as_mut() else {
             return Err(JsError::new("no generation was started: call start_generation first"));
@@ -339,17 +365,14 @@ impl Viz {
         // character may take several tokens).
         let generated_ids: Vec<u32> = tokens[prompt.tokens.min(tokens.len())..].iter().map(|t| t.id).collect();
         let text = format!("{}{}", prompt.text, self.model.tokenizer.decode(&generated_ids).map_err(js_err)?);
-        let encoding = crate::tokenize::Encoding { tokens, truncated: None };
-        // One new token: one new row of keys and values a layer.
-        self.continue_pass(encoding, &text);
         let generated = Generated {
             id,
             token: info.text,
             probability: stage.map_or(0.0, |s| s.renormalised),
             model_probability: stage.map_or(0.0, |s| s.before),
-            text,
+            text: text.clone(),
         };
-        self.summary(now_ms() - start, true, Some(generated))
+        Ok(NextToken { encoding: crate::tokenize::Encoding { tokens, truncated: None }, text, generated })
     }
 
     /// Ends the generation under way (the text stays as generated).
@@ -403,8 +426,8 @@ impl Viz {
             threads: threads::threads(),
             token_limit: self.limit,
             reused: self.reused,
-            cached_tokens: self.cache.len(),
-            cache_bytes: self.cache.bytes(),
+            cached_tokens: self.device_cache.map_or(self.cache.len(), |(tokens, _)| tokens),
+            cache_bytes: self.device_cache.map_or(self.cache.bytes(), |(_, bytes)| bytes),
             generated,
             translation: match (&self.translation, &trace.source) {
                 (Some((output, steps, finished)), Some(source)) => Some(TranslationSummary {

@@ -3,13 +3,17 @@
 //! hands the finished pass to `Viz::install_pass`, which makes it the one every view reads.
 //! Data still flows one way: text → tokens → one pass (here, on the GPU) → one trace → views.
 
+use std::cell::RefCell;
 use std::rc::Rc;
 
 use wasm_bindgen::prelude::*;
 
 use crate::analysis::translation::Decoding;
-use crate::gpu::{GpuBackend, GpuContext};
+use crate::gpu::{GpuBackend, GpuContext, GpuValue};
+use crate::model::kv_cache::KvCache;
+use crate::tokenize::Encoding;
 use crate::trace::{Readback, Trace};
+use crate::web::{Generated, NextToken};
 use crate::Transformer;
 
 /// A GPU device with this model's weights on it (uploaded on the first pass).
@@ -23,23 +27,35 @@ struct Inner {
     model: Rc<Transformer>,
     /// The most tokens a pass takes, as the page's CPU pass.
     limit: usize,
+    /// A causal model's last GPU trace and its tokens' keys and values, on the device: the
+    /// next pass continues it (`Transformer::continue_trace_with`).
+    last: RefCell<Option<Trace>>,
+    cache: RefCell<KvCache<GpuValue>>,
 }
 
 /// A finished pass on the GPU, until the page installs it (`Viz::install_pass`).
 #[wasm_bindgen]
 pub struct GpuPass {
-    trace: Trace,
-    milliseconds: f64,
-    /// An encoder-decoder's decoding: its output, each step's choice, whether it finished.
-    translation: Option<Decoding>,
+    parts: GpuPassParts,
 }
 
-/// A finished GPU pass's parts: the trace, its time, an encoder-decoder's decoding.
-pub(crate) type GpuPassParts = (Trace, f64, Option<Decoding>);
+/// A finished GPU pass's parts.
+pub(crate) struct GpuPassParts {
+    pub trace: Trace,
+    pub milliseconds: f64,
+    /// An encoder-decoder's decoding: its output, each step's choice, whether it finished.
+    pub translation: Option<Decoding>,
+    /// Tokens taken from the last pass through the KV cache rather than computed again.
+    pub reused: usize,
+    /// The tokens and bytes the GPU's KV cache holds after the pass.
+    pub cache: (usize, usize),
+    /// The token a generation added (`GpuSession::generate`).
+    pub generated: Option<Generated>,
+}
 
 impl GpuPass {
     pub(crate) fn into_parts(self) -> GpuPassParts {
-        (self.trace, self.milliseconds, self.translation)
+        self.parts
     }
 }
 
@@ -52,8 +68,37 @@ pub(crate) fn open(model: Rc<Transformer>, limit: usize) -> js_sys::Promise {
     wasm_bindgen_futures::future_to_promise(async move {
         let ctx = GpuContext::new().await.map_err(rejection)?;
         let backend = GpuBackend::new(ctx, &model.weights);
-        Ok(GpuSession { inner: Rc::new(Inner { backend, model, limit }) }.into())
+        let inner = Inner { backend, model, limit, last: RefCell::new(None), cache: RefCell::new(KvCache::new()) };
+        Ok(GpuSession { inner: Rc::new(inner) }.into())
     })
+}
+
+fn readback_of(read: Option<Vec<String>>, model: &Transformer) -> Readback {
+    match read {
+        None => Readback::Everything,
+        Some(names) => Readback::views(names, &model.config),
+    }
+}
+
+impl Inner {
+    /// A causal model's traced pass on `encoding`, continuing the session's last one through
+    /// the KV cache on the device: only the tokens after the first change are computed.
+    async fn continued(&self, encoding: Encoding, text: &str, readback: Readback, generated: Option<Generated>) -> Result<GpuPass, JsValue> {
+        let start = js_sys::Date::now();
+        // Taken for the pass (the page runs one GPU pass at a time): a pass started meanwhile
+        // would find neither and start from the first token.
+        let previous = self.last.borrow_mut().take();
+        let mut cache = std::mem::take(&mut *self.cache.borrow_mut());
+        let continued = self.model.continue_trace_with(&self.backend, encoding, text, previous.as_ref(), &mut cache, readback).await.map_err(rejection)?;
+        drop(previous);
+        let cached = (cache.len(), cache.bytes());
+        if self.backend.failure().is_none() {
+            *self.last.borrow_mut() = Some(continued.trace.clone());
+            *self.cache.borrow_mut() = cache;
+        }
+        let parts = GpuPassParts { trace: continued.trace, milliseconds: js_sys::Date::now() - start, translation: None, reused: continued.reused, cache: cached, generated };
+        Ok(GpuPass { parts })
+    }
 }
 
 #[wasm_bindgen]
@@ -100,24 +145,42 @@ impl GpuSession {
     /// the logits and every norm's statistics, the rest staying on the device until
     /// `read_rest`; without, every step. An encoder-decoder's traced passes read back so too
     /// (its encoder's steps named behind `trace::SOURCE_STEP`), its greedy steps their logits.
+    /// A causal model's pass continues the session's last one through the KV cache on the
+    /// device: only the tokens after the first change are computed (`Viz::install_pass`
+    /// reports how many were reused).
     /// A kernel that fails or a device lost on the way: the pass is computed again on the
     /// CPU (`failure` says why), so the promise still gives a whole trace.
     pub fn trace(&self, text: String, read: Option<Vec<String>>) -> js_sys::Promise {
         let inner = self.inner.clone();
         wasm_bindgen_futures::future_to_promise(async move {
             let start = js_sys::Date::now();
-            let readback = match read {
-                None => Readback::Everything,
-                Some(names) => Readback::views(names, &inner.model.config),
-            };
-            if inner.model.config.is_encoder_decoder() {
+            let readback = readback_of(read, &inner.model);
+            let config = &inner.model.config;
+            if config.is_encoder_decoder() {
                 // The text is the source: encoded once, decoded greedily, every pass on the GPU.
                 let (trace, decoding) = inner.model.translate_reading(&inner.backend, &text, readback).await.map_err(rejection)?.into_parts();
-                return Ok(GpuPass { trace, milliseconds: js_sys::Date::now() - start, translation: Some(decoding) }.into());
+                let parts = GpuPassParts { trace, milliseconds: js_sys::Date::now() - start, translation: Some(decoding), reused: 0, cache: (0, 0), generated: None };
+                return Ok(GpuPass { parts }.into());
             }
             let encoding = inner.model.encode_within(&text, inner.limit).map_err(rejection)?;
+            if config.causal {
+                return Ok(inner.continued(encoding, &text, readback, None).await?.into());
+            }
             let trace = inner.model.trace_reading(&inner.backend, encoding, &text, readback).await.map_err(rejection)?;
-            Ok(GpuPass { trace, milliseconds: js_sys::Date::now() - start, translation: None }.into())
+            let parts = GpuPassParts { trace, milliseconds: js_sys::Date::now() - start, translation: None, reused: 0, cache: (0, 0), generated: None };
+            Ok(GpuPass { parts }.into())
+        })
+    }
+
+    /// The pass of a generated token (`Viz::draw_next_token`) on the GPU, through its KV
+    /// cache: one new row of attention a layer. Read back as `trace` reads back; a promise of
+    /// a `GpuPass` carrying the token, for `Viz::install_pass`.
+    pub fn generate(&self, next: NextToken, read: Option<Vec<String>>) -> js_sys::Promise {
+        let inner = self.inner.clone();
+        wasm_bindgen_futures::future_to_promise(async move {
+            let readback = readback_of(read, &inner.model);
+            let NextToken { encoding, text, generated } = next;
+            Ok(inner.continued(encoding, &text, readback, Some(generated)).await?.into())
         })
     }
 }

@@ -9,6 +9,8 @@
 
 use ndarray::{s, Array3};
 
+use super::backend::Shaped;
+
 /// One layer's cached keys and values.
 #[derive(Debug, Clone)]
 pub struct LayerCache<H = Array3<f32>> {
@@ -82,6 +84,14 @@ impl<H: Clone> KvCache<H> {
     }
 }
 
+impl<H: Shaped> KvCache<H> {
+    /// Bytes of keys and values held (f32 values, wherever the backend keeps them).
+    pub fn bytes(&self) -> usize {
+        let count = |h: &H| h.dims().iter().product::<usize>();
+        self.layers.iter().map(|l| (count(&l.keys) + count(&l.values)) * std::mem::size_of::<f32>()).sum()
+    }
+}
+
 impl KvCache<Array3<f32>> {
     /// Keeps the first `n` positions only (the tokens before the first one that changed).
     pub fn truncate(&mut self, n: usize) {
@@ -92,10 +102,6 @@ impl KvCache<Array3<f32>> {
         self.truncate(0);
     }
 
-    /// Bytes of keys and values held.
-    pub fn bytes(&self) -> usize {
-        self.layers.iter().map(|l| (l.keys.len() + l.values.len()) * std::mem::size_of::<f32>()).sum()
-    }
 
     /// Layer `layer`'s cache so far: keys and values (kv_heads, P, hd), or `None` when empty.
     pub fn layer(&self, layer: usize) -> Option<&LayerCache> {

@@ -207,3 +207,50 @@ test('the encoder-decoder decodes on the GPU: the same output, its cross-attenti
   assert.deepEqual(problems, []);
   await context.close();
 });
+
+/** Greedy-generates `n` tokens and returns the text box's text and the generation's status. */
+async function generateGreedy(page, n) {
+  await page.fill('#temperature', '0');
+  await page.fill('#gen-tokens', String(n));
+  await page.click('#generate');
+  await page.waitForFunction((k) => !window.__tvizGeneration.running && window.__tvizGeneration.tokens?.length === k, n, { timeout: LONG });
+  return { text: await page.inputValue('#text'), status: await page.textContent('#generation-status') };
+}
+
+test('a causal model on the GPU continues its passes through the KV cache on the device: typing and generating', { timeout: 600_000 }, async (t) => {
+  const prompt = 'The cat sat';
+  const longer = `${prompt} on the mat and`;
+  const { page, context, problems } = await openPage(env, `${env.base}?backend=gpu&text=${encodeURIComponent(prompt)}`, { model: 'lecture-post-ln' });
+  await page.waitForFunction(() => window.__tviz.gpu?.active, null, { timeout: LONG });
+  await gpuPassAgreeing(page, prompt);
+  const before = (await page.evaluate(() => window.__tviz.gpuPasses));
+  // Words typed after the prompt: the pass computes only the new tokens on the GPU, the
+  // prompt's keys and values taken from the device's cache and its rows from the last trace.
+  await page.fill('#text', longer);
+  await page.waitForFunction((t) => window.__tviz.gpuPassText === t, longer, { timeout: LONG });
+  const timing = await page.textContent('#timing');
+  const [, reused, total] = timing.match(/reused (\d+) of (\d+) tokens from the KV cache/) ?? [];
+  assert.ok(Number(reused) > 0 && Number(reused) < Number(total), `the GPU pass reused the prompt's tokens: ${timing}`);
+  t.diagnostic(`typed on the GPU: ${timing}`);
+  assert.ok(await page.evaluate((n) => window.__tviz.gpuPasses > n, before));
+  // The continued trace is the CPU's pass on the whole text, within the bounds.
+  await gpuPassAgreeing(page, longer);
+  // Generation runs on the GPU too, a pass a token through the same cache, and greedy
+  // decoding writes what the CPU's writes.
+  const passes = await page.evaluate(() => window.__tviz.gpuPasses);
+  const onGpu = await generateGreedy(page, 4);
+  assert.equal(await page.evaluate(() => window.__tviz.gpuPasses), passes + 4, 'every token was a GPU pass');
+  assert.equal(await page.textContent('#backend'), 'GPU (WebGPU)');
+  assert.match(onGpu.status, /KV cache: \d+ tokens/);
+  await page.waitForFunction(() => window.__tviz.gpu.difference && !window.__tviz.gpu.difference.error, null, { timeout: LONG });
+  const cpu = await openPage(env, `${env.base}?backend=cpu&text=${encodeURIComponent(longer)}`, { model: 'lecture-post-ln' });
+  await cpu.page.waitForFunction((t) => window.__tviz.renders > 0 && document.querySelector('#text').value === t, longer);
+  const onCpu = await generateGreedy(cpu.page, 4);
+  assert.equal(onGpu.text, onCpu.text, 'greedy decoding on the GPU writes the CPU\'s text');
+  assert.notEqual(onGpu.text, longer);
+  t.diagnostic(`generated on the GPU and on the CPU: ${JSON.stringify(onGpu.text)}; ${onGpu.status}`);
+  assert.equal(onGpu.status.match(/KV cache: \d+ tokens/)[0], onCpu.status.match(/KV cache: \d+ tokens/)[0], 'both caches hold every token');
+  assert.deepEqual([...problems, ...cpu.problems], []);
+  await context.close();
+  await cpu.context.close();
+});

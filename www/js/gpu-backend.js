@@ -11,7 +11,6 @@ import { state, writeUrl } from './state.js';
 import { session } from './session.js';
 import { showNotice } from './messages.js';
 import { showBackend } from './cpu-threads.js';
-import { modelNamed } from './models.js';
 
 export const gpu = {
   session: null, // the wasm GpuSession for session.viz's model, once open
@@ -32,7 +31,7 @@ export function closeGpu() {
 function decide() {
   if (!gpu.session || gpu.lost) return false;
   if (state.backend === 'gpu') return true;
-  return state.backend === 'auto' && !gpu.session.is_software() && !modelNamed(session.modelName)?.gpuAuto;
+  return state.backend === 'auto' && !gpu.session.is_software();
 }
 
 /**
@@ -118,14 +117,9 @@ export function renderGpuStatus() {
     text = clip(`GPU stopped: ${gpu.lost}`);
     title = `The GPU stopped (${gpu.lost}); every pass since runs on the CPU.`;
   } else if (gpu.session) {
-    const kept = modelNamed(session.modelName)?.gpuAuto;
-    const software = gpu.session.is_software();
-    text = state.backend === 'cpu' ? 'GPU: unused (CPU chosen)'
-      : software ? 'GPU (software): unused'
-        : 'GPU: unused for this model';
+    text = state.backend === 'cpu' ? 'GPU: unused (CPU chosen)' : 'GPU (software): unused';
     title = `A WebGPU adapter is available: ${adapter()}. ${state.backend === 'cpu' ? 'The CPU computes, as chosen.'
-      : software ? 'It emulates a GPU on the CPU, far slower than the page\'s own CPU path: choose GPU to compare the two.'
-        : `This model stays on the CPU unless GPU is chosen: ${kept}.`}`;
+      : 'It emulates a GPU on the CPU, far slower than the page\'s own CPU path: choose GPU to compare the two.'}`;
   } else {
     text = clip(`GPU: none (${gpu.why})`);
     title = `No GPU computes here: ${gpu.why}. The page computes on the CPU.`;

@@ -14,7 +14,7 @@ import { showError, wireNotice } from './messages.js';
 import { renderStaticMath, renderRemainingMath } from './math.js';
 import { charts, drawAll, drawTiming, observeCharts } from './charts.js';
 import { renderStep } from './stepper.js';
-import { update, scheduleUpdate, showSummary } from './pass.js';
+import { update, scheduleUpdate, showSummary, passOnGpuWith, passAgainIfTyped, differenceFromCpu } from './pass.js';
 import { wirePrediction, renderSamplingControls } from './prediction.js';
 import { wireAttention, renderLayerHeadOptions } from './attention.js';
 import { wireHeadFinder } from './head-finder.js';
@@ -67,7 +67,7 @@ function wire() {
   wireNorm();
   wireResidual();
   wireRotary();
-  wirePrediction(showSummary);
+  wirePrediction({ showSummary, passOnGpuWith, passAgainIfTyped, differenceFromCpu });
   wireStepper();
   wireTranslation();
   wirePresenter();

@@ -75,8 +75,6 @@ export const MODELS = {
     files: {
       weights: { path: 'models/smollm2-135m/model.Q4_1.gguf', bytes: 98362432 },
     },
-    // Why `?backend=auto` keeps it on the CPU even beside a hardware GPU (gpu-backend.js).
-    gpuAuto: 'a GPU pass recomputes every token (no KV cache on the GPU yet), so typing and generating are faster on the CPU',
   },
 };
 

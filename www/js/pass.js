@@ -62,54 +62,82 @@ function showTextError(err) {
   inputAt = null;
 }
 
-// A pass on the GPU is asynchronous (its readbacks are awaited): one runs at a time, and
-// text typed meanwhile gets one pass on the latest text when it ends. The views keep the last
-// finished pass until then.
-let gpuBusy = false;
+// A pass on the GPU is asynchronous (its readbacks are awaited): one runs at a time (a typed
+// text's and a generated token's continue the same KV cache on the device), and text typed
+// meanwhile gets one pass on the latest text when it ends. The views keep the last finished
+// pass until then.
+let gpuRunning = null; // the GPU pass under way (a promise), if any
 let gpuAgain = false;
 
-async function passOnGpu() {
-  if (gpuBusy) {
-    gpuAgain = true;
-    return;
-  }
-  gpuBusy = true;
-  const started = performance.now();
+/**
+ * Runs `makePass(gpuSession)` (a promise of a GpuPass) as the GPU's one pass under way, once
+ * the pass before it has ended, and makes it the current pass: resolves to its summary for
+ * `showSummary`, or to null when another model was loaded meanwhile. A GPU that failed on
+ * the way has handed the pass to the CPU; the page then says so and stays on the CPU.
+ * `compare`: check the pass against the CPU's now (a generation checks its last one).
+ */
+export async function passOnGpuWith(makePass, { compare = true } = {}) {
+  while (gpuRunning) await gpuRunning.catch(() => {});
   const { viz } = session;
   const opened = gpu.session;
-  try {
-    const { text } = state;
-    // Read back with the pass what the charts on screen draw; the rest when asked.
-    const pass = await opened.trace(text, stepsToRead(specsOnScreen()));
+  const run = (async () => {
+    const pass = await makePass(opened);
     if (session.viz !== viz || gpu.session !== opened) {
       pass.free(); // another model was loaded meanwhile
-      return;
+      return null;
     }
     const failure = opened.failure();
     const summary = viz.install_pass(pass);
     window.__tviz.gpuReadback.valuesLeft = opened.values_left();
     if (failure) fallBack(failure);
-    else gpu.difference = differenceFromCpu(viz);
+    else gpu.difference = compare ? differenceFromCpu(viz) : null;
     window.__tviz.gpuPasses += 1;
-    window.__tviz.gpuPassText = text;
     clearError('text-error');
     document.body.classList.remove('stale');
-    showSummary(summary, started);
     showBackend();
+    return summary;
+  })();
+  gpuRunning = run;
+  try {
+    return await run;
+  } finally {
+    gpuRunning = null;
+  }
+}
+
+/** Text typed while a GPU pass ran gets its pass now. */
+export function passAgainIfTyped() {
+  if (gpuAgain && !gpuRunning) {
+    gpuAgain = false;
+    update();
+  }
+}
+
+async function passOnGpu() {
+  if (gpuRunning) {
+    gpuAgain = true;
+    return;
+  }
+  const started = performance.now();
+  const { viz } = session;
+  const { text } = state;
+  try {
+    // Read back with the pass what the charts on screen draw; the rest when asked.
+    const summary = await passOnGpuWith((opened) => opened.trace(text, stepsToRead(specsOnScreen())));
+    if (summary) {
+      window.__tviz.gpuPassText = text;
+      showSummary(summary, started);
+    }
   } catch (err) {
     if (session.viz === viz) showTextError(err);
   } finally {
-    gpuBusy = false;
-    if (gpuAgain) {
-      gpuAgain = false;
-      update();
-    }
+    passAgainIfTyped();
   }
 }
 
 /** The current GPU pass against the CPU's pass on the same tokens, over the values that have
  * come back from the device. */
-function differenceFromCpu(viz) {
+export function differenceFromCpu(viz) {
   try {
     return viz.largest_difference();
   } catch (err) {

@@ -5,9 +5,11 @@ import { $, setIfChanged } from './dom.js';
 import { state, writeUrl } from './state.js';
 import { session } from './session.js';
 import { modelNamed } from './models.js';
-import { draw, drawAll, drawTiming } from './charts.js';
+import { draw, drawAll, drawTiming, specsOnScreen } from './charts.js';
 import { showError, clearError } from './messages.js';
 import { isEncoderDecoder } from './applicable.js';
+import { gpu, renderGpuStatus } from './gpu-backend.js';
+import { stepsToRead } from './gpu-readback.js';
 
 /** The decoding settings as the engine reads them. */
 export function samplingSettings() {
@@ -82,8 +84,22 @@ function nextTask() {
   });
 }
 
-/** Adds up to N tokens, one pass each through the KV cache, redrawing every view after each. */
-async function generate(showSummary) {
+/** The next token's pass: on the GPU when passes run there (through its KV cache on the
+ * device), else on the CPU. Null when another model was loaded meanwhile. */
+async function nextTokenPass(viz, gpuPass) {
+  if (!gpu.active) return viz.generate_next(samplingSettings());
+  const next = viz.draw_next_token(samplingSettings());
+  // Read back what the charts on screen draw; they are redrawn after each token.
+  return gpuPass.passOnGpuWith((opened) => opened.generate(next, stepsToRead(specsOnScreen())), { compare: false });
+}
+
+/**
+ * Adds up to N tokens, one pass each through the KV cache, redrawing every view after each.
+ * `pass` is pass.js's: `showSummary`, and the GPU's `passOnGpuWith`, `passAgainIfTyped` and
+ * `differenceFromCpu`.
+ */
+async function generate(pass) {
+  const { showSummary } = pass;
   if (generation.running) return;
   const count = Number($('gen-tokens').value);
   if (!Number.isInteger(count) || count < 1 || count > 200) {
@@ -104,7 +120,13 @@ async function generate(showSummary) {
   const started = performance.now();
   try {
     for (let i = 0; i < count && !generation.stop; i += 1) {
-      const summary = viz.generate_next(samplingSettings());
+      const summary = await nextTokenPass(viz, pass);
+      if (!summary) break; // another model was loaded meanwhile
+      if (generation.stop) {
+        // The student typed while the GPU computed: their text stays, its pass comes next.
+        showSummary(summary);
+        break;
+      }
       const { generated } = summary;
       generation.tokens.push(generated.token);
       generation.passMilliseconds.push(summary.milliseconds); // the pass alone, for the benchmark
@@ -125,6 +147,12 @@ async function generate(showSummary) {
   } finally {
     viz.end_generation();
     generation.running = false;
+    if (gpu.active && session.viz === viz) {
+      // The GPU's tokens are checked against the CPU once, on the last one's pass.
+      gpu.difference = pass.differenceFromCpu(viz);
+      renderGpuStatus();
+    }
+    pass.passAgainIfTyped();
     drawAll(); // the charts held while generating, and those off screen
     $('generate').disabled = false;
     $('stop').disabled = true;
@@ -138,7 +166,8 @@ export function stopGeneration() {
   generation.stop = true;
 }
 
-export function wirePrediction(showSummary) {
+/** `pass`: pass.js's `showSummary`, `passOnGpuWith`, `passAgainIfTyped` and `differenceFromCpu`. */
+export function wirePrediction(pass) {
   drawTiming.generating = () => generation.running;
   const controls = [
     ['temperature', 'temperature', 0, 2, false],
@@ -154,7 +183,7 @@ export function wirePrediction(showSummary) {
       writeUrl();
     });
   }
-  $('generate').addEventListener('click', () => generate(showSummary));
+  $('generate').addEventListener('click', () => generate(pass));
   $('stop').addEventListener('click', stopGeneration);
   $('text').addEventListener('input', stopGeneration);
   renderSamplingControls();

@@ -17,7 +17,7 @@ use crate::draw::draw_err;
 use crate::draw::view::{draw_view, view_svg, Drawn, View};
 use crate::error::VizError;
 use crate::model::{threads, ModelConfig};
-use crate::trace::{Op, Trace, TokenInfo, Truncation};
+use crate::trace::{Op, Readback, Trace, TokenInfo, Truncation};
 use crate::web_canvas::FastCanvas;
 use crate::Transformer;
 
@@ -147,6 +147,10 @@ pub struct Viz {
     /// The tokens and bytes of the GPU's KV cache when the current pass is a GPU's
     /// (`install_pass`); `cache` is the CPU's.
     device_cache: Option<(usize, usize)>,
+    /// A causal model's last CPU pass computed to check a GPU pass (`largest_difference`),
+    /// and its KV cache: the next check continues it.
+    shadow: Option<Trace>,
+    shadow_cache: KvCache,
     /// An encoder-decoder's output, decoding steps and whether it ended, for `trace`.
     translation: Option<Decoding>,
     /// The next `set_text` computes even for unchanged tokens (`recompute_next`).
@@ -193,7 +197,7 @@ impl Viz {
             other => return Err(js_err(VizError::UnknownModel(other.into(), crate::checkpoints::KNOWN_MODELS.join(", ")))),
         };
         let limit = model.config.context.min(PAGE_TOKENS);
-        Ok(Viz { model: std::rc::Rc::new(model), trace: None, cache: KvCache::new(), reused: 0, generation: None, compare: None, limit, device_cache: None, translation: None, recompute: false, steps_sent: Default::default() })
+        Ok(Viz { model: std::rc::Rc::new(model), trace: None, cache: KvCache::new(), reused: 0, generation: None, compare: None, limit, device_cache: None, shadow: None, shadow_cache: KvCache::new(), translation: None, recompute: false, steps_sent: Default::default() })
     }
 
     /// The model's config (layers, heads, widths, architecture choices).
@@ -223,6 +227,9 @@ impl Viz {
         drop(previous);
         self.reused = continued.reused;
         self.device_cache = None;
+        // The page computes on the CPU now: no GPU pass to check.
+        self.shadow = None;
+        self.shadow_cache = KvCache::new();
         self.trace = Some(continued.trace);
     }
 
@@ -237,17 +244,31 @@ impl Viz {
     /// CPU's pass on the same tokens (computed here): `{attention, other, other_step, values,
     /// unread_steps}`, attention absolute, every other value relative, over the values that
     /// have come back from the device (`unread_steps` are still on it).
-    pub fn largest_difference(&self) -> Result<JsValue, JsError> {
-        let gpu = self.current()?;
+    /// A causal model's CPU pass continues the last one compared through its own KV cache
+    /// (`Transformer::continue_trace_with` on the CPU, every step recorded): typing a word or
+    /// generating a token costs the comparison the new tokens only.
+    pub fn largest_difference(&mut self) -> Result<JsValue, JsError> {
+        let Viz { model, trace, shadow, shadow_cache, .. } = self;
+        let gpu = trace.as_ref().ok_or_else(|| js_err(VizError::EmptyText))?;
+        // The GPU pass's own tokens (a generated token's pass has tokens its text, encoded
+        // again, might not give).
+        let encoding = crate::tokenize::Encoding { tokens: gpu.tokens.clone(), truncated: gpu.truncated.clone() };
         let cpu = match &gpu.source {
             // An encoder-decoder's CPU pass starts again from the source text.
-            Some(source) => self.model.translate(&source.text).map_err(js_err)?.trace,
-            None => {
-                let encoding = self.model.encode_within(&gpu.text, self.limit).map_err(js_err)?;
-                on_cpu(self.model.trace_encoding_with(&Cpu, encoding, &gpu.text)).map_err(js_err)?
+            Some(source) => model.translate(&source.text).map_err(js_err)?.trace,
+            None if model.config.causal => {
+                let previous = shadow.take();
+                let continued = on_cpu(model.continue_trace_with(&Cpu, encoding, &gpu.text, previous.as_ref(), shadow_cache, Readback::Everything));
+                drop(previous);
+                continued.map_err(js_err)?.trace
             }
+            None => on_cpu(model.trace_encoding_with(&Cpu, encoding, &gpu.text)).map_err(js_err)?,
         };
-        to_js(&cpu.largest_difference(gpu).map_err(js_err)?)
+        let difference = cpu.largest_difference(gpu).map_err(js_err)?;
+        if model.config.causal && gpu.source.is_none() {
+            *shadow = Some(cpu);
+        }
+        to_js(&difference)
     }
 
     /// Makes a GPU pass the current one (the pass object is used up) and describes it as

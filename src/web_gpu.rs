@@ -125,6 +125,13 @@ impl GpuSession {
         self.inner.backend.lose_device();
     }
 
+    /// Lets go of the last pass and its KV cache (the page computes on the CPU now): the
+    /// next GPU pass starts from the first token.
+    pub fn forget_last(&self) {
+        *self.inner.last.borrow_mut() = None;
+        *self.inner.cache.borrow_mut() = KvCache::new();
+    }
+
     /// How many of the last pass's values are still on the device (`trace` with `read`).
     pub fn values_left(&self) -> usize {
         self.inner.backend.values_left()

@@ -89,6 +89,30 @@ fn continuing_a_trace_gives_the_numbers_of_a_pass_from_scratch() {
 }
 
 #[test]
+fn continuing_a_trace_that_records_every_step_gives_the_steps_of_a_pass_from_scratch() {
+    // `continue_trace_with` (the GPU's way, here on the CPU, as the page checks a GPU pass):
+    // each step the earlier trace's rows then the new ones, the scores and head outputs
+    // derived from the joined steps, every step as a pass from the first token records it.
+    use transformer_viz::model::backend::{on_cpu, Cpu};
+    use transformer_viz::trace::Readback;
+    let model = decoder();
+    let edits = ["the cat", "the cat sat on", "the dog sat on", "the dog", "the dog", "x", "the dog sat on the mat!"];
+    let mut cache = KvCache::new();
+    let mut previous: Option<Trace> = None;
+    for text in edits {
+        let encoding = model.encode(text).unwrap();
+        let common = previous.as_ref().map_or(0, |p| p.tokens.iter().zip(&encoding.tokens).take_while(|(a, b)| a.id == b.id).count());
+        let t = encoding.tokens.len();
+        let continued = on_cpu(model.continue_trace_with(&Cpu, encoding.clone(), text, previous.as_ref(), &mut cache, Readback::Everything)).unwrap();
+        assert_eq!(continued.reused, common.min(t - 1), "{text}: reuses the unchanged tokens but the last");
+        assert_eq!(cache.len(), t, "{text}: the cache holds every token");
+        let scratch = on_cpu(model.trace_encoding_with(&Cpu, encoding, text)).unwrap();
+        assert_traces_agree(&continued.trace, &scratch, 1e-5, text);
+        previous = Some(continued.trace);
+    }
+}
+
+#[test]
 fn next_logits_through_the_cache_equal_the_logits_of_a_whole_pass() {
     let model = decoder();
     let ids = model.encode("generating one token at a time").unwrap().ids();

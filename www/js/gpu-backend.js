@@ -144,6 +144,7 @@ export function wireBackendChoice(rerun) {
   $('backend-choice').addEventListener('change', () => {
     state.backend = $('backend-choice').value;
     gpu.active = decide();
+    if (!gpu.active) gpu.session?.forget_last(); // its last pass and cache would only hold memory
     gpu.difference = null;
     session.viz?.recompute_next();
     showBackend(); // and the GPU line

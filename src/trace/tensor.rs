@@ -148,7 +148,8 @@ impl TensorData {
         if self.0.pending.is_some() {
             let _ = self.0.readback.compare_exchange(UNMARKED, LATER, Ordering::Relaxed, Ordering::Relaxed);
         }
-        // A join's new rows are its own (no other step holds them).
+        // A join's parts: its new rows are its own (no other step holds them); an earlier
+        // pass's were read back or left on the device when that pass ended.
         for part in &self.0.parts {
             part.data.read_later();
         }

@@ -4,7 +4,10 @@
 // (summary.milliseconds) on the CPU (?backend=cpu, one thread, so the two backends are alike
 // but for where the arithmetic runs) and on WebGPU (?backend=gpu), alternating, PASSES passes (default 5)
 // each; median and range. Here WebGPU's only adapter is SwiftShader, an emulation on the CPU:
-// its figures say nothing about a real GPU's. Writes tests/artifacts/bench-backends-page.json.
+// its figures say nothing about a real GPU's. For the causal lecture decoder each round also
+// ends the text four words earlier on another word (one token through the KV cache: the CPU's
+// and the GPU's own caches; short of the end, so that no word is cut by the context), the pass
+// a student editing waits for; the tokens it computed are printed. Writes tests/artifacts/bench-backends-page.json.
 // MODELS=lecture-post-ln (names, by commas) measures only those; DIST=dir measures another
 // build (e.g. an older commit's dist/), to run beside this one's.
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -18,13 +21,15 @@ const PASSES = Number(process.env.PASSES ?? 5);
 const WORDS = 'the people of our great nation have made many new laws for all men and who work in this country with their own hands every day since the first year when we went to see what they had done'.split(' ');
 const CASES = [
   { model: 'minilm-l6', specials: 2, sizes: [32, 256] },
-  { model: 'lecture-post-ln', specials: 1, sizes: [32, 128] },
+  { model: 'lecture-post-ln', specials: 1, sizes: [32, 128], causal: true },
 ];
 
 const text = (tokens, specials, round) => {
   const words = Array.from({ length: tokens - specials }, (_, i) => WORDS[(i + round) % WORDS.length]);
   return words.join(' ');
 };
+// The same text with another last word (one token for both tokenizers).
+const lastWordChanged = (sentence) => sentence.replace(/\S+$/, (w) => (w === 'the' ? 'of' : 'the'));
 
 function stats(values) {
   const sorted = [...values].sort((a, b) => a - b);
@@ -57,18 +62,33 @@ async function pass(page, backend, sentence) {
 }
 
 const results = [];
-for (const { model, specials, sizes } of CASES.filter((c) => !process.env.MODELS || process.env.MODELS.split(',').includes(c.model))) {
+for (const { model, specials, sizes, causal } of CASES.filter((c) => !process.env.MODELS || process.env.MODELS.split(',').includes(c.model))) {
   const pages = { cpu: await open(model, 'cpu'), gpu: await open(model, 'gpu') };
   const adapter = await pages.gpu.evaluate(() => window.__tviz.gpu.adapter);
   for (const tokens of sizes) {
-    const times = { cpu: [], gpu: [] };
+    const times = { cpu: [], gpu: [], cpuCached: [], gpuCached: [] };
+    const computed = []; // tokens each cached pass computed
     for (const backend of ['cpu', 'gpu']) await pass(pages[backend], backend, text(tokens, specials, 99)); // warm: kernels compiled, weights uploaded
     for (let round = 0; round < PASSES; round += 1) {
-      for (const backend of ['cpu', 'gpu']) times[backend].push(await pass(pages[backend], backend, text(tokens, specials, round)));
+      for (const backend of ['cpu', 'gpu']) {
+        const sentence = text(tokens, specials, round); // a new first word: from the first token
+        times[backend].push(await pass(pages[backend], backend, sentence));
+        if (causal) {
+          const edited = lastWordChanged(text(tokens - 4, specials, round));
+          times[`${backend}Cached`].push(await pass(pages[backend], backend, edited));
+          computed.push(await pages[backend].evaluate(() => document.getElementById('timing').textContent.match(/computed (\d+)/)?.[1]));
+        }
+      }
     }
     const row = { model, tokens, adapter, cpu: stats(times.cpu), gpu: stats(times.gpu), times };
+    const range = (s) => `${s.median} ms (${s.min}-${s.max})`;
+    let line = `${model} ${tokens} tokens: CPU (one thread) ${range(row.cpu)}, WebGPU on ${adapter} ${range(row.gpu)}`;
+    if (causal) {
+      Object.assign(row, { cpuCached: stats(times.cpuCached), gpuCached: stats(times.gpuCached) });
+      line += `; ${tokens - 4} tokens, the last word changed (through the KV cache, computing ${[...new Set(computed)].join(' or ')} tokens): CPU ${range(row.cpuCached)}, WebGPU ${range(row.gpuCached)}`;
+    }
     results.push(row);
-    console.log(`${model} ${tokens} tokens: CPU (one thread) ${row.cpu.median} ms (${row.cpu.min}-${row.cpu.max}), WebGPU on ${adapter} ${row.gpu.median} ms (${row.gpu.min}-${row.gpu.max})`);
+    console.log(line);
   }
   await pages.cpu.close();
   await pages.gpu.close();

@@ -1,7 +1,8 @@
 //! The traced forward pass on each backend: the CPU and the first GPU adapter wgpu finds (on a
 //! machine without a GPU, lavapipe: a software adapter, whose figures say nothing about a real
-//! GPU). MiniLM at 32 and 256 tokens, the lecture decoder at 32 and 128 (its context), the same
-//! `trace_with` on both so only the backend differs. The adapter is printed first. The GPU also
+//! GPU). MiniLM at 32 and 256 tokens, the lecture decoder at 32 and 128 (its context), SmolLM2
+//! at 32 and 256 when asked for (`BACKENDS_SMOLLM2=1`), the same `trace_with` on both so only
+//! the backend differs. The adapter is printed first. The GPU also
 //! runs the pass untraced (`gpu, untraced`: only the output comes back), the peer that shows
 //! what reading back every step the trace keeps costs. A causal model's pass of its last token
 //! through the KV cache (`gpu, last token cached`, `Transformer::continue_trace_with` after a
@@ -25,7 +26,11 @@ fn text_of(tokens: usize) -> String {
 fn backends(c: &mut Criterion) {
     std::env::set_var("XDG_RUNTIME_DIR", std::env::temp_dir());
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("models");
-    for (name, lengths) in [("minilm-l6", [32usize, 256]), ("lecture-post-ln", [32, 128])] {
+    // SmolLM2 on a software adapter takes tens of seconds a pass: only when asked for
+    // (`BACKENDS_SMOLLM2=1`, with a filter such as `-- smollm2`).
+    let smollm2 = std::env::var("BACKENDS_SMOLLM2").is_ok_and(|v| v == "1");
+    let models = [("minilm-l6", [32usize, 256]), ("lecture-post-ln", [32, 128]), ("smollm2-135m", [32, 256])];
+    for (name, lengths) in models.into_iter().filter(|(name, _)| smollm2 || !name.starts_with("smollm2")) {
         let model = load_named(&root, name, WeightPrecision::F32).expect("model files (run scripts/fetch-models.sh)");
         let ctx = pollster::block_on(GpuContext::new()).expect("a GPU adapter (apt-get install mesa-vulkan-drivers)");
         eprintln!("GPU adapter: {}", ctx.adapter_description());
@@ -44,11 +49,11 @@ fn backends(c: &mut Criterion) {
                 // device; each iteration continues it from a copy of that cache (the copy
                 // shares its buffers: appending makes new ones).
                 let encoding = model.encode(&text).expect("tokens");
-                let mut head = encoding.clone();
-                head.tokens.pop();
-                let mut cached = KvCache::new();
-                let first = pollster::block_on(model.continue_trace_with(&gpu, head, &text, None, &mut cached, Readback::Everything)).expect("trace");
                 group.bench_with_input(BenchmarkId::new("gpu, last token cached", tokens), &encoding, |b, encoding| {
+                    let mut head = encoding.clone();
+                    head.tokens.pop();
+                    let mut cached = KvCache::new();
+                    let first = pollster::block_on(model.continue_trace_with(&gpu, head, &text, None, &mut cached, Readback::Everything)).expect("trace");
                     b.iter(|| {
                         let mut cache = cached.clone();
                         let next = pollster::block_on(model.continue_trace_with(&gpu, encoding.clone(), &text, Some(&first.trace), &mut cache, Readback::Everything)).expect("trace");

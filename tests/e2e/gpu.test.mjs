@@ -250,6 +250,15 @@ test('a causal model on the GPU continues its passes through the KV cache on the
   assert.notEqual(onGpu.text, longer);
   t.diagnostic(`generated on the GPU and on the CPU: ${JSON.stringify(onGpu.text)}; ${onGpu.status}`);
   assert.equal(onGpu.status.match(/KV cache: \d+ tokens/)[0], onCpu.status.match(/KV cache: \d+ tokens/)[0], 'both caches hold every token');
+  // Typing during a generation on the GPU stops it; the typed text stays and gets its pass.
+  const typed = 'The dog';
+  await page.fill('#gen-tokens', '40');
+  await page.click('#generate');
+  await page.waitForFunction(() => window.__tvizGeneration.tokens?.length >= 1, null, { timeout: LONG });
+  await page.fill('#text', typed);
+  await page.waitForFunction((t) => !window.__tvizGeneration.running && window.__tviz.gpuPassText === t, typed, { timeout: LONG });
+  assert.equal(await page.inputValue('#text'), typed, 'the generation did not write over the typed text');
+  assert.ok(await page.evaluate(() => window.__tvizGeneration.tokens.length < 40), 'the generation stopped');
   assert.deepEqual([...problems, ...cpu.problems], []);
   await context.close();
   await cpu.context.close();

@@ -120,9 +120,10 @@ async function generate(pass) {
   const started = performance.now();
   try {
     for (let i = 0; i < count && !generation.stop; i += 1) {
+      const before = state.text;
       const summary = await nextTokenPass(viz, pass);
       if (!summary) break; // another model was loaded meanwhile
-      if (generation.stop) {
+      if (state.text !== before) {
         // The student typed while the GPU computed: their text stays, its pass comes next.
         showSummary(summary);
         break;

@@ -113,6 +113,45 @@ fn continuing_a_trace_that_records_every_step_gives_the_steps_of_a_pass_from_scr
 }
 
 #[test]
+fn joins_of_continued_traces_never_nest_however_long_the_typing() {
+    // Typed a letter at a time, with a word deleted on the way: each step of the last trace
+    // is one join whose parts are tensors some pass computed (never joins), covering every
+    // token once; so earlier traces dropped, no chain of them stays behind.
+    use transformer_viz::model::backend::{on_cpu, Cpu};
+    use transformer_viz::trace::{token_axis, Readback};
+    let model = decoder();
+    let full = "the cat sat on the mat and the dog ran";
+    let mut states: Vec<String> = (1..=full.len()).map(|n| full[..n].to_string()).collect();
+    states.insert(20, "the cat sat on the".into()); // a deletion back to a word
+    let mut cache = KvCache::new();
+    let mut previous: Option<Trace> = None;
+    let mut reused_passes = 0;
+    for text in &states {
+        let encoding = model.encode(text).unwrap();
+        let continued = on_cpu(model.continue_trace_with(&Cpu, encoding, text, previous.as_ref(), &mut cache, Readback::Everything)).unwrap();
+        reused_passes += usize::from(continued.reused > 0);
+        previous = Some(continued.trace);
+    }
+    assert!(reused_passes > states.len() / 2, "most passes continued the one before ({reused_passes} of {})", states.len());
+    let last = previous.unwrap();
+    let tokens = last.tokens.len();
+    let mut joins = 0;
+    for step in &last.steps {
+        let parts = step.tensor.data.joined_parts();
+        if parts.is_empty() {
+            continue;
+        }
+        joins += 1;
+        assert!(parts.iter().all(|p| p.data.joined_parts().is_empty()), "{}: a join's parts are no joins", step.name);
+        let rows: usize = parts.iter().map(|p| p.rows.len()).sum();
+        assert_eq!(rows, step.tensor.shape[token_axis(step.tensor.shape.len())], "{}: every row once", step.name);
+        assert_eq!(rows, tokens);
+        assert!(parts.len() <= tokens, "{}: at most a part a token", step.name);
+    }
+    assert!(joins > 10, "the continued trace's steps are joins ({joins})");
+}
+
+#[test]
 fn next_logits_through_the_cache_equal_the_logits_of_a_whole_pass() {
     let model = decoder();
     let ids = model.encode("generating one token at a time").unwrap().ids();

@@ -108,6 +108,11 @@ impl TensorData {
         Self(Arc::new(storage))
     }
 
+    /// A join's parts (`joined`); empty for any other tensor.
+    pub fn joined_parts(&self) -> &[RowsPart] {
+        &self.0.parts
+    }
+
     /// The first `rows` token rows of these values (of `shape`), as parts of a join: a join's
     /// own parts, cut to `rows`, so that joins never nest; any other tensor whole.
     pub fn first_rows(&self, shape: &[usize], rows: usize) -> Vec<RowsPart> {

@@ -5,9 +5,12 @@
 mod common;
 
 use transformer_viz::checkpoints::fixture::{decoder_config, fixture};
+use transformer_viz::model::backend::{on_cpu, Cpu};
 use transformer_viz::model::kv_cache::KvCache;
 use transformer_viz::model::{forward, ModelConfig};
-use transformer_viz::trace::{Trace, TraceRecorder};
+use transformer_viz::tokenize::Encoding;
+use transformer_viz::trace::{token_axis, Readback, Trace, TraceRecorder};
+use transformer_viz::transformer::Continued;
 use transformer_viz::Transformer;
 
 /// The trace of a pass from scratch that keeps every step (MiniLM's kind of trace).
@@ -69,23 +72,31 @@ fn a_trace_computed_on_read_equals_one_that_kept_everything() {
     }
 }
 
-#[test]
-fn continuing_a_trace_gives_the_numbers_of_a_pass_from_scratch() {
-    let model = decoder();
-    // Appending, editing in the middle, deleting, and the same text again.
-    let edits = ["the cat", "the cat sat on", "the dog sat on", "the dog", "the dog", "x", "the dog sat on the mat!"];
+/// Appending, editing in the middle, deleting, and the same text again.
+const EDITS: [&str; 7] = ["the cat", "the cat sat on", "the dog sat on", "the dog", "the dog", "x", "the dog sat on the mat!"];
+
+/// Types `EDITS` one after the other, each pass continuing the last through `continued`
+/// (the cache and the last trace); each reuses exactly the unchanged tokens but the last, the
+/// cache holds every token, and the trace agrees with `scratch`'s pass on the same tokens.
+fn check_edits(model: &Transformer, continued: impl Fn(Encoding, &str, Option<&Trace>, &mut KvCache) -> Continued, scratch: impl Fn(Encoding, &str) -> Trace) {
     let mut cache = KvCache::new();
     let mut previous: Option<Trace> = None;
-    for text in edits {
+    for text in EDITS {
         let encoding = model.encode(text).unwrap();
         let common = previous.as_ref().map_or(0, |p| p.tokens.iter().zip(&encoding.tokens).take_while(|(a, b)| a.id == b.id).count());
         let t = encoding.tokens.len();
-        let continued = model.continue_trace(encoding, text, previous.as_ref(), &mut cache);
-        assert_eq!(continued.reused, common.min(t - 1), "{text}: reuses the unchanged tokens but the last");
+        let next = continued(encoding.clone(), text, previous.as_ref(), &mut cache);
+        assert_eq!(next.reused, common.min(t - 1), "{text}: reuses the unchanged tokens but the last");
         assert_eq!(cache.len(), t, "{text}: the cache holds every token");
-        assert_traces_agree(&continued.trace, &kept_trace(&model, text), 1e-5, text);
-        previous = Some(continued.trace);
+        assert_traces_agree(&next.trace, &scratch(encoding, text), 1e-5, text);
+        previous = Some(next.trace);
     }
+}
+
+#[test]
+fn continuing_a_trace_gives_the_numbers_of_a_pass_from_scratch() {
+    let model = decoder();
+    check_edits(&model, |encoding, text, previous, cache| model.continue_trace(encoding, text, previous, cache), |_, text| kept_trace(&model, text));
 }
 
 #[test]
@@ -93,23 +104,12 @@ fn continuing_a_trace_that_records_every_step_gives_the_steps_of_a_pass_from_scr
     // `continue_trace_with` (the GPU's way, here on the CPU, as the page checks a GPU pass):
     // each step the earlier trace's rows then the new ones, the scores and head outputs
     // derived from the joined steps, every step as a pass from the first token records it.
-    use transformer_viz::model::backend::{on_cpu, Cpu};
-    use transformer_viz::trace::Readback;
     let model = decoder();
-    let edits = ["the cat", "the cat sat on", "the dog sat on", "the dog", "the dog", "x", "the dog sat on the mat!"];
-    let mut cache = KvCache::new();
-    let mut previous: Option<Trace> = None;
-    for text in edits {
-        let encoding = model.encode(text).unwrap();
-        let common = previous.as_ref().map_or(0, |p| p.tokens.iter().zip(&encoding.tokens).take_while(|(a, b)| a.id == b.id).count());
-        let t = encoding.tokens.len();
-        let continued = on_cpu(model.continue_trace_with(&Cpu, encoding.clone(), text, previous.as_ref(), &mut cache, Readback::Everything)).unwrap();
-        assert_eq!(continued.reused, common.min(t - 1), "{text}: reuses the unchanged tokens but the last");
-        assert_eq!(cache.len(), t, "{text}: the cache holds every token");
-        let scratch = on_cpu(model.trace_encoding_with(&Cpu, encoding, text)).unwrap();
-        assert_traces_agree(&continued.trace, &scratch, 1e-5, text);
-        previous = Some(continued.trace);
-    }
+    check_edits(
+        &model,
+        |encoding, text, previous, cache| on_cpu(model.continue_trace_with(&Cpu, encoding, text, previous, cache, Readback::Everything)).unwrap(),
+        |encoding, text| on_cpu(model.trace_encoding_with(&Cpu, encoding, text)).unwrap(),
+    );
 }
 
 #[test]
@@ -117,8 +117,6 @@ fn joins_of_continued_traces_never_nest_however_long_the_typing() {
     // Typed a letter at a time, with a word deleted on the way: each step of the last trace
     // is one join whose parts are tensors some pass computed (never joins), covering every
     // token once; so earlier traces dropped, no chain of them stays behind.
-    use transformer_viz::model::backend::{on_cpu, Cpu};
-    use transformer_viz::trace::{token_axis, Readback};
     let model = decoder();
     let full = "the cat sat on the mat and the dog ran";
     let mut states: Vec<String> = (1..=full.len()).map(|n| full[..n].to_string()).collect();

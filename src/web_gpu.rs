@@ -84,7 +84,7 @@ impl Inner {
     /// A causal model's traced pass on `encoding`, continuing the session's last one through
     /// the KV cache on the device: only the tokens after the first change are computed.
     async fn continued(&self, encoding: Encoding, text: &str, readback: Readback, generated: Option<Generated>) -> Result<GpuPass, JsValue> {
-        let start = js_sys::Date::now();
+        let start = crate::web::now_ms();
         // Taken for the pass (the page runs one GPU pass at a time): a pass started meanwhile
         // would find neither and start from the first token.
         let previous = self.last.borrow_mut().take();
@@ -96,7 +96,7 @@ impl Inner {
             *self.last.borrow_mut() = Some(continued.trace.clone());
             *self.cache.borrow_mut() = cache;
         }
-        let parts = GpuPassParts { trace: continued.trace, milliseconds: js_sys::Date::now() - start, translation: None, reused: continued.reused, cache: cached, generated };
+        let parts = GpuPassParts { trace: continued.trace, milliseconds: crate::web::now_ms() - start, translation: None, reused: continued.reused, cache: cached, generated };
         Ok(GpuPass { parts })
     }
 }
@@ -160,13 +160,13 @@ impl GpuSession {
     pub fn trace(&self, text: String, read: Option<Vec<String>>) -> js_sys::Promise {
         let inner = self.inner.clone();
         wasm_bindgen_futures::future_to_promise(async move {
-            let start = js_sys::Date::now();
+            let start = crate::web::now_ms();
             let readback = readback_of(read, &inner.model);
             let config = &inner.model.config;
             if config.is_encoder_decoder() {
                 // The text is the source: encoded once, decoded greedily, every pass on the GPU.
                 let (trace, decoding) = inner.model.translate_reading(&inner.backend, &text, readback).await.map_err(rejection)?.into_parts();
-                let parts = GpuPassParts { trace, milliseconds: js_sys::Date::now() - start, translation: Some(decoding), reused: 0, cache: (0, 0), generated: None };
+                let parts = GpuPassParts { trace, milliseconds: crate::web::now_ms() - start, translation: Some(decoding), reused: 0, cache: (0, 0), generated: None };
                 return Ok(GpuPass { parts }.into());
             }
             let encoding = inner.model.encode_within(&text, inner.limit).map_err(rejection)?;
@@ -174,7 +174,7 @@ impl GpuSession {
                 return Ok(inner.continued(encoding, &text, readback, None).await?.into());
             }
             let trace = inner.model.trace_reading(&inner.backend, encoding, &text, readback).await.map_err(rejection)?;
-            let parts = GpuPassParts { trace, milliseconds: js_sys::Date::now() - start, translation: None, reused: 0, cache: (0, 0), generated: None };
+            let parts = GpuPassParts { trace, milliseconds: crate::web::now_ms() - start, translation: None, reused: 0, cache: (0, 0), generated: None };
             Ok(GpuPass { parts }.into())
         })
     }

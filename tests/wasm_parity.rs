@@ -77,6 +77,32 @@ fn vectorised_gelu_in_wasm_matches_the_exact_erf() {
 }
 
 #[wasm_bindgen_test]
+fn vectorised_exp_in_wasm_matches_float64_and_masks_exactly() {
+    // Every 1/1000 from -100 to 0 (softmax's scores minus their largest), an odd length so
+    // that the last values take the tail's path, and -inf (a masked score) among them.
+    let mut ys: Vec<f32> = (-100_000..=0).map(|i| i as f32 / 1000.0).collect();
+    ys[5] = f32::NEG_INFINITY;
+    let mut fast = ys.clone();
+    transformer_viz::model::simd_exp::exp_in_place(&mut fast);
+    let mut worst = 0f64;
+    for (&y, &e) in ys.iter().zip(&fast) {
+        let exact = (y as f64).exp();
+        if y < -87.0 {
+            assert_eq!(e, 0.0, "exp({y}) below the normal floats is exactly 0");
+            continue;
+        }
+        worst = worst.max((e as f64 - exact).abs() / exact);
+    }
+    // The polynomial is within 1.3e-7 relative; float32 steps add a few ulp.
+    assert!(worst < 5e-7, "vectorised exp is off by {worst} relative");
+    assert_eq!(*fast.last().unwrap(), 1.0, "exp(0) = 1 exactly");
+    // A value's exp does not depend on where it falls (the last values take the tail's path).
+    let mut alone = [ys[ys.len() - 1], ys[ys.len() - 2], ys[ys.len() - 3]];
+    transformer_viz::model::simd_exp::exp_in_place(&mut alone);
+    assert_eq!(alone, [fast[ys.len() - 1], fast[ys.len() - 2], fast[ys.len() - 3]]);
+}
+
+#[wasm_bindgen_test]
 fn wasm_matrix_kernel_matches_a_plain_sum_on_awkward_shapes() {
     use ndarray::Array2;
     use transformer_viz::model::linear::Linear;

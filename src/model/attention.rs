@@ -98,7 +98,11 @@ pub(super) fn as_heads<'a>(x: &ArrayViewD<'a, f32>) -> ArrayView3<'a, f32> {
 pub fn softmax_rows(mut x: ArrayViewMut2<f32>) {
     for mut row in x.rows_mut() {
         let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-        row.mapv_inplace(|v| (v - max).exp());
+        row.mapv_inplace(|v| v - max);
+        match row.as_slice_mut() {
+            Some(values) => super::simd_exp::exp_in_place(values),
+            None => row.mapv_inplace(f32::exp),
+        }
         let sum = row.sum();
         row.mapv_inplace(|v| v / sum);
     }

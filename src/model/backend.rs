@@ -150,8 +150,8 @@ impl Backend for Cpu {
     fn row_stats(&self, x: &Array2<f32>, y: &Array2<f32>) -> Array2<f32> {
         let (input_mean, input_std) = row_mean_std(x.view()); // (T), (T)
         let (output_mean, output_std) = row_mean_std(y.view()); // (T), (T)
-        let columns = [input_mean.view(), input_std.view(), output_mean.view(), output_std.view()];
-        ndarray::stack(Axis(1), &columns).expect("four columns of T") // (T, 4)
+        let columns = [&input_mean, &input_std, &output_mean, &output_std];
+        Array2::from_shape_fn((x.nrows(), 4), |(i, k)| columns[k][i]) // (T, 4), row-major
     }
 
     fn add(&self, mut x: Array2<f32>, y: &Array2<f32>) -> Array2<f32> {

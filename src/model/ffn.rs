@@ -97,29 +97,14 @@ pub fn feed_forward<B: Backend, R: Recorder>(
 
 /// GELU four lanes at a time: 0.5 x (1 + erf(x / sqrt 2)), with erf from Abramowitz and
 /// Stegun's formula 7.1.26, erf(z) = 1 - t (a1 + t (a2 + ... + t a5)) exp(-z^2) with
-/// t = 1 / (1 + p |z|) (absolute error at most 1.5e-7), and exp from a degree-6 Taylor
-/// polynomial after splitting off a power of two.
+/// t = 1 / (1 + p |z|) (absolute error at most 1.5e-7), and exp from `simd_exp`.
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 mod simd_gelu {
+    use super::super::simd_exp::lanes::exp4;
     use core::arch::wasm32::*;
 
     const P: f32 = 0.327_591_1;
     const A: [f32; 5] = [0.254_829_6, -0.284_496_74, 1.421_413_7, -1.453_152_1, 1.061_405_4];
-
-    /// exp(y) for y in [-87, 0].
-    fn exp4(y: v128) -> v128 {
-        let y = f32x4_max(y, f32x4_splat(-87.0));
-        let n = f32x4_nearest(f32x4_mul(y, f32x4_splat(std::f32::consts::LOG2_E)));
-        // r = y - n ln 2, with ln 2 in two parts so that r keeps its low bits.
-        let r = f32x4_sub(f32x4_sub(y, f32x4_mul(n, f32x4_splat(0.693_145_75))), f32x4_mul(n, f32x4_splat(1.428_606_8e-6)));
-        let mut p = f32x4_splat(1.0 / 720.0);
-        for c in [1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5, 1.0, 1.0] {
-            p = f32x4_add(f32x4_mul(p, r), f32x4_splat(c));
-        }
-        // 2^n from its exponent bits.
-        let two_n = i32x4_shl(i32x4_add(i32x4_trunc_sat_f32x4(n), i32x4_splat(127)), 23);
-        f32x4_mul(p, two_n)
-    }
 
     pub fn gelu4(chunk: &mut [f32]) {
         // SAFETY: the caller passes exactly four values; wasm loads and stores need no alignment.

@@ -93,7 +93,10 @@ impl Matrix {
         match self {
             Matrix::Dense(m) => {
                 let panel = m.slice(s![lo..hi, ..]); // (hi - lo, cols)
-                out.iter_mut().zip(panel.iter()).for_each(|(o, v)| *o = *v);
+                match panel.as_slice() {
+                    Some(values) => out.copy_from_slice(values), // a row-major matrix's rows: one copy
+                    None => out.iter_mut().zip(panel.iter()).for_each(|(o, v)| *o = *v),
+                }
             }
             Matrix::Quantized(q) => {
                 let bytes = &q.bytes()[lo * q.row_bytes()..hi * q.row_bytes()];

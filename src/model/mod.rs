@@ -12,6 +12,7 @@ pub mod linear;
 pub mod matrix;
 pub mod norm;
 pub mod position;
+pub mod simd_exp;
 pub mod threads;
 #[cfg(any(not(target_arch = "wasm32"), feature = "threads"))]
 mod spinning_helpers;

@@ -13,6 +13,11 @@ const SITE = join(ROOT, '.tools/onnx/site'); // site/ + ort/ + minilm-l6.onnx (r
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
 const SIZES = [32, 128];
 const RUNS = 10;
+// Passes not measured at each size, for both libraries alike (WARMUP=10: after the browser has
+// compiled the hot WebAssembly functions' optimised code, which takes a few passes: until then
+// a pass on two threads shares the two cores with the compiler, and takes two to three times as
+// long).
+const WARMUP = Number(process.env.WARMUP ?? 3);
 const WORDS = 'the people of our great nation have made many new laws for all men and who work in this country with their own hands every day since the first year when we went to see what they had done'.split(' ');
 
 const browser = await launchChromium();
@@ -22,7 +27,7 @@ const at = (server) => `http://127.0.0.1:${server.address().port}/`;
 
 async function onnx(threads) {
   const page = await browser.newPage();
-  await page.goto(`${at(theirs)}?threads=${threads}&tokens=${SIZES.join(',')}&runs=${RUNS}`);
+  await page.goto(`${at(theirs)}?threads=${threads}&tokens=${SIZES.join(',')}&runs=${RUNS}&warmup=${WARMUP}`);
   await page.waitForFunction(() => window.results, null, { timeout: 300000 });
   const r = await page.evaluate(() => window.results);
   await page.close();
@@ -41,7 +46,7 @@ async function page(threads) {
   const out = {};
   for (const tokens of SIZES) {
     out[tokens] = [];
-    for (let i = 0; i < RUNS + 1; i += 1) {
+    for (let i = 0; i < RUNS + WARMUP; i += 1) {
       const text = Array.from({ length: tokens - 2 }, (_, j) => WORDS[(j + i) % WORDS.length]).join(' ');
       const before = await p.evaluate(() => window.__tviz.renders);
       await p.fill('#text', text);
@@ -54,7 +59,7 @@ async function page(threads) {
       // page draws nothing).
       if (process.env.SETTLE_FRAMES) await p.evaluate(() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done))));
       const ms = await p.evaluate(() => window.__tviz.passes.at(-1) ?? Number(/^(\d+) ms/.exec(document.getElementById('timing').textContent)?.[1]));
-      if (i > 0) out[tokens].push(ms); // the first is a warm-up
+      if (i >= WARMUP) out[tokens].push(ms);
     }
   }
   await p.close();

@@ -7,6 +7,7 @@ const q = new URLSearchParams(location.search);
 const threads = Number(q.get('threads') ?? 1);
 const sizes = (q.get('tokens') ?? '32,128').split(',').map(Number);
 const runs = Number(q.get('runs') ?? 10);
+const warmup = Number(q.get('warmup') ?? 3); // passes not measured at each size, as the page's in bench.mjs
 
 ort.env.wasm.wasmPaths = new URL('./ort/', location.href).href;
 ort.env.wasm.numThreads = threads;
@@ -18,7 +19,7 @@ async function main() {
     // [CLS], ordinary word pieces, [SEP]: the ids do not change the arithmetic.
     const ids = BigInt64Array.from({ length: tokens }, (_, i) => BigInt(i === 0 ? 101 : i === tokens - 1 ? 102 : 1996 + (i % 500)));
     const feeds = { input_ids: new ort.Tensor('int64', ids, [1, tokens]) };
-    for (let i = 0; i < 3; i += 1) await session.run(feeds); // warm-up
+    for (let i = 0; i < warmup; i += 1) await session.run(feeds); // warm-up
     const times = [];
     for (let i = 0; i < runs; i += 1) {
       const start = performance.now();

@@ -13,24 +13,17 @@
 pub fn exp_in_place(values: &mut [f32]) {
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
     {
-        let whole = values.len() / 4 * 4;
-        let (head, tail) = values.split_at_mut(whole);
-        for chunk in head.chunks_exact_mut(4) {
-            // SAFETY: exactly four values; wasm loads and stores need no alignment.
-            unsafe {
-                let y = core::arch::wasm32::v128_load(chunk.as_ptr() as *const core::arch::wasm32::v128);
-                core::arch::wasm32::v128_store(chunk.as_mut_ptr() as *mut core::arch::wasm32::v128, lanes::exp4(y));
-            }
+        let mut chunks = values.chunks_exact_mut(4);
+        for chunk in &mut chunks {
+            lanes::exp_four(chunk);
         }
         // The last one to three values through the same lanes, so that a value's exp does not
         // depend on where it falls in the slice.
+        let tail = chunks.into_remainder();
         if !tail.is_empty() {
             let mut four = [f32::NEG_INFINITY; 4];
             four[..tail.len()].copy_from_slice(tail);
-            // SAFETY: as above, on a local array of four.
-            let out = unsafe { lanes::exp4(core::arch::wasm32::v128_load(four.as_ptr() as *const core::arch::wasm32::v128)) };
-            // SAFETY: as above.
-            unsafe { core::arch::wasm32::v128_store(four.as_mut_ptr() as *mut core::arch::wasm32::v128, out) };
+            lanes::exp_four(&mut four);
             tail.copy_from_slice(&four[..tail.len()]);
         }
     }
@@ -57,6 +50,13 @@ pub mod lanes {
         // 2^n from its exponent bits.
         let two_n = i32x4_shl(i32x4_add(i32x4_trunc_sat_f32x4(n), i32x4_splat(127)), 23);
         v128_andnot(f32x4_mul(p, two_n), underflow)
+    }
+
+    /// exp of four values in place.
+    pub fn exp_four(four: &mut [f32]) {
+        assert_eq!(four.len(), 4, "four lanes");
+        // SAFETY: four values, checked above; wasm loads and stores need no alignment.
+        unsafe { v128_store(four.as_mut_ptr() as *mut v128, exp4(v128_load(four.as_ptr() as *const v128))) };
     }
 }
 

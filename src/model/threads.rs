@@ -80,12 +80,12 @@ pub fn runs(lo: usize, hi: usize, threads: usize, block: usize, macs_per_feature
     let block = block.max(1);
     let threads = threads.max(1);
     let whole_blocks = |n: usize| n.div_ceil(block) * block;
-    let longest = whole_blocks((hi - lo) / (threads * RUNS_PER_THREAD)).max(block);
     let shortest = whole_blocks(MIN_RUN_MACS.div_ceil(macs_per_feature.max(1)));
+    let longest = whole_blocks((hi - lo) / (threads * RUNS_PER_THREAD)).max(block).max(shortest);
     let mut runs = Vec::new();
     let mut start = lo;
     while start < hi {
-        let size = whole_blocks((hi - start) / (2 * threads)).max(shortest).min(longest.max(shortest));
+        let size = whole_blocks((hi - start) / (2 * threads)).clamp(shortest, longest);
         let end = (start + size).min(hi);
         runs.push((start, end));
         start = end;

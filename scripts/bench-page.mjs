@@ -6,7 +6,10 @@
 //     the time from each input event to the charts on screen drawn, and
 //     to every chart drawn (the page draws off-screen charts one per task after the
 //     on-screen ones), at 8, 32 and 128 tokens: median and p95, and the same for the traced
-//     forward pass alone (inside the first figure).
+//     forward pass alone (inside the first figure);
+//   - for MiniLM, after each size's keystrokes, 40 passes on the same tokens run back to back
+//     by the page itself with nothing drawn in between: how the pass scales with the threads
+//     when nothing else (drawing, the benchmark's own messages) shares the cores with it.
 // Prints a table and writes tests/artifacts/bench-page.json. MODELS=lecture-post-ln (names, by
 // commas) measures only those; KEYSTROKES=60 types more keys a size (20 by default). With
 // BASELINE_DIST=dir (another build, e.g. an older commit's dist/; BASELINE_SERVER=its
@@ -27,8 +30,13 @@ const WORDS = 'the people of our great nation have made many new laws for all me
 // The models measured: the page's default (the lecture decoder) and MiniLM.
 const MODELS = [
   { name: 'lecture-post-ln', query: '' },
-  { name: 'minilm-l6', query: 'model=minilm-l6' },
+  // An encoder: its pass on the same tokens again is a whole pass (a causal model's would
+  // come from its KV cache), so only it has passes back to back measured.
+  { name: 'minilm-l6', query: 'model=minilm-l6', backToBack: true },
 ];
+
+const BACK_TO_BACK = 40;
+const BACK_TO_BACK_UNTIMED = 10;
 
 /** The page's token count for `text`, once its pass has been shown. */
 async function chipsFor(page, text) {
@@ -61,12 +69,30 @@ async function sentence(page, tokens) {
 function stats(values) {
   const sorted = [...values].sort((a, b) => a - b);
   const at = (q) => sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)];
-  return { median: at(0.5), p95: at(0.95), min: sorted[0], max: sorted[sorted.length - 1] };
+  return { median: at(0.5), p10: at(0.1), p90: at(0.9), p95: at(0.95), min: sorted[0], max: sorted[sorted.length - 1] };
 }
 
 const browser = await launchChromium();
 
-async function typing(page, tokens) {
+/** `count` passes on the page's current tokens, one after another in one task of the page
+ *  (nothing drawn between them): each pass's traced forward pass in milliseconds. The first
+ *  `BACK_TO_BACK_UNTIMED` are not timed: meanwhile the browser finishes painting the last
+ *  keystroke's charts (in software here, on the same two cores). */
+function passesBackToBack(page, count) {
+  return page.evaluate(async ([n, untimed]) => {
+    const { session } = await import('/js/session.js');
+    const text = document.querySelector('#text').value;
+    const times = [];
+    for (let i = 0; i < untimed + n; i += 1) {
+      session.viz.recompute_next(); // the same tokens: computed again all the same
+      const { milliseconds } = session.viz.set_text(text);
+      if (i >= untimed) times.push(milliseconds);
+    }
+    return times;
+  }, [count, BACK_TO_BACK_UNTIMED]);
+}
+
+async function typing(page, tokens, backToBack) {
   const base = await sentence(page, tokens);
   await page.fill('#text', base);
   await page.waitForFunction((t) => document.querySelectorAll('#tokens li').length === t, tokens, { timeout: 60000 })
@@ -82,7 +108,9 @@ async function typing(page, tokens) {
     await page.waitForFunction((n) => window.__tviz.settledLatencies.length > n, before);
   }
   const [latencies, everything, passes] = await page.evaluate(() => [window.__tviz.latencies, window.__tviz.settledLatencies, window.__tviz.passes]);
-  return { onScreen: { ...stats(latencies), samples: latencies.length }, allCharts: stats(everything), forwardPass: stats(passes) };
+  const result = { onScreen: { ...stats(latencies), samples: latencies.length }, allCharts: stats(everything), forwardPass: stats(passes) };
+  if (backToBack) result.backToBack = stats(await passesBackToBack(page, BACK_TO_BACK));
+  return result;
 }
 
 async function measure({ dist, serveWith }, model) {
@@ -111,7 +139,7 @@ async function measure({ dist, serveWith }, model) {
       if (run === 0 || run >= 3) {
         const counts = run === 0 ? [8, 32, 128] : [32, 128];
         results.typing[backend] = {};
-        for (const tokens of counts) results.typing[backend][tokens] = await typing(page, tokens);
+        for (const tokens of counts) results.typing[backend][tokens] = await typing(page, tokens, model.backToBack);
       }
       await context.close();
     }
@@ -132,6 +160,18 @@ function report(results) {
     console.log(`${backend}:`);
     for (const [tokens, s] of Object.entries(byTokens)) {
       console.log(`  ${tokens} tokens, ${s.onScreen.samples} keystrokes: input to on-screen views drawn median ${ms(s.onScreen.median)}, p95 ${ms(s.onScreen.p95)}; input to every chart drawn median ${ms(s.allCharts.median)}, p95 ${ms(s.allCharts.p95)}; of which the traced forward pass median ${ms(s.forwardPass.median)}, p95 ${ms(s.forwardPass.p95)}`);
+      if (s.backToBack) console.log(`  ${tokens} tokens, ${BACK_TO_BACK} passes back to back (nothing drawn): median ${ms(s.backToBack.median)} (p10 ${ms(s.backToBack.p10)}, p90 ${ms(s.backToBack.p90)})`);
+    }
+  }
+  // The pass on n threads against one thread's, at each size measured on both.
+  const one = Object.entries(results.typing).find(([backend]) => backend.endsWith('(?threads=1)'))?.[1];
+  for (const [backend, byTokens] of Object.entries(results.typing)) {
+    if (!one || byTokens === one) continue;
+    for (const [tokens, s] of Object.entries(byTokens)) {
+      const base = one[tokens];
+      if (!base || !s.backToBack || !base.backToBack) continue;
+      const ratio = (a, b) => (a / b).toFixed(2);
+      console.log(`${backend}, ${tokens} tokens, against one thread: back to back ${ratio(s.backToBack.median, base.backToBack.median)} of its pass, while typing ${ratio(s.forwardPass.median, base.forwardPass.median)}`);
     }
   }
 }

@@ -135,15 +135,14 @@ impl Matrix {
     /// x W[lo..hi]^T: every token of x (T, cols) against rows [lo, hi), giving (T, hi - lo),
     /// the rows shared among the threads (`threads::in_parts`; the same numbers as one thread's).
     pub fn multiply_rows(&self, x: ArrayView2<f32>, lo: usize, hi: usize) -> Array2<f32> {
-        threads::in_parts(x.nrows(), lo, hi, self.cols(), KERNEL_ROWS, |a, b| self.multiply_rows_here(x, a, b))
+        threads::in_parts(x.nrows(), lo, hi, self.cols(), KERNEL_ROWS, |a, b, out| self.multiply_rows_into(x, a, b, out))
     }
 
-    /// `multiply_rows` on this thread alone.
-    fn multiply_rows_here(&self, x: ArrayView2<f32>, lo: usize, hi: usize) -> Array2<f32> {
+    /// `multiply_rows` on this thread alone, into `y` (T, hi - lo).
+    fn multiply_rows_into(&self, x: ArrayView2<f32>, lo: usize, hi: usize, mut y: ArrayViewMut2<f32>) {
         let t = x.nrows();
-        let mut y = Array2::<f32>::zeros((t, hi - lo)); // (T, hi - lo)
         match self {
-            Matrix::Dense(m) => multiply_panel(x, m.slice(s![lo..hi, ..]), y.view_mut()),
+            Matrix::Dense(m) => multiply_panel(x, m.slice(s![lo..hi, ..]), y),
             // A token or two (generation, a typed letter): each row's blocks are multiplied as
             // they are read, with no buffer to fill and no GEMM to pack.
             Matrix::Quantized(q) if t <= FUSED_MAX_TOKENS => {
@@ -175,7 +174,6 @@ impl Matrix {
                 }
             }
         }
-        y
     }
 }
 
@@ -185,13 +183,7 @@ fn multiply_panel(x: ArrayView2<f32>, w: ArrayView2<f32>, mut out: ArrayViewMut2
     // (packs) them on every call.
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
     if let (Some(xs), Some(ws)) = (x.as_slice(), w.as_slice()) {
-        if let Some(ys) = out.as_slice_mut() {
-            return streaming::multiply(xs, ws, x.ncols(), ys);
-        }
-        let mut y = Array2::<f32>::zeros(out.dim()); // (T, rows)
-        streaming::multiply(xs, ws, x.ncols(), y.as_slice_mut().expect("fresh arrays are contiguous"));
-        out.assign(&y);
-        return;
+        return streaming::multiply(xs, ws, x.ncols(), out);
     }
     ndarray::linalg::general_mat_mul(1.0, &x, &w.t(), 0.0, &mut out); // (T, in) · (in, rows)
 }
@@ -202,6 +194,7 @@ fn multiply_panel(x: ArrayView2<f32>, w: ArrayView2<f32>, mut out: ArrayViewMut2
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 mod streaming {
     use core::arch::wasm32::*;
+    use ndarray::ArrayViewMut2;
 
     /// Tokens taken at a time, so that their rows stay in the CPU's cache while every weight
     /// row passes by.
@@ -211,12 +204,14 @@ mod streaming {
     const TOKENS_PER_BLOCK: usize = 4;
     const ROWS_PER_BLOCK: usize = 2;
 
-    /// ys (T, rows) = xs (T, inp) · ws (rows, inp)^T, all row-major.
-    pub fn multiply(xs: &[f32], ws: &[f32], inp: usize, ys: &mut [f32]) {
+    /// ys (T, rows) = xs (T, inp) · ws (rows, inp)^T, xs and ws row-major; ys any view (a
+    /// thread's run writes its own columns of the product).
+    pub fn multiply(xs: &[f32], ws: &[f32], inp: usize, mut ys: ArrayViewMut2<f32>) {
         const TB: usize = TOKENS_PER_BLOCK;
         const RB: usize = ROWS_PER_BLOCK;
         let t = xs.len() / inp;
         let out = ws.len() / inp;
+        assert_eq!(ys.dim(), (t, out), "the output has a row per token and a column per weight row");
         for start in (0..t).step_by(TOKENS_PER_CHUNK) {
             let end = (start + TOKENS_PER_CHUNK).min(t);
             let mut o = 0;
@@ -227,20 +222,24 @@ mod streaming {
                     let xrows: [&[f32]; TB] = core::array::from_fn(|k| &xs[(tok + k) * inp..(tok + k + 1) * inp]);
                     let dots = dot_block::<TB, RB>(xrows, rows);
                     for (k, d) in dots.iter().enumerate() {
-                        ys[(tok + k) * out + o..(tok + k) * out + o + RB].copy_from_slice(d);
+                        for (j, &v) in d.iter().enumerate() {
+                            ys[[tok + k, o + j]] = v;
+                        }
                     }
                     tok += TB;
                 }
                 for tok in tok..end {
                     let dots = dot_block::<1, RB>([&xs[tok * inp..(tok + 1) * inp]], rows);
-                    ys[tok * out + o..tok * out + o + RB].copy_from_slice(&dots[0]);
+                    for (j, &v) in dots[0].iter().enumerate() {
+                        ys[[tok, o + j]] = v;
+                    }
                 }
                 o += RB;
             }
             for o in o..out {
                 let row = &ws[o * inp..(o + 1) * inp];
                 for tok in start..end {
-                    ys[tok * out + o] = dot_block::<1, 1>([&xs[tok * inp..(tok + 1) * inp]], [row])[0][0];
+                    ys[[tok, o]] = dot_block::<1, 1>([&xs[tok * inp..(tok + 1) * inp]], [row])[0][0];
                 }
             }
         }

@@ -1,6 +1,7 @@
 //! Threads sharing one matrix product on one memory: the output features of a product are cut
 //! into a few runs per thread, each thread takes runs until none is left (every output number
-//! computed exactly as one thread alone would compute it), and the runs are laid side by side.
+//! computed exactly as one thread alone would compute it), each run written straight into its
+//! own columns of the product.
 //!
 //! The threads are rayon's: natively its global pool; in the page's threaded build (feature
 //! `threads`, wasm threads on one shared memory through `wasm-bindgen-rayon`) a pool the page
@@ -9,7 +10,7 @@
 //! (`spinning_helpers`), so a page asking for n threads starts a pool of n - 1 workers.
 //! In the page's plain build there is no pool: every product is computed whole.
 
-use ndarray::Array2;
+use ndarray::{Array2, ArrayViewMut2, Axis};
 
 /// Below this many multiply-adds (about 25 microseconds on one core in a browser here) a product
 /// is computed whole: waking the other threads would cost about what they save. Measured in the
@@ -65,7 +66,8 @@ pub async fn start(threads: usize) -> Result<usize, String> {
 const RUNS_PER_THREAD: usize = 4;
 
 /// The shortest run, in multiply-adds (about 5 microseconds on one core in a browser here):
-/// each run costs an allocation and a copy into the product besides its work.
+/// besides its work, each run costs taking it (an atomic counter, a lock no one waits for) and
+/// the kernel's start on a fresh block of weight rows.
 const MIN_RUN_MACS: usize = 1 << 16;
 
 /// Output features [lo, hi) cut into the runs `threads` threads take one at a time, in order:
@@ -94,14 +96,27 @@ pub fn runs(lo: usize, hi: usize, threads: usize, block: usize, macs_per_feature
 }
 
 /// A product's output features [lo, hi) for `t` tokens of `cols` inputs, shared among the
-/// threads: `features(a, b)` computes features [a, b) as a (t, b - a) array. Gives (t, hi - lo),
-/// the same numbers as `features(lo, hi)`.
-pub fn in_parts(t: usize, lo: usize, hi: usize, cols: usize, block: usize, features: impl Fn(usize, usize) -> Array2<f32> + Sync) -> Array2<f32> {
+/// threads: `features(a, b, out)` computes features [a, b) into `out` (t, b - a), a view of the
+/// result's columns, so that no run allocates or is copied afterwards. Gives (t, hi - lo),
+/// the same numbers as `features(lo, hi, ..)` on one thread.
+pub fn in_parts(t: usize, lo: usize, hi: usize, cols: usize, block: usize, features: impl Fn(usize, usize, ArrayViewMut2<f32>) + Sync) -> Array2<f32> {
+    let mut y = Array2::<f32>::zeros((t, hi - lo)); // (T, hi - lo)
     let n = if t * (hi - lo) * cols < PARALLEL_MIN_MACS { 1 } else { threads() };
     if n <= 1 {
-        return features(lo, hi);
+        features(lo, hi, y.view_mut());
+        return y;
     }
-    split(t, lo, hi, cols, n, block, &features)
+    // Each run's columns of y, as their own view: (T, b - a) each, side by side.
+    let runs = runs(lo, hi, n, block, t * cols);
+    let mut views = Vec::with_capacity(runs.len());
+    let mut rest = y.view_mut(); // (T, features not yet cut off)
+    for &(a, b) in &runs {
+        let (run, after) = rest.split_at(Axis(1), b - a); // (T, b - a), (T, rest)
+        views.push(((a, b), run));
+        rest = after;
+    }
+    share_items(views, n, &|((a, b), out)| features(a, b, out));
+    y
 }
 
 /// `data` cut into pieces of `piece` values (the last may be shorter) and `f(index, piece)`
@@ -118,58 +133,34 @@ pub fn for_each_piece(data: &mut [f32], piece: usize, cost: usize, f: impl Fn(us
         data.chunks_mut(piece).enumerate().for_each(|(i, p)| f(i, p));
         return;
     }
-    share_pieces(data, piece, n, &f);
+    share_items(data.chunks_mut(piece).enumerate().collect(), n, &|(i, p)| f(i, p));
 }
 
+/// `f` applied to each item, in order of the items, by up to `threads` threads: each takes
+/// the next item not yet taken until none is left.
 #[cfg(any(not(target_arch = "wasm32"), feature = "threads"))]
-fn share_pieces(data: &mut [f32], piece: usize, threads: usize, f: &(impl Fn(usize, &mut [f32]) + Sync)) {
+fn share_items<T: Send>(items: Vec<T>, threads: usize, f: &(impl Fn(T) + Sync)) {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Mutex;
-    // Each piece is taken by exactly one thread (the counter hands each index out once), so
-    // no lock is ever waited for: it only moves the piece to the thread that took it.
-    let pieces: Vec<Mutex<Option<&mut [f32]>>> = data.chunks_mut(piece).map(|p| Mutex::new(Some(p))).collect();
+    // Each item is taken by exactly one thread (the counter hands each index out once), so
+    // no lock is ever waited for: it only moves the item to the thread that took it.
+    let slots: Vec<Mutex<Option<T>>> = items.into_iter().map(|item| Mutex::new(Some(item))).collect();
     let next = AtomicUsize::new(0);
     let work = || loop {
         let k = next.fetch_add(1, Ordering::Relaxed);
-        let Some(slot) = pieces.get(k) else { break };
-        let taken = slot.lock().map(|mut p| p.take()).unwrap_or(None);
-        if let Some(p) = taken {
-            f(k, p);
+        let Some(slot) = slots.get(k) else { break };
+        let taken = slot.lock().map(|mut item| item.take()).unwrap_or(None);
+        if let Some(item) = taken {
+            f(item);
         }
     };
     super::spinning_helpers::share(threads, &work);
 }
 
+/// The page's plain build has no other thread: the items one after another.
 #[cfg(all(target_arch = "wasm32", not(feature = "threads")))]
-fn share_pieces(data: &mut [f32], piece: usize, _threads: usize, f: &(impl Fn(usize, &mut [f32]) + Sync)) {
-    data.chunks_mut(piece).enumerate().for_each(|(i, p)| f(i, p));
-}
-
-#[cfg(any(not(target_arch = "wasm32"), feature = "threads"))]
-fn split(t: usize, lo: usize, hi: usize, cols: usize, threads: usize, block: usize, features: &(impl Fn(usize, usize) -> Array2<f32> + Sync)) -> Array2<f32> {
-    use ndarray::s;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::OnceLock;
-    let runs = runs(lo, hi, threads, block, t * cols);
-    let computed: Vec<OnceLock<Array2<f32>>> = runs.iter().map(|_| OnceLock::new()).collect(); // one (t, b - a) per run
-    let next = AtomicUsize::new(0);
-    // Each thread takes the next run not yet taken until none is left.
-    let work = || loop {
-        let k = next.fetch_add(1, Ordering::Relaxed);
-        let Some(&(a, b)) = runs.get(k) else { break };
-        let _ = computed[k].set(features(a, b));
-    };
-    super::spinning_helpers::share(threads, &work);
-    let mut y = Array2::<f32>::zeros((t, hi - lo)); // (T, hi - lo)
-    for (run, &(a, b)) in computed.into_iter().zip(&runs) {
-        y.slice_mut(s![.., a - lo..b - lo]).assign(&run.into_inner().expect("every run was taken")); // (T, b - a)
-    }
-    y
-}
-
-#[cfg(all(target_arch = "wasm32", not(feature = "threads")))]
-fn split(_t: usize, lo: usize, hi: usize, _cols: usize, _threads: usize, _block: usize, features: &(impl Fn(usize, usize) -> Array2<f32> + Sync)) -> Array2<f32> {
-    features(lo, hi)
+fn share_items<T: Send>(items: Vec<T>, _threads: usize, f: &(impl Fn(T) + Sync)) {
+    items.into_iter().for_each(f);
 }
 
 #[cfg(test)]
@@ -223,12 +214,12 @@ mod tests {
     fn a_product_in_parts_equals_the_whole() {
         let x = Array2::from_shape_fn((7, 33), |(i, j)| ((i * 31 + j * 7) % 13) as f32 - 6.0); // (T, in)
         let w = Array2::from_shape_fn((301, 33), |(i, j)| ((i * 17 + j * 3) % 11) as f32 * 0.25 - 1.0); // (out, in)
-        let features = |a: usize, b: usize| x.dot(&w.slice(s![a..b, ..]).t()); // (T, b - a)
+        let product = |a: usize, b: usize| x.dot(&w.slice(s![a..b, ..]).t()); // (T, b - a)
+        let features = |a: usize, b: usize, mut out: ArrayViewMut2<f32>| out.assign(&product(a, b)); // (T, b - a)
         let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
-        let whole = features(0, 301);
         let shared = pool.install(|| in_parts(7, 0, 301, 33 * 1000, 2, features));
-        assert_eq!(whole, shared);
+        assert_eq!(product(0, 301), shared);
         let middle = pool.install(|| in_parts(7, 40, 120, 33 * 1000, 2, features));
-        assert_eq!(features(40, 120), middle);
+        assert_eq!(product(40, 120), middle);
     }
 }

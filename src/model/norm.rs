@@ -45,38 +45,80 @@ pub fn row_mean_std(x: ArrayView2<f32>) -> (Array1<f32>, Array1<f32>) {
     (mean, std)
 }
 
+/// A row's shift and scale: LayerNorm's (mean, 1 / sqrt(var + eps)), RMSNorm's
+/// (0, 1 / sqrt(mean(x^2) + eps)). The row normalised is (x - shift) * scale.
+fn shift_and_scale(kind: NormKind, row: &[f32], eps: f32) -> (f32, f32) {
+    let d = row.len() as f32;
+    match kind {
+        NormKind::Layer => {
+            let mean = lane_sum(row, |v| v) / d;
+            let std = (lane_sum(row, |v| (v - mean) * (v - mean)) / d).sqrt();
+            (mean, 1.0 / (std * std + eps).sqrt())
+        }
+        NormKind::Rms => (0.0, 1.0 / (lane_sum(row, |v| v * v) / d + eps).sqrt()),
+    }
+}
+
+/// Every row of x (T, d) normalised, before gamma and beta: (T, d).
+fn normalised(kind: NormKind, x: ArrayView2<f32>, eps: f32) -> Array2<f32> {
+    let mut out = x.as_standard_layout().into_owned(); // (T, d)
+    for mut row in out.rows_mut() {
+        let values = row.as_slice_mut().expect("rows of a standard-layout array are contiguous");
+        let (shift, scale) = shift_and_scale(kind, values, eps);
+        values.iter_mut().for_each(|v| *v = (*v - shift) * scale);
+    }
+    out
+}
+
 /// (x - mean) / sqrt(var + eps) per row, before gamma and beta: each row has mean 0 and
 /// (up to eps) standard deviation 1.
 pub fn standardize(x: ArrayView2<f32>, eps: f32) -> Array2<f32> {
-    let (mean, std) = row_mean_std(x); // (T), (T)
-    let mut out = x.to_owned(); // (T, d)
-    for ((mut row, m), s) in out.rows_mut().into_iter().zip(mean.iter()).zip(std.iter()) {
-        let inv = 1.0 / (s * s + eps).sqrt();
-        row.mapv_inplace(|v| (v - m) * inv);
-    }
-    out
+    normalised(NormKind::Layer, x, eps)
 }
 
 /// x / sqrt(mean(x^2) + eps) per row, before gamma.
 pub fn rms_scale(x: ArrayView2<f32>, eps: f32) -> Array2<f32> {
-    let d = x.ncols() as f32;
-    let mut out = x.to_owned(); // (T, d)
-    for mut row in out.rows_mut() {
-        let inv = 1.0 / (row_sum(row.view(), |v| v * v) / d + eps).sqrt();
-        row.mapv_inplace(|v| v * inv);
-    }
-    out
+    normalised(NormKind::Rms, x, eps)
 }
 
-/// The full norm: standardise (or RMS-scale), then gamma and beta.
+/// What normalising a value, then gamma and beta, costs, in multiply-adds of a product: the rows
+/// are shared among the threads when a norm is long enough (`threads::for_each_piece`).
+const NORM_COST_PER_VALUE: usize = 8;
+
+/// Rows a thread takes at a time.
+const NORM_ROWS: usize = 8;
+
+/// The full norm: standardise (or RMS-scale), then gamma and beta, each row in one go, the rows
+/// shared among the threads (the same numbers, value for value, as `standardize` then
+/// `* gamma + beta`).
 pub fn apply(kind: NormKind, w: &NormWeights, x: ArrayView2<f32>, eps: f32) -> Array2<f32> {
-    let mut y = match kind {
-        NormKind::Layer => standardize(x, eps), // (T, d)
-        NormKind::Rms => rms_scale(x, eps),     // (T, d)
-    };
-    y *= &w.gamma; // (T, d) * (d)
-    if let Some(b) = &w.beta {
-        y += b; // (T, d) + (d)
+    let d = x.ncols();
+    let x = x.as_standard_layout(); // (T, d)
+    let xs = x.as_slice().expect("standard layout is contiguous");
+    let gamma = w.gamma.to_vec(); // (d)
+    let beta = w.beta.as_ref().map(|b| b.to_vec()); // (d)
+    let mut y = Array2::<f32>::zeros(x.dim()); // (T, d)
+    let out = y.as_slice_mut().expect("fresh arrays are contiguous");
+    if d == 0 {
+        return y;
     }
+    super::threads::for_each_piece(out, NORM_ROWS * d, NORM_ROWS * d * NORM_COST_PER_VALUE, |k, piece| {
+        for (r, out_row) in piece.chunks_mut(d).enumerate() {
+            let row = &xs[(k * NORM_ROWS + r) * d..][..d]; // (d)
+            let (shift, scale) = shift_and_scale(kind, row, eps);
+            match &beta {
+                Some(beta) => {
+                    for (((o, &v), &g), &b) in out_row.iter_mut().zip(row).zip(&gamma).zip(beta) {
+                        *o = (v - shift) * scale * g + b;
+                    }
+                }
+                None => {
+                    for ((o, &v), &g) in out_row.iter_mut().zip(row).zip(&gamma) {
+                        *o = (v - shift) * scale * g;
+                    }
+                }
+            }
+        }
+    });
     y
 }

@@ -7,9 +7,11 @@
 //     to every chart drawn (the page draws off-screen charts one per task after the
 //     on-screen ones), at 8, 32 and 128 tokens: median and p95, and the same for the traced
 //     forward pass alone (inside the first figure);
-//   - for MiniLM, after each size's keystrokes, 40 passes on the same tokens run back to back
-//     by the page itself with nothing drawn in between: how the pass scales with the threads
-//     when nothing else (drawing, the benchmark's own messages) shares the cores with it.
+//   - for MiniLM, how the pass scales with the threads when nothing else (drawing, the
+//     benchmark's own messages) shares the cores with it: three pages open at once (one thread,
+//     the cores', four), each running batches of passes on the same tokens back to back
+//     with nothing drawn, the pages taking turns (so that the machine's changing speed falls on
+//     all three alike); each thread count's pass against one thread's, round by round.
 // Prints a table and writes tests/artifacts/bench-page.json. MODELS=lecture-post-ln (names, by
 // commas) measures only those; KEYSTROKES=60 types more keys a size (20 by default). With
 // BASELINE_DIST=dir (another build, e.g. an older commit's dist/; BASELINE_SERVER=its
@@ -35,8 +37,9 @@ const MODELS = [
   { name: 'minilm-l6', query: 'model=minilm-l6', backToBack: true },
 ];
 
-const BACK_TO_BACK = 40;
-const BACK_TO_BACK_UNTIMED = 10;
+// Passes back to back: rounds in which each page runs a batch, after an untimed batch each.
+const BACK_TO_BACK_ROUNDS = 6;
+const BACK_TO_BACK_BATCH = 10;
 
 /** The page's token count for `text`, once its pass has been shown. */
 async function chipsFor(page, text) {
@@ -75,24 +78,69 @@ function stats(values) {
 const browser = await launchChromium();
 
 /** `count` passes on the page's current tokens, one after another in one task of the page
- *  (nothing drawn between them): each pass's traced forward pass in milliseconds. The first
- *  `BACK_TO_BACK_UNTIMED` are not timed: meanwhile the browser finishes painting the last
- *  keystroke's charts (in software here, on the same two cores). */
+ *  (nothing drawn between them): each pass's traced forward pass in milliseconds. */
 function passesBackToBack(page, count) {
-  return page.evaluate(async ([n, untimed]) => {
+  return page.evaluate(async (n) => {
     const { session } = await import('/js/session.js');
     const text = document.querySelector('#text').value;
     const times = [];
-    for (let i = 0; i < untimed + n; i += 1) {
+    for (let i = 0; i < n; i += 1) {
       session.viz.recompute_next(); // the same tokens: computed again all the same
-      const { milliseconds } = session.viz.set_text(text);
-      if (i >= untimed) times.push(milliseconds);
+      times.push(session.viz.set_text(text).milliseconds);
     }
     return times;
-  }, [count, BACK_TO_BACK_UNTIMED]);
+  }, count);
 }
 
-async function typing(page, tokens, backToBack) {
+/** The median of `values`. */
+const median = (values) => stats(values).median;
+
+/** Passes back to back at `tokens` tokens on one thread, the cores' threads and four, the
+ *  three pages open at once and taking turns. */
+async function threadsSideBySide(url, model, tokens) {
+  const plans = [['one thread (?threads=1)', 'threads=1'], ['the cores\' threads', ''], ['four threads (?threads=4)', 'threads=4']];
+  // A context each: pages of one context may share a renderer process and its main thread.
+  const contexts = [];
+  try {
+    const pages = [];
+    let text = null;
+    for (const [name, extra] of plans) {
+      const context = await browser.newContext({ viewport: { width: 1280, height: 720 } });
+      contexts.push(context);
+      const page = await context.newPage();
+      await page.goto(url + '?' + [model.query, extra].filter(Boolean).join('&'));
+      await page.waitForFunction(() => window.__tviz?.firstSettledAt !== undefined || window.__tviz?.failed, null, { timeout: 60000 });
+      await page.waitForFunction(() => !['pending', 'starting'].includes(window.__tviz.cpuThreads), null, { timeout: 60000 });
+      text ??= await sentence(page, tokens);
+      await page.fill('#text', text);
+      await page.waitForFunction((t) => document.querySelectorAll('#tokens li').length === t && window.__tvizSettled(), tokens, { timeout: 60000 });
+      await passesBackToBack(page, BACK_TO_BACK_BATCH); // untimed: the browser optimises the pass's code meanwhile
+      pages.push({ name, page, backend: await page.evaluate(() => window.__tviz.backend), times: [], roundMedians: [] });
+    }
+    for (let round = 0; round < BACK_TO_BACK_ROUNDS; round += 1) {
+      // Each round in another order, so that no page always follows the same one.
+      for (let k = 0; k < pages.length; k += 1) {
+        const p = pages[(k + round) % pages.length];
+        const times = await passesBackToBack(p.page, BACK_TO_BACK_BATCH);
+        p.times.push(...times);
+        p.roundMedians.push(median(times));
+      }
+    }
+    const one = pages[0];
+    return pages.map((p) => ({
+      threads: p.name,
+      backend: p.backend,
+      pass: stats(p.times),
+      // Round by round, this page's median against one thread's: the machine's speed changes
+      // between rounds, much less within one.
+      againstOneThread: stats(p.roundMedians.map((m, r) => m / one.roundMedians[r])),
+    }));
+  } finally {
+    for (const context of contexts) await context.close();
+  }
+}
+
+async function typing(page, tokens) {
   const base = await sentence(page, tokens);
   await page.fill('#text', base);
   await page.waitForFunction((t) => document.querySelectorAll('#tokens li').length === t, tokens, { timeout: 60000 })
@@ -108,15 +156,13 @@ async function typing(page, tokens, backToBack) {
     await page.waitForFunction((n) => window.__tviz.settledLatencies.length > n, before);
   }
   const [latencies, everything, passes] = await page.evaluate(() => [window.__tviz.latencies, window.__tviz.settledLatencies, window.__tviz.passes]);
-  const result = { onScreen: { ...stats(latencies), samples: latencies.length }, allCharts: stats(everything), forwardPass: stats(passes) };
-  if (backToBack) result.backToBack = stats(await passesBackToBack(page, BACK_TO_BACK));
-  return result;
+  return { onScreen: { ...stats(latencies), samples: latencies.length }, allCharts: stats(everything), forwardPass: stats(passes) };
 }
 
 async function measure({ dist, serveWith }, model) {
   const server = await serveWith(dist, 0);
   const url = `http://127.0.0.1:${server.address().port}/`;
-  const results = { dist, model: model.name, keystrokes: KEYSTROKES, firstView: [], firstAllCharts: [], typing: {} };
+  const results = { dist, model: model.name, keystrokes: KEYSTROKES, firstView: [], firstAllCharts: [], typing: {}, backToBack: {} };
   try {
     // Three loads of the default page (with as many threads as the cores where the page is
     // cross-origin isolated, as served here), typing at 8/32/128 tokens in the first; then one
@@ -139,9 +185,12 @@ async function measure({ dist, serveWith }, model) {
       if (run === 0 || run >= 3) {
         const counts = run === 0 ? [8, 32, 128] : [32, 128];
         results.typing[backend] = {};
-        for (const tokens of counts) results.typing[backend][tokens] = await typing(page, tokens, model.backToBack);
+        for (const tokens of counts) results.typing[backend][tokens] = await typing(page, tokens);
       }
       await context.close();
+    }
+    if (model.backToBack) {
+      for (const tokens of [32, 128]) results.backToBack[tokens] = await threadsSideBySide(url, model, tokens);
     }
   } finally {
     server.close();
@@ -160,18 +209,13 @@ function report(results) {
     console.log(`${backend}:`);
     for (const [tokens, s] of Object.entries(byTokens)) {
       console.log(`  ${tokens} tokens, ${s.onScreen.samples} keystrokes: input to on-screen views drawn median ${ms(s.onScreen.median)}, p95 ${ms(s.onScreen.p95)}; input to every chart drawn median ${ms(s.allCharts.median)}, p95 ${ms(s.allCharts.p95)}; of which the traced forward pass median ${ms(s.forwardPass.median)}, p95 ${ms(s.forwardPass.p95)}`);
-      if (s.backToBack) console.log(`  ${tokens} tokens, ${BACK_TO_BACK} passes back to back (nothing drawn): median ${ms(s.backToBack.median)} (p10 ${ms(s.backToBack.p10)}, p90 ${ms(s.backToBack.p90)})`);
     }
   }
-  // The pass on n threads against one thread's, at each size measured on both.
-  const one = Object.entries(results.typing).find(([backend]) => backend.endsWith('(?threads=1)'))?.[1];
-  for (const [backend, byTokens] of Object.entries(results.typing)) {
-    if (!one || byTokens === one) continue;
-    for (const [tokens, s] of Object.entries(byTokens)) {
-      const base = one[tokens];
-      if (!base || !s.backToBack || !base.backToBack) continue;
-      const ratio = (a, b) => (a / b).toFixed(2);
-      console.log(`${backend}, ${tokens} tokens, against one thread: back to back ${ratio(s.backToBack.median, base.backToBack.median)} of its pass, while typing ${ratio(s.forwardPass.median, base.forwardPass.median)}`);
+  for (const [tokens, pages] of Object.entries(results.backToBack)) {
+    console.log(`passes back to back at ${tokens} tokens, nothing drawn (${BACK_TO_BACK_ROUNDS} rounds of ${BACK_TO_BACK_BATCH}, the pages taking turns):`);
+    for (const p of pages) {
+      const ratio = p.againstOneThread;
+      console.log(`  ${p.threads}, ${p.backend}: median ${ms(p.pass.median)} (p10 ${ms(p.pass.p10)}, p90 ${ms(p.pass.p90)}); against one thread, round by round: median ${ratio.median.toFixed(2)} (${ratio.min.toFixed(2)}-${ratio.max.toFixed(2)})`);
     }
   }
 }

@@ -13,7 +13,7 @@ use transformer_viz::gpu::{self, GpuContext, GpuDtype, GpuError, GpuTensor};
 use transformer_viz::model::matrix::Matrix;
 use transformer_viz::model::attention::{apply_causal_mask_from, scaled_scores, softmax_rows, weighted_values};
 use transformer_viz::model::config::{Activation, NormKind};
-use transformer_viz::model::ffn::{apply_gate, gelu, silu};
+use transformer_viz::model::ffn::{gated, gelu, silu};
 use transformer_viz::model::linear::Linear;
 use transformer_viz::model::norm::{self, row_mean_std};
 use transformer_viz::model::position::apply_rotary_from;
@@ -264,15 +264,14 @@ fn rotary_matches_apply_rotary_from_at_any_position() {
 }
 
 #[test]
-fn swiglu_gate_matches_apply_gate() {
+fn swiglu_gate_matches_gated() {
     let mut r = Random::new(7);
     // One value, workgroup edges (256), SmolLM2's width at T = 1 and at 5 tokens, and more
     // values than one row of workgroups holds.
     for (t, d) in [(1usize, 1usize), (1, 255), (1, 257), (1, 1536), (5, 1536), (70, 1537)] {
         let up = r.values((t, d), 2.0);
         let gate = r.values((t, d), 4.0);
-        let mut cpu = up.clone(); // (T, d_ff)
-        apply_gate(&mut cpu, gate.view());
+        let cpu = gated(up.view(), gate.view()); // (T, d_ff)
         let y = gpu::swiglu_gate(context(), &upload(&up), &upload(&gate)).expect("gate");
         let gap = relative_gap(&read(&y), &cpu);
         assert!(gap < 1e-5, "gate ({t}, {d}): gap {gap}");

@@ -1,5 +1,5 @@
 //! Host of `activation.wgsl`: ReLU, GELU or SiLU of every value.
-//! CPU twins: `crate::model::ffn::{gelu, silu}` and ReLU's `max(0)` in `feed_forward`.
+//! CPU twins: `crate::model::ffn::activated` (ReLU, and GELU through `gelu`) and `silu`.
 
 use super::context::GpuContext;
 use super::error::GpuError;

@@ -302,12 +302,12 @@ impl Backend for GpuBackend {
         (weights, out)
     }
 
-    fn pointwise(&self, hidden: GpuValue, activation: Activation) -> GpuValue {
-        self.run(hidden.shape.clone(), &[&hidden], |t| super::activation(&self.ctx, activation, t[0])) // (T, d_ff)
+    fn pointwise(&self, hidden: &GpuValue, activation: Activation) -> GpuValue {
+        self.run(hidden.shape.clone(), &[hidden], |t| super::activation(&self.ctx, activation, t[0])) // (T, d_ff)
     }
 
-    fn gate(&self, up: GpuValue, gate: &GpuValue) -> GpuValue {
-        self.run(up.shape.clone(), &[&up, gate], |t| super::swiglu_gate(&self.ctx, t[0], t[1])) // (T, d_ff)
+    fn gate(&self, up: &GpuValue, gate: &GpuValue) -> GpuValue {
+        self.run(up.shape.clone(), &[up, gate], |t| super::swiglu_gate(&self.ctx, t[0], t[1])) // (T, d_ff)
     }
 
     fn rotary(&self, x: GpuValue, base: f32, adjacent_pairs: bool, first: usize) -> GpuValue {

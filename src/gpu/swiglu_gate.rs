@@ -1,5 +1,5 @@
 //! Host of `swiglu_gate.wgsl`: SwiGLU's gating, up (T, d_ff) · SiLU(gate (T, d_ff)).
-//! CPU twin: `crate::model::ffn::apply_gate`.
+//! CPU twin: `crate::model::ffn::gated`.
 
 use super::context::GpuContext;
 use super::error::GpuError;

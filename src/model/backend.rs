@@ -20,7 +20,7 @@ use ndarray::{concatenate, s, Array2, Array3, Axis};
 
 use super::attention::{apply_causal_mask_from, merge_heads, scaled_scores, softmax_heads, split_heads, weighted_values};
 use super::config::{Activation, NormKind};
-use super::ffn::{apply_gate, apply_pointwise};
+use super::ffn::{activated, gated};
 use super::linear::Linear;
 use super::matrix::Matrix;
 use super::norm::{self, row_mean_std};
@@ -84,10 +84,10 @@ pub trait Backend {
     /// Attention's core: the weights (heads, Tq, Tk), softmax of the scores (masked as
     /// `scores` says), and the head outputs (heads, Tq, hd) = weights · v (kv_heads, Tk, hd).
     fn attend(&self, q: &Self::Heads, k: &Self::Heads, v: &Self::Heads, group: usize, scale: f32, causal: Option<usize>) -> (Self::Heads, Self::Heads);
-    /// ReLU or GELU of every value.
-    fn pointwise(&self, hidden: Self::Rows, activation: Activation) -> Self::Rows;
-    /// SwiGLU's gating: up (T, d_ff) · SiLU(gate (T, d_ff)).
-    fn gate(&self, up: Self::Rows, gate: &Self::Rows) -> Self::Rows;
+    /// ReLU or GELU of every value, into a new tensor.
+    fn pointwise(&self, hidden: &Self::Rows, activation: Activation) -> Self::Rows;
+    /// SwiGLU's gating: up (T, d_ff) · SiLU(gate (T, d_ff)), into a new tensor.
+    fn gate(&self, up: &Self::Rows, gate: &Self::Rows) -> Self::Rows;
     /// Rotary position embedding of (heads, T, hd) rows at positions first, first + 1, ...
     fn rotary(&self, x: Self::Heads, base: f32, adjacent_pairs: bool, first: usize) -> Self::Heads;
     /// (kv_heads, P, hd) then (kv_heads, n, hd) along the tokens: (kv_heads, P + n, hd), for
@@ -187,14 +187,12 @@ impl Backend for Cpu {
         (weights, out)
     }
 
-    fn pointwise(&self, mut hidden: Array2<f32>, activation: Activation) -> Array2<f32> {
-        apply_pointwise(&mut hidden, activation); // (T, d_ff)
-        hidden
+    fn pointwise(&self, hidden: &Array2<f32>, activation: Activation) -> Array2<f32> {
+        activated(hidden.view(), activation) // (T, d_ff)
     }
 
-    fn gate(&self, mut up: Array2<f32>, gate: &Array2<f32>) -> Array2<f32> {
-        apply_gate(&mut up, gate.view()); // (T, d_ff)
-        up
+    fn gate(&self, up: &Array2<f32>, gate: &Array2<f32>) -> Array2<f32> {
+        gated(up.view(), gate.view()) // (T, d_ff)
     }
 
     fn rotary(&self, mut x: Array3<f32>, base: f32, adjacent_pairs: bool, first: usize) -> Array3<f32> {

@@ -1,6 +1,6 @@
 //! The position-wise feed-forward network: expand, activate, project back.
 
-use ndarray::{Array, Array2, ArrayView2, Dimension, Zip};
+use ndarray::{Array, Array2, ArrayView, ArrayView2, Dimension, Zip};
 
 use super::backend::{Backend, Shaped};
 use super::config::Activation;
@@ -34,23 +34,35 @@ pub fn silu(x: f32) -> f32 {
     x / (1.0 + (-x).exp())
 }
 
-/// SwiGLU's gating, in place: up (T, d_ff) times SiLU of the gate projection (T, d_ff).
-pub fn apply_gate(up: &mut Array2<f32>, gate: ArrayView2<f32>) {
-    Zip::from(up).and(gate).for_each(|h, &g| *h *= silu(g)); // (T, d_ff)
+/// SwiGLU's gating: up (T, d_ff) times SiLU of the gate projection (T, d_ff), as a new
+/// tensor (the pass moves `up` and `gate` into its trace afterwards, uncopied).
+pub fn gated(up: ArrayView2<f32>, gate: ArrayView2<f32>) -> Array2<f32> {
+    Zip::from(up).and(gate).map_collect(|&h, &g| h * silu(g)) // (T, d_ff)
 }
 
 /// Values a thread takes at a time for GELU.
 const GELU_RUN: usize = 4096;
 
-/// ReLU or GELU on every value in place. SwiGLU needs its gate: `feed_forward` applies it.
-pub(crate) fn apply_pointwise<D: Dimension>(hidden: &mut Array<f32, D>, activation: Activation) {
+/// ReLU or GELU of every value of `x`, as a new tensor (the pass moves `x`, the expansion,
+/// into its trace afterwards, uncopied). SwiGLU needs its gate: `gated`.
+pub(crate) fn activated<D: Dimension>(x: ArrayView<f32, D>, activation: Activation) -> Array<f32, D> {
     match activation {
-        Activation::Relu => hidden.mapv_inplace(|v| v.max(0.0)),
+        Activation::Relu => x.mapv(|v| v.max(0.0)),
         // Runs of GELU_RUN values (a multiple of four, so each lands in the same lanes as in
-        // one run over the whole tensor) shared among the threads.
-        Activation::Gelu => match hidden.as_slice_mut() {
-            Some(values) => super::threads::for_each_piece(values, GELU_RUN, GELU_RUN * 8, |_, run| gelu_in_place(run)),
-            None => hidden.mapv_inplace(gelu),
+        // one run over the whole tensor), each copied and activated by the thread that takes
+        // it.
+        Activation::Gelu => match x.as_slice() {
+            Some(values) => {
+                let mut out = Array::<f32, D>::zeros(x.raw_dim()); // the shape of x
+                let runs = out.as_slice_mut().expect("fresh arrays are contiguous");
+                super::threads::for_each_piece(runs, GELU_RUN, GELU_RUN * 8, |i, run| {
+                    let start = i * GELU_RUN;
+                    run.copy_from_slice(&values[start..start + run.len()]);
+                    gelu_in_place(run);
+                });
+                out
+            }
+            None => x.mapv(gelu),
         },
         Activation::SwiGlu => unreachable!("SwiGLU is not pointwise: feed_forward multiplies by the gate"),
     }
@@ -68,24 +80,26 @@ pub fn feed_forward<B: Backend, R: Recorder>(
 ) -> B::Rows {
     let l = Some(layer);
     let up = backend.linear(x, &w.up); // (T, d_ff)
-    rec.step(Op::FfnUp, l, &[input], || backend.trace_rows(&up));
+    // The activation is computed into a new tensor, so that the expansion (and the gate)
+    // move into the trace afterwards rather than being copied there: the largest tensors
+    // of a layer.
     let hidden = match (activation, &w.gate) {
         (Activation::SwiGlu, Some(gate)) => {
             let g = backend.linear(x, gate); // (T, d_ff)
-            rec.step(Op::FfnGate, l, &[input], || backend.trace_rows(&g));
-            let hidden = backend.gate(up, &g); // (T, d_ff): up · SiLU(gate)
+            let hidden = backend.gate(&up, &g); // (T, d_ff): up · SiLU(gate)
+            rec.step(Op::FfnUp, l, &[input], || backend.rows_into_trace(up));
+            rec.step(Op::FfnGate, l, &[input], || backend.rows_into_trace(g));
             rec.step(Op::FfnActivation, l, &[Op::FfnUp], || backend.trace_rows(&hidden));
             hidden
         }
         (Activation::SwiGlu, None) => unreachable!("Weights::check requires a gate for SwiGLU"),
         (pointwise, _) => {
             let shape = [up.dims()[0], up.dims()[1]];
-            let hidden = backend.pointwise(up, pointwise); // (T, d_ff)
+            let hidden = backend.pointwise(&up, pointwise); // (T, d_ff)
+            rec.step(Op::FfnUp, l, &[input], || backend.rows_into_trace(up));
             // The trace keeps the expansion; its activation is computed again when read.
             rec.derived_step(Op::FfnActivation, l, &[Op::FfnUp], &shape, || backend.trace_rows(&hidden), move |up| {
-                let mut activated = up[0].to_owned(); // (T, d_ff)
-                apply_pointwise(&mut activated, pointwise);
-                activated
+                activated(up[0].view(), pointwise) // (T, d_ff)
             });
             hidden
         }

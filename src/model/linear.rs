@@ -21,13 +21,11 @@ impl Linear {
         self.weight.rows()
     }
 
-    /// y = x W^T + b (the product shared among the threads: `Matrix::multiply_rows`).
+    /// y = x W^T + b (the product and the bias shared among the threads:
+    /// `Matrix::multiply_rows_plus`).
     pub fn forward(&self, x: ArrayView2<f32>) -> Array2<f32> {
         let x = x.as_standard_layout(); // (T, in)
-        let mut y = self.weight.multiply_rows(x.view(), 0, self.out_features()); // (T, out) = (T, in) · (in, out)
-        if let Some(b) = &self.bias {
-            y += b; // (T, out) + (out)
-        }
-        y
+        let bias = self.bias.as_ref().map(|b| b.view()); // (out)
+        self.weight.multiply_rows_plus(x.view(), 0, self.out_features(), bias) // (T, out) = (T, in) · (in, out) + (out)
     }
 }

@@ -4,7 +4,7 @@
 //! into a small buffer and multiplies that, which gives the numbers of dequantize-then-multiply
 //! (the same dequantized values, the same products) without ever holding the f32 matrix.
 
-use ndarray::{s, Array2, ArrayView2, ArrayViewMut2};
+use ndarray::{s, Array2, ArrayView1, ArrayView2, ArrayViewMut2};
 
 use super::threads;
 use crate::error::{Result, VizError};
@@ -135,7 +135,19 @@ impl Matrix {
     /// x W[lo..hi]^T: every token of x (T, cols) against rows [lo, hi), giving (T, hi - lo),
     /// the rows shared among the threads (`threads::in_parts`; the same numbers as one thread's).
     pub fn multiply_rows(&self, x: ArrayView2<f32>, lo: usize, hi: usize) -> Array2<f32> {
-        threads::in_parts(x.nrows(), lo, hi, self.cols(), KERNEL_ROWS, |a, b, out| self.multiply_rows_into(x, a, b, out))
+        self.multiply_rows_plus(x, lo, hi, None)
+    }
+
+    /// `multiply_rows` plus `bias` (hi - lo) on every token's row: each run of features adds
+    /// its part of the bias while its columns are in cache, on the thread that computed them
+    /// (the same numbers as adding it afterwards: the product, then + b).
+    pub fn multiply_rows_plus(&self, x: ArrayView2<f32>, lo: usize, hi: usize, bias: Option<ArrayView1<f32>>) -> Array2<f32> {
+        threads::in_parts(x.nrows(), lo, hi, self.cols(), KERNEL_ROWS, |a, b, mut out| {
+            self.multiply_rows_into(x, a, b, out.view_mut()); // (T, b - a)
+            if let Some(bias) = &bias {
+                out += &bias.slice(s![a - lo..b - lo]); // (T, b - a) + (b - a)
+            }
+        })
     }
 
     /// `multiply_rows` on this thread alone, into `y` (T, hi - lo).

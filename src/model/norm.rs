@@ -1,6 +1,6 @@
 //! LayerNorm and RMSNorm, per token (per row), with the statistics the layer-norm view shows.
 
-use ndarray::{Array1, Array2, ArrayView1, ArrayView2, Axis, Zip};
+use ndarray::{Array1, Array2, ArrayView2};
 
 use super::config::NormKind;
 use super::weights::NormWeights;
@@ -29,33 +29,30 @@ fn lane_sum(values: &[f32], f: impl Fn(f32) -> f32) -> f32 {
     sum
 }
 
-/// `lane_sum` of one row of any layout.
-fn row_sum(row: ArrayView1<f32>, f: impl Fn(f32) -> f32) -> f32 {
-    match row.as_slice() {
-        Some(values) => lane_sum(values, f),
-        None => lane_sum(&row.to_vec(), f),
-    }
+/// A row's mean and population standard deviation.
+fn mean_std(values: &[f32]) -> (f32, f32) {
+    let d = values.len() as f32;
+    let mean = lane_sum(values, |v| v) / d;
+    let std = (lane_sum(values, |v| (v - mean) * (v - mean)) / d).sqrt();
+    (mean, std)
 }
 
 /// Mean (T) and population standard deviation (T) of each row.
 pub fn row_mean_std(x: ArrayView2<f32>) -> (Array1<f32>, Array1<f32>) {
-    let d = x.ncols() as f32;
-    let mean = x.map_axis(Axis(1), |row| row_sum(row, |v| v) / d); // (T)
-    let std = Zip::from(x.rows()).and(&mean).map_collect(|row, &m| (row_sum(row, |v| (v - m) * (v - m)) / d).sqrt()); // (T)
-    (mean, std)
+    let x = x.as_standard_layout(); // (T, d)
+    let rows: Vec<(f32, f32)> = x.rows().into_iter().map(|row| mean_std(row.to_slice().expect("rows of a standard-layout array are contiguous"))).collect();
+    (rows.iter().map(|r| r.0).collect(), rows.iter().map(|r| r.1).collect()) // (T), (T)
 }
 
 /// A row's shift and scale: LayerNorm's (mean, 1 / sqrt(var + eps)), RMSNorm's
 /// (0, 1 / sqrt(mean(x^2) + eps)). The row normalised is (x - shift) * scale.
 fn shift_and_scale(kind: NormKind, row: &[f32], eps: f32) -> (f32, f32) {
-    let d = row.len() as f32;
     match kind {
         NormKind::Layer => {
-            let mean = lane_sum(row, |v| v) / d;
-            let std = (lane_sum(row, |v| (v - mean) * (v - mean)) / d).sqrt();
+            let (mean, std) = mean_std(row);
             (mean, 1.0 / (std * std + eps).sqrt())
         }
-        NormKind::Rms => (0.0, 1.0 / (lane_sum(row, |v| v * v) / d + eps).sqrt()),
+        NormKind::Rms => (0.0, 1.0 / (lane_sum(row, |v| v * v) / row.len() as f32 + eps).sqrt()),
     }
 }
 

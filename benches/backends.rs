@@ -19,8 +19,13 @@ use transformer_viz::trace::{NoRecorder, Readback};
 
 fn text_of(tokens: usize) -> String {
     // One-token words for both tokenizers, about `tokens` of them.
-    let words = ["the", "cat", "sat", "on", "a", "mat", "and", "then", "it", "slept"];
-    (0..tokens).map(|i| words[i % words.len()]).collect::<Vec<_>>().join(" ")
+    let words = [
+        "the", "cat", "sat", "on", "a", "mat", "and", "then", "it", "slept",
+    ];
+    (0..tokens)
+        .map(|i| words[i % words.len()])
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn backends(c: &mut Criterion) {
@@ -29,38 +34,82 @@ fn backends(c: &mut Criterion) {
     // SmolLM2 on a software adapter takes tens of seconds a pass: only when asked for
     // (`BACKENDS_SMOLLM2=1`, with a filter such as `-- smollm2`).
     let smollm2 = std::env::var("BACKENDS_SMOLLM2").is_ok_and(|v| v == "1");
-    let models = [("minilm-l6", [32usize, 256]), ("lecture-post-ln", [32, 128]), ("smollm2-135m", [32, 256])];
-    for (name, lengths) in models.into_iter().filter(|(name, _)| smollm2 || !name.starts_with("smollm2")) {
-        let model = load_named(&root, name, WeightPrecision::F32).expect("model files (run scripts/fetch-models.sh)");
-        let ctx = pollster::block_on(GpuContext::new()).expect("a GPU adapter (apt-get install mesa-vulkan-drivers)");
+    let models = [
+        ("minilm-l6", [32usize, 256]),
+        ("lecture-post-ln", [32, 128]),
+        ("smollm2-135m", [32, 256]),
+    ];
+    for (name, lengths) in models
+        .into_iter()
+        .filter(|(name, _)| smollm2 || !name.starts_with("smollm2"))
+    {
+        let model = load_named(&root, name, WeightPrecision::F32)
+            .expect("model files (run scripts/fetch-models.sh)");
+        let ctx = pollster::block_on(GpuContext::new())
+            .expect("a GPU adapter (apt-get install mesa-vulkan-drivers)");
         eprintln!("GPU adapter: {}", ctx.adapter_description());
         let gpu = GpuBackend::new(ctx, &model.weights);
         let mut group = c.benchmark_group(format!("{name} traced pass"));
         for tokens in lengths {
             let text = text_of(tokens);
-            group.bench_with_input(BenchmarkId::new("cpu", tokens), &text, |b, text| b.iter(|| on_cpu(model.trace_with(&Cpu, text)).expect("trace")));
-            group.bench_with_input(BenchmarkId::new("gpu", tokens), &text, |b, text| b.iter(|| pollster::block_on(model.trace_with(&gpu, text)).expect("trace")));
+            group.bench_with_input(BenchmarkId::new("cpu", tokens), &text, |b, text| {
+                b.iter(|| on_cpu(model.trace_with(&Cpu, text)).expect("trace"))
+            });
+            group.bench_with_input(BenchmarkId::new("gpu", tokens), &text, |b, text| {
+                b.iter(|| pollster::block_on(model.trace_with(&gpu, text)).expect("trace"))
+            });
             let ids = model.encode(&text).expect("tokens").ids();
             group.bench_with_input(BenchmarkId::new("gpu, untraced", tokens), &ids, |b, ids| {
-                b.iter(|| pollster::block_on(forward_with(&gpu, ids, None, &model.weights, &model.config, &mut NoRecorder, Logits::All)).expect("a pass on the GPU"))
+                b.iter(|| {
+                    pollster::block_on(forward_with(
+                        &gpu,
+                        ids,
+                        None,
+                        &model.weights,
+                        &model.config,
+                        &mut NoRecorder,
+                        Logits::All,
+                    ))
+                    .expect("a pass on the GPU")
+                })
             });
             if model.config.causal {
                 // The text but its last token, traced with its keys and values kept on the
                 // device; each iteration continues it from a copy of that cache (the copy
                 // shares its buffers: appending makes new ones).
                 let encoding = model.encode(&text).expect("tokens");
-                group.bench_with_input(BenchmarkId::new("gpu, last token cached", tokens), &encoding, |b, encoding| {
-                    let mut head = encoding.clone();
-                    head.tokens.pop();
-                    let mut cached = KvCache::new();
-                    let first = pollster::block_on(model.continue_trace_with(&gpu, head, &text, None, &mut cached, Readback::Everything)).expect("trace");
-                    b.iter(|| {
-                        let mut cache = cached.clone();
-                        let next = pollster::block_on(model.continue_trace_with(&gpu, encoding.clone(), &text, Some(&first.trace), &mut cache, Readback::Everything)).expect("trace");
-                        assert_eq!(next.reused, encoding.tokens.len() - 1);
-                        next
-                    })
-                });
+                group.bench_with_input(
+                    BenchmarkId::new("gpu, last token cached", tokens),
+                    &encoding,
+                    |b, encoding| {
+                        let mut head = encoding.clone();
+                        head.tokens.pop();
+                        let mut cached = KvCache::new();
+                        let first = pollster::block_on(model.continue_trace_with(
+                            &gpu,
+                            head,
+                            &text,
+                            None,
+                            &mut cached,
+                            Readback::Everything,
+                        ))
+                        .expect("trace");
+                        b.iter(|| {
+                            let mut cache = cached.clone();
+                            let next = pollster::block_on(model.continue_trace_with(
+                                &gpu,
+                                encoding.clone(),
+                                &text,
+                                Some(&first.trace),
+                                &mut cache,
+                                Readback::Everything,
+                            ))
+                            .expect("trace");
+                            assert_eq!(next.reused, encoding.tokens.len() - 1);
+                            next
+                        })
+                    },
+                );
             }
         }
         group.finish();

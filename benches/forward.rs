@@ -5,9 +5,14 @@
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use transformer_viz::checkpoints::{load_named, WeightPrecision};
 
-fn sentence_of(model: &transformer_viz::Transformer, tokens: usize) -> transformer_viz::tokenize::Encoding {
+fn sentence_of(
+    model: &transformer_viz::Transformer,
+    tokens: usize,
+) -> transformer_viz::tokenize::Encoding {
     // Common one-token words, so the token count is exact: [CLS] + n words + [SEP].
-    let words = ["the", "cat", "sat", "on", "a", "mat", "and", "then", "it", "slept"];
+    let words = [
+        "the", "cat", "sat", "on", "a", "mat", "and", "then", "it", "slept",
+    ];
     let text: Vec<&str> = (0..tokens - 2).map(|i| words[i % words.len()]).collect();
     let encoding = model.encode(&text.join(" ")).expect("encode");
     assert_eq!(encoding.tokens.len(), tokens);
@@ -16,13 +21,18 @@ fn sentence_of(model: &transformer_viz::Transformer, tokens: usize) -> transform
 
 fn forward(c: &mut Criterion) {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("models");
-    let model = load_named(&root, "minilm-l6", WeightPrecision::F32).expect("model files (run scripts/fetch-models.sh)");
+    let model = load_named(&root, "minilm-l6", WeightPrecision::F32)
+        .expect("model files (run scripts/fetch-models.sh)");
     let mut group = c.benchmark_group("minilm-l6 forward");
     for tokens in [8usize, 32, 128] {
         let encoding = sentence_of(&model, tokens);
         let ids = encoding.ids();
-        group.bench_with_input(BenchmarkId::new("untraced", tokens), &ids, |b, ids| b.iter(|| model.run_ids(ids)));
-        group.bench_with_input(BenchmarkId::new("traced", tokens), &encoding, |b, enc| b.iter(|| model.trace_ids(enc.clone(), "")));
+        group.bench_with_input(BenchmarkId::new("untraced", tokens), &ids, |b, ids| {
+            b.iter(|| model.run_ids(ids))
+        });
+        group.bench_with_input(BenchmarkId::new("traced", tokens), &encoding, |b, enc| {
+            b.iter(|| model.trace_ids(enc.clone(), ""))
+        });
     }
     group.finish();
 }

@@ -9,40 +9,62 @@ use transformer_viz::model::kv_cache::KvCache;
 use transformer_viz::tokenize::Encoding;
 
 fn first_tokens(model: &transformer_viz::Transformer, n: usize) -> Encoding {
-    let text = "The quick brown fox jumps over the lazy dog while the children watch and laugh. ".repeat(n / 8 + 1);
+    let text = "The quick brown fox jumps over the lazy dog while the children watch and laugh. "
+        .repeat(n / 8 + 1);
     let encoding = model.encode(&text).expect("encode");
-    Encoding { tokens: encoding.tokens[..n].to_vec(), truncated: None }
+    Encoding {
+        tokens: encoding.tokens[..n].to_vec(),
+        truncated: None,
+    }
 }
 
 fn smollm2(c: &mut Criterion) {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("models");
-    let model = load_named(&root, "smollm2-135m", WeightPrecision::F32).expect("model file (run scripts/fetch-models.sh)");
+    let model = load_named(&root, "smollm2-135m", WeightPrecision::F32)
+        .expect("model file (run scripts/fetch-models.sh)");
     let mut group = c.benchmark_group("smollm2-135m");
     // Time to the first prediction: the whole prompt traced.
     for tokens in [16usize, 64, 256] {
         let encoding = first_tokens(&model, tokens);
-        group.bench_with_input(BenchmarkId::new("traced from scratch", tokens), &encoding, |b, enc| b.iter(|| model.trace_ids(enc.clone(), "")));
+        group.bench_with_input(
+            BenchmarkId::new("traced from scratch", tokens),
+            &encoding,
+            |b, enc| b.iter(|| model.trace_ids(enc.clone(), "")),
+        );
     }
     // A word appended (the last token new), and a generated token, after 32 and 256.
     for tokens in [33usize, 257] {
         let encoding = first_tokens(&model, tokens);
         // The first tokens-1 tokens cached; the pass computes the last one.
-        let prefix = Encoding { tokens: encoding.tokens[..tokens - 1].to_vec(), truncated: None };
+        let prefix = Encoding {
+            tokens: encoding.tokens[..tokens - 1].to_vec(),
+            truncated: None,
+        };
         let mut cache = KvCache::new();
         let previous = model.continue_trace(prefix, "", None, &mut cache).trace;
-        group.bench_with_input(BenchmarkId::new("traced, one new token through the cache", tokens), &encoding, |b, enc| {
-            b.iter(|| {
-                let mut cache = cache.clone();
-                model.continue_trace(enc.clone(), "", Some(&previous), &mut cache)
-            })
-        });
+        group.bench_with_input(
+            BenchmarkId::new("traced, one new token through the cache", tokens),
+            &encoding,
+            |b, enc| {
+                b.iter(|| {
+                    let mut cache = cache.clone();
+                    model.continue_trace(enc.clone(), "", Some(&previous), &mut cache)
+                })
+            },
+        );
         let last = encoding.tokens[tokens - 1].id;
-        group.bench_with_input(BenchmarkId::new("untraced, one new token (generation)", tokens), &last, |b, &id| {
-            b.iter(|| {
-                let mut cache = cache.clone();
-                model.next_logits(&[id], &mut cache).expect("fits the context")
-            })
-        });
+        group.bench_with_input(
+            BenchmarkId::new("untraced, one new token (generation)", tokens),
+            &last,
+            |b, &id| {
+                b.iter(|| {
+                    let mut cache = cache.clone();
+                    model
+                        .next_logits(&[id], &mut cache)
+                        .expect("fits the context")
+                })
+            },
+        );
     }
     group.finish();
 }

@@ -41,7 +41,11 @@ pub enum VizError {
     MissingTensor { name: String },
 
     #[error("tensor `{}` has shape {} but the config expects {}", clip(.name), short_shape(.found), short_shape(.expected))]
-    ShapeMismatch { name: String, expected: Vec<usize>, found: Vec<usize> },
+    ShapeMismatch {
+        name: String,
+        expected: Vec<usize>,
+        found: Vec<usize>,
+    },
 
     #[error("tensor `{}` has dtype {}, which this loader cannot read", clip(.name), clip(.dtype))]
     UnsupportedDtype { name: String, dtype: String },
@@ -54,7 +58,12 @@ pub enum VizError {
     /// `config.json`, `n_layers` in this project's `ModelConfig`); `value` is the offending
     /// value as written (None when the field is missing).
     #[error("the model config is invalid: {}: {}{} {}", clip(.file), clip(.field), shown_value(.value), clip_message(.problem))]
-    ConfigField { file: String, field: String, value: Option<String>, problem: String },
+    ConfigField {
+        file: String,
+        field: String,
+        value: Option<String>,
+        problem: String,
+    },
 
     #[error("the tokenizer file is invalid: {}", clip_message(.0))]
     BadTokenizer(String),
@@ -63,7 +72,12 @@ pub enum VizError {
     UnknownModel(String, String),
 
     #[error("layer {layer} or head {head} is out of range (the model has {layers} layers and {heads} heads)")]
-    OutOfRange { layer: usize, head: usize, layers: usize, heads: usize },
+    OutOfRange {
+        layer: usize,
+        head: usize,
+        layers: usize,
+        heads: usize,
+    },
 
     #[error("token {index} is out of range (the sentence has {tokens} tokens)")]
     NoSuchToken { index: usize, tokens: usize },
@@ -84,7 +98,11 @@ pub enum VizError {
     Unspellable { dropped: String, allowed: String },
 
     #[error("the sampling setting `{setting}` = {value} {problem}")]
-    BadSampling { setting: String, value: String, problem: String },
+    BadSampling {
+        setting: String,
+        value: String,
+        problem: String,
+    },
 
     #[error("this text has {tokens} tokens, which fill the {context} tokens that can be traced here: no token can be added")]
     ContextFull { tokens: usize, context: usize },
@@ -102,7 +120,11 @@ pub enum VizError {
     MissingMetadata { key: String },
 
     #[error("the GGUF metadata key `{}` holds {}, but {} is needed", clip(.key), clip(.found), clip(.expected))]
-    MetadataType { key: String, expected: String, found: String },
+    MetadataType {
+        key: String,
+        expected: String,
+        found: String,
+    },
 }
 
 pub type Result<T> = std::result::Result<T, VizError>;
@@ -140,20 +162,36 @@ pub fn short_shape(shape: &[usize]) -> String {
     if shape.len() <= MAX_SHOWN_DIMS {
         return format!("{shape:?}");
     }
-    let first: Vec<String> = shape[..MAX_SHOWN_DIMS].iter().map(usize::to_string).collect();
+    let first: Vec<String> = shape[..MAX_SHOWN_DIMS]
+        .iter()
+        .map(usize::to_string)
+        .collect();
     format!("[{}, … ({} dims)]", first.join(", "), shape.len())
 }
 
 /// ` = value,` for a config field that has a value (clipped), nothing for a missing one.
 fn shown_value(value: &Option<String>) -> String {
-    value.as_deref().map(|v| format!(" = {},", clip(v))).unwrap_or_default()
+    value
+        .as_deref()
+        .map(|v| format!(" = {},", clip(v)))
+        .unwrap_or_default()
 }
 
 impl VizError {
     /// A `ConfigField` error: `field` of `file` holds `value` (as written) and `problem` says why
     /// that is wrong (`must be at most 4096`, `but the weights hold 6 layers`).
-    pub fn config_field(file: &str, field: &str, value: impl ToString, problem: impl Into<String>) -> Self {
-        VizError::ConfigField { file: file.into(), field: field.into(), value: Some(value.to_string()), problem: problem.into() }
+    pub fn config_field(
+        file: &str,
+        field: &str,
+        value: impl ToString,
+        problem: impl Into<String>,
+    ) -> Self {
+        VizError::ConfigField {
+            file: file.into(),
+            field: field.into(),
+            value: Some(value.to_string()),
+            problem: problem.into(),
+        }
     }
 
     /// The config field this error is about, if it is about one.

@@ -7,9 +7,9 @@
 //! Only `web` touches the browser.
 
 pub mod analysis;
+pub mod checkpoints;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod cli;
-pub mod checkpoints;
 pub mod draw;
 pub mod error;
 pub mod formats;

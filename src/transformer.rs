@@ -11,7 +11,9 @@ use crate::model::forward::{forward_cached, forward_with, Logits};
 use crate::model::kv_cache::KvCache;
 use crate::model::{forward, ForwardOutput, ModelConfig, Weights};
 use crate::tokenize::{Encoding, Tokenizer};
-use crate::trace::{ContinuedRecorder, LayeredRecorder, NoRecorder, Readback, Trace, TraceRecorder};
+use crate::trace::{
+    ContinuedRecorder, LayeredRecorder, NoRecorder, Readback, Trace, TraceRecorder,
+};
 
 pub struct Transformer {
     pub config: ModelConfig,
@@ -30,12 +32,18 @@ pub struct Continued {
 
 impl std::fmt::Debug for Transformer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Transformer").field("config", &self.config).finish_non_exhaustive()
+        f.debug_struct("Transformer")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
     }
 }
 
 impl Transformer {
-    pub fn new(config: ModelConfig, weights: Weights, tokenizer: Box<dyn Tokenizer>) -> Result<Self> {
+    pub fn new(
+        config: ModelConfig,
+        weights: Weights,
+        tokenizer: Box<dyn Tokenizer>,
+    ) -> Result<Self> {
         weights.check(&config)?;
         if tokenizer.vocab_size() > config.vocab_size {
             return Err(VizError::BadConfig(format!(
@@ -44,7 +52,11 @@ impl Transformer {
                 config.vocab_size
             )));
         }
-        Ok(Self { config, weights: Arc::new(weights), tokenizer })
+        Ok(Self {
+            config,
+            weights: Arc::new(weights),
+            tokenizer,
+        })
     }
 
     /// Tokens of the sentence, cut to the model's context.
@@ -80,31 +92,68 @@ impl Transformer {
             return Ok(self.translate_with(backend, text).await?.trace);
         }
         let encoding = self.encode(text)?;
-        Ok(self.trace_whole(backend, encoding, text, Readback::Everything).await)
+        Ok(self
+            .trace_whole(backend, encoding, text, Readback::Everything)
+            .await)
     }
 
     /// `trace_with` on tokens that came from `encode` or `encode_within` (a decoder-only
     /// model or an encoder: an encoder-decoder reads its source, `translate_with`).
-    pub async fn trace_encoding_with<B: Backend>(&self, backend: &B, encoding: Encoding, text: &str) -> Result<Trace> {
-        self.trace_reading(backend, encoding, text, Readback::Everything).await
+    pub async fn trace_encoding_with<B: Backend>(
+        &self,
+        backend: &B,
+        encoding: Encoding,
+        text: &str,
+    ) -> Result<Trace> {
+        self.trace_reading(backend, encoding, text, Readback::Everything)
+            .await
     }
 
     /// `trace_encoding_with`, the device's readback bringing back with the pass only the
     /// values `readback` names (a GPU leaves the others on the device until asked for:
     /// `GpuBackend::read_rest`; until then they read as zeros, `TensorData::awaits_device`).
-    pub async fn trace_reading<B: Backend>(&self, backend: &B, encoding: Encoding, text: &str, readback: Readback) -> Result<Trace> {
+    pub async fn trace_reading<B: Backend>(
+        &self,
+        backend: &B,
+        encoding: Encoding,
+        text: &str,
+        readback: Readback,
+    ) -> Result<Trace> {
         if self.config.is_encoder_decoder() {
-            return Err(VizError::BadConfig(format!("{} is an encoder-decoder: its pass starts from the source text (`translate_with`)", self.config.name)));
+            return Err(VizError::BadConfig(format!(
+                "{} is an encoder-decoder: its pass starts from the source text (`translate_with`)",
+                self.config.name
+            )));
         }
         Ok(self.trace_whole(backend, encoding, text, readback).await)
     }
 
     /// The pass of a decoder-only model or an encoder on `backend`, every step recorded.
-    async fn trace_whole<B: Backend>(&self, backend: &B, encoding: Encoding, text: &str, readback: Readback) -> Trace {
+    async fn trace_whole<B: Backend>(
+        &self,
+        backend: &B,
+        encoding: Encoding,
+        text: &str,
+        readback: Readback,
+    ) -> Trace {
         let mut rec = TraceRecorder::with_readback(&self.config, readback);
-        let logits = if self.config.causal { Logits::Last } else { Logits::All };
+        let logits = if self.config.causal {
+            Logits::Last
+        } else {
+            Logits::All
+        };
         let ids = encoding.ids();
-        let (steps, norms) = match forward_with(backend, &ids, None, &self.weights, &self.config, &mut rec, logits).await {
+        let (steps, norms) = match forward_with(
+            backend,
+            &ids,
+            None,
+            &self.weights,
+            &self.config,
+            &mut rec,
+            logits,
+        )
+        .await
+        {
             Some(_) => rec.into_parts(),
             None => {
                 // The backend failed during the pass (a GPU's lost device, say; it says why):
@@ -132,7 +181,9 @@ impl Transformer {
     /// encoder: an encoder-decoder needs its source, `translate`).
     pub fn trace_ids(&self, encoding: Encoding, text: &str) -> Trace {
         if self.config.causal {
-            return self.continue_trace(encoding, text, None, &mut KvCache::new()).trace;
+            return self
+                .continue_trace(encoding, text, None, &mut KvCache::new())
+                .trace;
         }
         on_cpu(self.trace_whole(&Cpu, encoding, text, Readback::Everything))
     }
@@ -140,10 +191,21 @@ impl Transformer {
     /// How many of `ids`' first tokens a pass continuing `previous` (with `cache`) can take
     /// from it: those up to the first that differs, but never the last one (its logits give
     /// the next-token prediction).
-    pub fn reusable<H: Clone>(&self, ids: &[u32], previous: Option<&Trace>, cache: &KvCache<H>) -> usize {
+    pub fn reusable<H: Clone>(
+        &self,
+        ids: &[u32],
+        previous: Option<&Trace>,
+        cache: &KvCache<H>,
+    ) -> usize {
         let same = previous
             .filter(|p| self.config.causal && p.config == self.config && p.len() == cache.len())
-            .map_or(0, |p| p.tokens.iter().zip(ids).take_while(|(a, b)| a.id == **b).count());
+            .map_or(0, |p| {
+                p.tokens
+                    .iter()
+                    .zip(ids)
+                    .take_while(|(a, b)| a.id == **b)
+                    .count()
+            });
         same.min(ids.len().saturating_sub(1))
     }
 
@@ -151,13 +213,26 @@ impl Transformer {
     /// last trace, whose keys and values `cache` holds): the tokens up to the first one that
     /// differs are reused and only the rest are computed. A layer's detailed steps are
     /// computed again from its stored input when read (`LayeredRecorder`).
-    pub fn continue_trace(&self, encoding: Encoding, text: &str, previous: Option<&Trace>, cache: &mut KvCache) -> Continued {
+    pub fn continue_trace(
+        &self,
+        encoding: Encoding,
+        text: &str,
+        previous: Option<&Trace>,
+        cache: &mut KvCache,
+    ) -> Continued {
         let ids = encoding.ids();
         let reused = self.reusable(&ids, previous, cache);
         cache.truncate(reused);
         let prefix = previous.filter(|_| reused > 0).map(|p| (p, reused));
         let mut rec = LayeredRecorder::new(&self.config, self.weights.clone(), prefix, ids.len());
-        forward_cached(&ids[reused..], Some(cache), &self.weights, &self.config, &mut rec, Logits::Last);
+        forward_cached(
+            &ids[reused..],
+            Some(cache),
+            &self.weights,
+            &self.config,
+            &mut rec,
+            Logits::Last,
+        );
         let (steps, norms) = rec.into_parts();
         let trace = self.trace_of(encoding, text, steps, norms);
         Continued { trace, reused }
@@ -183,7 +258,9 @@ impl Transformer {
     ) -> Result<Continued> {
         if !self.config.causal || self.config.is_encoder_decoder() {
             cache.truncate_with(0, |h, n| backend.first_tokens(h, n));
-            let trace = self.trace_reading(backend, encoding, text, readback).await?;
+            let trace = self
+                .trace_reading(backend, encoding, text, readback)
+                .await?;
             return Ok(Continued { trace, reused: 0 });
         }
         let ids = encoding.ids();
@@ -195,7 +272,16 @@ impl Transformer {
             backend.keep_last_pass_rest();
         }
         let mut rec = ContinuedRecorder::new(&self.config, readback, prefix, ids.len());
-        let passed = forward_with(backend, &ids[reused..], Some(&mut *cache), &self.weights, &self.config, &mut rec, Logits::Last).await;
+        let passed = forward_with(
+            backend,
+            &ids[reused..],
+            Some(&mut *cache),
+            &self.weights,
+            &self.config,
+            &mut rec,
+            Logits::Last,
+        )
+        .await;
         let (trace, reused) = match passed {
             Some(_) => {
                 let (steps, norms) = rec.into_parts();
@@ -204,14 +290,24 @@ impl Transformer {
             None => {
                 // The backend failed (it says why): its cache is lost with it.
                 *cache = KvCache::new();
-                (self.continue_trace(encoding, text, None, &mut KvCache::new()).trace, 0)
+                (
+                    self.continue_trace(encoding, text, None, &mut KvCache::new())
+                        .trace,
+                    0,
+                )
             }
         };
         Ok(Continued { trace, reused })
     }
 
     /// A trace of this model from a pass's steps and norms.
-    fn trace_of(&self, encoding: Encoding, text: &str, steps: Vec<crate::trace::Step>, norms: Vec<crate::trace::NormRecord>) -> Trace {
+    fn trace_of(
+        &self,
+        encoding: Encoding,
+        text: &str,
+        steps: Vec<crate::trace::Step>,
+        norms: Vec<crate::trace::NormRecord>,
+    ) -> Trace {
         Trace {
             model: self.config.name.clone(),
             config: self.config.clone(),
@@ -238,7 +334,9 @@ impl Transformer {
             return Err(VizError::EmptyText);
         }
         if !self.config.causal && !cache.is_empty() {
-            return Err(VizError::BadConfig("only a causal model's earlier tokens can be cached".into()));
+            return Err(VizError::BadConfig(
+                "only a causal model's earlier tokens can be cached".into(),
+            ));
         }
         if cache.len() + new_ids.len() > self.config.context {
             return Err(VizError::BadConfig(format!(
@@ -247,10 +345,23 @@ impl Transformer {
                 self.config.context
             )));
         }
-        if let Some(&bad) = new_ids.iter().find(|&&id| id as usize >= self.config.vocab_size) {
-            return Err(VizError::BadConfig(format!("token id {bad} is outside the vocabulary of {}", self.config.vocab_size)));
+        if let Some(&bad) = new_ids
+            .iter()
+            .find(|&&id| id as usize >= self.config.vocab_size)
+        {
+            return Err(VizError::BadConfig(format!(
+                "token id {bad} is outside the vocabulary of {}",
+                self.config.vocab_size
+            )));
         }
-        let out = forward_cached(new_ids, Some(cache), &self.weights, &self.config, &mut NoRecorder, Logits::Last);
+        let out = forward_cached(
+            new_ids,
+            Some(cache),
+            &self.weights,
+            &self.config,
+            &mut NoRecorder,
+            Logits::Last,
+        );
         let logits = out.logits.ok_or(VizError::NoLmHead)?; // (1, vocab)
         Ok(logits.row(0).to_owned())
     }

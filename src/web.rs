@@ -6,18 +6,18 @@ use serde::Serialize;
 use wasm_bindgen::prelude::*;
 use web_sys::HtmlCanvasElement;
 
-use crate::analysis::translation::{DecodedToken, Decoding};
 use crate::analysis::heads::{head_scores, heads_from};
 use crate::analysis::sampling::{Sampler, SamplingSettings, SamplingStages};
+use crate::analysis::translation::{DecodedToken, Decoding};
 use crate::checkpoints::{lecture, minilm, smollm2};
-use crate::model::backend::{on_cpu, Cpu};
-use crate::model::kv_cache::KvCache;
 use crate::draw::compare::{draw_compare_view, CompareView};
 use crate::draw::draw_err;
 use crate::draw::view::{draw_view, view_svg, Drawn, View};
 use crate::error::VizError;
+use crate::model::backend::{on_cpu, Cpu};
+use crate::model::kv_cache::KvCache;
 use crate::model::{threads, ModelConfig};
-use crate::trace::{Op, Readback, Trace, TokenInfo, Truncation};
+use crate::trace::{Op, Readback, TokenInfo, Trace, Truncation};
 use crate::web_canvas::FastCanvas;
 use crate::Transformer;
 
@@ -26,7 +26,9 @@ fn js_err(e: VizError) -> JsError {
 }
 
 fn to_js<T: Serialize>(value: &T) -> Result<JsValue, JsError> {
-    value.serialize(&serde_wasm_bindgen::Serializer::json_compatible()).map_err(|e| JsError::new(&e.to_string()))
+    value
+        .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
+        .map_err(|e| JsError::new(&e.to_string()))
 }
 
 #[derive(Serialize, Hash)]
@@ -196,16 +198,44 @@ struct CompareSummary<'a> {
 impl Viz {
     /// Builds the model from its files' contents; `name` is the model's short name.
     #[wasm_bindgen(constructor)]
-    pub fn new(name: &str, config_json: &str, tokenizer_json: &str, weights: Vec<u8>) -> Result<Viz, JsError> {
+    pub fn new(
+        name: &str,
+        config_json: &str,
+        tokenizer_json: &str,
+        weights: Vec<u8>,
+    ) -> Result<Viz, JsError> {
         let model = match name {
-            "minilm-l6" => minilm::from_bytes(name, config_json, tokenizer_json, &weights).map_err(js_err)?,
+            "minilm-l6" => {
+                minilm::from_bytes(name, config_json, tokenizer_json, &weights).map_err(js_err)?
+            }
             // The GGUF file holds the config and the vocabulary too.
             "smollm2-135m" => smollm2::from_gguf_file(name, weights).map_err(js_err)?,
-            lecture if lecture::ALL.contains(&lecture) => lecture::from_bytes(name, config_json, tokenizer_json, &weights).map_err(js_err)?,
-            other => return Err(js_err(VizError::UnknownModel(other.into(), crate::checkpoints::KNOWN_MODELS.join(", ")))),
+            lecture if lecture::ALL.contains(&lecture) => {
+                lecture::from_bytes(name, config_json, tokenizer_json, &weights).map_err(js_err)?
+            }
+            other => {
+                return Err(js_err(VizError::UnknownModel(
+                    other.into(),
+                    crate::checkpoints::KNOWN_MODELS.join(", "),
+                )))
+            }
         };
         let limit = model.config.context.min(PAGE_TOKENS);
-        Ok(Viz { model: std::rc::Rc::new(model), trace: None, cache: KvCache::new(), reused: 0, generation: None, compare: None, limit, device_cache: None, shadow: None, shadow_cache: KvCache::new(), translation: None, recompute: false, steps_sent: Default::default() })
+        Ok(Viz {
+            model: std::rc::Rc::new(model),
+            trace: None,
+            cache: KvCache::new(),
+            reused: 0,
+            generation: None,
+            compare: None,
+            limit,
+            device_cache: None,
+            shadow: None,
+            shadow_cache: KvCache::new(),
+            translation: None,
+            recompute: false,
+            steps_sent: Default::default(),
+        })
     }
 
     /// The model's config (layers, heads, widths, architecture choices).
@@ -231,7 +261,9 @@ impl Viz {
     /// cache.
     fn continue_pass(&mut self, encoding: crate::tokenize::Encoding, text: &str) {
         let previous = self.trace.take();
-        let continued = self.model.continue_trace(encoding, text, previous.as_ref(), &mut self.cache);
+        let continued =
+            self.model
+                .continue_trace(encoding, text, previous.as_ref(), &mut self.cache);
         drop(previous);
         self.reused = continued.reused;
         self.device_cache = None;
@@ -256,17 +288,33 @@ impl Viz {
     /// (`Transformer::continue_trace_with` on the CPU, every step recorded): typing a word or
     /// generating a token costs the comparison the new tokens only.
     pub fn largest_difference(&mut self) -> Result<JsValue, JsError> {
-        let Viz { model, trace, shadow, shadow_cache, .. } = self;
+        let Viz {
+            model,
+            trace,
+            shadow,
+            shadow_cache,
+            ..
+        } = self;
         let gpu = trace.as_ref().ok_or_else(|| js_err(VizError::EmptyText))?;
         // The GPU pass's own tokens (a generated token's pass has tokens its text, encoded
         // again, might not give).
-        let encoding = crate::tokenize::Encoding { tokens: gpu.tokens.clone(), truncated: gpu.truncated.clone() };
+        let encoding = crate::tokenize::Encoding {
+            tokens: gpu.tokens.clone(),
+            truncated: gpu.truncated.clone(),
+        };
         let cpu = match &gpu.source {
             // An encoder-decoder's CPU pass starts again from the source text.
             Some(source) => model.translate(&source.text).map_err(js_err)?.trace,
             None if model.config.causal => {
                 let previous = shadow.take();
-                let continued = on_cpu(model.continue_trace_with(&Cpu, encoding, &gpu.text, previous.as_ref(), shadow_cache, Readback::Everything));
+                let continued = on_cpu(model.continue_trace_with(
+                    &Cpu,
+                    encoding,
+                    &gpu.text,
+                    previous.as_ref(),
+                    shadow_cache,
+                    Readback::Everything,
+                ));
                 drop(previous);
                 continued.map_err(js_err)?.trace
             }
@@ -311,7 +359,10 @@ impl Viz {
         let start = now_ms();
         if self.model.config.is_encoder_decoder() {
             // The text is the source: encoded once, decoded greedily, the last pass traced.
-            let unchanged = self.trace.as_ref().is_some_and(|t| t.source.as_ref().is_some_and(|s| s.text == text));
+            let unchanged = self
+                .trace
+                .as_ref()
+                .is_some_and(|t| t.source.as_ref().is_some_and(|s| s.text == text));
             if !unchanged {
                 self.trace = None;
                 let (trace, decoding) = self.model.translate(text).map_err(js_err)?.into_parts();
@@ -322,7 +373,11 @@ impl Viz {
         }
         let encoding = self.model.encode_within(text, self.limit).map_err(js_err)?;
         let recomputed = match self.trace.as_mut() {
-            Some(last) if !self.recompute && last.tokens == encoding.tokens && last.truncated == encoding.truncated => {
+            Some(last)
+                if !self.recompute
+                    && last.tokens == encoding.tokens
+                    && last.truncated == encoding.truncated =>
+            {
                 last.text = text.to_string();
                 false
             }
@@ -355,9 +410,16 @@ impl Viz {
             return Err(js_err(VizError::NoLmHead));
         }
         if !((0.0..=9_007_199_254_740_991.0).contains(&seed) && seed.fract() == 0.0) {
-            return Err(js_err(VizError::BadSampling { setting: "seed".into(), value: seed.to_string(), problem: "must be a whole number from 0 to 2^53 - 1".into() }));
+            return Err(js_err(VizError::BadSampling {
+                setting: "seed".into(),
+                value: seed.to_string(),
+                problem: "must be a whole number from 0 to 2^53 - 1".into(),
+            }));
         }
-        let prompt = Prompt { text: trace.text.clone(), tokens: trace.len() };
+        let prompt = Prompt {
+            text: trace.text.clone(),
+            tokens: trace.len(),
+        };
         self.generation = Some((Sampler::new(seed as u64), prompt));
         Ok(())
     }
@@ -376,24 +438,50 @@ impl Viz {
     /// The token `generate_next` would add, drawn the same way (the random stream moves on),
     /// for a pass on the GPU (`GpuSession::generate`, then `install_pass`).
     pub fn draw_next_token(&mut self, settings: JsValue) -> Result<NextToken, JsError> {
-        let settings: SamplingSettings = serde_wasm_bindgen::from_value(settings).map_err(|e| JsError::new(&format!("sampling settings: {e}")))?;
+        let settings: SamplingSettings = serde_wasm_bindgen::from_value(settings)
+            .map_err(|e| JsError::new(&format!("sampling settings: {e}")))?;
         let Some((sampler, prompt)) = self.generation.as_mut() else {
-            return Err(JsError::new("no generation was started: call start_generation first"));
+            return Err(JsError::new(
+                "no generation was started: call start_generation first",
+            ));
         };
-        let trace = self.trace.as_ref().ok_or_else(|| js_err(VizError::EmptyText))?;
+        let trace = self
+            .trace
+            .as_ref()
+            .ok_or_else(|| js_err(VizError::EmptyText))?;
         if trace.len() >= self.limit {
-            return Err(js_err(VizError::ContextFull { tokens: trace.len(), context: self.limit }));
+            return Err(js_err(VizError::ContextFull {
+                tokens: trace.len(),
+                context: self.limit,
+            }));
         }
-        let stages = SamplingStages::new(trace.next_token_probabilities().map_err(js_err)?, &settings).map_err(js_err)?;
+        let stages =
+            SamplingStages::new(trace.next_token_probabilities().map_err(js_err)?, &settings)
+                .map_err(js_err)?;
         let id = stages.sample(sampler);
         let stage = stages.tokens.iter().find(|t| t.id == id).copied();
-        let info = self.model.tokenizer.token_info(id).ok_or_else(|| js_err(VizError::UnknownTokenId { id, vocab_size: self.model.config.vocab_size }))?;
+        let info = self.model.tokenizer.token_info(id).ok_or_else(|| {
+            js_err(VizError::UnknownTokenId {
+                id,
+                vocab_size: self.model.config.vocab_size,
+            })
+        })?;
         let mut tokens = trace.tokens.clone();
         tokens.push(info.clone());
         // The new text: the prompt, then every generated token's bytes decoded together (a
         // character may take several tokens).
-        let generated_ids: Vec<u32> = tokens[prompt.tokens.min(tokens.len())..].iter().map(|t| t.id).collect();
-        let text = format!("{}{}", prompt.text, self.model.tokenizer.decode(&generated_ids).map_err(js_err)?);
+        let generated_ids: Vec<u32> = tokens[prompt.tokens.min(tokens.len())..]
+            .iter()
+            .map(|t| t.id)
+            .collect();
+        let text = format!(
+            "{}{}",
+            prompt.text,
+            self.model
+                .tokenizer
+                .decode(&generated_ids)
+                .map_err(js_err)?
+        );
         let generated = Generated {
             id,
             token: info.text,
@@ -401,7 +489,14 @@ impl Viz {
             model_probability: stage.map_or(0.0, |s| s.before),
             text: text.clone(),
         };
-        Ok(NextToken { encoding: crate::tokenize::Encoding { tokens, truncated: None }, text, generated })
+        Ok(NextToken {
+            encoding: crate::tokenize::Encoding {
+                tokens,
+                truncated: None,
+            },
+            text,
+            generated,
+        })
     }
 
     /// Ends the generation under way (the text stays as generated).
@@ -412,20 +507,38 @@ impl Viz {
     /// The decoding stages of the current prediction under `settings`, for the page's
     /// controls: the `top` most likely tokens with their probabilities at each stage.
     pub fn sampling_stages(&self, settings: JsValue, top: usize) -> Result<JsValue, JsError> {
-        let settings: SamplingSettings = serde_wasm_bindgen::from_value(settings).map_err(|e| JsError::new(&format!("sampling settings: {e}")))?;
-        let stages = SamplingStages::new(self.current()?.next_token_probabilities().map_err(js_err)?, &settings).map_err(js_err)?;
+        let settings: SamplingSettings = serde_wasm_bindgen::from_value(settings)
+            .map_err(|e| JsError::new(&format!("sampling settings: {e}")))?;
+        let stages = SamplingStages::new(
+            self.current()?.next_token_probabilities().map_err(js_err)?,
+            &settings,
+        )
+        .map_err(js_err)?;
         #[derive(Serialize)]
         struct Stages<'a> {
             tokens: Vec<(crate::analysis::sampling::TokenStage, &'a str)>,
             kept: usize,
             kept_mass: f32,
         }
-        let tokens = stages.top(top).iter().map(|t| (*t, self.model.tokenizer.token_text(t.id).unwrap_or(""))).collect();
-        to_js(&Stages { tokens, kept: stages.kept, kept_mass: stages.kept_mass })
+        let tokens = stages
+            .top(top)
+            .iter()
+            .map(|t| (*t, self.model.tokenizer.token_text(t.id).unwrap_or("")))
+            .collect();
+        to_js(&Stages {
+            tokens,
+            kept: stages.kept,
+            kept_mass: stages.kept_mass,
+        })
     }
 
     /// What the page learns of the current pass (see `set_text`).
-    fn summary(&self, milliseconds: f64, recomputed: bool, generated: Option<Generated>) -> Result<JsValue, JsError> {
+    fn summary(
+        &self,
+        milliseconds: f64,
+        recomputed: bool,
+        generated: Option<Generated>,
+    ) -> Result<JsValue, JsError> {
         let trace = self.current()?;
         let steps: Vec<StepInfo> = trace
             .steps
@@ -443,8 +556,21 @@ impl Viz {
                 inputs: &s.inputs,
             })
             .collect();
-        let shapes = trace.steps.iter().map(|s| s.tensor.shape.as_slice()).collect();
-        let norms = trace.norms.iter().enumerate().map(|(index, n)| NormInfo { index, step: &n.step, layer: n.layer }).collect();
+        let shapes = trace
+            .steps
+            .iter()
+            .map(|s| s.tensor.shape.as_slice())
+            .collect();
+        let norms = trace
+            .norms
+            .iter()
+            .enumerate()
+            .map(|(index, n)| NormInfo {
+                index,
+                step: &n.step,
+                layer: n.layer,
+            })
+            .collect();
         let summary = to_js(&Summary {
             tokens: &trace.tokens,
             truncated: &trace.truncated,
@@ -455,8 +581,12 @@ impl Viz {
             threads: threads::threads(),
             token_limit: self.limit,
             reused: self.reused,
-            cached_tokens: self.device_cache.map_or(self.cache.len(), |(tokens, _)| tokens),
-            cache_bytes: self.device_cache.map_or(self.cache.bytes(), |(_, bytes)| bytes),
+            cached_tokens: self
+                .device_cache
+                .map_or(self.cache.len(), |(tokens, _)| tokens),
+            cache_bytes: self
+                .device_cache
+                .map_or(self.cache.bytes(), |(_, bytes)| bytes),
             generated,
             translation: match (&self.translation, &trace.source) {
                 (Some((output, steps, finished)), Some(source)) => Some(TranslationSummary {
@@ -469,7 +599,12 @@ impl Viz {
                 _ => None,
             },
         })?;
-        js_sys::Reflect::set(&summary, &JsValue::from_str("steps"), &self.steps_js(&steps)?).map_err(|_| JsError::new("the summary takes no steps"))?;
+        js_sys::Reflect::set(
+            &summary,
+            &JsValue::from_str("steps"),
+            &self.steps_js(&steps)?,
+        )
+        .map_err(|_| JsError::new("the summary takes no steps"))?;
         Ok(summary)
     }
 
@@ -495,21 +630,31 @@ impl Viz {
     }
 
     fn current(&self) -> Result<&Trace, JsError> {
-        self.trace.as_ref().ok_or_else(|| js_err(VizError::EmptyText))
+        self.trace
+            .as_ref()
+            .ok_or_else(|| js_err(VizError::EmptyText))
     }
 
     /// Read as JSON first: `AnyView` is untagged, so serde tries `Compare` before `Single`,
     /// and each failed try read straight from JS would build a JS `Error` (a stack trace).
     fn view(spec: JsValue) -> Result<AnyView, JsError> {
-        let spec: serde_json::Value = serde_wasm_bindgen::from_value(spec).map_err(|e| JsError::new(&format!("unknown view: {e}")))?;
+        let spec: serde_json::Value = serde_wasm_bindgen::from_value(spec)
+            .map_err(|e| JsError::new(&format!("unknown view: {e}")))?;
         serde_json::from_value(spec).map_err(|e| JsError::new(&format!("unknown view: {e}")))
     }
 
-    fn draw_any<DB: crate::draw::Canvas>(&self, area: &plotters::drawing::DrawingArea<DB, plotters::coord::Shift>, view: &AnyView, vector: bool) -> Result<Drawn, JsError> {
+    fn draw_any<DB: crate::draw::Canvas>(
+        &self,
+        area: &plotters::drawing::DrawingArea<DB, plotters::coord::Shift>,
+        view: &AnyView,
+        vector: bool,
+    ) -> Result<Drawn, JsError> {
         let trace = self.current()?;
         match view {
             AnyView::Single(view) => draw_view(area, &self.model, trace, view, vector),
-            AnyView::Compare(view) => draw_compare_view(area, trace, self.compare.as_ref(), view, vector),
+            AnyView::Compare(view) => {
+                draw_compare_view(area, trace, self.compare.as_ref(), view, vector)
+            }
         }
         .map_err(js_err)
     }
@@ -520,8 +665,12 @@ impl Viz {
     /// laid out at its CSS size and drawn at the full resolution.
     pub fn draw(&self, canvas: HtmlCanvasElement, spec: JsValue) -> Result<JsValue, JsError> {
         let view = Self::view(spec)?;
-        let scale = canvas.get_attribute("data-scale").and_then(|s| s.parse::<f64>().ok()).unwrap_or(1.0);
-        let backend = FastCanvas::new(canvas, scale).ok_or_else(|| JsError::new("the canvas has no 2D context"))?;
+        let scale = canvas
+            .get_attribute("data-scale")
+            .and_then(|s| s.parse::<f64>().ok())
+            .unwrap_or(1.0);
+        let backend = FastCanvas::new(canvas, scale)
+            .ok_or_else(|| JsError::new("the canvas has no 2D context"))?;
         let area = plotters::drawing::IntoDrawingArea::into_drawing_area(backend);
         let mut drawn = self.draw_any(&area, &view, false)?;
         area.present().map_err(|e| JsError::new(&e.to_string()))?;
@@ -532,11 +681,15 @@ impl Viz {
     /// A view as SVG text, for export: text stays text; large heatmaps are one embedded PNG.
     pub fn svg(&self, spec: JsValue, width: u32, height: u32) -> Result<String, JsError> {
         match Self::view(spec)? {
-            AnyView::Single(view) => view_svg(&self.model, self.current()?, &view, (width, height)).map_err(js_err),
+            AnyView::Single(view) => {
+                view_svg(&self.model, self.current()?, &view, (width, height)).map_err(js_err)
+            }
             compare => {
                 let mut out = String::new();
                 {
-                    let area = plotters::drawing::IntoDrawingArea::into_drawing_area(plotters::prelude::SVGBackend::with_string(&mut out, (width, height)));
+                    let area = plotters::drawing::IntoDrawingArea::into_drawing_area(
+                        plotters::prelude::SVGBackend::with_string(&mut out, (width, height)),
+                    );
                     self.draw_any(&area, &compare, true)?;
                     area.present().map_err(|e| js_err(draw_err(e)))?;
                 }
@@ -559,12 +712,16 @@ impl Viz {
     /// read, found by drawing each once on a canvas that keeps nothing: what a GPU pass reads
     /// back with the pass for the views on screen (`GpuSession::trace`).
     pub fn steps_read(&self, specs: JsValue) -> Result<Vec<String>, JsError> {
-        let specs: Vec<serde_json::Value> = serde_wasm_bindgen::from_value(specs).map_err(|e| JsError::new(&format!("views: {e}")))?;
+        let specs: Vec<serde_json::Value> = serde_wasm_bindgen::from_value(specs)
+            .map_err(|e| JsError::new(&format!("views: {e}")))?;
         let trace = self.current()?;
         let mut read = std::collections::BTreeSet::new();
         for spec in specs {
-            let view: AnyView = serde_json::from_value(spec).map_err(|e| JsError::new(&format!("unknown view: {e}")))?;
-            read.extend(crate::draw::reads::steps_read(trace, PROBE_SIZE, |area| self.draw_any(area, &view, false)));
+            let view: AnyView = serde_json::from_value(spec)
+                .map_err(|e| JsError::new(&format!("unknown view: {e}")))?;
+            read.extend(crate::draw::reads::steps_read(trace, PROBE_SIZE, |area| {
+                self.draw_any(area, &view, false)
+            }));
         }
         Ok(read.into_iter().collect())
     }
@@ -579,12 +736,20 @@ impl Viz {
     /// on the GPU: the page then keeps the chart as it is and asks for them
     /// (`GpuSession::read_rest`) before drawing it.
     pub fn steps_wait(&self, names: Vec<String>) -> bool {
-        self.trace.as_ref().is_some_and(|t| crate::draw::reads::waits_for_device(t, &names))
+        self.trace
+            .as_ref()
+            .is_some_and(|t| crate::draw::reads::waits_for_device(t, &names))
     }
 
     /// Softmax weights of one head, row-major (T x T).
     pub fn attention(&self, layer: usize, head: usize) -> Result<Vec<f32>, JsError> {
-        Ok(self.current()?.attention(layer, head).map_err(js_err)?.iter().copied().collect())
+        Ok(self
+            .current()?
+            .attention(layer, head)
+            .map_err(js_err)?
+            .iter()
+            .copied()
+            .collect())
     }
 
     /// What every head of the current sentence does: for each (layer, head), its
@@ -608,7 +773,9 @@ impl Viz {
         }
         let encoding = self.model.encode_within(text, self.limit).map_err(js_err)?;
         let recomputed = match self.compare.as_mut() {
-            Some(last) if last.tokens == encoding.tokens && last.truncated == encoding.truncated => {
+            Some(last)
+                if last.tokens == encoding.tokens && last.truncated == encoding.truncated =>
+            {
                 last.text = text.to_string();
                 false
             }
@@ -619,7 +786,11 @@ impl Viz {
             }
         };
         let compare = self.compare.as_ref().expect("set above");
-        to_js(&CompareSummary { tokens: &compare.tokens, truncated: &compare.truncated, recomputed })
+        to_js(&CompareSummary {
+            tokens: &compare.tokens,
+            truncated: &compare.truncated,
+            recomputed,
+        })
     }
 
     /// Forgets the second sentence.

@@ -27,11 +27,17 @@ use std::collections::HashMap;
 use std::fmt::Write;
 
 use plotters_backend::text_anchor::{HPos, VPos};
-use plotters_backend::{BackendColor, BackendCoord, BackendStyle, BackendTextStyle, DrawingBackend, DrawingErrorKind, FontTransform};
+use plotters_backend::{
+    BackendColor, BackendCoord, BackendStyle, BackendTextStyle, DrawingBackend, DrawingErrorKind,
+    FontTransform,
+};
 use plotters_canvas::CanvasBackend;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, ImageBitmap, ImageData, OffscreenCanvas, OffscreenCanvasRenderingContext2d};
+use web_sys::{
+    CanvasRenderingContext2d, HtmlCanvasElement, ImageBitmap, ImageData, OffscreenCanvas,
+    OffscreenCanvasRenderingContext2d,
+};
 
 use crate::draw::pixels::{Canvas, Cells};
 
@@ -50,7 +56,9 @@ type Res = Result<(), DrawingErrorKind<WebDrawError>>;
 
 fn lift<E: std::error::Error + Send + Sync>(r: Result<(), DrawingErrorKind<E>>) -> Res {
     r.map_err(|e| match e {
-        DrawingErrorKind::DrawingError(inner) => DrawingErrorKind::DrawingError(WebDrawError(inner.to_string())),
+        DrawingErrorKind::DrawingError(inner) => {
+            DrawingErrorKind::DrawingError(WebDrawError(inner.to_string()))
+        }
         DrawingErrorKind::FontError(f) => DrawingErrorKind::FontError(f),
     })
 }
@@ -213,13 +221,23 @@ export function paint_texts(context, styles, texts, numbers, scale) {
 extern "C" {
     /// Builds the path `ops` (see `PathOp`) on `context` and fills or strokes it.
     #[wasm_bindgen(catch)]
-    fn paint_path(context: &CanvasRenderingContext2d, ops: &[f32], fill: bool) -> Result<(), JsValue>;
+    fn paint_path(
+        context: &CanvasRenderingContext2d,
+        ops: &[f32],
+        fill: bool,
+    ) -> Result<(), JsValue>;
     /// Draws texts: `texts` one after another, and for each `TEXT_NUMBERS` numbers: its style
     /// (an index into `styles`, whose entries are joined by U+001E, each "font U+001F fill
     /// U+001F baseline U+001F align"), its point, its turn in degrees and its length in UTF-16
     /// units. `scale`: device pixels a CSS pixel.
     #[wasm_bindgen(catch)]
-    fn paint_texts(context: &CanvasRenderingContext2d, styles: &str, texts: &str, numbers: &[f64], scale: f64) -> Result<(), JsValue>;
+    fn paint_texts(
+        context: &CanvasRenderingContext2d,
+        styles: &str,
+        texts: &str,
+        numbers: &[f64],
+        scale: f64,
+    ) -> Result<(), JsValue>;
 }
 
 /// Numbers a text takes in `paint_texts`.
@@ -239,7 +257,12 @@ extern "C" {
 }
 
 fn font_of<S: BackendTextStyle>(style: &S) -> String {
-    format!("{} {}px {}", style.style().as_str(), style.size(), style.family().as_str())
+    format!(
+        "{} {}px {}",
+        style.style().as_str(),
+        style.size(),
+        style.family().as_str()
+    )
 }
 
 fn fail(e: wasm_bindgen::JsValue) -> DrawingErrorKind<WebDrawError> {
@@ -254,14 +277,18 @@ impl FastCanvas {
     fn fill_with(&self, color: BackendColor) {
         let mut set = self.set.borrow_mut();
         if set.fill != Some(rgba(color)) {
-            self.strings().set_fill_style(&js_string(&css(color.rgb, color.alpha)));
+            self.strings()
+                .set_fill_style(&js_string(&css(color.rgb, color.alpha)));
             set.fill = Some(rgba(color));
         }
     }
 
     /// The path that lines of `style` join (None: they are transparent, draw nothing); lines of
     /// another style waiting are stroked first.
-    fn path_for<S: BackendStyle>(&mut self, style: &S) -> Result<Option<&mut Vec<f32>>, DrawingErrorKind<WebDrawError>> {
+    fn path_for<S: BackendStyle>(
+        &mut self,
+        style: &S,
+    ) -> Result<Option<&mut Vec<f32>>, DrawingErrorKind<WebDrawError>> {
         let color = style.color();
         if color.alpha == 0.0 {
             return Ok(None);
@@ -271,13 +298,18 @@ impl FastCanvas {
         if self.lines.as_ref().is_some_and(|(k, _)| *k != key) {
             self.stroke_lines()?;
         }
-        Ok(Some(&mut self.lines.get_or_insert_with(|| (key, Vec::new())).1))
+        Ok(Some(
+            &mut self.lines.get_or_insert_with(|| (key, Vec::new())).1,
+        ))
     }
 
     /// Strokes the lines drawn so far; called before anything else is drawn, and at the end.
     fn stroke_lines(&mut self) -> Res {
-        let Some((((rgb, alpha), width), path)) = self.lines.take() else { return Ok(()) };
-        self.strings().set_stroke_style(&js_string(&css(rgb, alpha)));
+        let Some((((rgb, alpha), width), path)) = self.lines.take() else {
+            return Ok(());
+        };
+        self.strings()
+            .set_stroke_style(&js_string(&css(rgb, alpha)));
         self.context.set_line_width(f64::from(width));
         paint_path(&self.context, &path, false).map_err(fail)
     }
@@ -303,7 +335,13 @@ impl FastCanvas {
             return Ok(());
         }
         let mut texts = std::mem::take(&mut self.texts);
-        texts.sort_by(|a, b| a.font.cmp(&b.font).then(a.fill.partial_cmp(&b.fill).unwrap_or(std::cmp::Ordering::Equal)));
+        texts.sort_by(|a, b| {
+            a.font.cmp(&b.font).then(
+                a.fill
+                    .partial_cmp(&b.fill)
+                    .unwrap_or(std::cmp::Ordering::Equal),
+            )
+        });
         let mut styles = String::new(); // "font\u{1f}fill\u{1f}baseline\u{1f}align", each style once, joined by \u{1e}
         let mut joined = String::new(); // every text, one after another
         let mut numbers = Vec::with_capacity(texts.len() * TEXT_NUMBERS);
@@ -316,24 +354,43 @@ impl FastCanvas {
                     styles.push('\u{1e}');
                 }
                 let (rgb, alpha) = t.fill;
-                let _ = write!(styles, "{}\u{1f}{}\u{1f}{}\u{1f}{}", t.font, css(rgb, alpha), t.baseline, t.align);
+                let _ = write!(
+                    styles,
+                    "{}\u{1f}{}\u{1f}{}\u{1f}{}",
+                    t.font,
+                    css(rgb, alpha),
+                    t.baseline,
+                    t.align
+                );
                 style_count += 1;
                 last = Some(style);
             }
             joined.push_str(&t.text);
             let length = t.text.encode_utf16().count(); // JavaScript strings count UTF-16 units
-            numbers.extend_from_slice(&[(style_count - 1) as f64, t.at.0, t.at.1, t.degrees, length as f64]);
+            numbers.extend_from_slice(&[
+                (style_count - 1) as f64,
+                t.at.0,
+                t.at.1,
+                t.degrees,
+                length as f64,
+            ]);
         }
-        let result = paint_texts(&self.context, &styles, &joined, &numbers, self.scale).map_err(fail);
+        let result =
+            paint_texts(&self.context, &styles, &joined, &numbers, self.scale).map_err(fail);
         // The context now has the last text's style.
         let t = texts.last().expect("not empty");
-        *self.set.borrow_mut() = ContextState { fill: Some(t.fill), font: Some(t.font.clone()) };
+        *self.set.borrow_mut() = ContextState {
+            fill: Some(t.fill),
+            font: Some(t.font.clone()),
+        };
         result
     }
 
     /// Fills the shapes drawn so far (consecutive ones of one colour), as one path.
     fn fill_shapes(&mut self) -> Res {
-        let Some(((rgb, alpha), path)) = self.fills.take() else { return Ok(()) };
+        let Some(((rgb, alpha), path)) = self.fills.take() else {
+            return Ok(());
+        };
         self.fill_with(BackendColor { rgb, alpha });
         paint_path(&self.context, &path, true).map_err(fail)
     }
@@ -343,7 +400,10 @@ impl FastCanvas {
     /// together only when nothing else came between them (a bar chart's bars, a colour's
     /// dots): the picture is the same as drawing them one by one, except where two shapes of
     /// one translucent colour overlap, which is then covered once rather than twice.
-    fn fill_path(&mut self, color: BackendColor) -> Result<Option<&mut Vec<f32>>, DrawingErrorKind<WebDrawError>> {
+    fn fill_path(
+        &mut self,
+        color: BackendColor,
+    ) -> Result<Option<&mut Vec<f32>>, DrawingErrorKind<WebDrawError>> {
         if color.alpha == 0.0 {
             return Ok(None);
         }
@@ -352,7 +412,12 @@ impl FastCanvas {
         if self.fills.as_ref().is_some_and(|(c, _)| *c != rgba(color)) {
             self.fill_shapes()?;
         }
-        Ok(Some(&mut self.fills.get_or_insert_with(|| (rgba(color), Vec::new())).1))
+        Ok(Some(
+            &mut self
+                .fills
+                .get_or_insert_with(|| (rgba(color), Vec::new()))
+                .1,
+        ))
     }
 
     /// Draws what waits before anything else is drawn: the lines or filled shapes, then the
@@ -367,12 +432,34 @@ impl FastCanvas {
 impl FastCanvas {
     /// A backend for `canvas`, whose backing store has `scale` pixels a CSS pixel.
     pub fn new(canvas: HtmlCanvasElement, scale: f64) -> Option<Self> {
-        let scale = if scale.is_finite() && scale >= 0.25 { scale } else { 1.0 };
-        let context = canvas.get_context("2d").ok()??.dyn_into::<CanvasRenderingContext2d>().ok()?;
-        let size = ((canvas.width() as f64 / scale).round() as u32, (canvas.height() as f64 / scale).round() as u32);
-        context.set_transform(scale, 0.0, 0.0, scale, 0.0, 0.0).ok()?;
+        let scale = if scale.is_finite() && scale >= 0.25 {
+            scale
+        } else {
+            1.0
+        };
+        let context = canvas
+            .get_context("2d")
+            .ok()??
+            .dyn_into::<CanvasRenderingContext2d>()
+            .ok()?;
+        let size = (
+            (canvas.width() as f64 / scale).round() as u32,
+            (canvas.height() as f64 / scale).round() as u32,
+        );
+        context
+            .set_transform(scale, 0.0, 0.0, scale, 0.0, 0.0)
+            .ok()?;
         let inner = CanvasBackend::with_canvas_object(canvas)?;
-        Some(Self { inner, context, scale, size, set: RefCell::default(), lines: None, fills: None, texts: Vec::new() })
+        Some(Self {
+            inner,
+            context,
+            scale,
+            size,
+            set: RefCell::default(),
+            lines: None,
+            fills: None,
+            texts: Vec::new(),
+        })
     }
 }
 
@@ -403,14 +490,22 @@ impl DrawingBackend for FastCanvas {
             return Ok(());
         }
         self.fill_with(color);
-        self.context.fill_rect(f64::from(point.0), f64::from(point.1), 1.0, 1.0);
+        self.context
+            .fill_rect(f64::from(point.0), f64::from(point.1), 1.0, 1.0);
         Ok(())
     }
     /// Kept with the lines before it when it has their colour and width; stroked later. A
     /// horizontal or vertical line sits half a pixel over, as plotters-canvas puts it, so that a
     /// one-pixel line covers one row of pixels.
-    fn draw_line<S: BackendStyle>(&mut self, from: BackendCoord, to: BackendCoord, style: &S) -> Res {
-        let Some(path) = self.path_for(style)? else { return Ok(()) };
+    fn draw_line<S: BackendStyle>(
+        &mut self,
+        from: BackendCoord,
+        to: BackendCoord,
+        style: &S,
+    ) -> Res {
+        let Some(path) = self.path_for(style)? else {
+            return Ok(());
+        };
         let (mut a, mut b) = ((from.0 as f32, from.1 as f32), (to.0 as f32, to.1 as f32));
         if a.0 == b.0 {
             (a.0, b.0) = (a.0 - 0.5, b.0 - 0.5);
@@ -424,41 +519,94 @@ impl DrawingBackend for FastCanvas {
     }
     /// A filled rectangle waits with the filled shapes of its colour before it (see
     /// `fill_path`), an outline with the lines of its colour and width (as `draw_line`).
-    fn draw_rect<S: BackendStyle>(&mut self, upper_left: BackendCoord, bottom_right: BackendCoord, style: &S, fill: bool) -> Res {
+    fn draw_rect<S: BackendStyle>(
+        &mut self,
+        upper_left: BackendCoord,
+        bottom_right: BackendCoord,
+        style: &S,
+        fill: bool,
+    ) -> Res {
         if !fill {
-            let Some(path) = self.path_for(style)? else { return Ok(()) };
+            let Some(path) = self.path_for(style)? else {
+                return Ok(());
+            };
             // As plotters-canvas's strokeRect: from the first corner, sizes as given.
-            let size = ((bottom_right.0 - upper_left.0) as f32, (bottom_right.1 - upper_left.1) as f32);
-            push_op(path, PathOp::Rect, &[upper_left.0 as f32, upper_left.1 as f32, size.0, size.1]);
+            let size = (
+                (bottom_right.0 - upper_left.0) as f32,
+                (bottom_right.1 - upper_left.1) as f32,
+            );
+            push_op(
+                path,
+                PathOp::Rect,
+                &[upper_left.0 as f32, upper_left.1 as f32, size.0, size.1],
+            );
             return Ok(());
         }
-        let Some(path) = self.fill_path(style.color())? else { return Ok(()) };
+        let Some(path) = self.fill_path(style.color())? else {
+            return Ok(());
+        };
         // Clockwise on screen whichever corners it was given.
-        let (x0, x1) = (upper_left.0.min(bottom_right.0), upper_left.0.max(bottom_right.0));
-        let (y0, y1) = (upper_left.1.min(bottom_right.1), upper_left.1.max(bottom_right.1));
-        push_op(path, PathOp::Rect, &[x0 as f32, y0 as f32, (x1 - x0) as f32, (y1 - y0) as f32]);
+        let (x0, x1) = (
+            upper_left.0.min(bottom_right.0),
+            upper_left.0.max(bottom_right.0),
+        );
+        let (y0, y1) = (
+            upper_left.1.min(bottom_right.1),
+            upper_left.1.max(bottom_right.1),
+        );
+        push_op(
+            path,
+            PathOp::Rect,
+            &[x0 as f32, y0 as f32, (x1 - x0) as f32, (y1 - y0) as f32],
+        );
         Ok(())
     }
     /// Kept with the lines before it, as `draw_line`.
-    fn draw_path<S: BackendStyle, I: IntoIterator<Item = BackendCoord>>(&mut self, path: I, style: &S) -> Res {
-        let Some(out) = self.path_for(style)? else { return Ok(()) };
+    fn draw_path<S: BackendStyle, I: IntoIterator<Item = BackendCoord>>(
+        &mut self,
+        path: I,
+        style: &S,
+    ) -> Res {
+        let Some(out) = self.path_for(style)? else {
+            return Ok(());
+        };
         for (i, (x, y)) in path.into_iter().enumerate() {
-            push_op(out, if i == 0 { PathOp::Move } else { PathOp::Line }, &[x as f32, y as f32]);
+            push_op(
+                out,
+                if i == 0 { PathOp::Move } else { PathOp::Line },
+                &[x as f32, y as f32],
+            );
         }
         Ok(())
     }
     /// A filled circle waits with the filled shapes of its colour before it (see
     /// `fill_path`); an outline is drawn at once.
-    fn draw_circle<S: BackendStyle>(&mut self, center: BackendCoord, radius: u32, style: &S, fill: bool) -> Res {
+    fn draw_circle<S: BackendStyle>(
+        &mut self,
+        center: BackendCoord,
+        radius: u32,
+        style: &S,
+        fill: bool,
+    ) -> Res {
         if !fill {
             self.flush()?;
             return lift(self.inner.draw_circle(center, radius, style, fill));
         }
-        let Some(path) = self.fill_path(style.color())? else { return Ok(()) };
-        push_op(path, PathOp::Circle, &[center.0 as f32, center.1 as f32, radius as f32]);
+        let Some(path) = self.fill_path(style.color())? else {
+            return Ok(());
+        };
+        push_op(
+            path,
+            PathOp::Circle,
+            &[center.0 as f32, center.1 as f32, radius as f32],
+        );
         Ok(())
     }
-    fn fill_polygon<S: BackendStyle, I: IntoIterator<Item = BackendCoord>>(&mut self, vert: I, style: &S) -> Res {
+    fn fill_polygon<S: BackendStyle, I: IntoIterator<Item = BackendCoord>>(
+        &mut self,
+        vert: I,
+        style: &S,
+    ) -> Res {
         self.flush()?;
         self.set.borrow_mut().fill = None;
         lift(self.inner.fill_polygon(vert, style))
@@ -498,7 +646,11 @@ impl DrawingBackend for FastCanvas {
     /// Measured with the canvas's own `measureText`: plotters' default measures by adding a
     /// span to the page, which forces a layout of the whole document for every label.
     /// Widths are kept by font and text, so a label measured once is not measured again.
-    fn estimate_text_size<S: BackendTextStyle>(&self, text: &str, style: &S) -> Result<(u32, u32), DrawingErrorKind<Self::ErrorType>> {
+    fn estimate_text_size<S: BackendTextStyle>(
+        &self,
+        text: &str,
+        style: &S,
+    ) -> Result<(u32, u32), DrawingErrorKind<Self::ErrorType>> {
         let font = font_of(style);
         let height = (style.size() * 1.2).round().max(1.0) as u32;
         let key = (font, text.to_string());
@@ -523,17 +675,29 @@ impl DrawingBackend for FastCanvas {
     fn blit_bitmap(&mut self, pos: BackendCoord, (w, h): (u32, u32), src: &[u8]) -> Res {
         self.flush()?;
         let s = self.scale;
-        let (dx, dy) = ((pos.0 as f64 * s).round() as i64, (pos.1 as f64 * s).round() as i64);
-        let (dw, dh) = (((pos.0 as f64 + w as f64) * s).round() as i64 - dx, ((pos.1 as f64 + h as f64) * s).round() as i64 - dy);
+        let (dx, dy) = (
+            (pos.0 as f64 * s).round() as i64,
+            (pos.1 as f64 * s).round() as i64,
+        );
+        let (dw, dh) = (
+            ((pos.0 as f64 + w as f64) * s).round() as i64 - dx,
+            ((pos.1 as f64 + h as f64) * s).round() as i64 - dy,
+        );
         let (dw, dh) = (dw.max(0) as usize, dh.max(0) as usize);
         if dw == 0 || dh == 0 {
             return Ok(());
         }
         if src.len() < w as usize * h as usize * 3 {
-            return Err(DrawingErrorKind::DrawingError(WebDrawError(format!("a {w}x{h} bitmap needs {} bytes, got {}", w as usize * h as usize * 3, src.len()))));
+            return Err(DrawingErrorKind::DrawingError(WebDrawError(format!(
+                "a {w}x{h} bitmap needs {} bytes, got {}",
+                w as usize * h as usize * 3,
+                src.len()
+            ))));
         }
         // Byte offset in a source row of each device pixel's source pixel.
-        let source_x: Vec<usize> = (0..dw).map(|x| (((x as f64 + 0.5) / s) as usize).min(w as usize - 1) * 3).collect();
+        let source_x: Vec<usize> = (0..dw)
+            .map(|x| (((x as f64 + 0.5) / s) as usize).min(w as usize - 1) * 3)
+            .collect();
         let row_bytes = w as usize * 3;
         let mut rgba = vec![255u8; dw * dh * 4];
         for (y, out) in rgba.chunks_exact_mut(dw * 4).enumerate() {
@@ -548,13 +712,19 @@ impl DrawingBackend for FastCanvas {
             }
         }
         let image = image_data(&rgba, dw as u32, dh as u32)?;
-        self.context.put_image_data(&image, dx as f64, dy as f64).map_err(fail)
+        self.context
+            .put_image_data(&image, dx as f64, dy as f64)
+            .map_err(fail)
     }
 }
 
 /// `rgba` (width x height pixels) as an ImageData. The pixels are copied out of the module's
 /// memory: ImageData refuses a view on shared memory, which the threaded build's memory is.
-fn image_data(rgba: &[u8], width: u32, height: u32) -> Result<ImageData, DrawingErrorKind<WebDrawError>> {
+fn image_data(
+    rgba: &[u8],
+    width: u32,
+    height: u32,
+) -> Result<ImageData, DrawingErrorKind<WebDrawError>> {
     let pixels = js_sys::Uint8ClampedArray::new_with_length(rgba.len() as u32);
     pixels.copy_from(rgba);
     ImageData::new_with_js_u8_clamped_array_and_sh(&pixels, width, height).map_err(fail)
@@ -573,9 +743,18 @@ fn cells_image(image: &ImageData) -> Result<ImageBitmap, DrawingErrorKind<WebDra
     CELLS_CANVAS.with(|slot| {
         let mut slot = slot.borrow_mut();
         if slot.is_none() {
-            let missing = || DrawingErrorKind::DrawingError(WebDrawError("no 2D context for an offscreen canvas".into()));
+            let missing = || {
+                DrawingErrorKind::DrawingError(WebDrawError(
+                    "no 2D context for an offscreen canvas".into(),
+                ))
+            };
             let canvas = OffscreenCanvas::new(image.width(), image.height()).map_err(fail)?;
-            let context = canvas.get_context("2d").map_err(fail)?.ok_or_else(missing)?.dyn_into::<OffscreenCanvasRenderingContext2d>().map_err(|_| missing())?;
+            let context = canvas
+                .get_context("2d")
+                .map_err(fail)?
+                .ok_or_else(missing)?
+                .dyn_into::<OffscreenCanvasRenderingContext2d>()
+                .map_err(|_| missing())?;
             *slot = Some((canvas, context));
         }
         let (canvas, context) = slot.as_ref().expect("made above");
@@ -601,7 +780,11 @@ impl Canvas for FastCanvas {
             return Ok(());
         }
         if cells.rgb.len() < cols * rows * 3 {
-            return Err(DrawingErrorKind::DrawingError(WebDrawError(format!("{cols}x{rows} cells need {} bytes, got {}", cols * rows * 3, cells.rgb.len()))));
+            return Err(DrawingErrorKind::DrawingError(WebDrawError(format!(
+                "{cols}x{rows} cells need {} bytes, got {}",
+                cols * rows * 3,
+                cells.rgb.len()
+            ))));
         }
         let mut rgba = vec![255u8; cols * rows * 4];
         for (pixel, rgb) in rgba.chunks_exact_mut(4).zip(cells.rgb.chunks_exact(3)) {
@@ -610,9 +793,19 @@ impl Canvas for FastCanvas {
         let image = image_data(&rgba, cols as u32, rows as u32)?;
         let small = cells_image(&image)?;
         self.context.set_image_smoothing_enabled(false);
-        let drawn = self.context.draw_image_with_image_bitmap_and_sw_and_sh_and_dx_and_dy_and_dw_and_dh(
-            &small, 0.0, 0.0, cols as f64, rows as f64, pos.0 as f64, pos.1 as f64, cells.width as f64, cells.height as f64,
-        );
+        let drawn = self
+            .context
+            .draw_image_with_image_bitmap_and_sw_and_sh_and_dx_and_dy_and_dw_and_dh(
+                &small,
+                0.0,
+                0.0,
+                cols as f64,
+                rows as f64,
+                pos.0 as f64,
+                pos.1 as f64,
+                cells.width as f64,
+                cells.height as f64,
+            );
         self.context.set_image_smoothing_enabled(true);
         drawn.map_err(fail)
     }

@@ -68,8 +68,17 @@ pub(crate) fn open(model: Rc<Transformer>, limit: usize) -> js_sys::Promise {
     wasm_bindgen_futures::future_to_promise(async move {
         let ctx = GpuContext::new().await.map_err(rejection)?;
         let backend = GpuBackend::new(ctx, &model.weights);
-        let inner = Inner { backend, model, limit, last: RefCell::new(None), cache: RefCell::new(KvCache::new()) };
-        Ok(GpuSession { inner: Rc::new(inner) }.into())
+        let inner = Inner {
+            backend,
+            model,
+            limit,
+            last: RefCell::new(None),
+            cache: RefCell::new(KvCache::new()),
+        };
+        Ok(GpuSession {
+            inner: Rc::new(inner),
+        }
+        .into())
     })
 }
 
@@ -83,20 +92,44 @@ fn readback_of(read: Option<Vec<String>>, model: &Transformer) -> Readback {
 impl Inner {
     /// A causal model's traced pass on `encoding`, continuing the session's last one through
     /// the KV cache on the device: only the tokens after the first change are computed.
-    async fn continued(&self, encoding: Encoding, text: &str, readback: Readback, generated: Option<Generated>) -> Result<GpuPass, JsValue> {
+    async fn continued(
+        &self,
+        encoding: Encoding,
+        text: &str,
+        readback: Readback,
+        generated: Option<Generated>,
+    ) -> Result<GpuPass, JsValue> {
         let start = crate::web::now_ms();
         // Taken for the pass (the page runs one GPU pass at a time): a pass started meanwhile
         // would find neither and start from the first token.
         let previous = self.last.borrow_mut().take();
         let mut cache = std::mem::take(&mut *self.cache.borrow_mut());
-        let continued = self.model.continue_trace_with(&self.backend, encoding, text, previous.as_ref(), &mut cache, readback).await.map_err(rejection)?;
+        let continued = self
+            .model
+            .continue_trace_with(
+                &self.backend,
+                encoding,
+                text,
+                previous.as_ref(),
+                &mut cache,
+                readback,
+            )
+            .await
+            .map_err(rejection)?;
         drop(previous);
         let cached = (cache.len(), cache.bytes());
         if self.backend.failure().is_none() {
             *self.last.borrow_mut() = Some(continued.trace.clone());
             *self.cache.borrow_mut() = cache;
         }
-        let parts = GpuPassParts { trace: continued.trace, milliseconds: crate::web::now_ms() - start, translation: None, reused: continued.reused, cache: cached, generated };
+        let parts = GpuPassParts {
+            trace: continued.trace,
+            milliseconds: crate::web::now_ms() - start,
+            translation: None,
+            reused: continued.reused,
+            cache: cached,
+            generated,
+        };
         Ok(GpuPass { parts })
     }
 }
@@ -142,7 +175,9 @@ impl GpuSession {
     /// failed meanwhile (`failure` says why; the page then computes the pass on the CPU).
     pub fn read_rest(&self) -> js_sys::Promise {
         let inner = self.inner.clone();
-        wasm_bindgen_futures::future_to_promise(async move { Ok(inner.backend.read_rest().await.into()) })
+        wasm_bindgen_futures::future_to_promise(async move {
+            Ok(inner.backend.read_rest().await.into())
+        })
     }
 
     /// The traced pass on `text` (cut to the page's limit), computed on the GPU: a promise of
@@ -165,16 +200,45 @@ impl GpuSession {
             let config = &inner.model.config;
             if config.is_encoder_decoder() {
                 // The text is the source: encoded once, decoded greedily, every pass on the GPU.
-                let (trace, decoding) = inner.model.translate_reading(&inner.backend, &text, readback).await.map_err(rejection)?.into_parts();
-                let parts = GpuPassParts { trace, milliseconds: crate::web::now_ms() - start, translation: Some(decoding), reused: 0, cache: (0, 0), generated: None };
+                let (trace, decoding) = inner
+                    .model
+                    .translate_reading(&inner.backend, &text, readback)
+                    .await
+                    .map_err(rejection)?
+                    .into_parts();
+                let parts = GpuPassParts {
+                    trace,
+                    milliseconds: crate::web::now_ms() - start,
+                    translation: Some(decoding),
+                    reused: 0,
+                    cache: (0, 0),
+                    generated: None,
+                };
                 return Ok(GpuPass { parts }.into());
             }
-            let encoding = inner.model.encode_within(&text, inner.limit).map_err(rejection)?;
+            let encoding = inner
+                .model
+                .encode_within(&text, inner.limit)
+                .map_err(rejection)?;
             if config.causal {
-                return Ok(inner.continued(encoding, &text, readback, None).await?.into());
+                return Ok(inner
+                    .continued(encoding, &text, readback, None)
+                    .await?
+                    .into());
             }
-            let trace = inner.model.trace_reading(&inner.backend, encoding, &text, readback).await.map_err(rejection)?;
-            let parts = GpuPassParts { trace, milliseconds: crate::web::now_ms() - start, translation: None, reused: 0, cache: (0, 0), generated: None };
+            let trace = inner
+                .model
+                .trace_reading(&inner.backend, encoding, &text, readback)
+                .await
+                .map_err(rejection)?;
+            let parts = GpuPassParts {
+                trace,
+                milliseconds: crate::web::now_ms() - start,
+                translation: None,
+                reused: 0,
+                cache: (0, 0),
+                generated: None,
+            };
             Ok(GpuPass { parts }.into())
         })
     }
@@ -186,8 +250,15 @@ impl GpuSession {
         let inner = self.inner.clone();
         wasm_bindgen_futures::future_to_promise(async move {
             let readback = readback_of(read, &inner.model);
-            let NextToken { encoding, text, generated } = next;
-            Ok(inner.continued(encoding, &text, readback, Some(generated)).await?.into())
+            let NextToken {
+                encoding,
+                text,
+                generated,
+            } = next;
+            Ok(inner
+                .continued(encoding, &text, readback, Some(generated))
+                .await?
+                .into())
         })
     }
 }

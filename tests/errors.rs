@@ -31,7 +31,10 @@ fn text_longer_than_the_context_is_truncated_and_says_so() {
     let long = "word ".repeat(700);
     let trace = m.trace(&long).unwrap();
     assert_eq!(trace.len(), 512);
-    let t = trace.truncated.as_ref().expect("the trace records the truncation");
+    let t = trace
+        .truncated
+        .as_ref()
+        .expect("the trace records the truncation");
     assert_eq!(t.original_tokens, 702);
     assert_eq!(t.kept_tokens, 512);
     assert_eq!(trace.tokens.first().unwrap().text, "[CLS]");
@@ -58,7 +61,11 @@ fn any_unicode_traces_without_panicking() {
         let trace = m.trace(text).unwrap_or_else(|e| panic!("{text:?}: {e}"));
         assert!(trace.len() >= 3, "{text:?}");
         for layer in 0..6 {
-            assert!(trace.attention_layer(layer).unwrap().iter().all(|v| v.is_finite()));
+            assert!(trace
+                .attention_layer(layer)
+                .unwrap()
+                .iter()
+                .all(|v| v.is_finite()));
         }
     }
     // A word longer than 100 characters becomes a single [UNK], as in the original BERT.
@@ -68,7 +75,12 @@ fn any_unicode_traces_without_panicking() {
 
 #[test]
 fn missing_model_files_name_the_fix() {
-    let err = load_named(std::path::Path::new("/nonexistent"), "minilm-l6", WeightPrecision::F16).unwrap_err();
+    let err = load_named(
+        std::path::Path::new("/nonexistent"),
+        "minilm-l6",
+        WeightPrecision::F16,
+    )
+    .unwrap_err();
     match &err {
         VizError::MissingFile { path, hint } => {
             assert!(path.ends_with("config.json"));
@@ -84,13 +96,25 @@ fn missing_model_files_name_the_fix() {
 fn truncated_and_corrupt_weights_are_rejected() {
     let (config, tokenizer, weights) = files();
     for cut in [0, 7, 100, weights.len() / 2, weights.len() - 1] {
-        let err = minilm::from_bytes("minilm-l6", &config, &tokenizer, &weights[..cut]).err().unwrap();
-        assert!(matches!(err, VizError::CorruptWeights(_)), "cut at {cut}: {err:?}");
+        let err = minilm::from_bytes("minilm-l6", &config, &tokenizer, &weights[..cut])
+            .err()
+            .unwrap();
+        assert!(
+            matches!(err, VizError::CorruptWeights(_)),
+            "cut at {cut}: {err:?}"
+        );
     }
     let mut garbage = weights.clone();
     garbage[8..40].copy_from_slice(&[0xFF; 32]);
-    assert!(matches!(minilm::from_bytes("m", &config, &tokenizer, &garbage).err().unwrap(), VizError::CorruptWeights(_)));
-    let err = minilm::from_bytes("m", &config, &tokenizer, b"not a model at all").err().unwrap();
+    assert!(matches!(
+        minilm::from_bytes("m", &config, &tokenizer, &garbage)
+            .err()
+            .unwrap(),
+        VizError::CorruptWeights(_)
+    ));
+    let err = minilm::from_bytes("m", &config, &tokenizer, b"not a model at all")
+        .err()
+        .unwrap();
     assert!(err.to_string().contains("safetensors"));
 }
 
@@ -99,27 +123,79 @@ fn configs_that_do_not_match_the_weights_are_rejected() {
     let (config, tokenizer, weights) = files();
     let edit = |from: &str, to: &str| config.replace(from, to);
     // Each wrong number is reported by the config.json field that holds it.
-    let field_of = |err: VizError| err.config_field_name().map(str::to_string).unwrap_or_else(|| panic!("{err:?}"));
-    let err = minilm::from_bytes("m", &edit("\"hidden_size\": 384", "\"hidden_size\": 768"), &tokenizer, &weights).err().unwrap();
+    let field_of = |err: VizError| {
+        err.config_field_name()
+            .map(str::to_string)
+            .unwrap_or_else(|| panic!("{err:?}"))
+    };
+    let err = minilm::from_bytes(
+        "m",
+        &edit("\"hidden_size\": 384", "\"hidden_size\": 768"),
+        &tokenizer,
+        &weights,
+    )
+    .err()
+    .unwrap();
     assert_eq!(field_of(err), "hidden_size");
-    let err = minilm::from_bytes("m", &edit("\"num_hidden_layers\": 6", "\"num_hidden_layers\": 7"), &tokenizer, &weights).err().unwrap();
+    let err = minilm::from_bytes(
+        "m",
+        &edit("\"num_hidden_layers\": 6", "\"num_hidden_layers\": 7"),
+        &tokenizer,
+        &weights,
+    )
+    .err()
+    .unwrap();
     assert_eq!(field_of(err), "num_hidden_layers");
-    let err = minilm::from_bytes("m", &edit("\"num_hidden_layers\": 6", "\"num_hidden_layers\": 5"), &tokenizer, &weights).err().unwrap();
+    let err = minilm::from_bytes(
+        "m",
+        &edit("\"num_hidden_layers\": 6", "\"num_hidden_layers\": 5"),
+        &tokenizer,
+        &weights,
+    )
+    .err()
+    .unwrap();
     assert_eq!(field_of(err), "num_hidden_layers");
-    let err = minilm::from_bytes("m", &edit("\"num_attention_heads\": 12", "\"num_attention_heads\": 7"), &tokenizer, &weights).err().unwrap();
+    let err = minilm::from_bytes(
+        "m",
+        &edit("\"num_attention_heads\": 12", "\"num_attention_heads\": 7"),
+        &tokenizer,
+        &weights,
+    )
+    .err()
+    .unwrap();
     assert_eq!(field_of(err), "num_attention_heads");
-    let err = minilm::from_bytes("m", &edit("\"hidden_act\": \"gelu\"", "\"hidden_act\": \"swish\""), &tokenizer, &weights).err().unwrap();
+    let err = minilm::from_bytes(
+        "m",
+        &edit("\"hidden_act\": \"gelu\"", "\"hidden_act\": \"swish\""),
+        &tokenizer,
+        &weights,
+    )
+    .err()
+    .unwrap();
     assert_eq!(field_of(err), "hidden_act");
-    let err = minilm::from_bytes("m", "{not json", &tokenizer, &weights).err().unwrap();
+    let err = minilm::from_bytes("m", "{not json", &tokenizer, &weights)
+        .err()
+        .unwrap();
     assert!(matches!(err, VizError::BadConfig(_)), "{err:?}");
-    let err = minilm::from_bytes("m", &config, "{\"model\": {}}", &weights).err().unwrap();
+    let err = minilm::from_bytes("m", &config, "{\"model\": {}}", &weights)
+        .err()
+        .unwrap();
     assert!(matches!(err, VizError::BadTokenizer(_)), "{err:?}");
 }
 
 #[test]
 fn out_of_range_heads_are_errors() {
     let trace = minilm().trace("hello").unwrap();
-    assert!(matches!(trace.attention(6, 0), Err(VizError::OutOfRange { .. })));
-    assert!(matches!(trace.attention(0, 12), Err(VizError::OutOfRange { .. })));
-    assert!(matches!(trace.next_token_probabilities(), Err(VizError::NoLmHead)));
+    assert!(matches!(
+        trace.attention(6, 0),
+        Err(VizError::OutOfRange { .. })
+    ));
+    assert!(matches!(
+        trace.attention(0, 12),
+        Err(VizError::OutOfRange { .. })
+    ));
+    assert!(matches!(
+        trace.next_token_probabilities(),
+        Err(VizError::NoLmHead)
+    ));
 }

@@ -13,24 +13,47 @@ use transformer_viz::tokenize::bytes::ByteTokenizer;
 use transformer_viz::Transformer;
 
 fn check(config: ModelConfig, seed: u64) {
-    let dir = std::env::temp_dir().join(format!("tviz-{}-{seed}-{}", config.name, std::process::id()));
+    let dir = std::env::temp_dir().join(format!(
+        "tviz-{}-{seed}-{}",
+        config.name,
+        std::process::id()
+    ));
     std::fs::create_dir_all(&dir).unwrap();
     let weights = random_weights(&config, seed);
-    std::fs::write(dir.join("model.safetensors"), generic::to_safetensors(&weights).unwrap()).unwrap();
-    std::fs::write(dir.join("config.json"), serde_json::to_string(&config).unwrap()).unwrap();
+    std::fs::write(
+        dir.join("model.safetensors"),
+        generic::to_safetensors(&weights).unwrap(),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("config.json"),
+        serde_json::to_string(&config).unwrap(),
+    )
+    .unwrap();
     // Load back through the file format, as a trained checkpoint would be.
     let bytes = std::fs::read(dir.join("model.safetensors")).unwrap();
     let loaded = generic::from_safetensors(&bytes, &config).unwrap();
-    let model = Transformer::new(config.clone(), loaded, Box::new(ByteTokenizer::default())).unwrap();
+    let model =
+        Transformer::new(config.clone(), loaded, Box::new(ByteTokenizer::default())).unwrap();
     let texts = ["hi", "grouped query attention", "ünïcödé ✓"];
-    let ids: Vec<Vec<u32>> = texts.iter().map(|t| model.encode(t).unwrap().ids()).collect();
+    let ids: Vec<Vec<u32>> = texts
+        .iter()
+        .map(|t| model.encode(t).unwrap().ids())
+        .collect();
     let expected = reference("generic", &dir, &json!(ids));
     for (text, want) in texts.iter().zip(expected.as_array().unwrap()) {
         let trace = model.trace(text).unwrap();
         for layer in 0..config.n_layers {
             let a = trace.attention_layer(layer).unwrap();
-            let d = max_abs_diff(&want["attention"][layer], a.as_standard_layout().as_slice().unwrap());
-            assert!(d < 1e-5, "{}: layer {layer} attention differs by {d}", config.name);
+            let d = max_abs_diff(
+                &want["attention"][layer],
+                a.as_standard_layout().as_slice().unwrap(),
+            );
+            assert!(
+                d < 1e-5,
+                "{}: layer {layer} attention differs by {d}",
+                config.name
+            );
         }
         let h = trace.final_hidden().unwrap();
         let d = max_abs_diff(&want["hidden"], h.as_standard_layout().as_slice().unwrap());
@@ -68,7 +91,10 @@ fn other_combinations_match_reference() {
 
     let mut c = decoder_config();
     c.name = "fixture-hf-rotary".into();
-    c.position = Position::Rotary { base: 500.0, adjacent_pairs: false };
+    c.position = Position::Rotary {
+        base: 500.0,
+        adjacent_pairs: false,
+    };
     c.n_kv_heads = 1;
     c.norm = NormKind::Layer;
     c.linear_bias = true;

@@ -15,12 +15,24 @@ fn sinusoidal_table_is_the_notes_formula() {
     for p in 0..100 {
         for i in 0..d / 2 {
             let angle = p as f64 / 10000f64.powf(2.0 * i as f64 / d as f64);
-            assert!((table[[p, 2 * i]] as f64 - angle.sin()).abs() < 1e-6, "PE({p}, {})", 2 * i);
-            assert!((table[[p, 2 * i + 1]] as f64 - angle.cos()).abs() < 1e-6, "PE({p}, {})", 2 * i + 1);
+            assert!(
+                (table[[p, 2 * i]] as f64 - angle.sin()).abs() < 1e-6,
+                "PE({p}, {})",
+                2 * i
+            );
+            assert!(
+                (table[[p, 2 * i + 1]] as f64 - angle.cos()).abs() < 1e-6,
+                "PE({p}, {})",
+                2 * i + 1
+            );
         }
     }
     // Position 0 is (0, 1, 0, 1, ...); all values lie in [-1, 1].
-    assert!(table.row(0).iter().enumerate().all(|(j, &v)| v == if j % 2 == 0 { 0.0 } else { 1.0 }));
+    assert!(table
+        .row(0)
+        .iter()
+        .enumerate()
+        .all(|(j, &v)| v == if j % 2 == 0 { 0.0 } else { 1.0 }));
     assert!(table.iter().all(|v| (-1.0..=1.0).contains(v)));
     // Distinct positions get distinct vectors.
     for p in 1..100 {
@@ -31,7 +43,11 @@ fn sinusoidal_table_is_the_notes_formula() {
 
 #[test]
 fn softmax_rows_sum_to_one_and_keep_order() {
-    let mut x = array![[1.0f32, 2.0, 3.0], [1000.0, 1000.0, -1000.0], [-5.0, 0.0, 5.0]];
+    let mut x = array![
+        [1.0f32, 2.0, 3.0],
+        [1000.0, 1000.0, -1000.0],
+        [-5.0, 0.0, 5.0]
+    ];
     softmax_rows(x.view_mut());
     for row in x.rows() {
         assert!((row.sum() - 1.0).abs() < 1e-6);
@@ -62,13 +78,19 @@ fn causal_mask_zeroes_the_future_after_softmax() {
             }
             assert!((head.row(i).sum() - 1.0).abs() < 1e-6);
         }
-        assert_eq!(head[[0, 0]], 1.0, "the first token can only attend to itself");
+        assert_eq!(
+            head[[0, 0]],
+            1.0,
+            "the first token can only attend to itself"
+        );
     }
 }
 
 #[test]
 fn layer_norm_output_has_mean_zero_and_std_one_before_gamma_beta() {
-    let x = Array2::from_shape_fn((7, 48), |(t, j)| ((t * 31 + j * 17) % 23) as f32 * (t as f32 + 1.0) - 5.0);
+    let x = Array2::from_shape_fn((7, 48), |(t, j)| {
+        ((t * 31 + j * 17) % 23) as f32 * (t as f32 + 1.0) - 5.0
+    });
     let y = standardize(x.view(), 1e-12);
     let (mean, std) = row_mean_std(y.view());
     for t in 0..7 {
@@ -109,7 +131,10 @@ fn rotary_keeps_lengths_and_makes_scores_depend_only_on_distance() {
             assert!((dot(2, 1) - dot(2 + shift, 1 + shift)).abs() < 1e-5);
             assert!((dot(5, 2) - dot(5 + shift, 2 + shift)).abs() < 1e-5);
         }
-        assert!((dot(3, 1) - dot(3, 2)).abs() > 1e-4, "different distances give different scores");
+        assert!(
+            (dot(3, 1) - dot(3, 2)).abs() > 1e-4,
+            "different distances give different scores"
+        );
     }
 }
 
@@ -127,11 +152,22 @@ fn decoder_fixture_trace_is_causal_and_grouped() {
                 assert!(a.row(i).iter().skip(i + 1).all(|&v| v == 0.0));
             }
         }
-        let masked = trace.find(Op::Mask, Some(layer)).unwrap().tensor.view3().unwrap();
+        let masked = trace
+            .find(Op::Mask, Some(layer))
+            .unwrap()
+            .tensor
+            .view3()
+            .unwrap();
         assert_eq!(masked[[0, 0, 1]], f32::NEG_INFINITY);
         // Grouped-query attention: 2 key heads for 4 query heads.
-        assert_eq!(trace.find(Op::Key, Some(layer)).unwrap().tensor.shape, vec![2, t, 4]);
-        assert_eq!(trace.find(Op::Query, Some(layer)).unwrap().tensor.shape, vec![4, t, 4]);
+        assert_eq!(
+            trace.find(Op::Key, Some(layer)).unwrap().tensor.shape,
+            vec![2, t, 4]
+        );
+        assert_eq!(
+            trace.find(Op::Query, Some(layer)).unwrap().tensor.shape,
+            vec![4, t, 4]
+        );
         assert!(trace.find(Op::RotaryQuery, Some(layer)).is_some());
         assert!(trace.find(Op::FfnGate, Some(layer)).is_some());
     }
@@ -141,7 +177,10 @@ fn decoder_fixture_trace_is_causal_and_grouped() {
     let b = longer.final_hidden().unwrap();
     for i in 0..t {
         let d: f32 = (&a.row(i) - &b.row(i)).mapv(f32::abs).sum();
-        assert!(d < 1e-4, "position {i} changed by {d} when later text was added");
+        assert!(
+            d < 1e-4,
+            "position {i} changed by {d} when later text was added"
+        );
     }
     let p = trace.next_token_probabilities().unwrap();
     assert_eq!(p.len(), 257);
@@ -156,12 +195,20 @@ fn encoder_fixture_is_bidirectional_with_sinusoidal_positions() {
     let expected = sinusoidal_table(trace.len(), 16);
     assert_eq!(pe, expected.view());
     let a = trace.attention(1, 2).unwrap();
-    assert!(a.iter().all(|&v| v > 0.0), "an encoder attends to every token");
+    assert!(
+        a.iter().all(|&v| v > 0.0),
+        "an encoder attends to every token"
+    );
     // Changing the last token changes the first token's output.
     let other = model.trace("both wayz").unwrap();
-    let d: f32 = (&trace.final_hidden().unwrap().row(0) - &other.final_hidden().unwrap().row(0)).mapv(f32::abs).sum();
+    let d: f32 = (&trace.final_hidden().unwrap().row(0) - &other.final_hidden().unwrap().row(0))
+        .mapv(f32::abs)
+        .sum();
     assert!(d > 1e-4);
-    assert!(matches!(trace.next_token_probabilities(), Err(transformer_viz::VizError::NoLmHead)));
+    assert!(matches!(
+        trace.next_token_probabilities(),
+        Err(transformer_viz::VizError::NoLmHead)
+    ));
     // Norm statistics: post-LN outputs have mean beta-ish; inputs recorded per token.
     for rec in trace.norms_of(Some(0)) {
         assert_eq!(rec.stats.input_mean.len(), trace.len());
@@ -174,8 +221,17 @@ fn encoder_fixture_is_bidirectional_with_sinusoidal_positions() {
 #[test]
 fn masked_scores_survive_a_json_round_trip() {
     let trace = fixture(decoder_config(), 5).unwrap().trace("mask").unwrap();
-    let back: transformer_viz::Trace = serde_json::from_str(&serde_json::to_string(&trace).unwrap()).unwrap();
-    let masked = back.find(Op::Mask, Some(0)).unwrap().tensor.view3().unwrap();
+    let back: transformer_viz::Trace =
+        serde_json::from_str(&serde_json::to_string(&trace).unwrap()).unwrap();
+    let masked = back
+        .find(Op::Mask, Some(0))
+        .unwrap()
+        .tensor
+        .view3()
+        .unwrap();
     assert_eq!(masked[[1, 0, 3]], f32::NEG_INFINITY);
-    assert_eq!(back.attention(1, 3).unwrap(), trace.attention(1, 3).unwrap());
+    assert_eq!(
+        back.attention(1, 3).unwrap(),
+        trace.attention(1, 3).unwrap()
+    );
 }

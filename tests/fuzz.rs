@@ -24,14 +24,26 @@ use transformer_viz::{Transformer, VizError};
 
 /// `cases` per property, unless `PROPTEST_CASES` asks for another number (the long mode).
 fn cases(default: u32) -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(default);
-    ProptestConfig { cases, failure_persistence: None, ..ProptestConfig::default() }
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default);
+    ProptestConfig {
+        cases,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    }
 }
 
 /// Every error the engine gives is short, whatever the input held.
 fn assert_short(err: &VizError) {
     let message = err.to_string();
-    assert!(message.len() < 600, "a {}-character message: {}…", message.len(), &message[..200]);
+    assert!(
+        message.len() < 600,
+        "a {}-character message: {}…",
+        message.len(),
+        &message[..200]
+    );
 }
 
 fn ok_or_short<T>(result: Result<T, VizError>) -> Option<T> {
@@ -40,14 +52,18 @@ fn ok_or_short<T>(result: Result<T, VizError>) -> Option<T> {
 
 /// Deterministic small values for the test checkpoints.
 fn values(n: usize, seed: u32) -> Vec<f32> {
-    (0..n).map(|i| (((i as u32).wrapping_mul(2_654_435_761) ^ seed) % 2000) as f32 / 1000.0 - 1.0).collect()
+    (0..n)
+        .map(|i| (((i as u32).wrapping_mul(2_654_435_761) ^ seed) % 2000) as f32 / 1000.0 - 1.0)
+        .collect()
 }
 
 // ---------------------------------------------------------------------------------------
 // Test checkpoints: a tiny BERT (Hugging Face layout, with a tiny WordPiece tokenizer) and a
 // tiny model in this project's format.
 
-const TINY_BERT_VOCAB: &[&str] = &["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "##s", "a", "."];
+const TINY_BERT_VOCAB: &[&str] = &[
+    "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "##s", "a", ".",
+];
 
 fn tiny_bert_config() -> Value {
     json!({
@@ -58,8 +74,14 @@ fn tiny_bert_config() -> Value {
 }
 
 fn tiny_bert_tokenizer() -> String {
-    let vocab: serde_json::Map<String, Value> = TINY_BERT_VOCAB.iter().enumerate().map(|(i, t)| (t.to_string(), json!(i))).collect();
-    let added: Vec<Value> = (0..5).map(|i| json!({"id": i, "content": TINY_BERT_VOCAB[i], "special": true})).collect();
+    let vocab: serde_json::Map<String, Value> = TINY_BERT_VOCAB
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.to_string(), json!(i)))
+        .collect();
+    let added: Vec<Value> = (0..5)
+        .map(|i| json!({"id": i, "content": TINY_BERT_VOCAB[i], "special": true}))
+        .collect();
     json!({
         "added_tokens": added,
         "normalizer": {"type": "BertNormalizer", "clean_text": true, "handle_chinese_chars": true, "strip_accents": null, "lowercase": true},
@@ -75,13 +97,31 @@ fn tiny_bert_tokenizer() -> String {
 }
 
 fn safetensors_of(tensors: &[(String, Vec<usize>, Vec<f32>)]) -> Vec<u8> {
-    let bytes: Vec<(String, Vec<usize>, Vec<u8>)> =
-        tensors.iter().map(|(n, s, v)| (n.clone(), s.clone(), v.iter().flat_map(|x| x.to_le_bytes()).collect())).collect();
-    let mut views: Vec<(String, TensorView<'_>)> =
-        bytes.iter().map(|(n, s, d)| (n.clone(), TensorView::new(Dtype::F32, s.clone(), d).unwrap())).collect();
+    let bytes: Vec<(String, Vec<usize>, Vec<u8>)> = tensors
+        .iter()
+        .map(|(n, s, v)| {
+            (
+                n.clone(),
+                s.clone(),
+                v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            )
+        })
+        .collect();
+    let mut views: Vec<(String, TensorView<'_>)> = bytes
+        .iter()
+        .map(|(n, s, d)| {
+            (
+                n.clone(),
+                TensorView::new(Dtype::F32, s.clone(), d).unwrap(),
+            )
+        })
+        .collect();
     // BERT checkpoints carry an int64 table too; the reader skips it.
     let ids: Vec<u8> = (0..16i64).flat_map(|i| i.to_le_bytes()).collect();
-    views.push(("embeddings.position_ids".into(), TensorView::new(Dtype::I64, vec![1, 16], &ids).unwrap()));
+    views.push((
+        "embeddings.position_ids".into(),
+        TensorView::new(Dtype::I64, vec![1, 16], &ids).unwrap(),
+    ));
     safetensors::serialize(views, None).unwrap()
 }
 
@@ -168,22 +208,41 @@ fn with_header(header: &Value, data: &[u8]) -> Vec<u8> {
 /// The header (parsed) and data section of a valid file.
 fn split(bytes: &[u8]) -> (Value, &[u8]) {
     let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
-    (serde_json::from_slice(&bytes[8..8 + n]).unwrap(), &bytes[8 + n..])
+    (
+        serde_json::from_slice(&bytes[8..8 + n]).unwrap(),
+        &bytes[8 + n..],
+    )
 }
 
 fn a_dtype() -> impl Strategy<Value = Value> {
     prop_oneof![
-        prop::sample::select(vec!["F32", "F16", "BF16", "F64", "I64", "I32", "U8", "BOOL", "F8_E4M3", "F8_E5M2", "", "f32", "XYZ"]).prop_map(|s| json!(s)),
+        prop::sample::select(vec![
+            "F32", "F16", "BF16", "F64", "I64", "I32", "U8", "BOOL", "F8_E4M3", "F8_E5M2", "",
+            "f32", "XYZ"
+        ])
+        .prop_map(|s| json!(s)),
         any::<i64>().prop_map(|n| json!(n)),
     ]
 }
 
 fn a_dim() -> impl Strategy<Value = u64> {
-    prop_oneof![0u64..20, Just(1 << 31), Just(1 << 32), Just(u64::MAX / 3), Just(u64::MAX), any::<u64>()]
+    prop_oneof![
+        0u64..20,
+        Just(1 << 31),
+        Just(1 << 32),
+        Just(u64::MAX / 3),
+        Just(u64::MAX),
+        any::<u64>()
+    ]
 }
 
 fn an_offset(len: usize) -> impl Strategy<Value = u64> {
-    prop_oneof![0..=len as u64 + 8, Just(u64::MAX), Just(1 << 40), any::<u64>()]
+    prop_oneof![
+        0..=len as u64 + 8,
+        Just(u64::MAX),
+        Just(1 << 40),
+        any::<u64>()
+    ]
 }
 
 proptest! {
@@ -261,13 +320,38 @@ fn json_value(depth: u32) -> impl Strategy<Value = Value> {
         any::<bool>().prop_map(Value::Bool),
         any::<i64>().prop_map(|n| json!(n)),
         any::<u64>().prop_map(|n| json!(n)),
-        prop_oneof![Just(0u64), Just(1), Just(2), Just(4095), Just(4096), Just(4097), Just(1 << 32), Just((1 << 32) - 1), Just(1 << 40), Just(u64::MAX)]
-            .prop_map(|n| json!(n)),
-        any::<f64>().prop_filter("JSON has no NaN or infinity", |f| f.is_finite()).prop_map(|f| json!(f)),
-        prop_oneof![Just(1e-12), Just(-0.0), Just(0.5), Just(1e38), Just(1e39), Just(1e300), Just(f64::MIN_POSITIVE)].prop_map(|f| json!(f)),
+        prop_oneof![
+            Just(0u64),
+            Just(1),
+            Just(2),
+            Just(4095),
+            Just(4096),
+            Just(4097),
+            Just(1 << 32),
+            Just((1 << 32) - 1),
+            Just(1 << 40),
+            Just(u64::MAX)
+        ]
+        .prop_map(|n| json!(n)),
+        any::<f64>()
+            .prop_filter("JSON has no NaN or infinity", |f| f.is_finite())
+            .prop_map(|f| json!(f)),
+        prop_oneof![
+            Just(1e-12),
+            Just(-0.0),
+            Just(0.5),
+            Just(1e38),
+            Just(1e39),
+            Just(1e300),
+            Just(f64::MIN_POSITIVE)
+        ]
+        .prop_map(|f| json!(f)),
         ".{0,12}".prop_map(Value::String),
-        prop::sample::select(vec!["gelu", "relu", "bert", "absolute", "Rotary", "Learned", "Layer", "Rms", "Pre", "Post", "SwiGlu", "Tied"])
-            .prop_map(|s| json!(s)),
+        prop::sample::select(vec![
+            "gelu", "relu", "bert", "absolute", "Rotary", "Learned", "Layer", "Rms", "Pre", "Post",
+            "SwiGlu", "Tied"
+        ])
+        .prop_map(|s| json!(s)),
     ];
     leaf.prop_recursive(depth, 24, 4, |inner| {
         prop_oneof![
@@ -280,8 +364,21 @@ fn json_value(depth: u32) -> impl Strategy<Value = Value> {
 
 /// A valid config with one to three fields set to random values (or removed).
 fn mutate_config(valid: Value) -> impl Strategy<Value = Value> {
-    let fields: Vec<String> = valid.as_object().unwrap().keys().cloned().chain(["unknown_field".to_string()]).collect();
-    prop::collection::vec((prop::sample::select(fields), proptest::option::weighted(0.9, json_value(2))), 1..4).prop_map(move |edits| {
+    let fields: Vec<String> = valid
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .chain(["unknown_field".to_string()])
+        .collect();
+    prop::collection::vec(
+        (
+            prop::sample::select(fields),
+            proptest::option::weighted(0.9, json_value(2)),
+        ),
+        1..4,
+    )
+    .prop_map(move |edits| {
         let mut config = valid.clone();
         for (field, value) in edits {
             match value {
@@ -329,7 +426,12 @@ proptest! {
 
 fn minilm_tokenizer() -> &'static WordPiece {
     static TOKENIZER: OnceLock<WordPiece> = OnceLock::new();
-    TOKENIZER.get_or_init(|| WordPiece::from_tokenizer_json(&std::fs::read_to_string(common::minilm_dir().join("tokenizer.json")).unwrap()).unwrap())
+    TOKENIZER.get_or_init(|| {
+        WordPiece::from_tokenizer_json(
+            &std::fs::read_to_string(common::minilm_dir().join("tokenizer.json")).unwrap(),
+        )
+        .unwrap()
+    })
 }
 
 /// Text built from pieces that stress BERT's normaliser: control characters, combining marks,
@@ -338,9 +440,49 @@ fn nasty_text() -> impl Strategy<Value = String> {
     let piece = prop_oneof![
         any::<char>().prop_map(String::from),
         prop::sample::select(vec![
-            "\u{0}", "\u{7}", "\u{b}", "\u{c}", "\u{85}", "\u{a0}", "\u{2028}", "\u{3000}", "\t", "\n", "\r", " ", "\u{200b}", "\u{feff}",
-            "\u{301}", "\u{308}\u{301}", "\u{fffd}", "\u{202e}", "e\u{301}", "ǅ", "İ", "ß", "ΐ", "Σ", "東京", "😀", "🏳️‍🌈", "[CLS]", "[SEP]",
-            "[MASK]", "[PAD]", "[UNK]", "[CL", "S]", "##", "un", "##able", ".", ",", "'", "-", "\u{10ffff}", "\u{e000}",
+            "\u{0}",
+            "\u{7}",
+            "\u{b}",
+            "\u{c}",
+            "\u{85}",
+            "\u{a0}",
+            "\u{2028}",
+            "\u{3000}",
+            "\t",
+            "\n",
+            "\r",
+            " ",
+            "\u{200b}",
+            "\u{feff}",
+            "\u{301}",
+            "\u{308}\u{301}",
+            "\u{fffd}",
+            "\u{202e}",
+            "e\u{301}",
+            "ǅ",
+            "İ",
+            "ß",
+            "ΐ",
+            "Σ",
+            "東京",
+            "😀",
+            "🏳️‍🌈",
+            "[CLS]",
+            "[SEP]",
+            "[MASK]",
+            "[PAD]",
+            "[UNK]",
+            "[CL",
+            "S]",
+            "##",
+            "un",
+            "##able",
+            ".",
+            ",",
+            "'",
+            "-",
+            "\u{10ffff}",
+            "\u{e000}",
         ])
         .prop_map(String::from),
         (any::<char>(), 1usize..300).prop_map(|(c, n)| c.to_string().repeat(n)),
@@ -389,22 +531,40 @@ proptest! {
 
 /// Small configs of every architecture family, with numbers near the fixture's.
 fn small_config() -> impl Strategy<Value = ModelConfig> {
-    (1usize..4, 1usize..5, 1usize..4, prop::sample::select(vec![2usize, 4]), 1usize..40, 2usize..30, 0usize..3, any::<u8>()).prop_map(
-        |(layers, heads, kv_divisor, head_dim, d_ff, context, token_types, family)| {
-            let mut c = if family % 2 == 0 { fixture::encoder_config() } else { fixture::decoder_config() };
-            c.n_layers = layers;
-            c.n_heads = heads;
-            c.n_kv_heads = if heads % kv_divisor == 0 { heads / kv_divisor } else { heads };
-            c.head_dim = head_dim;
-            c.d_ff = d_ff;
-            c.context = context;
-            c.token_types = token_types;
-            if family % 4 == 3 {
-                c.position = transformer_viz::model::config::Position::Learned;
-            }
-            c
-        },
+    (
+        1usize..4,
+        1usize..5,
+        1usize..4,
+        prop::sample::select(vec![2usize, 4]),
+        1usize..40,
+        2usize..30,
+        0usize..3,
+        any::<u8>(),
     )
+        .prop_map(
+            |(layers, heads, kv_divisor, head_dim, d_ff, context, token_types, family)| {
+                let mut c = if family % 2 == 0 {
+                    fixture::encoder_config()
+                } else {
+                    fixture::decoder_config()
+                };
+                c.n_layers = layers;
+                c.n_heads = heads;
+                c.n_kv_heads = if heads % kv_divisor == 0 {
+                    heads / kv_divisor
+                } else {
+                    heads
+                };
+                c.head_dim = head_dim;
+                c.d_ff = d_ff;
+                c.context = context;
+                c.token_types = token_types;
+                if family % 4 == 3 {
+                    c.position = transformer_viz::model::config::Position::Learned;
+                }
+                c
+            },
+        )
 }
 
 proptest! {

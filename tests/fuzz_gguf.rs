@@ -40,8 +40,15 @@ static ALLOCATOR: LargestAllocation = LargestAllocation;
 const ALLOCATION_LIMIT: usize = 1 << 20;
 
 fn config() -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(512);
-    ProptestConfig { cases, failure_persistence: None, ..ProptestConfig::default() }
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(512);
+    ProptestConfig {
+        cases,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    }
 }
 
 /// Parses `bytes` and, when it parses, reads everything it claims to hold, as a model loader
@@ -50,10 +57,17 @@ fn parse_and_read_all(bytes: &[u8]) -> Result<(), TestCaseError> {
     match Gguf::parse(bytes) {
         Ok(file) => {
             for key in file.metadata().keys() {
-                let _ = (file.get_u32(key), file.get_f32(key), file.get_str(key), file.get_str_array(key));
+                let _ = (
+                    file.get_u32(key),
+                    file.get_f32(key),
+                    file.get_str(key),
+                    file.get_str_array(key),
+                );
             }
             for tensor in file.tensors() {
-                let values = tensor.to_f32().map_err(|e| TestCaseError::fail(format!("a parsed tensor failed to read: {e}")))?;
+                let values = tensor.to_f32().map_err(|e| {
+                    TestCaseError::fail(format!("a parsed tensor failed to read: {e}"))
+                })?;
                 prop_assert_eq!(values.len(), tensor.rows() * tensor.cols());
                 let x = vec![1.0f32; tensor.cols()];
                 let last = tensor.rows() - 1;
@@ -61,8 +75,15 @@ fn parse_and_read_all(bytes: &[u8]) -> Result<(), TestCaseError> {
             }
             Ok(())
         }
-        Err(VizError::CorruptGguf(_) | VizError::GgufVersion(_) | VizError::UnsupportedDtype { .. } | VizError::MetadataType { .. }) => Ok(()),
-        Err(other) => Err(TestCaseError::fail(format!("an unexpected kind of error: {other:?}"))),
+        Err(
+            VizError::CorruptGguf(_)
+            | VizError::GgufVersion(_)
+            | VizError::UnsupportedDtype { .. }
+            | VizError::MetadataType { .. },
+        ) => Ok(()),
+        Err(other) => Err(TestCaseError::fail(format!(
+            "an unexpected kind of error: {other:?}"
+        ))),
     }
 }
 
@@ -71,7 +92,11 @@ fn check(bytes: &[u8]) -> Result<(), TestCaseError> {
     LARGEST.store(0, Ordering::Relaxed);
     parse_and_read_all(bytes)?;
     let largest = LARGEST.load(Ordering::Relaxed);
-    prop_assert!(largest <= ALLOCATION_LIMIT, "a {}-byte input made a {largest}-byte allocation", bytes.len());
+    prop_assert!(
+        largest <= ALLOCATION_LIMIT,
+        "a {}-byte input made a {largest}-byte allocation",
+        bytes.len()
+    );
     Ok(())
 }
 
@@ -82,7 +107,10 @@ fn sample() -> Vec<u8> {
     let mut q4 = half::f16::from_f32(0.2).to_le_bytes().to_vec();
     q4.extend(half::f16::from_f32(-1.0).to_le_bytes());
     q4.extend((0..16u8).map(|i| i.wrapping_mul(91)));
-    let f16s: Vec<u8> = [0.5f32, -1.0, 2.0].iter().flat_map(|&v| half::f16::from_f32(v).to_le_bytes()).collect();
+    let f16s: Vec<u8> = [0.5f32, -1.0, 2.0]
+        .iter()
+        .flat_map(|&v| half::f16::from_f32(v).to_le_bytes())
+        .collect();
     GgufWriter::new()
         .alignment(32)
         .kv("general.architecture", GgufValue::String("llama".into()))
@@ -99,13 +127,33 @@ fn sample() -> Vec<u8> {
         .kv("a.f64", GgufValue::F64(0.25))
         .kv(
             "tokenizer.ggml.tokens",
-            GgufValue::Array(GgufValueType::String, ["a", "b", "Ġc"].iter().map(|s| GgufValue::String(s.to_string())).collect()),
+            GgufValue::Array(
+                GgufValueType::String,
+                ["a", "b", "Ġc"]
+                    .iter()
+                    .map(|s| GgufValue::String(s.to_string()))
+                    .collect(),
+            ),
         )
         .kv(
             "a.nested",
-            GgufValue::Array(GgufValueType::Array, vec![GgufValue::Array(GgufValueType::I32, vec![GgufValue::I32(5), GgufValue::I32(6)])]),
+            GgufValue::Array(
+                GgufValueType::Array,
+                vec![GgufValue::Array(
+                    GgufValueType::I32,
+                    vec![GgufValue::I32(5), GgufValue::I32(6)],
+                )],
+            ),
         )
-        .tensor("norm", &[3], GgmlType::F32, [1.0f32, 2.0, 3.0].iter().flat_map(|v| v.to_le_bytes()).collect())
+        .tensor(
+            "norm",
+            &[3],
+            GgmlType::F32,
+            [1.0f32, 2.0, 3.0]
+                .iter()
+                .flat_map(|v| v.to_le_bytes())
+                .collect(),
+        )
         .tensor("half", &[3], GgmlType::F16, f16s)
         .tensor("emb", &[2, 32], GgmlType::Q8_0, q8.repeat(2))
         .tensor("w", &[1, 64], GgmlType::Q4_1, q4.repeat(2))

@@ -28,8 +28,17 @@ fn gpu_context() -> GpuContext {
 /// step, |gpu - cpu| / max(1, |cpu|)), after checking they hold the same steps.
 fn gaps(cpu: &Trace, gpu: &Trace) -> (f32, f32) {
     assert_eq!(cpu.tokens, gpu.tokens);
-    let names = |t: &Trace| t.steps.iter().map(|s| (s.name.clone(), s.tensor.view().shape().to_vec())).collect::<Vec<_>>();
-    assert_eq!(names(cpu), names(gpu), "the same steps, in the same order, of the same shapes");
+    let names = |t: &Trace| {
+        t.steps
+            .iter()
+            .map(|s| (s.name.clone(), s.tensor.view().shape().to_vec()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        names(cpu),
+        names(gpu),
+        "the same steps, in the same order, of the same shapes"
+    );
     let (mut attention, mut other) = (0f32, 0f32);
     for (c, g) in cpu.steps.iter().zip(&gpu.steps) {
         let is_attention = matches!(c.op, Op::Softmax | Op::CrossSoftmax);
@@ -54,17 +63,39 @@ fn check_model(model: &Transformer, ctx: GpuContext) -> u64 {
     let cpu = on_cpu(model.trace_with(&Cpu, TEXT)).expect("cpu trace");
     let gpu_backend = GpuBackend::new(ctx, &model.weights);
     let gpu = pollster::block_on(model.trace_with(&gpu_backend, TEXT)).expect("gpu trace");
-    assert_eq!(gpu_backend.failure(), None, "{}: every operation ran on the GPU", model.config.name);
+    assert_eq!(
+        gpu_backend.failure(),
+        None,
+        "{}: every operation ran on the GPU",
+        model.config.name
+    );
     let (attention, other) = gaps(&cpu, &gpu);
-    eprintln!("{}: attention within {attention:.2e}, other steps within {other:.2e} relative", model.config.name);
-    assert!(attention < 1e-4, "{}: attention weights differ by {attention}", model.config.name);
-    assert!(other < 1e-3, "{}: a step differs by {other} relative", model.config.name);
+    eprintln!(
+        "{}: attention within {attention:.2e}, other steps within {other:.2e} relative",
+        model.config.name
+    );
+    assert!(
+        attention < 1e-4,
+        "{}: attention weights differ by {attention}",
+        model.config.name
+    );
+    assert!(
+        other < 1e-3,
+        "{}: a step differs by {other} relative",
+        model.config.name
+    );
     // The page's "largest difference" line computes the same two figures.
     let said = cpu.largest_difference(&gpu).expect("comparable traces");
     assert_eq!((said.attention, said.other), (attention, other));
     // The CPU's own traced pass (the one the page shows) agrees with trace_with(&Cpu).
     let page = model.trace(TEXT).expect("trace");
-    let last = |t: &Trace| t.find(Op::Softmax, Some(model.config.n_layers - 1)).expect("last layer's attention").tensor.view().to_owned();
+    let last = |t: &Trace| {
+        t.find(Op::Softmax, Some(model.config.n_layers - 1))
+            .expect("last layer's attention")
+            .tensor
+            .view()
+            .to_owned()
+    };
     assert_eq!(last(&page), last(&cpu));
     gpu_backend.weight_bytes()
 }
@@ -77,7 +108,8 @@ fn minilm_runs_on_the_gpu_as_on_the_cpu() {
 #[test]
 fn the_lecture_decoders_run_on_the_gpu_as_on_the_cpu() {
     for name in ["lecture-post-ln", "lecture-pre-ln"] {
-        let model = load_named(&common::models_dir(), name, WeightPrecision::F32).expect("committed model");
+        let model =
+            load_named(&common::models_dir(), name, WeightPrecision::F32).expect("committed model");
         check_model(&model, gpu_context());
     }
 }
@@ -90,14 +122,22 @@ fn smollm2_runs_on_the_gpu_as_on_the_cpu() {
         let held = check_model(model, gpu_context());
         // Widened to f32, the matrices alone would be ~540 MB; as blocks, about the file's size.
         let w = &model.weights;
-        let mut blocks = w.token_embedding.bytes_in_memory() + w.lm_head.as_ref().map_or(0, |m| m.bytes_in_memory());
+        let mut blocks = w.token_embedding.bytes_in_memory()
+            + w.lm_head.as_ref().map_or(0, |m| m.bytes_in_memory());
         for layer in &w.layers {
             let (a, f) = (&layer.attention, &layer.ffn);
-            for linear in [&a.query, &a.key, &a.value, &a.output, &f.up, &f.down].into_iter().chain(f.gate.as_ref()) {
+            for linear in [&a.query, &a.key, &a.value, &a.output, &f.up, &f.down]
+                .into_iter()
+                .chain(f.gate.as_ref())
+            {
                 blocks += linear.weight.bytes_in_memory();
             }
         }
-        eprintln!("smollm2: the GPU holds {:.0} MB of weights; the CPU {:.0} MB of matrices", held as f64 / 1e6, blocks as f64 / 1e6);
+        eprintln!(
+            "smollm2: the GPU holds {:.0} MB of weights; the CPU {:.0} MB of matrices",
+            held as f64 / 1e6,
+            blocks as f64 / 1e6
+        );
         assert!(held < blocks as u64 + (4 << 20), "the GPU holds {held} bytes of weights, more than the {blocks} bytes of blocks (and small vectors)");
     }
 }
@@ -107,23 +147,49 @@ fn the_encoder_decoder_decodes_on_the_gpu_as_on_the_cpu() {
     // Every pass of the greedy decoding (the encoder's once, the decoder's a token) and the
     // traced passes run on the GPU: the same output, and the same numbers within the bounds,
     // the encoder's trace and the cross-attention included.
-    let model = load_named(&common::models_dir(), "lecture-reverse", WeightPrecision::F32).expect("committed model");
+    let model = load_named(
+        &common::models_dir(),
+        "lecture-reverse",
+        WeightPrecision::F32,
+    )
+    .expect("committed model");
     let source = "gpu reads this";
     let cpu = model.translate(source).expect("cpu translation");
     let gpu_backend = GpuBackend::new(gpu_context(), &model.weights);
-    let gpu = pollster::block_on(model.translate_with(&gpu_backend, source)).expect("gpu translation");
-    assert_eq!(gpu_backend.failure(), None, "every operation ran on the GPU");
+    let gpu =
+        pollster::block_on(model.translate_with(&gpu_backend, source)).expect("gpu translation");
+    assert_eq!(
+        gpu_backend.failure(),
+        None,
+        "every operation ran on the GPU"
+    );
     assert_eq!(gpu.output, cpu.output);
-    assert_eq!(cpu.output, source.chars().rev().collect::<String>(), "the model reverses its source");
+    assert_eq!(
+        cpu.output,
+        source.chars().rev().collect::<String>(),
+        "the model reverses its source"
+    );
     let (attention, other) = gaps(&cpu.trace, &gpu.trace);
-    let (source_cpu, source_gpu) = (cpu.trace.source.as_deref().expect("encoder pass"), gpu.trace.source.as_deref().expect("encoder pass"));
+    let (source_cpu, source_gpu) = (
+        cpu.trace.source.as_deref().expect("encoder pass"),
+        gpu.trace.source.as_deref().expect("encoder pass"),
+    );
     let (encoder_attention, encoder_other) = gaps(source_cpu, source_gpu);
     eprintln!("lecture-reverse: decoder attention within {attention:.2e}, other {other:.2e}; encoder {encoder_attention:.2e}, {encoder_other:.2e}");
     assert!(attention.max(encoder_attention) < 1e-4 && other.max(encoder_other) < 1e-3);
-    assert!(cpu.trace.find(Op::CrossSoftmax, Some(0)).is_some(), "cross-attention is in the trace");
+    assert!(
+        cpu.trace.find(Op::CrossSoftmax, Some(0)).is_some(),
+        "cross-attention is in the trace"
+    );
     // The page's line compares both passes, the encoder's too.
-    let said = cpu.trace.largest_difference(&gpu.trace).expect("comparable");
-    assert_eq!((said.attention, said.other), (attention.max(encoder_attention), other.max(encoder_other)));
+    let said = cpu
+        .trace
+        .largest_difference(&gpu.trace)
+        .expect("comparable");
+    assert_eq!(
+        (said.attention, said.other),
+        (attention.max(encoder_attention), other.max(encoder_other))
+    );
     // trace_with gives the translation's trace.
     let traced = pollster::block_on(model.trace_with(&gpu_backend, source)).expect("trace");
     assert_eq!(traced.text, cpu.output);
@@ -135,24 +201,46 @@ fn a_lost_device_hands_the_pass_to_the_cpu_with_the_same_numbers() {
     let cpu = on_cpu(model.trace_with(&Cpu, TEXT)).expect("cpu trace");
     let backend = GpuBackend::new(gpu_context(), &model.weights);
     backend.lose_device();
-    let fallen_back = pollster::block_on(model.trace_with(&backend, TEXT)).expect("the pass finishes");
+    let fallen_back =
+        pollster::block_on(model.trace_with(&backend, TEXT)).expect("the pass finishes");
     let failure = backend.failure().expect("the loss is reported");
     assert!(backend.name().starts_with("cpu"), "{}", backend.name());
     eprintln!("reported: {failure}");
     let (attention, other) = gaps(&cpu, &fallen_back);
-    assert_eq!((attention, other), (0.0, 0.0), "after the loss every number is the CPU's");
+    assert_eq!(
+        (attention, other),
+        (0.0, 0.0),
+        "after the loss every number is the CPU's"
+    );
 }
 
 #[test]
 fn the_trace_command_prints_the_same_json_from_both_backends() {
     let run = |backend: &str| {
         let out = Command::new(env!("CARGO_BIN_EXE_transformer-viz"))
-            .args(["trace", "--models-dir", common::models_dir().to_str().unwrap(), "--model", "minilm-l6", "--backend", backend, "--text", TEXT])
+            .args([
+                "trace",
+                "--models-dir",
+                common::models_dir().to_str().unwrap(),
+                "--model",
+                "minilm-l6",
+                "--backend",
+                backend,
+                "--text",
+                TEXT,
+            ])
             .env("XDG_RUNTIME_DIR", std::env::temp_dir())
             .output()
             .expect("runs");
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        (serde_json::from_slice::<serde_json::Value>(&out.stdout).expect("json"), String::from_utf8_lossy(&out.stderr).to_string())
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (
+            serde_json::from_slice::<serde_json::Value>(&out.stdout).expect("json"),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
     };
     let ((cpu, _), (gpu, said)) = (run("cpu"), run("gpu"));
     assert!(said.contains("ran on the GPU"), "{said}");
@@ -176,7 +264,10 @@ fn the_trace_command_prints_the_same_json_from_both_backends() {
         }
     }
     walk(&cpu, &gpu, &mut gap, &mut numbers);
-    assert!(numbers > 1000, "the summary holds every head's attention ({numbers} numbers)");
+    assert!(
+        numbers > 1000,
+        "the summary holds every head's attention ({numbers} numbers)"
+    );
     assert!(gap < 1e-4, "attention in the JSON differs by {gap}");
 }
 
@@ -197,56 +288,133 @@ fn attention_in_one_call_on_the_gpu_matches_the_cpu_steps() {
         })
     };
     // (heads, kv_heads, queries, first, head_dim, causal)
-    for (heads, kv_heads, queries, first, hd, causal) in [(1, 1, 1, 0, 1, true), (12, 12, 32, 0, 32, false), (9, 3, 1, 31, 64, true), (4, 4, 17, 5, 16, true), (8, 2, 33, 0, 20, true), (6, 2, 3, 40, 17, true)] {
+    for (heads, kv_heads, queries, first, hd, causal) in [
+        (1, 1, 1, 0, 1, true),
+        (12, 12, 32, 0, 32, false),
+        (9, 3, 1, 31, 64, true),
+        (4, 4, 17, 5, 16, true),
+        (8, 2, 33, 0, 20, true),
+        (6, 2, 3, 40, 17, true),
+    ] {
         let keys = if causal { first + queries } else { queries };
-        let (q, k, v) = (values((queries, heads * hd)), values((keys, kv_heads * hd)), values((keys, kv_heads * hd))); // rows
-        let (group, scale, mask) = (heads / kv_heads, 1.0 / (hd as f32).sqrt(), causal.then_some(first));
+        let (q, k, v) = (
+            values((queries, heads * hd)),
+            values((keys, kv_heads * hd)),
+            values((keys, kv_heads * hd)),
+        ); // rows
+        let (group, scale, mask) = (
+            heads / kv_heads,
+            1.0 / (hd as f32).sqrt(),
+            causal.then_some(first),
+        );
         let split = |b: &Cpu, x: &Array2<f32>, h| b.split_heads(x.clone(), h, hd);
-        let (cq, ck, cv) = (split(&Cpu, &q, heads), split(&Cpu, &k, kv_heads), split(&Cpu, &v, kv_heads));
+        let (cq, ck, cv) = (
+            split(&Cpu, &q, heads),
+            split(&Cpu, &k, kv_heads),
+            split(&Cpu, &v, kv_heads),
+        );
         let (cpu_weights, cpu_out) = Cpu.attend(&cq, &ck, &cv, group, scale, mask);
         let gsplit = |x: &Array2<f32>, h| gpu.split_heads(gpu.rows(x.clone()), h, hd);
-        let (gq, gk, gv) = (gsplit(&q, heads), gsplit(&k, kv_heads), gsplit(&v, kv_heads));
+        let (gq, gk, gv) = (
+            gsplit(&q, heads),
+            gsplit(&k, kv_heads),
+            gsplit(&v, kv_heads),
+        );
         let (weights, out) = gpu.attend(&gq, &gk, &gv, group, scale, mask);
         let (gpu_weights, gpu_out) = (gpu.trace_heads(&weights), gpu.trace_heads(&out));
-        assert!(pollster::block_on(gpu.finish()), "ran on the GPU: {:?}", gpu.failure());
+        assert!(
+            pollster::block_on(gpu.finish()),
+            "ran on the GPU: {:?}",
+            gpu.failure()
+        );
         let (gpu_weights, gpu_out) = (gpu_weights.into_array(), gpu_out.into_array());
-        assert_eq!((gpu_weights.shape(), gpu_out.shape()), (cpu_weights.shape(), cpu_out.shape()));
-        let what = format!("heads {heads}/{kv_heads}, Tq {queries}, first {first}, hd {hd}, causal {causal}");
-        let weights_gap = cpu_weights.iter().zip(&gpu_weights).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
-        let out_gap = cpu_out.iter().zip(&gpu_out).map(|(a, b)| (a - b).abs() / a.abs().max(1.0)).fold(0f32, f32::max);
+        assert_eq!(
+            (gpu_weights.shape(), gpu_out.shape()),
+            (cpu_weights.shape(), cpu_out.shape())
+        );
+        let what = format!(
+            "heads {heads}/{kv_heads}, Tq {queries}, first {first}, hd {hd}, causal {causal}"
+        );
+        let weights_gap = cpu_weights
+            .iter()
+            .zip(&gpu_weights)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0f32, f32::max);
+        let out_gap = cpu_out
+            .iter()
+            .zip(&gpu_out)
+            .map(|(a, b)| (a - b).abs() / a.abs().max(1.0))
+            .fold(0f32, f32::max);
         assert!(weights_gap < 1e-4, "weights, {what}: {weights_gap}");
         assert!(out_gap < 1e-4, "head outputs, {what}: {out_gap}");
         if let Some(first) = mask {
             // Masked keys get no weight at all on either.
             for ((h, i, j), &w) in cpu_weights.indexed_iter() {
                 if j > first + i {
-                    assert_eq!((w, gpu_weights[[h, i, j]]), (0.0, 0.0), "{what}: key {j} is after query {i}");
+                    assert_eq!(
+                        (w, gpu_weights[[h, i, j]]),
+                        (0.0, 0.0),
+                        "{what}: key {j} is after query {i}"
+                    );
                 }
             }
         }
         // The heads merged back into rows: the CPU's `merge_heads` exactly (a copy).
         let merged = gpu.trace_rows(&gpu.merge_heads(gq));
         assert!(pollster::block_on(gpu.finish()));
-        assert_eq!(merged.into_array(), q.into_dyn(), "{what}: split then merged gives the rows back");
+        assert_eq!(
+            merged.into_array(),
+            q.into_dyn(),
+            "{what}: split then merged gives the rows back"
+        );
     }
 }
 
 /// The passes of `ids` on `backend`: the first `split` tokens, then the rest through the KV
 /// cache (kept where the backend keeps its tensors). Returns the second pass's trace and
 /// logits.
-fn cached_passes<B: Backend>(backend: &B, model: &Transformer, ids: &[u32], split: usize) -> (Vec<(String, ndarray::ArrayD<f32>)>, ndarray::Array2<f32>) {
+fn cached_passes<B: Backend>(
+    backend: &B,
+    model: &Transformer,
+    ids: &[u32],
+    split: usize,
+) -> (Vec<(String, ndarray::ArrayD<f32>)>, ndarray::Array2<f32>) {
     use transformer_viz::model::forward::{forward_with, Logits};
     use transformer_viz::model::kv_cache::KvCache;
     use transformer_viz::trace::{NoRecorder, TraceRecorder};
     let (w, c) = (&model.weights, &model.config);
     let mut cache = KvCache::<B::Heads>::new();
-    pollster::block_on(forward_with(backend, &ids[..split], Some(&mut cache), w, c, &mut NoRecorder, Logits::Last)).expect("the first pass");
+    pollster::block_on(forward_with(
+        backend,
+        &ids[..split],
+        Some(&mut cache),
+        w,
+        c,
+        &mut NoRecorder,
+        Logits::Last,
+    ))
+    .expect("the first pass");
     assert_eq!(cache.len(), split);
     let mut rec = TraceRecorder::new(c);
-    let out = pollster::block_on(forward_with(backend, &ids[split..], Some(&mut cache), w, c, &mut rec, Logits::All)).expect("the pass through the cache");
+    let out = pollster::block_on(forward_with(
+        backend,
+        &ids[split..],
+        Some(&mut cache),
+        w,
+        c,
+        &mut rec,
+        Logits::All,
+    ))
+    .expect("the pass through the cache");
     assert_eq!(cache.len(), ids.len());
     let (steps, _) = rec.into_parts();
-    (steps.into_iter().map(|s| (s.name, s.tensor.into_array())).collect(), out.logits.expect("a decoder's logits"))
+    (
+        steps
+            .into_iter()
+            .map(|s| (s.name, s.tensor.into_array()))
+            .collect(),
+        out.logits.expect("a decoder's logits"),
+    )
 }
 
 #[test]
@@ -255,7 +423,12 @@ fn the_kv_cache_stays_on_the_gpu_and_gives_the_cpus_numbers() {
     // joined on the device (`append_tokens`), the new queries see them at their positions
     // (rotary and the causal mask from the cache's length, the mask as its own kernel), and
     // every step and logit agrees with the CPU's pass through its own cache.
-    let lecture = load_named(&common::models_dir(), "lecture-pre-ln", WeightPrecision::F32).expect("committed model");
+    let lecture = load_named(
+        &common::models_dir(),
+        "lecture-pre-ln",
+        WeightPrecision::F32,
+    )
+    .expect("committed model");
     let mut models = vec![&lecture];
     models.extend(common::smollm2());
     for model in models {
@@ -264,21 +437,64 @@ fn the_kv_cache_stays_on_the_gpu_and_gives_the_cpus_numbers() {
         let gpu = GpuBackend::new(gpu_context(), &model.weights);
         let (cpu_steps, cpu_logits) = cached_passes(&Cpu, model, &ids, split);
         let (gpu_steps, gpu_logits) = cached_passes(&gpu, model, &ids, split);
-        assert_eq!(gpu.failure(), None, "{}: every operation ran on the GPU", model.config.name);
+        assert_eq!(
+            gpu.failure(),
+            None,
+            "{}: every operation ran on the GPU",
+            model.config.name
+        );
         assert_eq!(cpu_steps.len(), gpu_steps.len());
         let mut worst = 0f32;
         for ((name, a), (gname, b)) in cpu_steps.iter().zip(&gpu_steps) {
-            assert_eq!((name, a.shape()), (gname, b.shape()), "the same steps of the same shapes");
-            let masked = a.iter().zip(b).filter(|(x, y)| x.is_infinite() || y.is_infinite()).count();
-            assert!(a.iter().zip(b).all(|(x, y)| x.is_infinite() == y.is_infinite()), "{name}: the same keys masked");
-            let bound = if name.ends_with(".attention") { 1e-4 } else { 1e-3 };
-            let gap = a.iter().zip(b).filter(|(x, _)| x.is_finite()).map(|(x, y)| (x - y).abs() / if bound < 1e-3 { 1.0 } else { x.abs().max(1.0) }).fold(0f32, f32::max);
-            assert!(gap < bound, "{}: {name} differs by {gap} ({masked} masked)", model.config.name);
+            assert_eq!(
+                (name, a.shape()),
+                (gname, b.shape()),
+                "the same steps of the same shapes"
+            );
+            let masked = a
+                .iter()
+                .zip(b)
+                .filter(|(x, y)| x.is_infinite() || y.is_infinite())
+                .count();
+            assert!(
+                a.iter()
+                    .zip(b)
+                    .all(|(x, y)| x.is_infinite() == y.is_infinite()),
+                "{name}: the same keys masked"
+            );
+            let bound = if name.ends_with(".attention") {
+                1e-4
+            } else {
+                1e-3
+            };
+            let gap = a
+                .iter()
+                .zip(b)
+                .filter(|(x, _)| x.is_finite())
+                .map(|(x, y)| (x - y).abs() / if bound < 1e-3 { 1.0 } else { x.abs().max(1.0) })
+                .fold(0f32, f32::max);
+            assert!(
+                gap < bound,
+                "{}: {name} differs by {gap} ({masked} masked)",
+                model.config.name
+            );
             worst = worst.max(gap);
         }
-        let logit_gap = cpu_logits.iter().zip(&gpu_logits).map(|(x, y)| (x - y).abs() / x.abs().max(1.0)).fold(0f32, f32::max);
-        eprintln!("{}: through the cache, steps within {worst:.2e}, logits within {logit_gap:.2e}", model.config.name);
+        let logit_gap = cpu_logits
+            .iter()
+            .zip(&gpu_logits)
+            .map(|(x, y)| (x - y).abs() / x.abs().max(1.0))
+            .fold(0f32, f32::max);
+        eprintln!(
+            "{}: through the cache, steps within {worst:.2e}, logits within {logit_gap:.2e}",
+            model.config.name
+        );
         assert!(logit_gap < 1e-3);
-        assert!(cpu_steps.iter().any(|(n, a)| n.ends_with(".attention") && a.shape()[2] == ids.len()), "the new queries attend over every token");
+        assert!(
+            cpu_steps
+                .iter()
+                .any(|(n, a)| n.ends_with(".attention") && a.shape()[2] == ids.len()),
+            "the new queries attend over every token"
+        );
     }
 }

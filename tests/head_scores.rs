@@ -12,7 +12,13 @@ const DEFAULT_SENTENCE: &str = "The animal didn't cross the street because it wa
 
 /// Row i puts all its weight on column i + shift (clamped into the matrix).
 fn shifted(t: usize, shift: isize) -> Array2<f32> {
-    Array2::from_shape_fn((t, t), |(i, k)| if k as isize == (i as isize + shift).clamp(0, t as isize - 1) { 1.0 } else { 0.0 })
+    Array2::from_shape_fn((t, t), |(i, k)| {
+        if k as isize == (i as isize + shift).clamp(0, t as isize - 1) {
+            1.0
+        } else {
+            0.0
+        }
+    })
 }
 
 #[test]
@@ -20,7 +26,11 @@ fn shifted_identity_patterns_score_one_on_their_own_pattern() {
     let back = pattern_scores(shifted(6, -1).view(), true); // (6, 6): i -> i-1, row 0 -> 0
     assert_eq!(back.previous, 1.0);
     assert_eq!(back.next, 0.0);
-    assert_eq!(back.first, 2.0 / 6.0, "rows 0 and 1 both land on position 0");
+    assert_eq!(
+        back.first,
+        2.0 / 6.0,
+        "rows 0 and 1 both land on position 0"
+    );
     assert_eq!(back.last, Some(0.0));
 
     let forward = pattern_scores(shifted(6, 1).view(), true); // i -> i+1, last row -> itself
@@ -30,8 +40,14 @@ fn shifted_identity_patterns_score_one_on_their_own_pattern() {
     assert_eq!(forward.last, Some(2.0 / 6.0));
 
     let identity = pattern_scores(shifted(5, 0).view(), false);
-    assert_eq!((identity.previous, identity.next, identity.first), (0.0, 0.0, 0.2));
-    assert_eq!(identity.last, None, "no score for a final special token the sentence does not have");
+    assert_eq!(
+        (identity.previous, identity.next, identity.first),
+        (0.0, 0.0, 0.2)
+    );
+    assert_eq!(
+        identity.last, None,
+        "no score for a final special token the sentence does not have"
+    );
 }
 
 #[test]
@@ -39,7 +55,10 @@ fn uniform_and_boundary_patterns_give_their_means() {
     let t = 4;
     let uniform = Array2::from_elem((t, t), 0.25); // (4, 4)
     let s = pattern_scores(uniform.view(), true);
-    assert_eq!((s.previous, s.next, s.first, s.last), (0.25, 0.25, 0.25, Some(0.25)));
+    assert_eq!(
+        (s.previous, s.next, s.first, s.last),
+        (0.25, 0.25, 0.25, Some(0.25))
+    );
     // Every query splits its weight between [CLS] (0.7) and [SEP] (0.3).
     let parked = Array2::from_shape_fn((t, t), |(_, k)| match k {
         0 => 0.7,
@@ -57,10 +76,21 @@ fn uniform_and_boundary_patterns_give_their_means() {
 fn trace_with_layer0(text: &str) -> Trace {
     let mut trace = minilm().trace(text).unwrap();
     let t = trace.len();
-    let step = trace.steps.iter_mut().find(|s| s.op == Op::Softmax && s.layer == Some(0)).unwrap();
+    let step = trace
+        .steps
+        .iter_mut()
+        .find(|s| s.op == Op::Softmax && s.layer == Some(0))
+        .unwrap();
     let mut data = Vec::with_capacity(12 * t * t);
     for head in 0..12 {
-        let pattern = if head == 11 { shifted(t, -1) } else { Array2::from_shape_fn((t, t), |(_, k)| if k == head.min(t - 1) { 1.0 } else { 0.0 }) };
+        let pattern = if head == 11 {
+            shifted(t, -1)
+        } else {
+            Array2::from_shape_fn(
+                (t, t),
+                |(_, k)| if k == head.min(t - 1) { 1.0 } else { 0.0 },
+            )
+        };
         data.extend(pattern.iter());
     }
     step.tensor.data = data.into(); // (12, T, T)
@@ -74,11 +104,29 @@ fn every_head_of_every_layer_is_scored_from_the_trace() {
     assert_eq!(t, 7);
     let scores = head_scores(&trace).unwrap();
     assert_eq!(scores.len(), 6 * 12);
-    assert_eq!((scores[13].layer, scores[13].head), (1, 1), "layer by layer, head by head");
-    assert_eq!(scores[11].scores.previous, 1.0, "layer 0 head 11 is the hand-built previous-token head");
-    assert_eq!(scores[0].scores.first, 1.0, "layer 0 head 0 sends everything to [CLS]");
-    assert_eq!(scores[6].scores.last, Some(1.0), "layer 0 head 6 sends everything to [SEP]");
-    assert_eq!(scores[3].scores.previous, 1.0 / 6.0, "only query 4 has key 3 before it");
+    assert_eq!(
+        (scores[13].layer, scores[13].head),
+        (1, 1),
+        "layer by layer, head by head"
+    );
+    assert_eq!(
+        scores[11].scores.previous, 1.0,
+        "layer 0 head 11 is the hand-built previous-token head"
+    );
+    assert_eq!(
+        scores[0].scores.first, 1.0,
+        "layer 0 head 0 sends everything to [CLS]"
+    );
+    assert_eq!(
+        scores[6].scores.last,
+        Some(1.0),
+        "layer 0 head 6 sends everything to [SEP]"
+    );
+    assert_eq!(
+        scores[3].scores.previous,
+        1.0 / 6.0,
+        "only query 4 has key 3 before it"
+    );
 }
 
 #[test]
@@ -86,27 +134,68 @@ fn heads_from_a_token_skip_itself_and_special_tokens_and_rank_by_weight() {
     let trace = trace_with_layer0("one two three four five");
     let ranked = heads_from(&trace, 3, false).unwrap(); // from "three"
     assert_eq!(ranked.len(), 72);
-    assert!(ranked.windows(2).all(|w| w[0].weight >= w[1].weight), "strongest first");
-    let of = |layer, head| ranked.iter().find(|r| r.layer == layer && r.head == head).unwrap();
-    assert_eq!((of(0, 11).key, of(0, 11).weight), (2, 1.0), "the previous-token head goes from three to two");
-    assert_eq!((of(0, 5).key, of(0, 5).weight), (5, 1.0), "head 5 sends every query to key 5");
-    assert_eq!(of(0, 0).weight, 0.0, "head 0 only attends to [CLS], which is not a candidate");
+    assert!(
+        ranked.windows(2).all(|w| w[0].weight >= w[1].weight),
+        "strongest first"
+    );
+    let of = |layer, head| {
+        ranked
+            .iter()
+            .find(|r| r.layer == layer && r.head == head)
+            .unwrap()
+    };
+    assert_eq!(
+        (of(0, 11).key, of(0, 11).weight),
+        (2, 1.0),
+        "the previous-token head goes from three to two"
+    );
+    assert_eq!(
+        (of(0, 5).key, of(0, 5).weight),
+        (5, 1.0),
+        "head 5 sends every query to key 5"
+    );
+    assert_eq!(
+        of(0, 0).weight,
+        0.0,
+        "head 0 only attends to [CLS], which is not a candidate"
+    );
     assert_ne!(of(0, 3).key, 3, "a token is never its own target");
-    assert!(ranked.iter().all(|r| r.key != 0 && r.key != 6), "[CLS] and [SEP] are never targets");
-    assert_eq!(heads_from(&trace, 7, false).unwrap_err(), VizError::NoSuchToken { index: 7, tokens: 7 });
+    assert!(
+        ranked.iter().all(|r| r.key != 0 && r.key != 6),
+        "[CLS] and [SEP] are never targets"
+    );
+    assert_eq!(
+        heads_from(&trace, 7, false).unwrap_err(),
+        VizError::NoSuchToken {
+            index: 7,
+            tokens: 7
+        }
+    );
     // Beyond the neighbours: the previous-token head must now look elsewhere, with little weight.
     let distant = heads_from(&trace, 3, true).unwrap();
-    let prev = distant.iter().find(|r| r.layer == 0 && r.head == 11).unwrap();
+    let prev = distant
+        .iter()
+        .find(|r| r.layer == 0 && r.head == 11)
+        .unwrap();
     assert_eq!(prev.weight, 0.0);
-    assert!(distant.iter().all(|r| r.key.abs_diff(3) > 1), "neither two nor four is a target");
+    assert!(
+        distant.iter().all(|r| r.key.abs_diff(3) > 1),
+        "neither two nor four is a target"
+    );
 }
 
 #[test]
 fn minilm_layer_zero_has_a_previous_token_head_and_layer_one_a_next_token_head() {
     let trace = minilm().trace(DEFAULT_SENTENCE).unwrap();
     let scores = head_scores(&trace).unwrap();
-    let best = |layer: usize, score: fn(&transformer_viz::analysis::heads::PatternScores) -> f32| {
-        scores.iter().filter(|s| s.layer == layer).map(|s| (s.head, score(&s.scores))).max_by(|a, b| a.1.total_cmp(&b.1)).unwrap()
+    let best = |layer: usize,
+                score: fn(&transformer_viz::analysis::heads::PatternScores) -> f32| {
+        scores
+            .iter()
+            .filter(|s| s.layer == layer)
+            .map(|s| (s.head, score(&s.scores)))
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .unwrap()
     };
     let (prev_head, prev) = best(0, |s| s.previous);
     let (next_head, next) = best(1, |s| s.next);
@@ -114,10 +203,16 @@ fn minilm_layer_zero_has_a_previous_token_head_and_layer_one_a_next_token_head()
     assert!(prev > 0.5, "no previous-token head in layer 0 ({prev})");
     assert!(next > 0.5, "no next-token head in layer 1 ({next})");
     let cls = scores.iter().map(|s| s.scores.first).fold(0.0, f32::max);
-    let sep = scores.iter().filter_map(|s| s.scores.last).fold(0.0, f32::max);
+    let sep = scores
+        .iter()
+        .filter_map(|s| s.scores.last)
+        .fold(0.0, f32::max);
     eprintln!("strongest [CLS] score {cls:.3}, [SEP] score {sep:.3}");
     assert!(cls > 0.5, "no head parks its weight on [CLS] ({cls})");
-    assert!(scores.iter().all(|s| s.scores.last.is_some()), "MiniLM's sentences end with [SEP]");
+    assert!(
+        scores.iter().all(|s| s.scores.last.is_some()),
+        "MiniLM's sentences end with [SEP]"
+    );
 }
 
 #[test]
@@ -132,8 +227,17 @@ fn minilm_it_is_linked_to_animal_by_layer3_head1_or_layer5_head11() {
     // ... beyond the neighbours, the heads that link the pronoun to its noun.
     let ranked = heads_from(&trace, it, true).unwrap();
     for r in &ranked[..5] {
-        eprintln!("layer {} head {} -> {:?} {:.3}", r.layer, r.head, tokens[r.key], r.weight);
+        eprintln!(
+            "layer {} head {} -> {:?} {:.3}",
+            r.layer, r.head, tokens[r.key], r.weight
+        );
     }
-    let top3: Vec<(usize, usize, &str)> = ranked[..3].iter().map(|r| (r.layer, r.head, tokens[r.key].as_str())).collect();
-    assert!(top3.contains(&(3, 1, "animal")) || top3.contains(&(5, 11, "animal")), "top three heads from \"it\": {top3:?}");
+    let top3: Vec<(usize, usize, &str)> = ranked[..3]
+        .iter()
+        .map(|r| (r.layer, r.head, tokens[r.key].as_str()))
+        .collect();
+    assert!(
+        top3.contains(&(3, 1, "animal")) || top3.contains(&(5, 11, "animal")),
+        "top three heads from \"it\": {top3:?}"
+    );
 }

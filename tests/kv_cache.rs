@@ -33,7 +33,10 @@ fn kept_trace(model: &Transformer, text: &str) -> Trace {
 
 fn max_diff(a: &[f32], b: &[f32]) -> f32 {
     assert_eq!(a.len(), b.len());
-    a.iter().zip(b).map(|(x, y)| if x == y { 0.0 } else { (x - y).abs() }).fold(0.0, f32::max)
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| if x == y { 0.0 } else { (x - y).abs() })
+        .fold(0.0, f32::max)
 }
 
 /// Every step of `got` has the name, shape and (within `tol`) values of `want`'s, and the
@@ -41,9 +44,17 @@ fn max_diff(a: &[f32], b: &[f32]) -> f32 {
 fn assert_traces_agree(got: &Trace, want: &Trace, tol: f32, what: &str) {
     assert_eq!(got.tokens, want.tokens, "{what}: tokens");
     let names = |t: &Trace| t.steps.iter().map(|s| s.name.clone()).collect::<Vec<_>>();
-    assert_eq!(names(got), names(want), "{what}: the same steps in the same order");
+    assert_eq!(
+        names(got),
+        names(want),
+        "{what}: the same steps in the same order"
+    );
     for (g, w) in got.steps.iter().zip(&want.steps) {
-        assert_eq!(g.tensor.shape, w.tensor.shape, "{what}: shape of {}", g.name);
+        assert_eq!(
+            g.tensor.shape, w.tensor.shape,
+            "{what}: shape of {}",
+            g.name
+        );
         assert_eq!(g.inputs, w.inputs, "{what}: inputs of {}", g.name);
         let d = max_diff(&g.tensor.data, &w.tensor.data);
         assert!(d <= tol, "{what}: {} differs by {d}", g.name);
@@ -51,7 +62,11 @@ fn assert_traces_agree(got: &Trace, want: &Trace, tol: f32, what: &str) {
     assert_eq!(got.norms.len(), want.norms.len());
     for (g, w) in got.norms.iter().zip(&want.norms) {
         assert_eq!(g.step, w.step);
-        for (a, b) in [(&g.stats.input_mean, &w.stats.input_mean), (&g.stats.input_std, &w.stats.input_std), (&g.stats.output_std, &w.stats.output_std)] {
+        for (a, b) in [
+            (&g.stats.input_mean, &w.stats.input_mean),
+            (&g.stats.input_std, &w.stats.input_std),
+            (&g.stats.output_std, &w.stats.output_std),
+        ] {
             assert!(max_diff(a, b) <= tol, "{what}: statistics of {}", g.step);
         }
     }
@@ -67,26 +82,51 @@ fn a_trace_computed_on_read_equals_one_that_kept_everything() {
     let model = decoder();
     for text in ["a", "hello", "the cat sat on the mat"] {
         let lazy = model.trace(text).unwrap();
-        assert!(lazy.bytes_in_memory() < kept_trace(&model, text).bytes_in_memory() || text.len() < 2, "{text}: keeps less");
+        assert!(
+            lazy.bytes_in_memory() < kept_trace(&model, text).bytes_in_memory() || text.len() < 2,
+            "{text}: keeps less"
+        );
         assert_traces_agree(&lazy, &kept_trace(&model, text), 1e-6, text);
     }
 }
 
 /// Appending, editing in the middle, deleting, and the same text again.
-const EDITS: [&str; 7] = ["the cat", "the cat sat on", "the dog sat on", "the dog", "the dog", "x", "the dog sat on the mat!"];
+const EDITS: [&str; 7] = [
+    "the cat",
+    "the cat sat on",
+    "the dog sat on",
+    "the dog",
+    "the dog",
+    "x",
+    "the dog sat on the mat!",
+];
 
 /// Types `EDITS` one after the other, each pass continuing the last through `continued`
 /// (the cache and the last trace); each reuses exactly the unchanged tokens but the last, the
 /// cache holds every token, and the trace agrees with `scratch`'s pass on the same tokens.
-fn check_edits(model: &Transformer, continued: impl Fn(Encoding, &str, Option<&Trace>, &mut KvCache) -> Continued, scratch: impl Fn(Encoding, &str) -> Trace) {
+fn check_edits(
+    model: &Transformer,
+    continued: impl Fn(Encoding, &str, Option<&Trace>, &mut KvCache) -> Continued,
+    scratch: impl Fn(Encoding, &str) -> Trace,
+) {
     let mut cache = KvCache::new();
     let mut previous: Option<Trace> = None;
     for text in EDITS {
         let encoding = model.encode(text).unwrap();
-        let common = previous.as_ref().map_or(0, |p| p.tokens.iter().zip(&encoding.tokens).take_while(|(a, b)| a.id == b.id).count());
+        let common = previous.as_ref().map_or(0, |p| {
+            p.tokens
+                .iter()
+                .zip(&encoding.tokens)
+                .take_while(|(a, b)| a.id == b.id)
+                .count()
+        });
         let t = encoding.tokens.len();
         let next = continued(encoding.clone(), text, previous.as_ref(), &mut cache);
-        assert_eq!(next.reused, common.min(t - 1), "{text}: reuses the unchanged tokens but the last");
+        assert_eq!(
+            next.reused,
+            common.min(t - 1),
+            "{text}: reuses the unchanged tokens but the last"
+        );
         assert_eq!(cache.len(), t, "{text}: the cache holds every token");
         assert_traces_agree(&next.trace, &scratch(encoding, text), 1e-5, text);
         previous = Some(next.trace);
@@ -96,7 +136,11 @@ fn check_edits(model: &Transformer, continued: impl Fn(Encoding, &str, Option<&T
 #[test]
 fn continuing_a_trace_gives_the_numbers_of_a_pass_from_scratch() {
     let model = decoder();
-    check_edits(&model, |encoding, text, previous, cache| model.continue_trace(encoding, text, previous, cache), |_, text| kept_trace(&model, text));
+    check_edits(
+        &model,
+        |encoding, text, previous, cache| model.continue_trace(encoding, text, previous, cache),
+        |_, text| kept_trace(&model, text),
+    );
 }
 
 #[test]
@@ -107,7 +151,17 @@ fn continuing_a_trace_that_records_every_step_gives_the_steps_of_a_pass_from_scr
     let model = decoder();
     check_edits(
         &model,
-        |encoding, text, previous, cache| on_cpu(model.continue_trace_with(&Cpu, encoding, text, previous, cache, Readback::Everything)).unwrap(),
+        |encoding, text, previous, cache| {
+            on_cpu(model.continue_trace_with(
+                &Cpu,
+                encoding,
+                text,
+                previous,
+                cache,
+                Readback::Everything,
+            ))
+            .unwrap()
+        },
         |encoding, text| on_cpu(model.trace_encoding_with(&Cpu, encoding, text)).unwrap(),
     );
 }
@@ -126,11 +180,23 @@ fn joins_of_continued_traces_never_nest_however_long_the_typing() {
     let mut reused_passes = 0;
     for text in &states {
         let encoding = model.encode(text).unwrap();
-        let continued = on_cpu(model.continue_trace_with(&Cpu, encoding, text, previous.as_ref(), &mut cache, Readback::Everything)).unwrap();
+        let continued = on_cpu(model.continue_trace_with(
+            &Cpu,
+            encoding,
+            text,
+            previous.as_ref(),
+            &mut cache,
+            Readback::Everything,
+        ))
+        .unwrap();
         reused_passes += usize::from(continued.reused > 0);
         previous = Some(continued.trace);
     }
-    assert!(reused_passes > states.len() / 2, "most passes continued the one before ({reused_passes} of {})", states.len());
+    assert!(
+        reused_passes > states.len() / 2,
+        "most passes continued the one before ({reused_passes} of {})",
+        states.len()
+    );
     let last = previous.unwrap();
     let tokens = last.tokens.len();
     let mut joins = 0;
@@ -140,19 +206,38 @@ fn joins_of_continued_traces_never_nest_however_long_the_typing() {
             continue;
         }
         joins += 1;
-        assert!(parts.iter().all(|p| p.data.joined_parts().is_empty()), "{}: a join's parts are no joins", step.name);
+        assert!(
+            parts.iter().all(|p| p.data.joined_parts().is_empty()),
+            "{}: a join's parts are no joins",
+            step.name
+        );
         let rows: usize = parts.iter().map(|p| p.rows.len()).sum();
-        assert_eq!(rows, step.tensor.shape[token_axis(step.tensor.shape.len())], "{}: every row once", step.name);
+        assert_eq!(
+            rows,
+            step.tensor.shape[token_axis(step.tensor.shape.len())],
+            "{}: every row once",
+            step.name
+        );
         assert_eq!(rows, tokens);
-        assert!(parts.len() <= tokens, "{}: at most a part a token", step.name);
+        assert!(
+            parts.len() <= tokens,
+            "{}: at most a part a token",
+            step.name
+        );
     }
-    assert!(joins > 10, "the continued trace's steps are joins ({joins})");
+    assert!(
+        joins > 10,
+        "the continued trace's steps are joins ({joins})"
+    );
 }
 
 #[test]
 fn next_logits_through_the_cache_equal_the_logits_of_a_whole_pass() {
     let model = decoder();
-    let ids = model.encode("generating one token at a time").unwrap().ids();
+    let ids = model
+        .encode("generating one token at a time")
+        .unwrap()
+        .ids();
     let whole = model.run_ids(&ids).logits.unwrap(); // (T, vocab)
     let mut cache = KvCache::new();
     // The first two tokens in one go, then one at a time.
@@ -172,30 +257,59 @@ fn next_logits_through_the_cache_equal_the_logits_of_a_whole_pass() {
 
 #[test]
 fn smollm2_cached_passes_agree_with_passes_from_scratch() {
-    let Some(model) = common::smollm2() else { return };
+    let Some(model) = common::smollm2() else {
+        return;
+    };
     let mut cache = KvCache::new();
-    let first = model.continue_trace(model.encode("The capital of France is").unwrap(), "", None, &mut cache);
+    let first = model.continue_trace(
+        model.encode("The capital of France is").unwrap(),
+        "",
+        None,
+        &mut cache,
+    );
     let text = "The capital of France is Paris, and the capital of Italy is";
-    let continued = model.continue_trace(model.encode(text).unwrap(), text, Some(&first.trace), &mut cache);
-    assert_eq!(continued.reused, 5, "the five tokens of the first text are reused");
+    let continued = model.continue_trace(
+        model.encode(text).unwrap(),
+        text,
+        Some(&first.trace),
+        &mut cache,
+    );
+    assert_eq!(
+        continued.reused, 5,
+        "the five tokens of the first text are reused"
+    );
     let scratch = model.trace(text).unwrap();
-    let (a, b) = (continued.trace.next_token_probabilities().unwrap(), scratch.next_token_probabilities().unwrap());
+    let (a, b) = (
+        continued.trace.next_token_probabilities().unwrap(),
+        scratch.next_token_probabilities().unwrap(),
+    );
     let d = max_diff(a.as_slice().unwrap(), b.as_slice().unwrap());
     assert!(d < 1e-4, "next-token probabilities differ by {d}");
     // Logits: through the cache one token at a time, and in one pass.
     let ids = model.encode(text).unwrap().ids();
     let whole = model.run_ids(&ids).logits.unwrap(); // (T, vocab)
     let mut cache = KvCache::new();
-    model.next_logits(&ids[..ids.len() - 3], &mut cache).unwrap();
+    model
+        .next_logits(&ids[..ids.len() - 3], &mut cache)
+        .unwrap();
     for i in ids.len() - 3..ids.len() {
         let logits = model.next_logits(&ids[i..i + 1], &mut cache).unwrap();
         let d = max_diff(logits.as_slice().unwrap(), whole.row(i).to_vec().as_slice());
-        assert!(d < 1e-4, "SmolLM2 position {i}: cached logits differ by {d}");
+        assert!(
+            d < 1e-4,
+            "SmolLM2 position {i}: cached logits differ by {d}"
+        );
     }
     // Attention of a layer in the middle, read from both traces.
     for layer in [0, 14, 29] {
-        let (a, b) = (continued.trace.attention_layer(layer).unwrap(), scratch.attention_layer(layer).unwrap());
-        let d = max_diff(a.as_standard_layout().as_slice().unwrap(), b.as_standard_layout().as_slice().unwrap());
+        let (a, b) = (
+            continued.trace.attention_layer(layer).unwrap(),
+            scratch.attention_layer(layer).unwrap(),
+        );
+        let d = max_diff(
+            a.as_standard_layout().as_slice().unwrap(),
+            b.as_standard_layout().as_slice().unwrap(),
+        );
         assert!(d < 1e-5, "layer {layer} attention differs by {d}");
     }
 }
@@ -205,18 +319,38 @@ fn smollm2_cached_passes_agree_with_passes_from_scratch() {
 /// read later is computed from its layer's input and equals a trace that kept everything.
 #[test]
 fn smollm2_trace_at_256_tokens_keeps_what_the_views_need() {
-    let Some(model) = common::smollm2() else { return };
-    let text = "The quick brown fox jumps over the lazy dog while the children watch and laugh. ".repeat(16);
+    let Some(model) = common::smollm2() else {
+        return;
+    };
+    let text = "The quick brown fox jumps over the lazy dog while the children watch and laugh. "
+        .repeat(16);
     let encoding = model.encode(&text).unwrap();
-    let encoding = transformer_viz::tokenize::Encoding { tokens: encoding.tokens[..256].to_vec(), truncated: None };
+    let encoding = transformer_viz::tokenize::Encoding {
+        tokens: encoding.tokens[..256].to_vec(),
+        truncated: None,
+    };
     let started = std::time::Instant::now();
     let trace = model.trace_ids(encoding, &text);
-    eprintln!("SmolLM2 traced pass at 256 tokens: {:.2} s natively", started.elapsed().as_secs_f64());
+    eprintln!(
+        "SmolLM2 traced pass at 256 tokens: {:.2} s natively",
+        started.elapsed().as_secs_f64()
+    );
     let kept = trace.bytes_in_memory();
-    let every_step = trace.steps.iter().map(|s| s.tensor.shape.iter().product::<usize>() * 4).sum::<usize>();
-    eprintln!("kept {:.1} MB of {:.1} MB of steps", kept as f64 / 1e6, every_step as f64 / 1e6);
+    let every_step = trace
+        .steps
+        .iter()
+        .map(|s| s.tensor.shape.iter().product::<usize>() * 4)
+        .sum::<usize>();
+    eprintln!(
+        "kept {:.1} MB of {:.1} MB of steps",
+        kept as f64 / 1e6,
+        every_step as f64 / 1e6
+    );
     assert!(kept < 130_000_000, "kept {kept} bytes");
-    assert!(every_step > 3 * kept, "most of the trace is computed on read ({every_step} bytes in all)");
+    assert!(
+        every_step > 3 * kept,
+        "most of the trace is computed on read ({every_step} bytes in all)"
+    );
     // Reading one layer's FFN gate computes that step only.
     let gate = trace.find(transformer_viz::Op::FfnGate, Some(7)).unwrap();
     let before = trace.bytes_in_memory();

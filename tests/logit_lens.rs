@@ -25,30 +25,56 @@ fn the_lens_at_the_last_layer_is_the_prediction_and_each_depth_is_norm_then_unem
     assert!((last_layer - probs[lens.final_token.id as usize]).abs() < 1e-5);
     assert_eq!(lens.cells.last().unwrap()[1].id, lens.final_token.id);
     // Depth 1 (layer 0's output) at position 0, computed by hand.
-    let x = trace.find(Op::FfnResidual, Some(0)).unwrap().tensor.view2().unwrap();
-    let normed = norm::apply(model.config.norm, model.weights.final_norm.as_ref().unwrap(), x.slice(ndarray::s![0..1, ..]), model.config.norm_eps);
+    let x = trace
+        .find(Op::FfnResidual, Some(0))
+        .unwrap()
+        .tensor
+        .view2()
+        .unwrap();
+    let normed = norm::apply(
+        model.config.norm,
+        model.weights.final_norm.as_ref().unwrap(),
+        x.slice(ndarray::s![0..1, ..]),
+        model.config.norm_eps,
+    );
     let logits = model.weights.token_embedding.to_dense().dot(&normed.row(0)); // (vocab)
     let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
     let sum: f32 = logits.iter().map(|v| (v - max).exp()).sum();
-    let top = (0..logits.len()).max_by(|&a, &b| logits[a].total_cmp(&logits[b])).unwrap();
+    let top = (0..logits.len())
+        .max_by(|&a, &b| logits[a].total_cmp(&logits[b]))
+        .unwrap();
     assert_eq!(lens.cells[1][0].id as usize, top);
     assert!((lens.cells[1][0].prob - (logits[top] - max).exp() / sum).abs() < 1e-5);
     // Out of range: a typed error.
     assert!(logit_lens(&model, &trace, &[t]).is_err());
     transformer_viz::draw::files::register_fonts();
-    let svg = view_svg(&model, &trace, &View::LogitLens { positions: None }, (800, 600)).unwrap();
+    let svg = view_svg(
+        &model,
+        &trace,
+        &View::LogitLens { positions: None },
+        (800, 600),
+    )
+    .unwrap();
     assert!(svg.contains("Logit lens"));
 }
 
 #[test]
 fn smollm2_lens_finds_paris_in_the_last_layers() {
-    let Some(model) = common::smollm2() else { return };
+    let Some(model) = common::smollm2() else {
+        return;
+    };
     let trace = model.trace("The capital of France is").unwrap();
     let t = trace.len();
     let lens = logit_lens(model, &trace, &[t - 1]).unwrap();
     assert_eq!(lens.final_token.text, " Paris");
     let by_depth = &lens.final_prob_by_depth;
-    eprintln!("p(Paris) by depth: {:?}", by_depth.iter().map(|p| format!("{p:.3}")).collect::<Vec<_>>());
+    eprintln!(
+        "p(Paris) by depth: {:?}",
+        by_depth
+            .iter()
+            .map(|p| format!("{p:.3}"))
+            .collect::<Vec<_>>()
+    );
     assert!(by_depth[..10].iter().all(|&p| p < 0.05), "not known early");
     assert!(*by_depth.last().unwrap() > 0.7);
 }
@@ -62,7 +88,10 @@ fn induction_targets_and_score_are_exact() {
     let mut a = ndarray::Array2::<f32>::zeros((5, 5));
     a[[3, 1]] = 0.8;
     a[[4, 2]] = 0.4;
-    assert!((induction_score(a.view(), &induction_targets(&[1, 2, 3, 1, 2])).unwrap() - 0.6).abs() < 1e-6);
+    assert!(
+        (induction_score(a.view(), &induction_targets(&[1, 2, 3, 1, 2])).unwrap() - 0.6).abs()
+            < 1e-6
+    );
     assert_eq!(induction_score(arr2(&[[1.0f32]]).view(), &[]), None);
 }
 
@@ -75,10 +104,28 @@ fn head_grid_holds_every_heads_scores() {
     let a = trace.attention(1, 2).unwrap();
     let previous = (1..trace.len()).map(|i| a[[i, i - 1]]).sum::<f32>() / (trace.len() - 1) as f32;
     assert!((grid[[1, 2]] - previous).abs() < 1e-6);
-    assert!(score_grid(&trace, HeadPattern::Induction).unwrap().is_some());
+    assert!(score_grid(&trace, HeadPattern::Induction)
+        .unwrap()
+        .is_some());
     let no_repeat = model.trace("abc").unwrap();
-    assert!(score_grid(&no_repeat, HeadPattern::Induction).unwrap().is_none(), "nothing repeats: no scores");
+    assert!(
+        score_grid(&no_repeat, HeadPattern::Induction)
+            .unwrap()
+            .is_none(),
+        "nothing repeats: no scores"
+    );
     transformer_viz::draw::files::register_fonts();
-    let svg = view_svg(&model, &no_repeat, &View::HeadGrid { pattern: HeadPattern::Induction }, (600, 500)).unwrap();
-    assert!(svg.contains("No token repeats"), "the chart says why it is empty");
+    let svg = view_svg(
+        &model,
+        &no_repeat,
+        &View::HeadGrid {
+            pattern: HeadPattern::Induction,
+        },
+        (600, 500),
+    )
+    .unwrap();
+    assert!(
+        svg.contains("No token repeats"),
+        "the chart says why it is empty"
+    );
 }

@@ -39,16 +39,35 @@ fn the_kept_tokens_of_a_long_text_are_the_first_tokens_of_the_whole_text() {
     let texts = long_texts();
     let expected = reference("tokenize", &minilm_dir(), &json!(texts));
     for (text, want) in texts.iter().zip(expected.as_array().unwrap()) {
-        let want: Vec<u32> = want.as_array().unwrap().iter().map(|v| v.as_u64().unwrap() as u32).collect();
+        let want: Vec<u32> = want
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap() as u32)
+            .collect();
         assert!(want.len() > 512, "each text is longer than the context");
         let encoding = model.encode(text).unwrap();
         let kept = encoding.ids();
         let head = &text[..text.char_indices().nth(40).unwrap().0];
         assert_eq!(kept.len(), 512, "{head:?}");
-        assert_eq!(kept[..511], want[..511], "the first 511 ids differ for {head:?}");
-        assert_eq!(kept[511], *want.last().unwrap(), "the context ends with [SEP] for {head:?}");
-        let truncation = encoding.truncated.expect("a long text is reported as truncated");
-        assert_eq!(truncation.original_tokens, want.len(), "the full count for {head:?}");
+        assert_eq!(
+            kept[..511],
+            want[..511],
+            "the first 511 ids differ for {head:?}"
+        );
+        assert_eq!(
+            kept[511],
+            *want.last().unwrap(),
+            "the context ends with [SEP] for {head:?}"
+        );
+        let truncation = encoding
+            .truncated
+            .expect("a long text is reported as truncated");
+        assert_eq!(
+            truncation.original_tokens,
+            want.len(),
+            "the full count for {head:?}"
+        );
         assert_eq!(truncation.kept_tokens, 512);
     }
 }

@@ -14,17 +14,36 @@ fn embedding(text: &str) -> ndarray::Array1<f32> {
 #[test]
 fn related_sentences_score_higher_than_unrelated_ones() {
     let pairs = [
-        ("A man is playing a guitar.", "Someone is playing an instrument.", "The stock market fell sharply today."),
-        ("How do I bake bread at home?", "What is a simple recipe for homemade bread?", "The train to Berlin leaves at noon."),
-        ("The weather is sunny and warm.", "It is a bright, hot day outside.", "She submitted her tax return late."),
-        ("Cats are popular pets.", "Many people keep a cat at home.", "Quantum computers use qubits."),
+        (
+            "A man is playing a guitar.",
+            "Someone is playing an instrument.",
+            "The stock market fell sharply today.",
+        ),
+        (
+            "How do I bake bread at home?",
+            "What is a simple recipe for homemade bread?",
+            "The train to Berlin leaves at noon.",
+        ),
+        (
+            "The weather is sunny and warm.",
+            "It is a bright, hot day outside.",
+            "She submitted her tax return late.",
+        ),
+        (
+            "Cats are popular pets.",
+            "Many people keep a cat at home.",
+            "Quantum computers use qubits.",
+        ),
     ];
     for (a, related, unrelated) in pairs {
         let (ea, er, eu) = (embedding(a), embedding(related), embedding(unrelated));
         let (near, far) = (cosine(&ea, &er), cosine(&ea, &eu));
         eprintln!("{near:.3} vs {far:.3}: {a}");
         assert!(near > 0.5, "related pair only {near}: {a} / {related}");
-        assert!(near > far + 0.3, "related {near} not clearly above unrelated {far}: {a}");
+        assert!(
+            near > far + 0.3,
+            "related {near} not clearly above unrelated {far}: {a}"
+        );
     }
 }
 
@@ -42,14 +61,42 @@ fn trace_walks_the_bert_block_in_order() {
     let trace = minilm().trace("The cat sat.").unwrap();
     let t = trace.len();
     let names: Vec<&str> = trace.steps.iter().map(|s| s.name.as_str()).collect();
-    assert_eq!(&names[..7], ["tokens", "embed.tokens", "embed.segment", "embed.position", "embed.sum", "embed.norm", "layer0.q"]);
-    let layer0: Vec<&str> = names.iter().filter(|n| n.starts_with("layer0.")).copied().collect();
+    assert_eq!(
+        &names[..7],
+        [
+            "tokens",
+            "embed.tokens",
+            "embed.segment",
+            "embed.position",
+            "embed.sum",
+            "embed.norm",
+            "layer0.q"
+        ]
+    );
+    let layer0: Vec<&str> = names
+        .iter()
+        .filter(|n| n.starts_with("layer0."))
+        .copied()
+        .collect();
     assert_eq!(
         layer0,
         [
-            "layer0.q", "layer0.k", "layer0.v", "layer0.scores", "layer0.masked", "layer0.attention", "layer0.heads",
-            "layer0.concat", "layer0.attn_out", "layer0.resid_attn", "layer0.attn_norm", "layer0.ffn_up",
-            "layer0.ffn_act", "layer0.ffn_down", "layer0.resid_ffn", "layer0.ffn_norm"
+            "layer0.q",
+            "layer0.k",
+            "layer0.v",
+            "layer0.scores",
+            "layer0.masked",
+            "layer0.attention",
+            "layer0.heads",
+            "layer0.concat",
+            "layer0.attn_out",
+            "layer0.resid_attn",
+            "layer0.attn_norm",
+            "layer0.ffn_up",
+            "layer0.ffn_act",
+            "layer0.ffn_down",
+            "layer0.resid_ffn",
+            "layer0.ffn_norm"
         ]
     );
     assert_eq!(names.len(), 6 + 6 * 16);
@@ -67,7 +114,11 @@ fn trace_walks_the_bert_block_in_order() {
     // Every step says what it reads, and the steps it names exist before it.
     for (i, step) in trace.steps.iter().enumerate().skip(1) {
         for input in &step.inputs {
-            assert!(trace.steps[..i].iter().any(|s| &s.name == input), "{} reads {input} before it exists", step.name);
+            assert!(
+                trace.steps[..i].iter().any(|s| &s.name == input),
+                "{} reads {input} before it exists",
+                step.name
+            );
         }
         assert!(!step.equation.is_empty() && !step.explanation.is_empty());
     }
@@ -87,7 +138,9 @@ fn trace_walks_the_bert_block_in_order() {
 fn layer_zero_has_a_previous_token_head() {
     // The notes on heads: MiniLM layer 0 has a head that looks at the token before.
     let m = minilm();
-    let trace = m.trace("the quick brown fox jumps over the lazy dog near the quiet river bank").unwrap();
+    let trace = m
+        .trace("the quick brown fox jumps over the lazy dog near the quiet river bank")
+        .unwrap();
     let t = trace.len();
     let best = (0..12)
         .map(|h| {
@@ -95,7 +148,10 @@ fn layer_zero_has_a_previous_token_head() {
             (2..t - 1).map(|i| a[[i, i - 1]]).sum::<f32>() / (t - 3) as f32
         })
         .fold(0.0f32, f32::max);
-    assert!(best > 0.5, "no head in layer 0 puts half its weight on the previous token ({best})");
+    assert!(
+        best > 0.5,
+        "no head in layer 0 puts half its weight on the previous token ({best})"
+    );
 }
 
 #[test]
@@ -104,5 +160,8 @@ fn trace_serialises_to_json_and_back() {
     let json = serde_json::to_string(&trace).unwrap();
     let back: transformer_viz::Trace = serde_json::from_str(&json).unwrap();
     assert_eq!(back.steps.len(), trace.steps.len());
-    assert_eq!(back.attention(1, 1).unwrap(), trace.attention(1, 1).unwrap());
+    assert_eq!(
+        back.attention(1, 1).unwrap(),
+        trace.attention(1, 1).unwrap()
+    );
 }

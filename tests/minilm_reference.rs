@@ -31,7 +31,12 @@ fn tokenizer_matches_huggingface_tokenizers_on_a_corpus() {
     );
     let expected = reference("tokenize", &minilm_dir(), &json!(corpus));
     for (text, want) in corpus.iter().zip(expected.as_array().unwrap()) {
-        let want: Vec<u32> = want.as_array().unwrap().iter().map(|v| v.as_u64().unwrap() as u32).collect();
+        let want: Vec<u32> = want
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap() as u32)
+            .collect();
         let got = model.encode(text).unwrap().ids();
         assert_eq!(got, want, "token ids differ for {text:?}");
     }
@@ -46,17 +51,34 @@ fn attention_and_hidden_states_match_the_numpy_reference() {
     for (text, want) in SENTENCES.iter().zip(expected.as_array().unwrap()) {
         let trace = model.trace(text).unwrap();
         let ids: Vec<u64> = trace.tokens.iter().map(|t| t.id as u64).collect();
-        let want_ids: Vec<u64> = want["ids"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
+        let want_ids: Vec<u64> = want["ids"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .collect();
         assert_eq!(ids, want_ids, "tokens differ for {text:?}");
         for layer in 0..6 {
             let ours = trace.attention_layer(layer).unwrap(); // (heads, T, T)
-            let diff = max_abs_diff(&want["attention"][layer], ours.as_standard_layout().as_slice().unwrap());
-            assert!(diff < 1e-4, "layer {layer} attention differs by {diff} for {text:?}");
+            let diff = max_abs_diff(
+                &want["attention"][layer],
+                ours.as_standard_layout().as_slice().unwrap(),
+            );
+            assert!(
+                diff < 1e-4,
+                "layer {layer} attention differs by {diff} for {text:?}"
+            );
             worst_attention = worst_attention.max(diff);
         }
         let hidden = trace.final_hidden().unwrap(); // (T, d)
-        let diff = max_abs_diff(&want["hidden"], hidden.as_standard_layout().as_slice().unwrap());
-        assert!(diff < 1e-3, "final hidden states differ by {diff} for {text:?}");
+        let diff = max_abs_diff(
+            &want["hidden"],
+            hidden.as_standard_layout().as_slice().unwrap(),
+        );
+        assert!(
+            diff < 1e-3,
+            "final hidden states differ by {diff} for {text:?}"
+        );
         worst_hidden = worst_hidden.max(diff);
     }
     eprintln!("worst attention difference {worst_attention:.2e}, worst hidden difference {worst_hidden:.2e}");
@@ -73,12 +95,19 @@ fn f16_weights_stay_close_to_f32() {
         for layer in 0..6 {
             let x = a.attention_layer(layer).unwrap();
             let y = b.attention_layer(layer).unwrap();
-            worst = x.iter().zip(y.iter()).map(|(p, q)| (p - q).abs()).fold(worst, f32::max);
+            worst = x
+                .iter()
+                .zip(y.iter())
+                .map(|(p, q)| (p - q).abs())
+                .fold(worst, f32::max);
         }
         assert!(worst < 2e-2, "f16 attention moved by {worst} for {text:?}");
         let pa = transformer_viz::analysis::pooling::mean_pool(a.final_hidden().unwrap());
         let pb = transformer_viz::analysis::pooling::mean_pool(b.final_hidden().unwrap());
         let cos = transformer_viz::analysis::pooling::cosine(&pa, &pb);
-        assert!(cos > 0.999, "f16 sentence embedding cosine to f32 is only {cos}");
+        assert!(
+            cos > 0.999,
+            "f16 sentence embedding cosine to f32 is only {cos}"
+        );
     }
 }

@@ -9,7 +9,12 @@ use transformer_viz::draw::files::render_all;
 
 fn png_pixels(path: &Path) -> (u32, u32, Vec<u8>) {
     let bytes = std::fs::read(path).unwrap();
-    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "{} is not a PNG", path.display());
+    assert_eq!(
+        &bytes[..8],
+        b"\x89PNG\r\n\x1a\n",
+        "{} is not a PNG",
+        path.display()
+    );
     let w = u32::from_be_bytes(bytes[16..20].try_into().unwrap());
     let h = u32::from_be_bytes(bytes[20..24].try_into().unwrap());
     (w, h, bytes)
@@ -17,16 +22,23 @@ fn png_pixels(path: &Path) -> (u32, u32, Vec<u8>) {
 
 fn svg_ok(path: &Path) -> String {
     let text = std::fs::read_to_string(path).unwrap();
-    assert!(text.starts_with("<svg") && text.trim_end().ends_with("</svg>"), "{} is not a whole SVG", path.display());
+    assert!(
+        text.starts_with("<svg") && text.trim_end().ends_with("</svg>"),
+        "{} is not a whole SVG",
+        path.display()
+    );
     text
 }
 
 /// The contents of every <text> element.
 fn svg_texts(svg: &str) -> Vec<String> {
-    svg.split("<text").skip(1).filter_map(|part| {
-        let body = &part[part.find('>')? + 1..];
-        Some(body[..body.find("</text>")?].trim().to_string())
-    }).collect()
+    svg.split("<text")
+        .skip(1)
+        .filter_map(|part| {
+            let body = &part[part.find('>')? + 1..];
+            Some(body[..body.find("</text>")?].trim().to_string())
+        })
+        .collect()
 }
 
 #[test]
@@ -35,7 +47,9 @@ fn every_view_is_written_and_changes_with_the_sentence() {
     let base = std::env::temp_dir().join(format!("tviz-render-{}", std::process::id()));
     let (a, b) = (base.join("a"), base.join("b"));
     let ta = model.trace("The cat sat on the mat.").unwrap();
-    let tb = model.trace("Stock prices rose sharply after the announcement yesterday.").unwrap();
+    let tb = model
+        .trace("Stock prices rose sharply after the announcement yesterday.")
+        .unwrap();
     let na = render_all(model, &ta, &a, Some(1)).unwrap();
     let nb = render_all(model, &tb, &b, Some(1)).unwrap();
     assert_eq!(na, nb);
@@ -55,7 +69,10 @@ fn every_view_is_written_and_changes_with_the_sentence() {
         let (wa, ha, pa) = png_pixels(&a.join(format!("{view}.png")));
         let (wb, hb, pb) = png_pixels(&b.join(format!("{view}.png")));
         assert!(wa > 100 && ha > 100 && wb > 100 && hb > 100);
-        assert_ne!(pa, pb, "{view}: two different sentences gave the same picture");
+        assert_ne!(
+            pa, pb,
+            "{view}: two different sentences gave the same picture"
+        );
         let sa = svg_ok(&a.join(format!("{view}.svg")));
         let sb = svg_ok(&b.join(format!("{view}.svg")));
         assert_ne!(sa, sb, "{view}: two different sentences gave the same SVG");
@@ -63,21 +80,48 @@ fn every_view_is_written_and_changes_with_the_sentence() {
     // Token labels appear in the heatmap's SVG.
     let svg = svg_ok(&a.join("attention/layer1_head3.svg"));
     let texts = svg_texts(&svg);
-    assert!(texts.iter().any(|t| t == "cat") && texts.iter().any(|t| t == "[CLS]"), "token labels missing: {texts:?}");
+    assert!(
+        texts.iter().any(|t| t == "cat") && texts.iter().any(|t| t == "[CLS]"),
+        "token labels missing: {texts:?}"
+    );
     // Every token names its row and its column (9 tokens: nothing is thinned).
     for token in ta.token_texts() {
-        assert_eq!(texts.iter().filter(|t| **t == token).count(), 2 * ta.token_texts().iter().filter(|t| **t == token).count(), "{token} is not on both axes");
+        assert_eq!(
+            texts.iter().filter(|t| **t == token).count(),
+            2 * ta.token_texts().iter().filter(|t| **t == token).count(),
+            "{token} is not on both axes"
+        );
     }
     // Large heatmaps and the grid are one embedded image with text around it: small files.
-    for (view, most_kb) in [("position_table", 400), ("attention_grid", 400), ("position_similarity", 200)] {
+    for (view, most_kb) in [
+        ("position_table", 400),
+        ("attention_grid", 400),
+        ("position_similarity", 200),
+    ] {
         let svg = svg_ok(&a.join(format!("{view}.svg")));
-        assert!(svg.len() < most_kb * 1024, "{view}.svg is {} KB", svg.len() / 1024);
-        assert!(svg.contains("<image ") && svg.contains("data:image/png;base64,"), "{view}.svg has no embedded cells");
-        assert!(!svg.contains("tviz-cells"), "{view}.svg kept the placeholder of its cells");
+        assert!(
+            svg.len() < most_kb * 1024,
+            "{view}.svg is {} KB",
+            svg.len() / 1024
+        );
+        assert!(
+            svg.contains("<image ") && svg.contains("data:image/png;base64,"),
+            "{view}.svg has no embedded cells"
+        );
+        assert!(
+            !svg.contains("tviz-cells"),
+            "{view}.svg kept the placeholder of its cells"
+        );
     }
     let table = svg_texts(&svg_ok(&a.join("position_table.svg")));
-    assert!(table.iter().any(|t| t == "position p") && table.iter().any(|t| t == "feature i"), "axis names missing: {table:?}");
-    assert!(table.iter().any(|t| t.starts_with("Colours clipped")), "the clipped colour scale is not said: {table:?}");
+    assert!(
+        table.iter().any(|t| t == "position p") && table.iter().any(|t| t == "feature i"),
+        "axis names missing: {table:?}"
+    );
+    assert!(
+        table.iter().any(|t| t.starts_with("Colours clipped")),
+        "the clipped colour scale is not said: {table:?}"
+    );
     // The learned position table is the model's, so it does not depend on the sentence.
     let pa = png_pixels(&a.join("position_table.png")).2;
     let pb = png_pixels(&b.join("position_table.png")).2;
@@ -93,28 +137,48 @@ fn every_step_draws_with_every_token_named() {
     use transformer_viz::draw::view::{draw_view, View};
     transformer_viz::draw::files::register_fonts();
     let model = minilm();
-    let trace = model.trace("The animal didn't cross the street because it was too tired.").unwrap();
+    let trace = model
+        .trace("The animal didn't cross the street because it was too tired.")
+        .unwrap();
     let tokens = trace.token_texts();
     assert_eq!(tokens.len(), 16);
     for (w, h) in [(1000u32, 550u32), (360, 340)] {
         let mut buffer = vec![0u8; (w * h * 3) as usize];
         for (index, step) in trace.steps.iter().enumerate() {
             let area = BitMapBackend::with_buffer(&mut buffer, (w, h)).into_drawing_area();
-            let drawn = draw_view(&area, model, &trace, &View::Step { index, head: 0 }, false).unwrap_or_else(|e| panic!("step {index} at {w}px: {e}"));
+            let drawn = draw_view(&area, model, &trace, &View::Step { index, head: 0 }, false)
+                .unwrap_or_else(|e| panic!("step {index} at {w}px: {e}"));
             drop(area);
             if index == 0 {
-                assert!(drawn.geometry.is_none() && drawn.values.is_empty(), "token ids are drawn as a heatmap");
+                assert!(
+                    drawn.geometry.is_none() && drawn.values.is_empty(),
+                    "token ids are drawn as a heatmap"
+                );
                 continue;
             }
             let labels = drawn.labels.expect("a heatmap reports its labels");
             if drawn.row_labels.len() == 16 {
-                assert_eq!(labels.rows.len(), 16, "{} at {w}px: rows without their token", step.name);
+                assert_eq!(
+                    labels.rows.len(),
+                    16,
+                    "{} at {w}px: rows without their token",
+                    step.name
+                );
             }
             if drawn.col_labels.len() == 16 {
-                assert_eq!(labels.cols.len(), 16, "{} at {w}px: columns without their token", step.name);
+                assert_eq!(
+                    labels.cols.len(),
+                    16,
+                    "{} at {w}px: columns without their token",
+                    step.name
+                );
             }
             if let Some(c) = drawn.clipped {
-                assert!(drawn.note.as_deref().is_some_and(|n| n.contains("clipped")), "{}: clipped but not said", step.name);
+                assert!(
+                    drawn.note.as_deref().is_some_and(|n| n.contains("clipped")),
+                    "{}: clipped but not said",
+                    step.name
+                );
                 assert!(c.min < c.low || c.max > c.high);
             }
         }

@@ -11,7 +11,12 @@ use transformer_viz::analysis::sampling::{Sampler, SamplingSettings, SamplingSta
 use transformer_viz::VizError;
 
 fn settings(temperature: f32, top_k: usize, top_p: f32) -> SamplingSettings {
-    SamplingSettings { temperature, top_k, top_p, seed: 1 }
+    SamplingSettings {
+        temperature,
+        top_k,
+        top_p,
+        seed: 1,
+    }
 }
 
 fn stage_of(stages: &SamplingStages, id: u32) -> transformer_viz::analysis::sampling::TokenStage {
@@ -24,11 +29,18 @@ fn temperature_is_softmax_of_logits_over_t() {
     for t in [0.5f32, 2.0] {
         let stages = SamplingStages::new(p.view(), &settings(t, 0, 1.0)).unwrap();
         // softmax(log p / T) = p^(1/T) / sum p^(1/T)
-        let w: Vec<f64> = p.iter().map(|&x| f64::from(x).powf(1.0 / f64::from(t))).collect();
+        let w: Vec<f64> = p
+            .iter()
+            .map(|&x| f64::from(x).powf(1.0 / f64::from(t)))
+            .collect();
         let sum: f64 = w.iter().sum();
         for (id, wi) in w.iter().enumerate() {
             let got = stage_of(&stages, id as u32).tempered as f64;
-            assert!((got - wi / sum).abs() < 1e-6, "T={t}, token {id}: {got} vs {}", wi / sum);
+            assert!(
+                (got - wi / sum).abs() < 1e-6,
+                "T={t}, token {id}: {got} vs {}",
+                wi / sum
+            );
         }
     }
     // T = 0.5 sharpens: the top token gains; T = 2 flattens: it loses.
@@ -51,7 +63,12 @@ fn top_k_and_top_p_remove_the_tail_and_renormalise() {
     assert!(stage_of(&p7, 0).removed_by_top_p && !stage_of(&p7, 0).removed_by_top_k);
     assert!((p7.kept_mass - 0.85).abs() < 1e-6);
     // Exactly reaching p keeps no more: 0.4 + 0.25 + 0.2 = 0.85.
-    assert_eq!(SamplingStages::new(p.view(), &settings(1.0, 0, 0.85)).unwrap().kept, 3);
+    assert_eq!(
+        SamplingStages::new(p.view(), &settings(1.0, 0, 0.85))
+            .unwrap()
+            .kept,
+        3
+    );
     // Both: top-k 4 then top-p 0.5 of what is left (0.4 / 0.95 < 0.5 <= 0.65 / 0.95).
     let both = SamplingStages::new(p.view(), &settings(1.0, 4, 0.5)).unwrap();
     assert_eq!(both.kept, 2);
@@ -72,8 +89,21 @@ fn greedy_is_temperature_zero_and_draws_the_argmax() {
 #[test]
 fn bad_settings_are_typed_errors() {
     let p = arr1(&[1.0f32]);
-    for s in [settings(-1.0, 0, 1.0), settings(f32::NAN, 0, 1.0), settings(1e9, 0, 1.0), settings(1.0, 0, 0.0), settings(1.0, 0, 1.5), settings(1.0, 0, f32::NAN)] {
-        assert!(matches!(SamplingStages::new(p.view(), &s), Err(VizError::BadSampling { .. })), "{s:?}");
+    for s in [
+        settings(-1.0, 0, 1.0),
+        settings(f32::NAN, 0, 1.0),
+        settings(1e9, 0, 1.0),
+        settings(1.0, 0, 0.0),
+        settings(1.0, 0, 1.5),
+        settings(1.0, 0, f32::NAN),
+    ] {
+        assert!(
+            matches!(
+                SamplingStages::new(p.view(), &s),
+                Err(VizError::BadSampling { .. })
+            ),
+            "{s:?}"
+        );
     }
 }
 
@@ -83,7 +113,9 @@ fn draws_repeat_with_a_seed_and_follow_the_probabilities() {
     let stages = SamplingStages::new(p.view(), &settings(1.0, 3, 1.0)).unwrap();
     let draws = |seed| {
         let mut rng = Sampler::new(seed);
-        (0..20_000).map(|_| stages.sample(&mut rng)).collect::<Vec<u32>>()
+        (0..20_000)
+            .map(|_| stages.sample(&mut rng))
+            .collect::<Vec<u32>>()
     };
     let (a, b, c) = (draws(42), draws(42), draws(43));
     assert_eq!(a, b, "the same seed gives the same draws");
@@ -93,7 +125,10 @@ fn draws_repeat_with_a_seed_and_follow_the_probabilities() {
         let want = f64::from(stage_of(&stages, id).renormalised);
         let got = a.iter().filter(|&&x| x == id).count() as f64 / a.len() as f64;
         let sd = (want * (1.0 - want) / a.len() as f64).sqrt();
-        assert!((got - want).abs() < 5.0 * sd, "token {id}: drawn {got}, probability {want}");
+        assert!(
+            (got - want).abs() < 5.0 * sd,
+            "token {id}: drawn {got}, probability {want}"
+        );
     }
 }
 
@@ -125,33 +160,85 @@ proptest! {
 
 #[test]
 fn greedy_generation_through_the_cache_is_the_argmax_of_whole_passes() {
-    let model = transformer_viz::checkpoints::fixture::fixture(transformer_viz::checkpoints::fixture::decoder_config(), 3).unwrap();
+    let model = transformer_viz::checkpoints::fixture::fixture(
+        transformer_viz::checkpoints::fixture::decoder_config(),
+        3,
+    )
+    .unwrap();
     let out = generate(&model, "abc", 6, &SamplingSettings::greedy()).unwrap();
     let mut ids = model.encode("abc").unwrap().ids();
     for g in &out.generated {
         let logits = model.run_ids(&ids).logits.unwrap(); // (T, vocab)
         let last = logits.row(ids.len() - 1);
-        let argmax = (0..last.len()).max_by(|&a, &b| last[a].total_cmp(&last[b]).then(b.cmp(&a))).unwrap() as u32;
+        let argmax = (0..last.len())
+            .max_by(|&a, &b| last[a].total_cmp(&last[b]).then(b.cmp(&a)))
+            .unwrap() as u32;
         assert_eq!(g.id, argmax);
         ids.push(g.id);
     }
     // Sampling with a seed repeats; another seed may differ, never errs.
-    let s = SamplingSettings { temperature: 1.5, top_k: 0, top_p: 1.0, seed: 7 };
-    let a: Vec<u32> = generate(&model, "abc", 8, &s).unwrap().generated.iter().map(|g| g.id).collect();
-    let b: Vec<u32> = generate(&model, "abc", 8, &s).unwrap().generated.iter().map(|g| g.id).collect();
+    let s = SamplingSettings {
+        temperature: 1.5,
+        top_k: 0,
+        top_p: 1.0,
+        seed: 7,
+    };
+    let a: Vec<u32> = generate(&model, "abc", 8, &s)
+        .unwrap()
+        .generated
+        .iter()
+        .map(|g| g.id)
+        .collect();
+    let b: Vec<u32> = generate(&model, "abc", 8, &s)
+        .unwrap()
+        .generated
+        .iter()
+        .map(|g| g.id)
+        .collect();
     assert_eq!(a, b);
     // An encoder cannot continue a text.
-    let encoder = transformer_viz::checkpoints::fixture::fixture(transformer_viz::checkpoints::fixture::encoder_config(), 3).unwrap();
+    let encoder = transformer_viz::checkpoints::fixture::fixture(
+        transformer_viz::checkpoints::fixture::encoder_config(),
+        3,
+    )
+    .unwrap();
     assert!(Generator::new(&encoder, &[1, 2]).is_err());
 }
 
 #[test]
 fn smollm2_greedy_continues_and_temperature_zero_equals_greedy() {
-    let Some(model) = common::smollm2() else { return };
-    let greedy = generate(model, "The capital of France is", 3, &SamplingSettings::greedy()).unwrap();
+    let Some(model) = common::smollm2() else {
+        return;
+    };
+    let greedy = generate(
+        model,
+        "The capital of France is",
+        3,
+        &SamplingSettings::greedy(),
+    )
+    .unwrap();
     assert_eq!(greedy.generated[0].token, " Paris");
-    let zero = generate(model, "The capital of France is", 3, &SamplingSettings { temperature: 0.0, top_k: 5, top_p: 0.5, seed: 99 }).unwrap();
+    let zero = generate(
+        model,
+        "The capital of France is",
+        3,
+        &SamplingSettings {
+            temperature: 0.0,
+            top_k: 5,
+            top_p: 0.5,
+            seed: 99,
+        },
+    )
+    .unwrap();
     assert_eq!(greedy.text, zero.text);
-    let s = SamplingSettings { temperature: 0.9, top_k: 40, top_p: 0.95, seed: 2024 };
-    assert_eq!(generate(model, "Once upon a", 8, &s).unwrap().text, generate(model, "Once upon a", 8, &s).unwrap().text);
+    let s = SamplingSettings {
+        temperature: 0.9,
+        top_k: 40,
+        top_p: 0.95,
+        seed: 2024,
+    };
+    assert_eq!(
+        generate(model, "Once upon a", 8, &s).unwrap().text,
+        generate(model, "Once upon a", 8, &s).unwrap().text
+    );
 }

@@ -21,8 +21,19 @@ const HEADS: [(usize, usize); 5] = [(0, 0), (0, 5), (11, 3), (17, 8), (29, 2)];
 
 fn python(args: &[&str], stdin: &str) -> Vec<u8> {
     let py = common::root().join(".venv/bin/python");
-    let mut child = Command::new(&py).args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().expect("start the Python reference");
-    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    let mut child = Command::new(&py)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start the Python reference");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "python {args:?} failed");
     out.stdout
@@ -34,30 +45,70 @@ fn reference(texts: &[&str], ids: &[Vec<u32>]) -> Value {
     let vocab = common::root().join("target/test-data/smollm2-vocab-reference.json");
     std::fs::create_dir_all(vocab.parent().unwrap()).unwrap();
     let root = common::root();
-    python(&[root.join("tests/reference/gguf_vocab.py").to_str().unwrap(), gguf.to_str().unwrap(), vocab.to_str().unwrap()], "");
+    python(
+        &[
+            root.join("tests/reference/gguf_vocab.py").to_str().unwrap(),
+            gguf.to_str().unwrap(),
+            vocab.to_str().unwrap(),
+        ],
+        "",
+    );
     let request = json!({"texts": texts, "ids": ids, "attention": HEADS.iter().map(|&(l, h)| [l, h]).collect::<Vec<_>>()});
-    let out = python(&[root.join("tests/reference/smollm2_reference.py").to_str().unwrap(), gguf.to_str().unwrap(), vocab.to_str().unwrap()], &request.to_string());
+    let out = python(
+        &[
+            root.join("tests/reference/smollm2_reference.py")
+                .to_str()
+                .unwrap(),
+            gguf.to_str().unwrap(),
+            vocab.to_str().unwrap(),
+        ],
+        &request.to_string(),
+    );
     serde_json::from_slice(&out).unwrap()
 }
 
 fn floats(v: &Value) -> Vec<f32> {
-    v.as_array().unwrap().iter().map(|x| x.as_f64().unwrap() as f32).collect()
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap() as f32)
+        .collect()
 }
 
 /// Compares the engine's pass on `ids` with the reference's result `r`.
 fn assert_matches(model: &Transformer, ids: &[u32], r: &Value, what: &str) -> (f32, f32) {
-    let want_ids: Vec<u32> = r["ids"].as_array().unwrap().iter().map(|x| x.as_u64().unwrap() as u32).collect();
+    let want_ids: Vec<u32> = r["ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap() as u32)
+        .collect();
     assert_eq!(ids, want_ids.as_slice(), "{what}: token ids");
     let out = model.run_ids(ids);
     let logits = out.logits.unwrap(); // (T, vocab)
     let last = logits.row(ids.len() - 1).to_vec();
     let want = floats(&r["last_logits"]);
-    let logit_diff = last.iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
+    let logit_diff = last
+        .iter()
+        .zip(&want)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0, f32::max);
     assert!(logit_diff < 1e-2, "{what}: logits differ by {logit_diff}");
     let top5: Vec<u64> = top_ids(&last, 5).into_iter().map(u64::from).collect();
-    let want_top5: Vec<u64> = r["top5"].as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).collect();
+    let want_top5: Vec<u64> = r["top5"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap())
+        .collect();
     assert_eq!(top5, want_top5, "{what}: top-5 tokens");
-    let encoding = Encoding { tokens: ids.iter().map(|&id| model.tokenizer.token_info(id).unwrap()).collect(), truncated: None };
+    let encoding = Encoding {
+        tokens: ids
+            .iter()
+            .map(|&id| model.tokenizer.token_info(id).unwrap())
+            .collect(),
+        truncated: None,
+    };
     let trace = model.trace_ids(encoding, what);
     let mut attention_diff = 0.0f32;
     for (layer, head) in HEADS {
@@ -69,29 +120,49 @@ fn assert_matches(model: &Transformer, ids: &[u32], r: &Value, what: &str) -> (f
             }
         }
     }
-    assert!(attention_diff < 1e-3, "{what}: attention differs by {attention_diff}");
+    assert!(
+        attention_diff < 1e-3,
+        "{what}: attention differs by {attention_diff}"
+    );
     (logit_diff, attention_diff)
 }
 
 #[test]
 fn smollm2_matches_the_numpy_reference() {
-    let Some(model) = common::smollm2() else { return };
+    let Some(model) = common::smollm2() else {
+        return;
+    };
     let long = "The history of the printing press begins in the fifteenth century, when Johannes Gutenberg combined movable metal type, oil-based ink and a wooden press adapted from those used to make wine. Within fifty years, presses in more than two hundred cities had printed millions of books, and ideas travelled faster than ever before.";
-    let texts = ["The capital of France is", "Once upon a", "Ünïcödé: naïve café, 東京 and 🙂 emoji!", "x", long];
+    let texts = [
+        "The capital of France is",
+        "Once upon a",
+        "Ünïcödé: naïve café, 東京 and 🙂 emoji!",
+        "x",
+        long,
+    ];
     let r = reference(&texts, &[]);
     for (i, text) in texts.iter().enumerate() {
         let ids = model.encode(text).unwrap().ids();
         let (l, a) = assert_matches(model, &ids, &r["texts"][i], text);
-        eprintln!("{:>3} tokens: logits within {l:.2e}, attention within {a:.2e}  ({})", ids.len(), &text.chars().take(30).collect::<String>());
+        eprintln!(
+            "{:>3} tokens: logits within {l:.2e}, attention within {a:.2e}  ({})",
+            ids.len(),
+            &text.chars().take(30).collect::<String>()
+        );
     }
-    assert!(model.encode(long).unwrap().ids().len() > 60, "the long prompt is long");
+    assert!(
+        model.encode(long).unwrap().ids().len() > 60,
+        "the long prompt is long"
+    );
 }
 
 /// 40 random ordinary tokens, then the same 40 again.
 fn repeated_random_tokens(model: &Transformer, seed: u64) -> Vec<u32> {
     let mut state = seed;
     let mut next = move || {
-        state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
         (state >> 33) as u32
     };
     let vocab = model.config.vocab_size as u32;
@@ -102,9 +173,19 @@ fn repeated_random_tokens(model: &Transformer, seed: u64) -> Vec<u32> {
 
 #[test]
 fn smollm2_predicts_what_the_notes_say_and_copies_a_repeated_sequence() {
-    let Some(model) = common::smollm2() else { return };
-    for (text, want) in [("The capital of France is", " Paris"), ("Once upon a", " time")] {
-        let probs = model.trace(text).unwrap().next_token_probabilities().unwrap().to_vec();
+    let Some(model) = common::smollm2() else {
+        return;
+    };
+    for (text, want) in [
+        ("The capital of France is", " Paris"),
+        ("Once upon a", " time"),
+    ] {
+        let probs = model
+            .trace(text)
+            .unwrap()
+            .next_token_probabilities()
+            .unwrap()
+            .to_vec();
         let top = top_ids(&probs, 1)[0];
         assert_eq!(model.tokenizer.token_text(top), Some(want), "{text}");
     }
@@ -122,13 +203,25 @@ fn smollm2_predicts_what_the_notes_say_and_copies_a_repeated_sequence() {
     let first: f32 = (0..39).map(loss).sum::<f32>() / 39.0;
     let second: f32 = (40..79).map(loss).sum::<f32>() / 39.0;
     eprintln!("mean loss on the first copy {first:.2}, on the second {second:.2}");
-    assert!(second < first / 3.0, "the repeat is far easier: {first} then {second}");
+    assert!(
+        second < first / 3.0,
+        "the repeat is far easier: {first} then {second}"
+    );
     let reference_losses = floats(&r["ids"][0]["losses"]);
     let reference_second = reference_losses[40..79].iter().sum::<f32>() / 39.0;
-    assert!((second - reference_second).abs() < 0.05, "the reference agrees: {reference_second}");
+    assert!(
+        (second - reference_second).abs() < 0.05,
+        "the reference agrees: {reference_second}"
+    );
     // At least one head attends from each token of the copy to the token after its earlier
     // occurrence (an induction head).
-    let encoding = Encoding { tokens: ids.iter().map(|&id| model.tokenizer.token_info(id).unwrap()).collect(), truncated: None };
+    let encoding = Encoding {
+        tokens: ids
+            .iter()
+            .map(|&id| model.tokenizer.token_info(id).unwrap())
+            .collect(),
+        truncated: None,
+    };
     let trace = model.trace_ids(encoding, "");
     let mut best = (0.0f32, 0, 0);
     for layer in 0..model.config.n_layers {
@@ -140,7 +233,10 @@ fn smollm2_predicts_what_the_notes_say_and_copies_a_repeated_sequence() {
             }
         }
     }
-    eprintln!("strongest induction head: layer {} head {} ({:.2})", best.1, best.2, best.0);
+    eprintln!(
+        "strongest induction head: layer {} head {} ({:.2})",
+        best.1, best.2, best.0
+    );
     assert!(best.0 > 0.5, "an induction head scores above 0.5: {best:?}");
     // The head scores report it too.
     let scores = head_scores(&trace).unwrap();

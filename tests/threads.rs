@@ -10,7 +10,10 @@ use transformer_viz::model::threads;
 use transformer_viz::trace::Trace;
 
 fn pool(threads: usize) -> rayon::ThreadPool {
-    rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap()
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .unwrap()
 }
 
 fn assert_same(a: &Trace, b: &Trace, what: &str) {
@@ -18,7 +21,12 @@ fn assert_same(a: &Trace, b: &Trace, what: &str) {
     for (sa, sb) in a.steps.iter().zip(&b.steps) {
         assert_eq!(sa.name, sb.name);
         assert_eq!(sa.tensor.shape, sb.tensor.shape, "{}", sa.name);
-        let same = sa.tensor.data.iter().zip(&sb.tensor.data).all(|(x, y)| x.to_bits() == y.to_bits());
+        let same = sa
+            .tensor
+            .data
+            .iter()
+            .zip(&sb.tensor.data)
+            .all(|(x, y)| x.to_bits() == y.to_bits());
         assert!(same, "{what}: step {} differs", sa.name);
     }
 }
@@ -26,7 +34,8 @@ fn assert_same(a: &Trace, b: &Trace, what: &str) {
 #[test]
 fn an_encoder_pass_on_one_two_three_or_five_threads_gives_the_same_numbers() {
     let model = common::minilm();
-    let text = "Threads share every dense layer of this forward pass, each its own output features.";
+    let text =
+        "Threads share every dense layer of this forward pass, each its own output features.";
     let one = pool(1).install(|| {
         assert_eq!(threads::threads(), 1);
         model.trace(text).unwrap()
@@ -42,15 +51,26 @@ fn an_encoder_pass_on_one_two_three_or_five_threads_gives_the_same_numbers() {
 
 #[test]
 fn a_quantized_causal_model_continuing_through_its_cache_gives_one_threads_numbers() {
-    let Some(model) = common::smollm2() else { return };
-    let texts = ["The capital of France is", "The capital of France is a city", "The capital of Spain"];
+    let Some(model) = common::smollm2() else {
+        return;
+    };
+    let texts = [
+        "The capital of France is",
+        "The capital of France is a city",
+        "The capital of Spain",
+    ];
     let run = |n: usize| {
         pool(n).install(|| {
             let mut cache = KvCache::new();
             let mut previous: Option<Trace> = None;
             let mut traces = Vec::new();
             for text in texts {
-                let continued = model.continue_trace(model.encode(text).unwrap(), text, previous.as_ref(), &mut cache);
+                let continued = model.continue_trace(
+                    model.encode(text).unwrap(),
+                    text,
+                    previous.as_ref(),
+                    &mut cache,
+                );
                 traces.push(continued.trace.clone());
                 previous = Some(continued.trace);
             }
@@ -64,7 +84,10 @@ fn a_quantized_causal_model_continuing_through_its_cache_gives_one_threads_numbe
     assert_eq!(one[1].len(), 7);
     for (a, b) in one.iter().zip(&three) {
         assert_same(a, b, &a.text);
-        assert_eq!(a.next_token_probabilities().unwrap(), b.next_token_probabilities().unwrap());
+        assert_eq!(
+            a.next_token_probabilities().unwrap(),
+            b.next_token_probabilities().unwrap()
+        );
     }
     assert_eq!(one_logits, three_logits);
 }

@@ -17,17 +17,36 @@ use transformer_viz::Transformer;
 struct KeepEverything<'c>(TraceRecorder<'c>);
 
 impl Recorder for KeepEverything<'_> {
-    fn step<F: FnOnce() -> Tensor>(&mut self, op: Op, layer: Option<usize>, inputs: &[Op], make: F) {
+    fn step<F: FnOnce() -> Tensor>(
+        &mut self,
+        op: Op,
+        layer: Option<usize>,
+        inputs: &[Op],
+        make: F,
+    ) {
         self.0.step(op, layer, inputs, make);
     }
-    fn derived_step<F, D>(&mut self, op: Op, layer: Option<usize>, inputs: &[Op], _: &[usize], make: F, _: D)
-    where
+    fn derived_step<F, D>(
+        &mut self,
+        op: Op,
+        layer: Option<usize>,
+        inputs: &[Op],
+        _: &[usize],
+        make: F,
+        _: D,
+    ) where
         F: FnOnce() -> Tensor,
         D: Fn(&[ArrayViewD<f32>]) -> ArrayD<f32> + Send + Sync + 'static,
     {
         self.0.step(op, layer, inputs, make);
     }
-    fn unchanged_step<F: FnOnce() -> Tensor>(&mut self, op: Op, layer: Option<usize>, input: Op, make: F) {
+    fn unchanged_step<F: FnOnce() -> Tensor>(
+        &mut self,
+        op: Op,
+        layer: Option<usize>,
+        input: Op,
+        make: F,
+    ) {
         self.0.step(op, layer, &[input], make);
     }
     fn norm_stats<F: FnOnce() -> NormRows>(&mut self, layer: Option<usize>, make: F) {
@@ -54,7 +73,11 @@ fn full_trace(model: &Transformer, text: &str) -> Trace {
 
 /// Bytes of every step's values, as if each were kept on its own.
 fn bytes_of_every_step(trace: &Trace) -> usize {
-    trace.steps.iter().map(|s| s.tensor.shape.iter().product::<usize>() * 4).sum()
+    trace
+        .steps
+        .iter()
+        .map(|s| s.tensor.shape.iter().product::<usize>() * 4)
+        .sum()
 }
 
 /// Every step of `model`'s trace, read, equals the fully kept trace bit for bit, and the
@@ -64,24 +87,43 @@ fn assert_same_numbers(model: &Transformer, text: &str) {
     let trace = model.trace(text).unwrap();
     assert_eq!(trace.steps.len(), kept.steps.len());
     for (ours, full) in trace.steps.iter().zip(&kept.steps) {
-        assert_eq!((ours.op, ours.layer, &ours.name, &ours.inputs), (full.op, full.layer, &full.name, &full.inputs));
+        assert_eq!(
+            (ours.op, ours.layer, &ours.name, &ours.inputs),
+            (full.op, full.layer, &full.name, &full.inputs)
+        );
         assert_eq!(ours.tensor.shape, full.tensor.shape, "{}", ours.name);
-        let (a, b): (Vec<u32>, Vec<u32>) =
-            (ours.tensor.data.iter().map(|v| v.to_bits()).collect(), full.tensor.data.iter().map(|v| v.to_bits()).collect());
-        assert!(a == b, "{}: the values read differ from the values the pass computed", ours.name);
+        let (a, b): (Vec<u32>, Vec<u32>) = (
+            ours.tensor.data.iter().map(|v| v.to_bits()).collect(),
+            full.tensor.data.iter().map(|v| v.to_bits()).collect(),
+        );
+        assert!(
+            a == b,
+            "{}: the values read differ from the values the pass computed",
+            ours.name
+        );
     }
-    assert_eq!(serde_json::to_string(&trace).unwrap(), serde_json::to_string(&kept).unwrap());
+    assert_eq!(
+        serde_json::to_string(&trace).unwrap(),
+        serde_json::to_string(&kept).unwrap()
+    );
 }
 
 #[test]
 fn minilm_steps_read_the_numbers_the_pass_computed() {
-    assert_same_numbers(common::minilm(), "The quick brown fox jumps over the lazy dog. Émigrés 東京 🙂");
+    assert_same_numbers(
+        common::minilm(),
+        "The quick brown fox jumps over the lazy dog. Émigrés 東京 🙂",
+    );
 }
 
 #[test]
 fn fixture_steps_read_the_numbers_the_pass_computed() {
     // ReLU encoder; Llama-style causal decoder (rotary, grouped-query, SwiGLU); a causal GELU model.
-    let causal_gelu = ModelConfig { activation: Activation::Gelu, causal: true, ..encoder_config() };
+    let causal_gelu = ModelConfig {
+        activation: Activation::Gelu,
+        causal: true,
+        ..encoder_config()
+    };
     for config in [encoder_config(), decoder_config(), causal_gelu] {
         let name = config.name.clone();
         let model = fixture(config, 11).unwrap();
@@ -91,7 +133,11 @@ fn fixture_steps_read_the_numbers_the_pass_computed() {
         let trace = model.trace("mask the future").unwrap();
         let mask = &trace.find(Op::Mask, Some(1)).unwrap().tensor.data;
         let scores = &trace.find(Op::Scores, Some(1)).unwrap().tensor.data;
-        assert_eq!(mask.shares_storage_with(scores), !model.config.causal, "{name}: the mask shares the scores' storage iff it hides nothing");
+        assert_eq!(
+            mask.shares_storage_with(scores),
+            !model.config.causal,
+            "{name}: the mask shares the scores' storage iff it hides nothing"
+        );
     }
 }
 
@@ -105,7 +151,8 @@ fn a_512_token_minilm_trace_keeps_the_large_tensors_as_recipes() {
     let every_step = bytes_of_every_step(&trace);
     // Per layer: scores and mask (heads, T, T), head outputs (heads, T, hd), their
     // concatenation (T, heads * hd) and the activation (T, d_ff) are not in memory.
-    let computed_on_read = c.n_layers * (2 * c.n_heads * t * t + 2 * c.n_heads * t * c.head_dim + t * c.d_ff) * 4;
+    let computed_on_read =
+        c.n_layers * (2 * c.n_heads * t * t + 2 * c.n_heads * t * c.head_dim + t * c.d_ff) * 4;
     assert_eq!(trace.bytes_in_memory(), every_step - computed_on_read);
     eprintln!(
         "512 tokens: {:.0} MB in memory, {:.0} MB if every step were kept",
@@ -125,7 +172,12 @@ fn a_512_token_minilm_trace_keeps_the_large_tensors_as_recipes() {
     let before = trace.bytes_in_memory();
     let scores = trace.scores(2, 5).unwrap().to_owned(); // (T, T)
     assert_eq!(trace.bytes_in_memory(), before + c.n_heads * t * t * 4);
-    let mask = trace.find(Op::Mask, Some(2)).unwrap().tensor.view3().unwrap();
+    let mask = trace
+        .find(Op::Mask, Some(2))
+        .unwrap()
+        .tensor
+        .view3()
+        .unwrap();
     assert_eq!(mask.index_axis(ndarray::Axis(0), 5), scores);
     assert_eq!(trace.bytes_in_memory(), before + c.n_heads * t * t * 4);
 }

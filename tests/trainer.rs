@@ -14,20 +14,22 @@ use transformer_viz::checkpoints::{load_named, WeightPrecision};
 use transformer_viz::model::config::NormPlace;
 use transformer_viz::model::forward;
 use transformer_viz::tokenize::Tokenizer;
+use transformer_viz::trace::NoRecorder;
 use transformer_viz::train::bigram::bigram_loss;
 use transformer_viz::train::corpus::{token_stream, Corpus};
 use transformer_viz::train::head_probe::HeadProbe;
 use transformer_viz::train::network::{id_tensor, Network};
 use transformer_viz::train::run::{evaluate, learning_rate, Run, Settings};
 use transformer_viz::train::vocab::learn_vocab;
-use transformer_viz::trace::NoRecorder;
 
 fn corpus_dir() -> PathBuf {
     common::models_dir().join("corpus")
 }
 
 fn corpus() -> Corpus {
-    Corpus::read(&corpus_dir()).unwrap_or_else(|e| panic!("{e}\n(run scripts/fetch-corpus.sh first; the README's test command does)"))
+    Corpus::read(&corpus_dir()).unwrap_or_else(|e| {
+        panic!("{e}\n(run scripts/fetch-corpus.sh first; the README's test command does)")
+    })
 }
 
 /// A pseudo-random id stream (LCG) with some structure: each id tends to follow its predecessor.
@@ -36,8 +38,14 @@ fn synthetic_stream(n: usize, vocab: u32) -> Vec<u32> {
     let mut prev = 0u32;
     (0..n)
         .map(|_| {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            prev = if (x >> 60) < 10 { (prev * 7 + 3) % vocab } else { ((x >> 33) % vocab as u64) as u32 };
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            prev = if (x >> 60) < 10 {
+                (prev * 7 + 3) % vocab
+            } else {
+                ((x >> 33) % vocab as u64) as u32
+            };
             prev
         })
         .collect()
@@ -72,7 +80,14 @@ fn small_config(place: NormPlace) -> transformer_viz::model::ModelConfig {
     c
 }
 
-fn run(out: &std::path::Path, config: &transformer_viz::model::ModelConfig, settings: Settings, stream: &[u32], stop_after: Option<usize>, resume: bool) -> transformer_viz::train::run::Outcome {
+fn run(
+    out: &std::path::Path,
+    config: &transformer_viz::model::ModelConfig,
+    settings: Settings,
+    stream: &[u32],
+    stop_after: Option<usize>,
+    resume: bool,
+) -> transformer_viz::train::run::Outcome {
     Run {
         name: "test".into(),
         config: config.clone(),
@@ -121,12 +136,26 @@ fn trainer_and_engine_agree_after_training_steps() {
         // A few steps, so biases, gammas and betas are no longer 0 and 1.
         let outcome = run(&dir, &config, short_settings(8, 7), &stream, None, false);
         let saved = std::fs::read(dir.join("model.safetensors")).unwrap();
-        let weights = transformer_viz::checkpoints::generic::from_safetensors(&saved, &config).unwrap();
-        for ids in [vec![299u32], stream[100..164].to_vec(), stream[5000..5017].to_vec()] {
-            let candle = outcome.network.logits(&id_tensor(std::slice::from_ref(&ids)).unwrap()).unwrap(); // (T, V)
-            let engine = forward(&ids, &weights, &config, &mut NoRecorder).logits.unwrap(); // (T, V)
+        let weights =
+            transformer_viz::checkpoints::generic::from_safetensors(&saved, &config).unwrap();
+        for ids in [
+            vec![299u32],
+            stream[100..164].to_vec(),
+            stream[5000..5017].to_vec(),
+        ] {
+            let candle = outcome
+                .network
+                .logits(&id_tensor(std::slice::from_ref(&ids)).unwrap())
+                .unwrap(); // (T, V)
+            let engine = forward(&ids, &weights, &config, &mut NoRecorder)
+                .logits
+                .unwrap(); // (T, V)
             let (diff, size) = compare(&candle, &engine);
-            assert!(diff <= 1e-4 * size.max(1.0), "{place:?}, T = {}: logits differ by {diff} (largest {size})", ids.len());
+            assert!(
+                diff <= 1e-4 * size.max(1.0),
+                "{place:?}, T = {}: logits differ by {diff} (largest {size})",
+                ids.len()
+            );
         }
         let _ = std::fs::remove_dir_all(&dir);
     }
@@ -137,12 +166,24 @@ fn committed_decoders_agree_with_the_trainer_within_1e_4() {
     for name in lecture::DECODERS {
         let model = load_named(&common::models_dir(), name, WeightPrecision::F32).unwrap();
         let dir = std::path::Path::new(lecture::TRAINED_DIR).join(name);
-        let net = Network::from_safetensors(&model.config, &std::fs::read(dir.join("model.safetensors")).unwrap()).unwrap();
-        let ids = model.encode("The President said that the ship sailed for the whale.").unwrap().ids();
-        let candle = net.logits(&id_tensor(std::slice::from_ref(&ids)).unwrap()).unwrap();
+        let net = Network::from_safetensors(
+            &model.config,
+            &std::fs::read(dir.join("model.safetensors")).unwrap(),
+        )
+        .unwrap();
+        let ids = model
+            .encode("The President said that the ship sailed for the whale.")
+            .unwrap()
+            .ids();
+        let candle = net
+            .logits(&id_tensor(std::slice::from_ref(&ids)).unwrap())
+            .unwrap();
         let engine = model.run_ids(&ids).logits.unwrap();
         let (diff, size) = compare(&candle, &engine);
-        assert!(diff <= 1e-4 * size.max(1.0), "{name}: logits differ by {diff} (largest {size})");
+        assert!(
+            diff <= 1e-4 * size.max(1.0),
+            "{name}: logits differ by {diff} (largest {size})"
+        );
     }
 }
 
@@ -150,21 +191,38 @@ fn committed_decoders_agree_with_the_trainer_within_1e_4() {
 fn a_shortened_run_is_reproducible_and_resumes_exactly() {
     let config = small_config(NormPlace::Post);
     let stream = synthetic_stream(20_000, 299);
-    let (a, b, c) = (temp_dir("repro-a"), temp_dir("repro-b"), temp_dir("repro-c"));
+    let (a, b, c) = (
+        temp_dir("repro-a"),
+        temp_dir("repro-b"),
+        temp_dir("repro-c"),
+    );
     let first = run(&a, &config, short_settings(20, 3), &stream, None, false);
     let second = run(&b, &config, short_settings(20, 3), &stream, None, false);
-    assert_eq!(first.history.train, second.history.train, "same seed, same losses");
+    assert_eq!(
+        first.history.train, second.history.train,
+        "same seed, same losses"
+    );
     let weights_a = std::fs::read(a.join("model.safetensors")).unwrap();
-    assert_eq!(weights_a, std::fs::read(b.join("model.safetensors")).unwrap(), "same seed, same weights");
+    assert_eq!(
+        weights_a,
+        std::fs::read(b.join("model.safetensors")).unwrap(),
+        "same seed, same weights"
+    );
     let losses: Vec<f64> = first.history.held_out.iter().map(|h| h.2).collect();
-    assert!(losses.last().unwrap() < &(losses[0] - 0.2), "the held-out loss falls: {losses:?}");
+    assert!(
+        losses.last().unwrap() < &(losses[0] - 0.2),
+        "the held-out loss falls: {losses:?}"
+    );
 
     // Interrupted at step 9 and resumed from its checkpoint: the same run, bit for bit.
     run(&c, &config, short_settings(20, 3), &stream, Some(9), false);
     assert!(c.join("checkpoint.safetensors").exists());
     let resumed = run(&c, &config, short_settings(20, 3), &stream, None, true);
     assert_eq!(resumed.history.train, first.history.train);
-    assert_eq!(std::fs::read(c.join("model.safetensors")).unwrap(), weights_a);
+    assert_eq!(
+        std::fs::read(c.join("model.safetensors")).unwrap(),
+        weights_a
+    );
 
     // Another seed, another run.
     let other = run(&b, &config, short_settings(20, 4), &stream, None, false);
@@ -177,29 +235,51 @@ fn a_shortened_run_is_reproducible_and_resumes_exactly() {
 #[test]
 fn the_schedule_warms_up_then_decays_by_a_cosine() {
     let s = short_settings(103, 1);
-    assert!((learning_rate(&s, 0) - 1e-3).abs() < 1e-12, "step 1 of 3 of the warm-up: a third of the peak");
+    assert!(
+        (learning_rate(&s, 0) - 1e-3).abs() < 1e-12,
+        "step 1 of 3 of the warm-up: a third of the peak"
+    );
     assert!((learning_rate(&s, 2) - 3e-3).abs() < 1e-12);
-    assert!((learning_rate(&s, 53) - 3e-3 * 0.55).abs() < 1e-9, "half way: (1 + cos(pi/2))/2 of the way down to 10%");
-    assert!((learning_rate(&s, 103) - 3e-4).abs() < 1e-12, "the end: 10% of the peak");
+    assert!(
+        (learning_rate(&s, 53) - 3e-3 * 0.55).abs() < 1e-9,
+        "half way: (1 + cos(pi/2))/2 of the way down to 10%"
+    );
+    assert!(
+        (learning_rate(&s, 103) - 3e-4).abs() < 1e-12,
+        "the end: 10% of the peak"
+    );
 }
 
 #[test]
 fn the_learned_vocabulary_round_trips_text_and_shortens_it() {
-    let docs: Vec<String> = ["the cat sat on the mat. the cat ate the rat.", "Whales! The whale, the whaling ship; naïve café 12345 — ünïcödé"]
-        .iter()
-        .map(|s| s.repeat(20))
-        .collect();
+    let docs: Vec<String> = [
+        "the cat sat on the mat. the cat ate the rat.",
+        "Whales! The whale, the whaling ship; naïve café 12345 — ünïcödé",
+    ]
+    .iter()
+    .map(|s| s.repeat(20))
+    .collect();
     let file = learn_vocab(&docs, 300).unwrap();
     assert_eq!(file.tokens.len(), 300);
     assert_eq!(file.tokens[file.bos as usize], "<|endoftext|>");
     let tokenizer = file.tokenizer().unwrap();
-    for text in ["the cat sat on the mat", "Whales! naïve 日本語 🐋 whaling", "x"] {
+    for text in [
+        "the cat sat on the mat",
+        "Whales! naïve 日本語 🐋 whaling",
+        "x",
+    ] {
         let ids: Vec<u32> = tokenizer.encode(text, 10_000).unwrap().ids();
         assert_eq!(ids[0], 299, "BOS first");
         assert_eq!(tokenizer.decode(&ids[1..]).unwrap(), text);
     }
-    let ids = tokenizer.encode("the cat sat on the mat", 100).unwrap().ids();
-    assert!(ids.len() < 10, "merges learned from the text shorten it: {ids:?}");
+    let ids = tokenizer
+        .encode("the cat sat on the mat", 100)
+        .unwrap()
+        .ids();
+    assert!(
+        ids.len() < 10,
+        "merges learned from the text shorten it: {ids:?}"
+    );
 }
 
 /// How far below the bigram baseline's held-out loss the committed decoders are at least
@@ -217,16 +297,34 @@ fn committed_decoders_beat_the_bigram_baseline_by_a_wide_margin() {
         let held_out = token_stream(&corpus.held_out, model.tokenizer.as_ref(), bos).unwrap();
         let (bigram, _) = bigram_loss(&train, &held_out, model.config.vocab_size);
         let dir = std::path::Path::new(lecture::TRAINED_DIR).join(name);
-        let net = Network::from_safetensors(&model.config, &std::fs::read(dir.join("model.safetensors")).unwrap()).unwrap();
+        let net = Network::from_safetensors(
+            &model.config,
+            &std::fs::read(dir.join("model.safetensors")).unwrap(),
+        )
+        .unwrap();
         // The trainer's own held-out measure: 64 windows of 128 tokens spread over the stream.
         let windows = transformer_viz::train::batches::evaluation_windows(&held_out, 128, bos, 64);
         let loss = evaluate(&net, &windows, 16).unwrap();
         eprintln!("{name}: held-out loss {loss:.4}, bigram {bigram:.4}");
-        assert!(loss < bigram - MARGIN, "{name}: held-out loss {loss:.3} against the bigram's {bigram:.3}");
+        assert!(
+            loss < bigram - MARGIN,
+            "{name}: held-out loss {loss:.3} against the bigram's {bigram:.3}"
+        );
         // The committed weights are the ones the committed log describes.
         let log = std::fs::read_to_string(dir.join("train.log")).unwrap();
-        let logged: f64 = log.lines().rev().filter(|l| l.starts_with("step ")).find_map(|l| l.split("held-out ").nth(1)).and_then(|t| t.split(' ').next()).unwrap().parse().unwrap();
-        assert!((loss - logged).abs() < 1e-3, "{name}: the log says {logged}, the weights give {loss}");
+        let logged: f64 = log
+            .lines()
+            .rev()
+            .filter(|l| l.starts_with("step "))
+            .find_map(|l| l.split("held-out ").nth(1))
+            .and_then(|t| t.split(' ').next())
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(
+            (loss - logged).abs() < 1e-3,
+            "{name}: the log says {logged}, the weights give {loss}"
+        );
     }
 }
 
@@ -241,9 +339,18 @@ fn committed_decoders_have_a_previous_token_head() {
         let probe = HeadProbe::new(&corpus.held_out, bos, None);
         assert!(probe.sentence_count() >= 20);
         let report = probe.measure(&model).unwrap();
-        eprintln!("{name}: previous-token scores {:.2?}; induction scores {:.2?}; {}", report.previous, report.induction, report.summary());
+        eprintln!(
+            "{name}: previous-token scores {:.2?}; induction scores {:.2?}; {}",
+            report.previous,
+            report.induction,
+            report.summary()
+        );
         let best = report.best_previous();
-        assert!(best.score > 0.5, "{name}: no previous-token head (best {:.2})", best.score);
+        assert!(
+            best.score > 0.5,
+            "{name}: no previous-token head (best {:.2})",
+            best.score
+        );
     }
 }
 
@@ -257,9 +364,19 @@ fn committed_decoders_copy_a_repeated_run() {
     for name in lecture::DECODERS {
         let model = load_named(&common::models_dir(), name, WeightPrecision::F32).unwrap();
         let bos = model.tokenizer.encode("x", 4).unwrap().ids()[0];
-        let report = HeadProbe::new(&corpus.held_out, bos, None).measure(&model).unwrap();
-        eprintln!("{name}: induction scores {:.2?}; {}", report.induction, report.summary());
-        assert!(report.copy_loss[1] < report.copy_loss[0] - 1.0, "{name}: the model does not copy ({:.2?})", report.copy_loss);
+        let report = HeadProbe::new(&corpus.held_out, bos, None)
+            .measure(&model)
+            .unwrap();
+        eprintln!(
+            "{name}: induction scores {:.2?}; {}",
+            report.induction,
+            report.summary()
+        );
+        assert!(
+            report.copy_loss[1] < report.copy_loss[0] - 1.0,
+            "{name}: the model does not copy ({:.2?})",
+            report.copy_loss
+        );
     }
 }
 
@@ -270,11 +387,22 @@ fn committed_decoders_copy_a_repeated_run() {
 #[test]
 fn the_committed_reverser_reverses_held_out_text_along_the_anti_diagonal() {
     use transformer_viz::train::reversal::{self, exact_match, held_out_strings, is_held_out};
-    let model = load_named(&common::models_dir(), lecture::REVERSE, WeightPrecision::F32).unwrap();
+    let model = load_named(
+        &common::models_dir(),
+        lecture::REVERSE,
+        WeightPrecision::F32,
+    )
+    .unwrap();
     let strings = held_out_strings(1000, 2026); // not the log's evaluation set (seed 7)
-    assert!(strings.iter().all(|s| is_held_out(s) && s.len() >= reversal::HELD_OUT_FROM));
+    assert!(strings
+        .iter()
+        .all(|s| is_held_out(s) && s.len() >= reversal::HELD_OUT_FROM));
     let matched = exact_match(&model, &strings).unwrap();
-    eprintln!("lecture-reverse: exact match {:.1}% of {} held-out strings", 100.0 * matched, strings.len());
+    eprintln!(
+        "lecture-reverse: exact match {:.1}% of {} held-out strings",
+        100.0 * matched,
+        strings.len()
+    );
     assert!(matched >= 0.95, "exact match {matched}");
 
     // Anti-diagonal weight per decoder layer and head: row r (the start token, then the
@@ -295,35 +423,98 @@ fn the_committed_reverser_reverses_held_out_text_along_the_anti_diagonal() {
     }
     let best = diagonal.iter().copied().fold(0f64, f64::max);
     eprintln!("lecture-reverse: anti-diagonal weight per (layer, head) {diagonal:.2?}");
-    assert!(best > 0.5, "no head follows the anti-diagonal: {diagonal:.2?}");
+    assert!(
+        best > 0.5,
+        "no head follows the anti-diagonal: {diagonal:.2?}"
+    );
 
     // The trainer's forward pass on the committed weights agrees with the engine's.
     let dir = std::path::Path::new(lecture::TRAINED_DIR).join(lecture::REVERSE);
-    let net = Network::from_safetensors(&model.config, &std::fs::read(dir.join("model.safetensors")).unwrap()).unwrap();
+    let net = Network::from_safetensors(
+        &model.config,
+        &std::fs::read(dir.join("model.safetensors")).unwrap(),
+    )
+    .unwrap();
     let source: Vec<u32> = vec![27, 19, 7, 4, 26, 2, 0, 19];
     let target: Vec<u32> = vec![27, 19, 0, 2, 26];
-    let candle = net.seq2seq_logits(&id_tensor(std::slice::from_ref(&source)).unwrap(), &id_tensor(std::slice::from_ref(&target)).unwrap()).unwrap();
-    let memory = transformer_viz::model::backend::on_cpu(transformer_viz::model::forward::encode_source(&transformer_viz::model::backend::Cpu, &source, &model.weights, c, &mut NoRecorder)).expect("the CPU never fails");
-    let engine = transformer_viz::model::backend::on_cpu(transformer_viz::model::forward::decode(&transformer_viz::model::backend::Cpu, &target, memory.view(), &model.weights, c, &mut NoRecorder, transformer_viz::model::forward::Logits::All)).expect("the CPU never fails").logits.unwrap();
+    let candle = net
+        .seq2seq_logits(
+            &id_tensor(std::slice::from_ref(&source)).unwrap(),
+            &id_tensor(std::slice::from_ref(&target)).unwrap(),
+        )
+        .unwrap();
+    let memory =
+        transformer_viz::model::backend::on_cpu(transformer_viz::model::forward::encode_source(
+            &transformer_viz::model::backend::Cpu,
+            &source,
+            &model.weights,
+            c,
+            &mut NoRecorder,
+        ))
+        .expect("the CPU never fails");
+    let engine = transformer_viz::model::backend::on_cpu(transformer_viz::model::forward::decode(
+        &transformer_viz::model::backend::Cpu,
+        &target,
+        memory.view(),
+        &model.weights,
+        c,
+        &mut NoRecorder,
+        transformer_viz::model::forward::Logits::All,
+    ))
+    .expect("the CPU never fails")
+    .logits
+    .unwrap();
     let (diff, size) = compare(&candle, &engine);
-    assert!(diff <= 1e-4 * size.max(1.0), "logits differ by {diff} (largest {size})");
+    assert!(
+        diff <= 1e-4 * size.max(1.0),
+        "logits differ by {diff} (largest {size})"
+    );
 }
 
 /// A shortened reversal run: the same seed gives the same weights, another seed other ones.
 #[test]
 fn a_shortened_reversal_run_is_reproducible() {
     use transformer_viz::train::reversal::ReversalRun;
-    let settings = |seed| Settings { steps: 12, batch: 8, sequence: 21, learning_rate: 1e-3, warmup_steps: 3, final_rate_share: 0.1, weight_decay: 0.01, clip_norm: 1.0, seed, eval_every: 6, checkpoint_every: 12, repeats: false };
+    let settings = |seed| Settings {
+        steps: 12,
+        batch: 8,
+        sequence: 21,
+        learning_rate: 1e-3,
+        warmup_steps: 3,
+        final_rate_share: 0.1,
+        weight_decay: 0.01,
+        clip_norm: 1.0,
+        seed,
+        eval_every: 6,
+        checkpoint_every: 12,
+        repeats: false,
+    };
     let (a, b, c) = (temp_dir("rev-a"), temp_dir("rev-b"), temp_dir("rev-c"));
-    let run = |dir: &std::path::Path, seed| ReversalRun { settings: settings(seed), out: dir.to_path_buf(), eval_strings: 20, norm_place: transformer_viz::model::config::NormPlace::Post, progress: false }.train().unwrap();
+    let run = |dir: &std::path::Path, seed| {
+        ReversalRun {
+            settings: settings(seed),
+            out: dir.to_path_buf(),
+            eval_strings: 20,
+            norm_place: transformer_viz::model::config::NormPlace::Post,
+            progress: false,
+        }
+        .train()
+        .unwrap()
+    };
     let first = run(&a, 1);
     let second = run(&b, 1);
     assert_eq!(first.history.train, second.history.train);
-    assert_eq!(std::fs::read(a.join("model.safetensors")).unwrap(), std::fs::read(b.join("model.safetensors")).unwrap());
+    assert_eq!(
+        std::fs::read(a.join("model.safetensors")).unwrap(),
+        std::fs::read(b.join("model.safetensors")).unwrap()
+    );
     let other = run(&c, 2);
     assert_ne!(other.history.train, first.history.train);
     let log = std::fs::read_to_string(a.join("train.log")).unwrap();
-    assert!(log.contains("exact match") && log.lines().count() >= 3, "{log}");
+    assert!(
+        log.contains("exact match") && log.lines().count() >= 3,
+        "{log}"
+    );
     for d in [a, b, c] {
         let _ = std::fs::remove_dir_all(d);
     }

@@ -16,7 +16,11 @@ const WEIGHTS: &[u8] = include_bytes!("../models/minilm-l6/model.f16.safetensors
 
 fn canvas(width: u32, height: u32) -> HtmlCanvasElement {
     let document = web_sys::window().unwrap().document().unwrap();
-    let c: HtmlCanvasElement = document.create_element("canvas").unwrap().dyn_into().unwrap();
+    let c: HtmlCanvasElement = document
+        .create_element("canvas")
+        .unwrap()
+        .dyn_into()
+        .unwrap();
     c.set_width(width);
     c.set_height(height);
     document.body().unwrap().append_child(&c).unwrap();
@@ -25,7 +29,10 @@ fn canvas(width: u32, height: u32) -> HtmlCanvasElement {
 
 fn pixels(c: &HtmlCanvasElement) -> Vec<u8> {
     let ctx: CanvasRenderingContext2d = c.get_context("2d").unwrap().unwrap().dyn_into().unwrap();
-    ctx.get_image_data(0.0, 0.0, c.width() as f64, c.height() as f64).unwrap().data().0
+    ctx.get_image_data(0.0, 0.0, c.width() as f64, c.height() as f64)
+        .unwrap()
+        .data()
+        .0
 }
 
 fn view(json: &str) -> JsValue {
@@ -58,26 +65,41 @@ fn every_view_draws_and_follows_the_sentence() {
         .iter()
         .map(|v| {
             let c = canvas(600, 420);
-            viz.draw(c.clone(), view(v)).unwrap_or_else(|e| panic!("{v}: {:?}", JsValue::from(e)));
+            viz.draw(c.clone(), view(v))
+                .unwrap_or_else(|e| panic!("{v}: {:?}", JsValue::from(e)));
             let p = pixels(&c);
-            let non_white = p.chunks_exact(4).filter(|px| px[0] < 240 || px[1] < 240 || px[2] < 240).count();
-            assert!(non_white > 2000, "{v} drew almost nothing ({non_white} pixels)");
+            let non_white = p
+                .chunks_exact(4)
+                .filter(|px| px[0] < 240 || px[1] < 240 || px[2] < 240)
+                .count();
+            assert!(
+                non_white > 2000,
+                "{v} drew almost nothing ({non_white} pixels)"
+            );
             p
         })
         .collect();
-    viz.set_text("Stock prices rose sharply after the announcement yesterday.").unwrap();
+    viz.set_text("Stock prices rose sharply after the announcement yesterday.")
+        .unwrap();
     for (v, before) in VIEWS.iter().zip(&first) {
         let c = canvas(600, 420);
         viz.draw(c.clone(), view(v)).unwrap();
-        let model_only = v.contains("position") || v.contains("sinusoidal") || v.contains("norm_parameters");
-        assert_eq!(pixels(&c) == *before, model_only, "{v}: the picture should {}change with the sentence", if model_only { "not " } else { "" });
+        let model_only =
+            v.contains("position") || v.contains("sinusoidal") || v.contains("norm_parameters");
+        assert_eq!(
+            pixels(&c) == *before,
+            model_only,
+            "{v}: the picture should {}change with the sentence",
+            if model_only { "not " } else { "" }
+        );
     }
 }
 
 #[wasm_bindgen_test]
 fn attention_rows_sum_to_one_and_svg_exports() {
     let mut viz = Viz::new("minilm-l6", CONFIG, TOKENIZER, WEIGHTS.to_vec()).unwrap();
-    viz.set_text("Attention rows are probability distributions.").unwrap();
+    viz.set_text("Attention rows are probability distributions.")
+        .unwrap();
     let a = viz.attention(2, 5).unwrap();
     let t = (a.len() as f64).sqrt() as usize;
     assert_eq!(t * t, a.len());
@@ -98,19 +120,41 @@ fn bad_input_and_bad_files_are_errors_not_panics() {
     let long = "word ".repeat(600);
     viz.set_text(&long).unwrap();
     assert_eq!(viz.attention(0, 0).unwrap().len(), 512 * 512);
-    assert!(viz.draw(canvas(300, 300), view(r#"{"kind":"head","layer":9,"head":0}"#)).is_err());
-    assert!(viz.draw(canvas(300, 300), view(r#"{"kind":"no_such_view"}"#)).is_err());
+    assert!(viz
+        .draw(
+            canvas(300, 300),
+            view(r#"{"kind":"head","layer":9,"head":0}"#)
+        )
+        .is_err());
+    assert!(viz
+        .draw(canvas(300, 300), view(r#"{"kind":"no_such_view"}"#))
+        .is_err());
     // A feature or a token that does not exist is an error, not a silently shorter chart.
-    assert!(viz.draw(canvas(300, 300), view(r#"{"kind":"sinusoidal_waves","dims":[0,999999]}"#)).is_err());
-    assert!(viz.draw(canvas(300, 300), view(r#"{"kind":"residual","tokens":[9999]}"#)).is_err());
+    assert!(viz
+        .draw(
+            canvas(300, 300),
+            view(r#"{"kind":"sinusoidal_waves","dims":[0,999999]}"#)
+        )
+        .is_err());
+    assert!(viz
+        .draw(
+            canvas(300, 300),
+            view(r#"{"kind":"residual","tokens":[9999]}"#)
+        )
+        .is_err());
     assert!(Viz::new("minilm-l6", CONFIG, TOKENIZER, WEIGHTS[..1000].to_vec()).is_err());
     assert!(Viz::new("gpt-9", CONFIG, TOKENIZER, WEIGHTS.to_vec()).is_err());
-    assert_eq!(viz.backend(), "CPU (WebAssembly)", "the plain build computes on one thread");
+    assert_eq!(
+        viz.backend(),
+        "CPU (WebAssembly)",
+        "the plain build computes on one thread"
+    );
 }
 
 #[wasm_bindgen_test]
 fn text_with_the_same_tokens_keeps_the_last_pass() {
-    let field = |summary: &JsValue, name: &str| js_sys::Reflect::get(summary, &name.into()).unwrap();
+    let field =
+        |summary: &JsValue, name: &str| js_sys::Reflect::get(summary, &name.into()).unwrap();
     let mut viz = Viz::new("minilm-l6", CONFIG, TOKENIZER, WEIGHTS.to_vec()).unwrap();
     let first = viz.set_text("The cat sat").unwrap();
     assert_eq!(field(&first, "recomputed"), JsValue::TRUE);

@@ -28,11 +28,19 @@ impl<'m> Generator<'m> {
     /// Runs the prompt's tokens (one pass, filling the cache).
     pub fn new(model: &'m Transformer, prompt: &[u32]) -> Result<Self> {
         if !model.config.causal {
-            return Err(VizError::BadConfig(format!("{} is an encoder: it cannot continue a text", model.config.name)));
+            return Err(VizError::BadConfig(format!(
+                "{} is an encoder: it cannot continue a text",
+                model.config.name
+            )));
         }
         let mut cache = KvCache::new();
         let probabilities = probabilities_of(model.next_logits(prompt, &mut cache)?);
-        Ok(Generator { model, cache, ids: prompt.to_vec(), probabilities })
+        Ok(Generator {
+            model,
+            cache,
+            ids: prompt.to_vec(),
+            probabilities,
+        })
     }
 
     /// The tokens so far: the prompt's and the generated ones.
@@ -92,12 +100,20 @@ pub struct Generation {
 }
 
 /// Continues `text` by up to `n` tokens chosen with `settings`.
-pub fn generate(model: &Transformer, text: &str, n: usize, settings: &SamplingSettings) -> Result<Generation> {
+pub fn generate(
+    model: &Transformer,
+    text: &str,
+    n: usize,
+    settings: &SamplingSettings,
+) -> Result<Generation> {
     settings.validate()?;
     let encoding = model.encode(text)?;
     let prompt = encoding.ids();
     if prompt.len() >= model.config.context {
-        return Err(VizError::ContextFull { tokens: prompt.len(), context: model.config.context });
+        return Err(VizError::ContextFull {
+            tokens: prompt.len(),
+            context: model.config.context,
+        });
     }
     let started = std::time::Instant::now();
     let mut generator = Generator::new(model, &prompt)?;
@@ -106,15 +122,30 @@ pub fn generate(model: &Transformer, text: &str, n: usize, settings: &SamplingSe
     let mut stopped = None;
     for _ in 0..n {
         if !generator.has_room() {
-            stopped = Some(format!("the context of {} tokens is full", model.config.context));
+            stopped = Some(format!(
+                "the context of {} tokens is full",
+                model.config.context
+            ));
             break;
         }
         let stages = SamplingStages::new(generator.probabilities().view(), settings)?;
         let id = stages.sample(&mut sampler);
-        let (prob, model_prob) = stages.tokens.iter().find(|t| t.id == id).map_or((0.0, 0.0), |t| (t.renormalised, t.before));
-        generated.push(GeneratedToken { id, token: model.tokenizer.token_text(id).unwrap_or("").to_string(), prob, model_prob });
+        let (prob, model_prob) = stages
+            .tokens
+            .iter()
+            .find(|t| t.id == id)
+            .map_or((0.0, 0.0), |t| (t.renormalised, t.before));
+        generated.push(GeneratedToken {
+            id,
+            token: model.tokenizer.token_text(id).unwrap_or("").to_string(),
+            prob,
+            model_prob,
+        });
         if model.tokenizer.is_special(id) {
-            stopped = Some(format!("the model ended the text with {}", model.tokenizer.token_text(id).unwrap_or("a special token")));
+            stopped = Some(format!(
+                "the model ended the text with {}",
+                model.tokenizer.token_text(id).unwrap_or("a special token")
+            ));
             break;
         }
         generator.push(id)?;

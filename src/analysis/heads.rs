@@ -55,7 +55,8 @@ pub fn induction_targets(ids: &[u32]) -> Vec<(usize, usize)> {
 /// Mean weight that `a` (T, T) puts on each induction target (`induction_targets`); `None`
 /// when there is none.
 pub fn induction_score(a: ArrayView2<f32>, targets: &[(usize, usize)]) -> Option<f32> {
-    (!targets.is_empty()).then(|| targets.iter().map(|&(q, k)| a[[q, k]]).sum::<f32>() / targets.len() as f32)
+    (!targets.is_empty())
+        .then(|| targets.iter().map(|&(q, k)| a[[q, k]]).sum::<f32>() / targets.len() as f32)
 }
 
 /// Where one head sends the most weight from one query token.
@@ -72,13 +73,31 @@ pub struct HeadTarget {
 /// `ends_with_special`: the last position is a special token such as `[SEP]`.
 pub fn pattern_scores(a: ArrayView2<f32>, ends_with_special: bool) -> PatternScores {
     let t = a.nrows();
-    let mean = |values: &mut dyn Iterator<Item = f32>, count: usize| if count == 0 { 0.0 } else { values.sum::<f32>() / count as f32 };
+    let mean = |values: &mut dyn Iterator<Item = f32>, count: usize| {
+        if count == 0 {
+            0.0
+        } else {
+            values.sum::<f32>() / count as f32
+        }
+    };
     let previous = mean(&mut (1..t).map(|i| a[[i, i - 1]]), t.saturating_sub(1));
-    let next = mean(&mut (0..t.saturating_sub(1)).map(|i| a[[i, i + 1]]), t.saturating_sub(1));
-    let first = if t == 0 { 0.0 } else { a.column(0).mean().unwrap_or(0.0) };
+    let next = mean(
+        &mut (0..t.saturating_sub(1)).map(|i| a[[i, i + 1]]),
+        t.saturating_sub(1),
+    );
+    let first = if t == 0 {
+        0.0
+    } else {
+        a.column(0).mean().unwrap_or(0.0)
+    };
     // With a single token the last position is also the first: no separate score.
     let last = (ends_with_special && t > 1).then(|| a.column(t - 1).mean().unwrap_or(0.0));
-    PatternScores { previous, next, first, last }
+    PatternScores {
+        previous,
+        next,
+        first,
+        last,
+    }
 }
 
 /// True when the trace's sentence ends with a special token (BERT's `[SEP]`).
@@ -95,7 +114,12 @@ pub fn head_scores(trace: &Trace) -> Result<Vec<HeadScores>> {
     for layer in 0..trace.config.n_layers {
         let heads = trace.attention_layer(layer)?; // (heads, T, T)
         for (head, a) in heads.axis_iter(Axis(0)).enumerate() {
-            all.push(HeadScores { layer, head, scores: pattern_scores(a, special_end), induction: induction_score(a, &targets) });
+            all.push(HeadScores {
+                layer,
+                head,
+                scores: pattern_scores(a, special_end),
+                induction: induction_score(a, &targets),
+            });
         }
     }
     Ok(all)
@@ -110,18 +134,31 @@ pub fn head_scores(trace: &Trace) -> Result<Vec<HeadScores>> {
 /// Empty when the sentence has no candidate token.
 pub fn heads_from(trace: &Trace, query: usize, beyond_neighbours: bool) -> Result<Vec<HeadTarget>> {
     if query >= trace.len() {
-        return Err(VizError::NoSuchToken { index: query, tokens: trace.len() });
+        return Err(VizError::NoSuchToken {
+            index: query,
+            tokens: trace.len(),
+        });
     }
     let near = |k: usize| beyond_neighbours && k.abs_diff(query) == 1;
-    let candidates: Vec<usize> = (0..trace.len()).filter(|&k| k != query && !trace.tokens[k].special && !near(k)).collect();
+    let candidates: Vec<usize> = (0..trace.len())
+        .filter(|&k| k != query && !trace.tokens[k].special && !near(k))
+        .collect();
     let mut ranked = Vec::new();
     for layer in 0..trace.config.n_layers {
         let heads = trace.attention_layer(layer)?; // (heads, T, T)
         for (head, a) in heads.axis_iter(Axis(0)).enumerate() {
             let row = a.row(query); // (T,)
-            let best = candidates.iter().map(|&k| (k, row[k])).max_by(|x, y| x.1.total_cmp(&y.1));
+            let best = candidates
+                .iter()
+                .map(|&k| (k, row[k]))
+                .max_by(|x, y| x.1.total_cmp(&y.1));
             if let Some((key, weight)) = best {
-                ranked.push(HeadTarget { layer, head, key, weight });
+                ranked.push(HeadTarget {
+                    layer,
+                    head,
+                    key,
+                    weight,
+                });
             }
         }
     }

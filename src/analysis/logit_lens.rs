@@ -41,11 +41,26 @@ pub struct LogitLens {
 
 /// The stream at each depth, (T, d): the embedding, then each layer's output.
 fn depths(trace: &Trace) -> Result<Vec<(String, ArrayView2<'_, f32>)>> {
-    let first = trace.find(Op::EmbeddingNorm, None).or_else(|| trace.find(Op::AddPosition, None)).or_else(|| trace.find(Op::TokenEmbedding, None));
-    let mut out = vec![("embedding".to_string(), first.ok_or_else(|| VizError::NoSuchStep("embedding".into()))?.tensor.view2()?)];
-    let after_layer = if trace.config.norm_place == NormPlace::Pre { Op::FfnResidual } else { Op::FfnNorm };
+    let first = trace
+        .find(Op::EmbeddingNorm, None)
+        .or_else(|| trace.find(Op::AddPosition, None))
+        .or_else(|| trace.find(Op::TokenEmbedding, None));
+    let mut out = vec![(
+        "embedding".to_string(),
+        first
+            .ok_or_else(|| VizError::NoSuchStep("embedding".into()))?
+            .tensor
+            .view2()?,
+    )];
+    let after_layer = if trace.config.norm_place == NormPlace::Pre {
+        Op::FfnResidual
+    } else {
+        Op::FfnNorm
+    };
     for layer in 0..trace.config.n_layers {
-        let step = trace.find(after_layer, Some(layer)).ok_or_else(|| VizError::NoSuchStep(format!("the output of layer {layer}")))?;
+        let step = trace
+            .find(after_layer, Some(layer))
+            .ok_or_else(|| VizError::NoSuchStep(format!("the output of layer {layer}")))?;
         out.push((format!("layer {layer}"), step.tensor.view2()?));
     }
     Ok(out)
@@ -54,13 +69,22 @@ fn depths(trace: &Trace) -> Result<Vec<(String, ArrayView2<'_, f32>)>> {
 /// Reads the stream at every depth at `positions` (the last one always joins, for the final
 /// prediction's curve).
 pub fn logit_lens(model: &Transformer, trace: &Trace, positions: &[usize]) -> Result<LogitLens> {
-    let unembedding = model.weights.unembedding(&model.config).ok_or(VizError::NoLmHead)?;
+    let unembedding = model
+        .weights
+        .unembedding(&model.config)
+        .ok_or(VizError::NoLmHead)?;
     let t = trace.len();
     if positions.len() > MAX_POSITIONS {
-        return Err(VizError::BadConfig(format!("the logit lens reads at most {MAX_POSITIONS} positions at once, not {}", positions.len())));
+        return Err(VizError::BadConfig(format!(
+            "the logit lens reads at most {MAX_POSITIONS} positions at once, not {}",
+            positions.len()
+        )));
     }
     if let Some(&bad) = positions.iter().find(|&&p| p >= t) {
-        return Err(VizError::NoSuchToken { index: bad, tokens: t });
+        return Err(VizError::NoSuchToken {
+            index: bad,
+            tokens: t,
+        });
     }
     let mut read: Vec<usize> = positions.to_vec();
     if !read.contains(&(t - 1)) {
@@ -77,7 +101,8 @@ pub fn logit_lens(model: &Transformer, trace: &Trace, positions: &[usize]) -> Re
         }
     }
     if let (NormPlace::Pre, Some(n)) = (model.config.norm_place, &model.weights.final_norm) {
-        rows = norm::apply(model.config.norm, n, rows.view(), model.config.norm_eps); // (depths * positions, d)
+        rows = norm::apply(model.config.norm, n, rows.view(), model.config.norm_eps);
+        // (depths * positions, d)
     }
     // The final prediction: what the pass itself gives at the last position.
     let final_probs = trace.next_token_probabilities()?; // (vocab)
@@ -87,24 +112,46 @@ pub fn logit_lens(model: &Transformer, trace: &Trace, positions: &[usize]) -> Re
     let mut final_prob = Vec::with_capacity(rows.nrows());
     for start in (0..rows.nrows()).step_by(CHUNK_ROWS) {
         let end = (start + CHUNK_ROWS).min(rows.nrows());
-        let mut logits = unembedding.multiply_rows(rows.slice(s![start..end, ..]), 0, unembedding.rows()); // (chunk, vocab)
+        let mut logits =
+            unembedding.multiply_rows(rows.slice(s![start..end, ..]), 0, unembedding.rows()); // (chunk, vocab)
         softmax_rows(logits.view_mut());
         for row in logits.rows() {
             let probs = row.as_slice().expect("fresh rows are contiguous");
             let id = top_ids(probs, 1)[0];
-            tops.push(LensCell { id, text: text(id), prob: probs[id as usize] });
+            tops.push(LensCell {
+                id,
+                text: text(id),
+                prob: probs[id as usize],
+            });
             final_prob.push(probs[final_id as usize]);
         }
     }
     let n = read.len();
-    let last = read.iter().position(|&p| p == t - 1).expect("the last position is read");
-    let cells = (0..points.len()).map(|k| positions.iter().enumerate().map(|(j, _)| tops[k * n + j].clone()).collect()).collect();
+    let last = read
+        .iter()
+        .position(|&p| p == t - 1)
+        .expect("the last position is read");
+    let cells = (0..points.len())
+        .map(|k| {
+            positions
+                .iter()
+                .enumerate()
+                .map(|(j, _)| tops[k * n + j].clone())
+                .collect()
+        })
+        .collect();
     Ok(LogitLens {
         positions: positions.to_vec(),
         depths: points.iter().map(|(label, _)| label.clone()).collect(),
         cells,
-        final_token: LensCell { id: final_id, text: text(final_id), prob: final_probs[final_id as usize] },
-        final_prob_by_depth: (0..points.len()).map(|k| final_prob[k * n + last]).collect(),
+        final_token: LensCell {
+            id: final_id,
+            text: text(final_id),
+            prob: final_probs[final_id as usize],
+        },
+        final_prob_by_depth: (0..points.len())
+            .map(|k| final_prob[k * n + last])
+            .collect(),
     })
 }
 

@@ -4,7 +4,7 @@ pub mod generation;
 pub mod heads;
 pub mod logit_lens;
 pub mod pooling;
+pub mod position;
 pub mod prediction;
 pub mod sampling;
 pub mod translation;
-pub mod position;

@@ -12,7 +12,11 @@ pub fn position_table(model: &Transformer, positions: usize) -> Option<Array2<f3
     let c = &model.config;
     let n = positions.min(c.context);
     match c.position {
-        Position::Learned => model.weights.position_embedding.as_ref().map(|t| t.slice(s![..n, ..]).to_owned()),
+        Position::Learned => model
+            .weights
+            .position_embedding
+            .as_ref()
+            .map(|t| t.slice(s![..n, ..]).to_owned()),
         Position::Sinusoidal => Some(sinusoidal_table(n, c.d_model)),
         Position::Rotary { .. } | Position::None => None,
     }

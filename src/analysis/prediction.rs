@@ -26,7 +26,11 @@ pub struct Prediction {
 pub fn top_ids(values: &[f32], n: usize) -> Vec<u32> {
     let mut ids: Vec<u32> = (0..values.len() as u32).collect();
     let n = n.min(ids.len());
-    let by_value = |a: &u32, b: &u32| values[*b as usize].total_cmp(&values[*a as usize]).then(a.cmp(b));
+    let by_value = |a: &u32, b: &u32| {
+        values[*b as usize]
+            .total_cmp(&values[*a as usize])
+            .then(a.cmp(b))
+    };
     if n < ids.len() && n > 0 {
         ids.select_nth_unstable_by(n - 1, by_value);
     }
@@ -38,10 +42,20 @@ pub fn top_ids(values: &[f32], n: usize) -> Vec<u32> {
 /// The `top` most likely next tokens after the trace's text.
 pub fn prediction(model: &Transformer, trace: &Trace, top: usize) -> Result<Prediction> {
     let probs = trace.next_token_probabilities()?; // (vocab)
-    let probs = probs.as_slice().map(<[f32]>::to_vec).unwrap_or_else(|| probs.to_vec());
+    let probs = probs
+        .as_slice()
+        .map(<[f32]>::to_vec)
+        .unwrap_or_else(|| probs.to_vec());
     let next = top_ids(&probs, top)
         .into_iter()
-        .map(|id| NextToken { id, token: model.tokenizer.token_text(id).unwrap_or("").to_string(), prob: probs[id as usize] })
+        .map(|id| NextToken {
+            id,
+            token: model.tokenizer.token_text(id).unwrap_or("").to_string(),
+            prob: probs[id as usize],
+        })
         .collect();
-    Ok(Prediction { tokens: trace.token_texts(), next })
+    Ok(Prediction {
+        tokens: trace.token_texts(),
+        next,
+    })
 }

@@ -28,7 +28,12 @@ pub struct SamplingSettings {
 
 impl Default for SamplingSettings {
     fn default() -> Self {
-        SamplingSettings { temperature: 1.0, top_k: 0, top_p: 1.0, seed: 0 }
+        SamplingSettings {
+            temperature: 1.0,
+            top_k: 0,
+            top_p: 1.0,
+            seed: 0,
+        }
     }
 }
 
@@ -37,20 +42,35 @@ impl Default for SamplingSettings {
 pub const MAX_TEMPERATURE: f32 = 100.0;
 
 fn bad(setting: &str, value: impl ToString, problem: &str) -> VizError {
-    VizError::BadSampling { setting: setting.into(), value: value.to_string(), problem: problem.into() }
+    VizError::BadSampling {
+        setting: setting.into(),
+        value: value.to_string(),
+        problem: problem.into(),
+    }
 }
 
 impl SamplingSettings {
     pub fn greedy() -> Self {
-        SamplingSettings { temperature: 0.0, ..Self::default() }
+        SamplingSettings {
+            temperature: 0.0,
+            ..Self::default()
+        }
     }
 
     pub fn validate(&self) -> Result<()> {
         if !(self.temperature >= 0.0 && self.temperature <= MAX_TEMPERATURE) {
-            return Err(bad("temperature", self.temperature, &format!("must be a number from 0 (greedy) to {MAX_TEMPERATURE}")));
+            return Err(bad(
+                "temperature",
+                self.temperature,
+                &format!("must be a number from 0 (greedy) to {MAX_TEMPERATURE}"),
+            ));
         }
         if !(self.top_p > 0.0 && self.top_p <= 1.0) {
-            return Err(bad("top_p", self.top_p, "must be a number above 0 and at most 1 (1 keeps every token)"));
+            return Err(bad(
+                "top_p",
+                self.top_p,
+                "must be a number above 0 and at most 1 (1 keeps every token)",
+            ));
         }
         Ok(())
     }
@@ -89,31 +109,55 @@ impl SamplingStages {
     pub fn new(probabilities: ArrayView1<f32>, settings: &SamplingSettings) -> Result<Self> {
         settings.validate()?;
         if probabilities.is_empty() {
-            return Err(bad("probabilities", "[]", "are empty: the model gave no distribution"));
+            return Err(bad(
+                "probabilities",
+                "[]",
+                "are empty: the model gave no distribution",
+            ));
         }
         if probabilities.iter().any(|p| !p.is_finite() || *p < 0.0) {
-            return Err(bad("probabilities", "…", "contain a negative or non-finite value"));
+            return Err(bad(
+                "probabilities",
+                "…",
+                "contain a negative or non-finite value",
+            ));
         }
         let mut order: Vec<u32> = (0..probabilities.len() as u32).collect();
-        order.sort_by(|&a, &b| probabilities[b as usize].total_cmp(&probabilities[a as usize]).then(a.cmp(&b)));
+        order.sort_by(|&a, &b| {
+            probabilities[b as usize]
+                .total_cmp(&probabilities[a as usize])
+                .then(a.cmp(&b))
+        });
         let before: Vec<f32> = order.iter().map(|&i| probabilities[i as usize]).collect();
 
         // Temperature: softmax(log p / T), computed from the largest term down so that
         // nothing overflows; T = 0 puts all the mass on the most likely token.
         let tempered: Vec<f32> = if settings.temperature == 0.0 {
-            (0..before.len()).map(|r| if r == 0 { 1.0 } else { 0.0 }).collect()
+            (0..before.len())
+                .map(|r| if r == 0 { 1.0 } else { 0.0 })
+                .collect()
         } else {
             let top = f64::from(before[0]).ln();
             let weights: Vec<f64> = before
                 .iter()
-                .map(|&p| if p > 0.0 { ((f64::from(p).ln() - top) / f64::from(settings.temperature)).exp() } else { 0.0 })
+                .map(|&p| {
+                    if p > 0.0 {
+                        ((f64::from(p).ln() - top) / f64::from(settings.temperature)).exp()
+                    } else {
+                        0.0
+                    }
+                })
                 .collect();
             let sum: f64 = weights.iter().sum();
             weights.iter().map(|w| (w / sum) as f32).collect()
         };
 
         // Top-k on the ranking (temperature never changes the order).
-        let after_k = if settings.top_k == 0 { before.len() } else { settings.top_k.min(before.len()) };
+        let after_k = if settings.top_k == 0 {
+            before.len()
+        } else {
+            settings.top_k.min(before.len())
+        };
         // Top-p: the fewest most likely tokens whose tempered probability reaches p; the token
         // that crosses p is kept. Measured over the tokens top-k left, renormalised, as the
         // filters are applied one after the other.
@@ -130,7 +174,11 @@ impl SamplingStages {
             }
         }
         // Greedy keeps one token whatever the filters say.
-        let kept = if settings.temperature == 0.0 { 1 } else { after_p.max(1) };
+        let kept = if settings.temperature == 0.0 {
+            1
+        } else {
+            after_p.max(1)
+        };
         let kept_mass: f64 = tempered[..kept].iter().map(|&p| f64::from(p)).sum();
         let tokens = order
             .iter()
@@ -142,10 +190,19 @@ impl SamplingStages {
                 tempered: tempered[r],
                 removed_by_top_k: r >= after_k,
                 removed_by_top_p: r < after_k && r >= kept,
-                renormalised: if r < kept { (f64::from(tempered[r]) / kept_mass) as f32 } else { 0.0 },
+                renormalised: if r < kept {
+                    (f64::from(tempered[r]) / kept_mass) as f32
+                } else {
+                    0.0
+                },
             })
             .collect();
-        Ok(SamplingStages { settings: *settings, tokens, kept, kept_mass: kept_mass as f32 })
+        Ok(SamplingStages {
+            settings: *settings,
+            tokens,
+            kept,
+            kept_mass: kept_mass as f32,
+        })
     }
 
     /// The `n` most likely tokens (at temperature 1) with their stages.
@@ -178,7 +235,9 @@ pub struct Sampler {
 
 impl Sampler {
     pub fn new(seed: u64) -> Self {
-        Sampler { rng: ChaCha8Rng::seed_from_u64(seed) }
+        Sampler {
+            rng: ChaCha8Rng::seed_from_u64(seed),
+        }
     }
 
     /// A uniform number in [0, 1) with 53 random bits.

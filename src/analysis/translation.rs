@@ -10,7 +10,7 @@ use super::prediction::top_ids;
 use crate::error::{Result, VizError};
 use crate::model::backend::{on_cpu, Backend, Cpu};
 use crate::model::forward::{decode, encode_source, Logits};
-use crate::trace::{NoRecorder, Readback, Trace, TokenInfo, TraceRecorder};
+use crate::trace::{NoRecorder, Readback, TokenInfo, Trace, TraceRecorder};
 use crate::Transformer;
 
 /// One decoding step: the token the decoder chose and how sure it was.
@@ -55,7 +55,11 @@ impl Transformer {
             if dropped.contains(ch) {
                 continue;
             }
-            let spelled = self.tokenizer.encode(&ch.to_string(), 8).map(|e| e.tokens.iter().any(|t| !t.special)).unwrap_or(false);
+            let spelled = self
+                .tokenizer
+                .encode(&ch.to_string(), 8)
+                .map(|e| e.tokens.iter().any(|t| !t.special))
+                .unwrap_or(false);
             if !spelled {
                 dropped.push(ch);
             }
@@ -72,7 +76,16 @@ impl Transformer {
         if ordinary.len() > 64 {
             return "the text it was trained on".into();
         }
-        let shown: Vec<String> = ordinary.iter().map(|t| if t == " " { "space".to_string() } else { t.clone() }).collect();
+        let shown: Vec<String> = ordinary
+            .iter()
+            .map(|t| {
+                if t == " " {
+                    "space".to_string()
+                } else {
+                    t.clone()
+                }
+            })
+            .collect();
         shown.join(" ")
     }
 
@@ -82,8 +95,13 @@ impl Transformer {
     }
 
     /// `translate` with every operation of every pass computed by `backend` (the GPU's, say).
-    pub async fn translate_with<B: Backend>(&self, backend: &B, source: &str) -> Result<Translation> {
-        self.translate_reading(backend, source, Readback::Everything).await
+    pub async fn translate_with<B: Backend>(
+        &self,
+        backend: &B,
+        source: &str,
+    ) -> Result<Translation> {
+        self.translate_reading(backend, source, Readback::Everything)
+            .await
     }
 
     /// `translate_with`, whose traced passes bring back from a device what `readback` names
@@ -91,36 +109,81 @@ impl Transformer {
     /// `Trace::named_steps` names them); the rest of both stays on the device until asked
     /// for (`GpuBackend::read_rest`), in one readback. The greedy steps need only their
     /// logits, which always come back.
-    pub async fn translate_reading<B: Backend>(&self, backend: &B, source: &str, readback: Readback) -> Result<Translation> {
+    pub async fn translate_reading<B: Backend>(
+        &self,
+        backend: &B,
+        source: &str,
+        readback: Readback,
+    ) -> Result<Translation> {
         let c = &self.config;
         if !c.is_encoder_decoder() {
             return Err(VizError::NotEncoderDecoder);
         }
         let dropped = self.unspellable(source);
         if !dropped.is_empty() {
-            return Err(VizError::Unspellable { dropped: format!("`{dropped}`"), allowed: self.alphabet() });
+            return Err(VizError::Unspellable {
+                dropped: format!("`{dropped}`"),
+                allowed: self.alphabet(),
+            });
         }
         let encoding = self.encode(source)?; // start token, then the source's
         let source_ids = encoding.ids();
-        let start = encoding.tokens.first().filter(|t| t.special).map(|t| t.id).ok_or_else(|| {
-            VizError::BadTokenizer("an encoder-decoder's tokenizer must put a start token first".into())
-        })?;
+        let start = encoding
+            .tokens
+            .first()
+            .filter(|t| t.special)
+            .map(|t| t.id)
+            .ok_or_else(|| {
+                VizError::BadTokenizer(
+                    "an encoder-decoder's tokenizer must put a start token first".into(),
+                )
+            })?;
         // A backend that fails during a pass (a GPU's lost device, say; it says why) leaves the
         // translation to the CPU.
-        let Some(memory) = encode_source(backend, &source_ids, &self.weights, c, &mut NoRecorder).await else { return self.translate(source) }; // (S, d)
-        let info = |id: u32| self.tokenizer.token_info(id).ok_or(VizError::UnknownTokenId { id, vocab_size: self.tokenizer.vocab_size() });
+        let Some(memory) =
+            encode_source(backend, &source_ids, &self.weights, c, &mut NoRecorder).await
+        else {
+            return self.translate(source);
+        }; // (S, d)
+        let info = |id: u32| {
+            self.tokenizer
+                .token_info(id)
+                .ok_or(VizError::UnknownTokenId {
+                    id,
+                    vocab_size: self.tokenizer.vocab_size(),
+                })
+        };
         let mut target = vec![start];
         let mut steps = Vec::new();
         let mut finished = false;
         while target.len() < c.context {
-            let Some(out) = decode(backend, &target, memory.view(), &self.weights, c, &mut NoRecorder, Logits::Last).await else { return self.translate(source) };
+            let Some(out) = decode(
+                backend,
+                &target,
+                memory.view(),
+                &self.weights,
+                c,
+                &mut NoRecorder,
+                Logits::Last,
+            )
+            .await
+            else {
+                return self.translate(source);
+            };
             let logits = out.logits.ok_or(VizError::NoLmHead)?; // (1, vocab)
             let probabilities = probabilities_of(logits.index_axis(Axis(0), 0).to_owned()); // (vocab)
             let probabilities = probabilities.as_slice().expect("kept contiguous"); // (vocab)
             let ranked = top_ids(probabilities, 2); // the choice, then the runner-up
             let best = ranked[0];
-            let runner_up = ranked.get(1).map(|&id| info(id).map(|t| (t, probabilities[id as usize]))).transpose()?;
-            steps.push(DecodedToken { token: info(best)?, probability: probabilities[best as usize], runner_up });
+            let runner_up = ranked
+                .get(1)
+                .map(|&id| info(id).map(|t| (t, probabilities[id as usize])))
+                .transpose()?;
+            steps.push(DecodedToken {
+                token: info(best)?,
+                probability: probabilities[best as usize],
+                runner_up,
+            });
             if best == start {
                 finished = true;
                 break;
@@ -132,11 +195,26 @@ impl Transformer {
         // The traced passes: the encoder's over the source, the decoder's over the output.
         let encoder_config = c.encoder_config();
         let mut source_rec = TraceRecorder::with_readback(&encoder_config, readback.of_source());
-        let Some(memory) = encode_source(backend, &source_ids, &self.weights, c, &mut source_rec).await else { return self.translate(source) }; // (S, d)
+        let Some(memory) =
+            encode_source(backend, &source_ids, &self.weights, c, &mut source_rec).await
+        else {
+            return self.translate(source);
+        }; // (S, d)
         let mut rec = TraceRecorder::with_readback(c, readback);
         // The encoder's values left on the device stay there beside the decoder's.
         backend.keep_last_pass_rest();
-        if decode(backend, &target, memory.view(), &self.weights, c, &mut rec, Logits::All).await.is_none() {
+        if decode(
+            backend,
+            &target,
+            memory.view(),
+            &self.weights,
+            c,
+            &mut rec,
+            Logits::All,
+        )
+        .await
+        .is_none()
+        {
             return self.translate(source);
         }
         let (steps_of_source, norms_of_source) = source_rec.into_parts();
@@ -151,7 +229,10 @@ impl Transformer {
             norms: norms_of_source,
             source: None,
         };
-        let tokens = target.iter().map(|&id| info(id)).collect::<Result<Vec<_>>>()?;
+        let tokens = target
+            .iter()
+            .map(|&id| info(id))
+            .collect::<Result<Vec<_>>>()?;
         let trace = Trace {
             model: c.name.clone(),
             config: c.clone(),
@@ -162,6 +243,11 @@ impl Transformer {
             norms: decoder_norms,
             source: Some(Box::new(source_trace)),
         };
-        Ok(Translation { trace, output, steps, finished })
+        Ok(Translation {
+            trace,
+            output,
+            steps,
+            finished,
+        })
     }
 }

@@ -29,10 +29,17 @@ fn kind(value: &Value) -> &'static str {
 impl ConfigJson {
     /// Parses `json`, which must be one object.
     pub fn parse(file: &str, json: &str) -> Result<Self> {
-        let root: Value = serde_json::from_str(json).map_err(|e| VizError::BadConfig(format!("{file} is not valid JSON: {e}")))?;
+        let root: Value = serde_json::from_str(json)
+            .map_err(|e| VizError::BadConfig(format!("{file} is not valid JSON: {e}")))?;
         match root {
-            Value::Object(fields) => Ok(Self { file: file.into(), fields }),
-            other => Err(VizError::BadConfig(format!("{file} must be a JSON object, found {}", kind(&other)))),
+            Value::Object(fields) => Ok(Self {
+                file: file.into(),
+                fields,
+            }),
+            other => Err(VizError::BadConfig(format!(
+                "{file} must be a JSON object, found {}",
+                kind(&other)
+            ))),
         }
     }
 
@@ -45,7 +52,12 @@ impl ConfigJson {
     }
 
     fn missing(&self, field: &str) -> VizError {
-        VizError::ConfigField { file: self.file.clone(), field: field.into(), value: None, problem: "is missing".into() }
+        VizError::ConfigField {
+            file: self.file.clone(),
+            field: field.into(),
+            value: None,
+            problem: "is missing".into(),
+        }
     }
 
     fn get(&self, field: &str) -> Result<&Value> {
@@ -56,15 +68,26 @@ impl ConfigJson {
     pub fn count(&self, field: &str) -> Result<usize> {
         let value = self.get(field)?;
         let Value::Number(n) = value else {
-            return Err(self.error(field, value, format!("must be a whole number, found {}", kind(value))));
+            return Err(self.error(
+                field,
+                value,
+                format!("must be a whole number, found {}", kind(value)),
+            ));
         };
         if let Some(v) = n.as_u64() {
-            return usize::try_from(v).map_err(|_| self.error(field, value, format!("must be at most {}", usize::MAX)));
+            return usize::try_from(v)
+                .map_err(|_| self.error(field, value, format!("must be at most {}", usize::MAX)));
         }
         match n.as_f64() {
             Some(f) if f < 0.0 => Err(self.error(field, value, "must not be negative")),
-            Some(f) if f >= u64::MAX as f64 => Err(self.error(field, value, format!("must be at most {}", usize::MAX))),
-            Some(f) if f.fract() == 0.0 => Err(self.error(field, value, "must be written as a whole number (no decimal point or exponent)")),
+            Some(f) if f >= u64::MAX as f64 => {
+                Err(self.error(field, value, format!("must be at most {}", usize::MAX)))
+            }
+            Some(f) if f.fract() == 0.0 => Err(self.error(
+                field,
+                value,
+                "must be written as a whole number (no decimal point or exponent)",
+            )),
             _ => Err(self.error(field, value, "must be a whole number")),
         }
     }
@@ -87,11 +110,19 @@ impl ConfigJson {
     pub fn number(&self, field: &str) -> Result<f32> {
         let value = self.get(field)?;
         let Some(v) = value.as_f64() else {
-            return Err(self.error(field, value, format!("must be a number, found {}", kind(value))));
+            return Err(self.error(
+                field,
+                value,
+                format!("must be a number, found {}", kind(value)),
+            ));
         };
         let narrowed = v as f32;
         if !narrowed.is_finite() {
-            return Err(self.error(field, value, format!("is beyond the range of a 32-bit float ({:e})", f32::MAX)));
+            return Err(self.error(
+                field,
+                value,
+                format!("is beyond the range of a 32-bit float ({:e})", f32::MAX),
+            ));
         }
         Ok(narrowed)
     }
@@ -101,17 +132,28 @@ impl ConfigJson {
         match self.fields.get(field) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) => Ok(Some(s)),
-            Some(other) => Err(self.error(field, other, format!("must be a string, found {}", kind(other)))),
+            Some(other) => Err(self.error(
+                field,
+                other,
+                format!("must be a string, found {}", kind(other)),
+            )),
         }
     }
 
     pub fn text(&self, field: &str) -> Result<&str> {
-        self.optional_text(field)?.ok_or_else(|| self.missing(field))
+        self.optional_text(field)?
+            .ok_or_else(|| self.missing(field))
     }
 
     pub fn boolean(&self, field: &str) -> Result<bool> {
         let value = self.get(field)?;
-        value.as_bool().ok_or_else(|| self.error(field, value, format!("must be true or false, found {}", kind(value))))
+        value.as_bool().ok_or_else(|| {
+            self.error(
+                field,
+                value,
+                format!("must be true or false, found {}", kind(value)),
+            )
+        })
     }
 
     /// Any other field (an enum such as `"position": {"Rotary": {...}}`), read with serde.
@@ -124,7 +166,12 @@ impl ConfigJson {
     pub fn wrong(&self, field: &str, problem: impl Into<String>) -> VizError {
         match self.fields.get(field) {
             Some(value) => self.error(field, value, problem),
-            None => VizError::ConfigField { file: self.file.clone(), field: field.into(), value: None, problem: problem.into() },
+            None => VizError::ConfigField {
+                file: self.file.clone(),
+                field: field.into(),
+                value: None,
+                problem: problem.into(),
+            },
         }
     }
 }
@@ -133,9 +180,22 @@ impl ConfigJson {
 /// (`n_layers` → `num_hidden_layers`), and names the file; other errors pass unchanged.
 pub fn in_file(error: VizError, file: &str, spelling: &[(&str, &str)]) -> VizError {
     match error {
-        VizError::ConfigField { field, value, problem, .. } => {
-            let field = spelling.iter().find(|(ours, _)| *ours == field).map_or(field, |(_, theirs)| theirs.to_string());
-            VizError::ConfigField { file: file.into(), field, value, problem }
+        VizError::ConfigField {
+            field,
+            value,
+            problem,
+            ..
+        } => {
+            let field = spelling
+                .iter()
+                .find(|(ours, _)| *ours == field)
+                .map_or(field, |(_, theirs)| theirs.to_string());
+            VizError::ConfigField {
+                file: file.into(),
+                field,
+                value,
+                problem,
+            }
         }
         other => other,
     }

@@ -29,7 +29,10 @@ pub fn read_file(path: &Path) -> Result<Vec<u8>> {
 }
 
 fn read_text(path: &Path) -> Result<String> {
-    String::from_utf8(read_file(path)?).map_err(|_| VizError::Io { path: path.display().to_string(), reason: "not UTF-8 text".into() })
+    String::from_utf8(read_file(path)?).map_err(|_| VizError::Io {
+        path: path.display().to_string(),
+        reason: "not UTF-8 text".into(),
+    })
 }
 
 /// Loads a model the setup step prepared, by its short name.
@@ -48,7 +51,9 @@ pub fn load_named(root: &Path, name: &str, precision: WeightPrecision) -> Result
                 &read_file(&dir.join(weights))?,
             )
         }
-        "smollm2-135m" => super::smollm2::from_gguf_file(name, read_file(&dir.join(super::SMOLLM2_FILE))?),
+        "smollm2-135m" => {
+            super::smollm2::from_gguf_file(name, read_file(&dir.join(super::SMOLLM2_FILE))?)
+        }
         // Committed with the repository rather than fetched: `trained/NAME/`.
         lecture if super::lecture::ALL.contains(&lecture) => {
             let dir = Path::new(super::lecture::TRAINED_DIR).join(lecture);
@@ -59,6 +64,9 @@ pub fn load_named(root: &Path, name: &str, precision: WeightPrecision) -> Result
                 &read_file(&dir.join("model.safetensors"))?,
             )
         }
-        other => Err(VizError::UnknownModel(other.into(), super::KNOWN_MODELS.join(", "))),
+        other => Err(VizError::UnknownModel(
+            other.into(),
+            super::KNOWN_MODELS.join(", "),
+        )),
     }
 }

@@ -7,7 +7,9 @@ use ndarray::{Array1, Array2};
 use crate::error::Result;
 use crate::model::config::{Activation, LmHead, ModelConfig, NormKind, NormPlace, Position};
 use crate::model::linear::Linear;
-use crate::model::weights::{AttentionWeights, CrossWeights, FfnWeights, LayerWeights, NormWeights, Weights};
+use crate::model::weights::{
+    AttentionWeights, CrossWeights, FfnWeights, LayerWeights, NormWeights, Weights,
+};
 use crate::tokenize::bytes::ByteTokenizer;
 use crate::transformer::Transformer;
 
@@ -72,7 +74,10 @@ pub fn decoder_config() -> ModelConfig {
         head_dim: 4,
         d_ff: 24,
         context: 24,
-        position: Position::Rotary { base: 10000.0, adjacent_pairs: true },
+        position: Position::Rotary {
+            base: 10000.0,
+            adjacent_pairs: true,
+        },
         norm: NormKind::Rms,
         norm_place: NormPlace::Pre,
         norm_eps: 1e-6,
@@ -115,20 +120,29 @@ pub fn random_weights(c: &ModelConfig, seed: u64) -> Weights {
             gate: (c.activation == Activation::SwiGlu).then(|| linear(rng, c.d_ff, d)),
             down: linear(rng, d, c.d_ff),
         },
-        cross: crossed.then(|| CrossWeights { norm: norm(rng), attention: attention(rng) }),
+        cross: crossed.then(|| CrossWeights {
+            norm: norm(rng),
+            attention: attention(rng),
+        }),
     };
-    let layers = (0..c.n_layers).map(|_| layer(&mut rng, c.is_encoder_decoder())).collect();
-    let encoder_layers = (0..c.encoder_layers).map(|_| layer(&mut rng, false)).collect();
+    let layers = (0..c.n_layers)
+        .map(|_| layer(&mut rng, c.is_encoder_decoder()))
+        .collect();
+    let encoder_layers = (0..c.encoder_layers)
+        .map(|_| layer(&mut rng, false))
+        .collect();
     Weights {
         token_embedding: rng.matrix(c.vocab_size, d, 1.0).into(),
         segment_embedding: (c.token_types > 0).then(|| rng.matrix(c.token_types, d, 0.1)),
-        position_embedding: (c.position == Position::Learned).then(|| rng.matrix(c.context, d, 0.1)),
+        position_embedding: (c.position == Position::Learned)
+            .then(|| rng.matrix(c.context, d, 0.1)),
         embedding_norm: c.embedding_norm.then(|| norm(&mut rng)),
         layers,
         final_norm: (c.norm_place == NormPlace::Pre).then(|| norm(&mut rng)),
         lm_head: (c.lm_head == LmHead::Separate).then(|| rng.matrix(c.vocab_size, d, 0.1).into()),
         encoder_layers,
-        encoder_final_norm: (c.is_encoder_decoder() && c.norm_place == NormPlace::Pre).then(|| norm(&mut rng)),
+        encoder_final_norm: (c.is_encoder_decoder() && c.norm_place == NormPlace::Pre)
+            .then(|| norm(&mut rng)),
     }
 }
 

@@ -12,7 +12,9 @@ use crate::formats::safetensors::read_safetensors;
 use crate::formats::TensorMap;
 use crate::model::config::{ModelConfig, NormKind, CONFIG_NAME};
 use crate::model::linear::Linear;
-use crate::model::weights::{AttentionWeights, CrossWeights, FfnWeights, LayerWeights, NormWeights, Weights};
+use crate::model::weights::{
+    AttentionWeights, CrossWeights, FfnWeights, LayerWeights, NormWeights, Weights,
+};
 
 /// Where `named_tensors` puts a tensor: its name, shape and values.
 type Put<'a> = dyn FnMut(String, &[usize], Vec<f32>) + 'a;
@@ -33,12 +35,20 @@ pub fn named_tensors(w: &Weights) -> BTreeMap<String, (Vec<usize>, Vec<f32>)> {
         }
     };
     let linear = |put: &mut Put, name: &str, l: &Linear| {
-        put(format!("{name}.weight"), &l.weight.shape(), flat(&l.weight.to_dense()));
+        put(
+            format!("{name}.weight"),
+            &l.weight.shape(),
+            flat(&l.weight.to_dense()),
+        );
         if let Some(b) = &l.bias {
             put(format!("{name}.bias"), b.shape(), flat(b));
         }
     };
-    put("token_embedding".into(), &w.token_embedding.shape(), flat(&w.token_embedding.to_dense()));
+    put(
+        "token_embedding".into(),
+        &w.token_embedding.shape(),
+        flat(&w.token_embedding.to_dense()),
+    );
     if let Some(s) = &w.segment_embedding {
         put("segment_embedding".into(), s.shape(), flat(s));
     }
@@ -48,20 +58,56 @@ pub fn named_tensors(w: &Weights) -> BTreeMap<String, (Vec<usize>, Vec<f32>)> {
     if let Some(n) = &w.embedding_norm {
         norm(&mut put, "embedding_norm", n);
     }
-    let stacks = w.layers.iter().enumerate().map(|(i, l)| (format!("layers.{i}"), l));
-    let encoder = w.encoder_layers.iter().enumerate().map(|(i, l)| (format!("encoder.layers.{i}"), l));
+    let stacks = w
+        .layers
+        .iter()
+        .enumerate()
+        .map(|(i, l)| (format!("layers.{i}"), l));
+    let encoder = w
+        .encoder_layers
+        .iter()
+        .enumerate()
+        .map(|(i, l)| (format!("encoder.layers.{i}"), l));
     for (p, l) in stacks.chain(encoder) {
         norm(&mut put, &format!("{p}.attention_norm"), &l.attention_norm);
-        linear(&mut put, &format!("{p}.attention.query"), &l.attention.query);
+        linear(
+            &mut put,
+            &format!("{p}.attention.query"),
+            &l.attention.query,
+        );
         linear(&mut put, &format!("{p}.attention.key"), &l.attention.key);
-        linear(&mut put, &format!("{p}.attention.value"), &l.attention.value);
-        linear(&mut put, &format!("{p}.attention.output"), &l.attention.output);
+        linear(
+            &mut put,
+            &format!("{p}.attention.value"),
+            &l.attention.value,
+        );
+        linear(
+            &mut put,
+            &format!("{p}.attention.output"),
+            &l.attention.output,
+        );
         if let Some(x) = &l.cross {
             norm(&mut put, &format!("{p}.cross_norm"), &x.norm);
-            linear(&mut put, &format!("{p}.cross_attention.query"), &x.attention.query);
-            linear(&mut put, &format!("{p}.cross_attention.key"), &x.attention.key);
-            linear(&mut put, &format!("{p}.cross_attention.value"), &x.attention.value);
-            linear(&mut put, &format!("{p}.cross_attention.output"), &x.attention.output);
+            linear(
+                &mut put,
+                &format!("{p}.cross_attention.query"),
+                &x.attention.query,
+            );
+            linear(
+                &mut put,
+                &format!("{p}.cross_attention.key"),
+                &x.attention.key,
+            );
+            linear(
+                &mut put,
+                &format!("{p}.cross_attention.value"),
+                &x.attention.value,
+            );
+            linear(
+                &mut put,
+                &format!("{p}.cross_attention.output"),
+                &x.attention.output,
+            );
         }
         norm(&mut put, &format!("{p}.ffn_norm"), &l.ffn_norm);
         linear(&mut put, &format!("{p}.ffn.up"), &l.ffn.up);
@@ -87,7 +133,13 @@ pub fn to_safetensors(w: &Weights) -> Result<Vec<u8>> {
     let tensors = named_tensors(w);
     let bytes: Vec<(String, Vec<usize>, Vec<u8>)> = tensors
         .into_iter()
-        .map(|(name, (shape, data))| (name, shape, data.iter().flat_map(|v| v.to_le_bytes()).collect()))
+        .map(|(name, (shape, data))| {
+            (
+                name,
+                shape,
+                data.iter().flat_map(|v| v.to_le_bytes()).collect(),
+            )
+        })
         .collect();
     let views: Vec<(String, TensorView<'_>)> = bytes
         .iter()
@@ -109,9 +161,19 @@ fn norm(t: &mut TensorMap, name: &str, c: &ModelConfig) -> Result<NormWeights> {
     Ok(NormWeights { gamma, beta })
 }
 
-fn linear(t: &mut TensorMap, name: &str, out: usize, inp: usize, c: &ModelConfig) -> Result<Linear> {
+fn linear(
+    t: &mut TensorMap,
+    name: &str,
+    out: usize,
+    inp: usize,
+    c: &ModelConfig,
+) -> Result<Linear> {
     let weight = t.matrix(&format!("{name}.weight"), out, inp)?.into();
-    let bias = if c.linear_bias { Some(t.vector(&format!("{name}.bias"), out)?) } else { None };
+    let bias = if c.linear_bias {
+        Some(t.vector(&format!("{name}.bias"), out)?)
+    } else {
+        None
+    };
     Ok(Linear { weight, bias })
 }
 
@@ -144,7 +206,11 @@ pub fn config_from_json(json: &str) -> Result<ModelConfig> {
         lm_head: j.typed("lm_head")?,
         embedding_norm: j.boolean("embedding_norm")?,
         // Absent in configs saved before the field existed: 1.
-        embedding_scale: if j.has("embedding_scale") { j.number("embedding_scale")? } else { 1.0 },
+        embedding_scale: if j.has("embedding_scale") {
+            j.number("embedding_scale")?
+        } else {
+            1.0
+        },
         encoder_layers: j.count_or("encoder_layers", 0)?,
     };
     config.validate().map_err(|e| in_file(e, FILE, &[]))?;
@@ -154,26 +220,98 @@ pub fn config_from_json(json: &str) -> Result<ModelConfig> {
 /// Checks each number of the config that a tensor's shape fixes against the weights, before
 /// any layer is built, so that a wrong number is reported by its field.
 fn check_config_against_weights(t: &TensorMap, c: &ModelConfig) -> Result<()> {
-    let layers = (0..).take_while(|i| t.contains(&format!("layers.{i}.attention.query.weight"))).count();
+    let layers = (0..)
+        .take_while(|i| t.contains(&format!("layers.{i}.attention.query.weight")))
+        .count();
     if layers != c.n_layers {
-        return Err(VizError::config_field(CONFIG_NAME, "n_layers", c.n_layers, format!("but the weights hold {layers} layer{}", if layers == 1 { "" } else { "s" })));
+        return Err(VizError::config_field(
+            CONFIG_NAME,
+            "n_layers",
+            c.n_layers,
+            format!(
+                "but the weights hold {layers} layer{}",
+                if layers == 1 { "" } else { "s" }
+            ),
+        ));
     }
     // (tensor, whether this config reads it, axis, field, the field's value, the size the
     // config implies, what that axis counts)
     let learned = c.position == crate::model::config::Position::Learned;
     let fixed_by_shape = [
-        ("token_embedding", true, 1, "d_model", c.d_model, c.d_model, "features per token"),
-        ("token_embedding", true, 0, "vocab_size", c.vocab_size, c.vocab_size, "tokens in the vocabulary"),
-        ("position_embedding", learned, 0, "context", c.context, c.context, "positions"),
-        ("segment_embedding", c.token_types > 0, 0, "token_types", c.token_types, c.token_types, "token types"),
-        ("layers.0.ffn.up.weight", true, 0, "d_ff", c.d_ff, c.d_ff, "FFN features"),
-        ("layers.0.attention.query.weight", true, 0, "head_dim", c.head_dim, c.n_heads * c.head_dim, "query features (n_heads × head_dim)"),
-        ("layers.0.attention.key.weight", true, 0, "n_kv_heads", c.n_kv_heads, c.n_kv_heads * c.head_dim, "key features (n_kv_heads × head_dim)"),
+        (
+            "token_embedding",
+            true,
+            1,
+            "d_model",
+            c.d_model,
+            c.d_model,
+            "features per token",
+        ),
+        (
+            "token_embedding",
+            true,
+            0,
+            "vocab_size",
+            c.vocab_size,
+            c.vocab_size,
+            "tokens in the vocabulary",
+        ),
+        (
+            "position_embedding",
+            learned,
+            0,
+            "context",
+            c.context,
+            c.context,
+            "positions",
+        ),
+        (
+            "segment_embedding",
+            c.token_types > 0,
+            0,
+            "token_types",
+            c.token_types,
+            c.token_types,
+            "token types",
+        ),
+        (
+            "layers.0.ffn.up.weight",
+            true,
+            0,
+            "d_ff",
+            c.d_ff,
+            c.d_ff,
+            "FFN features",
+        ),
+        (
+            "layers.0.attention.query.weight",
+            true,
+            0,
+            "head_dim",
+            c.head_dim,
+            c.n_heads * c.head_dim,
+            "query features (n_heads × head_dim)",
+        ),
+        (
+            "layers.0.attention.key.weight",
+            true,
+            0,
+            "n_kv_heads",
+            c.n_kv_heads,
+            c.n_kv_heads * c.head_dim,
+            "key features (n_kv_heads × head_dim)",
+        ),
     ];
     for (tensor, read, axis, field, value, implied, counts) in fixed_by_shape {
-        let Some(shape) = t.shape(tensor).filter(|_| read) else { continue };
+        let Some(shape) = t.shape(tensor).filter(|_| read) else {
+            continue;
+        };
         if shape.len() == 2 && shape[axis] != implied {
-            let problem = format!("but the weights hold {} {counts} (`{tensor}` is {})", shape[axis], short_shape(shape));
+            let problem = format!(
+                "but the weights hold {} {counts} (`{tensor}` is {})",
+                shape[axis],
+                short_shape(shape)
+            );
             return Err(VizError::config_field(CONFIG_NAME, field, value, problem));
         }
     }
@@ -201,11 +339,18 @@ pub fn from_safetensors(bytes: &[u8], c: &ModelConfig) -> Result<Weights> {
     let encoder = (0..c.encoder_layers).map(|i| (format!("encoder.layers.{i}"), false));
     for (p, crossed) in stacks.chain(encoder) {
         let cross = if crossed {
-            Some(CrossWeights { norm: norm(&mut t, &format!("{p}.cross_norm"), c)?, attention: attention(&mut t, &format!("{p}.cross_attention"))? })
+            Some(CrossWeights {
+                norm: norm(&mut t, &format!("{p}.cross_norm"), c)?,
+                attention: attention(&mut t, &format!("{p}.cross_attention"))?,
+            })
         } else {
             None
         };
-        let into = if p.starts_with("encoder.") { &mut encoder_layers } else { &mut layers };
+        let into = if p.starts_with("encoder.") {
+            &mut encoder_layers
+        } else {
+            &mut layers
+        };
         into.push(LayerWeights {
             attention_norm: norm(&mut t, &format!("{p}.attention_norm"), c)?,
             attention: attention(&mut t, &format!("{p}.attention"))?,
@@ -224,17 +369,35 @@ pub fn from_safetensors(bytes: &[u8], c: &ModelConfig) -> Result<Weights> {
     }
     let w = Weights {
         token_embedding: t.matrix("token_embedding", c.vocab_size, d)?.into(),
-        segment_embedding: if c.token_types > 0 { Some(t.matrix("segment_embedding", c.token_types, d)?) } else { None },
+        segment_embedding: if c.token_types > 0 {
+            Some(t.matrix("segment_embedding", c.token_types, d)?)
+        } else {
+            None
+        },
         position_embedding: if c.position == crate::model::config::Position::Learned {
             Some(t.matrix("position_embedding", c.context, d)?)
         } else {
             None
         },
-        embedding_norm: if c.embedding_norm { Some(norm(&mut t, "embedding_norm", c)?) } else { None },
+        embedding_norm: if c.embedding_norm {
+            Some(norm(&mut t, "embedding_norm", c)?)
+        } else {
+            None
+        },
         layers,
-        final_norm: if c.norm_place == crate::model::config::NormPlace::Pre { Some(norm(&mut t, "final_norm", c)?) } else { None },
-        lm_head: if c.lm_head == crate::model::config::LmHead::Separate { Some(t.matrix("lm_head", c.vocab_size, d)?.into()) } else { None },
-        encoder_final_norm: if c.is_encoder_decoder() && c.norm_place == crate::model::config::NormPlace::Pre {
+        final_norm: if c.norm_place == crate::model::config::NormPlace::Pre {
+            Some(norm(&mut t, "final_norm", c)?)
+        } else {
+            None
+        },
+        lm_head: if c.lm_head == crate::model::config::LmHead::Separate {
+            Some(t.matrix("lm_head", c.vocab_size, d)?.into())
+        } else {
+            None
+        },
+        encoder_final_norm: if c.is_encoder_decoder()
+            && c.norm_place == crate::model::config::NormPlace::Pre
+        {
             Some(norm(&mut t, "encoder.final_norm", c)?)
         } else {
             None

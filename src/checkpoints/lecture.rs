@@ -83,7 +83,12 @@ pub fn preset(name: &str, vocab_size: usize) -> Option<ModelConfig> {
 }
 
 /// A lecture model from its three files' contents.
-pub fn from_bytes(name: &str, config_json: &str, tokenizer_json: &str, weights: &[u8]) -> Result<Transformer> {
+pub fn from_bytes(
+    name: &str,
+    config_json: &str,
+    tokenizer_json: &str,
+    weights: &[u8],
+) -> Result<Transformer> {
     let mut config = generic::config_from_json(config_json)?;
     config.name = name.to_string();
     let tokenizer = VocabFile::parse(tokenizer_json)?.tokenizer()?;

@@ -5,7 +5,9 @@ use super::config_json::{in_file, ConfigJson};
 use crate::error::{short_shape, Result, VizError};
 use crate::formats::safetensors::read_safetensors;
 use crate::formats::TensorMap;
-use crate::model::config::{limits, Activation, LmHead, ModelConfig, NormKind, NormPlace, Position};
+use crate::model::config::{
+    limits, Activation, LmHead, ModelConfig, NormKind, NormPlace, Position,
+};
 use crate::model::linear::Linear;
 use crate::model::weights::{AttentionWeights, FfnWeights, LayerWeights, NormWeights, Weights};
 use crate::tokenize::wordpiece::WordPiece;
@@ -55,17 +57,26 @@ pub fn config_from_json(name: &str, json: &str) -> Result<ModelConfig> {
         return Err(b.wrong("hidden_size", "must be at least 1"));
     }
     if d_model > limits::D_MODEL {
-        return Err(b.wrong("hidden_size", format!("must be at most {}", limits::D_MODEL)));
+        return Err(b.wrong(
+            "hidden_size",
+            format!("must be at most {}", limits::D_MODEL),
+        ));
     }
     let n_heads = b.count("num_attention_heads")?;
     if n_heads == 0 {
         return Err(b.wrong("num_attention_heads", "must be at least 1"));
     }
     if n_heads > d_model {
-        return Err(b.wrong("num_attention_heads", format!("must be at most hidden_size ({d_model}): a head needs at least one feature")));
+        return Err(b.wrong(
+            "num_attention_heads",
+            format!("must be at most hidden_size ({d_model}): a head needs at least one feature"),
+        ));
     }
     if d_model % n_heads != 0 {
-        return Err(b.wrong("num_attention_heads", format!("but hidden_size {d_model} does not split into that many heads")));
+        return Err(b.wrong(
+            "num_attention_heads",
+            format!("but hidden_size {d_model} does not split into that many heads"),
+        ));
     }
     let config = ModelConfig {
         name: name.into(),
@@ -98,22 +109,68 @@ pub fn config_from_json(name: &str, json: &str) -> Result<ModelConfig> {
 /// positions, token types) against the weights, before any layer is built, so that a wrong
 /// number is reported by the field that holds it.
 fn check_config_against_weights(t: &TensorMap, c: &ModelConfig) -> Result<()> {
-    let layers = (0..).take_while(|i| t.contains(&format!("encoder.layer.{i}.attention.self.query.weight"))).count();
+    let layers = (0..)
+        .take_while(|i| t.contains(&format!("encoder.layer.{i}.attention.self.query.weight")))
+        .count();
     if layers != c.n_layers {
-        return Err(VizError::config_field(FILE, "num_hidden_layers", c.n_layers, format!("but the weights hold {layers} layer{}", if layers == 1 { "" } else { "s" })));
+        return Err(VizError::config_field(
+            FILE,
+            "num_hidden_layers",
+            c.n_layers,
+            format!(
+                "but the weights hold {layers} layer{}",
+                if layers == 1 { "" } else { "s" }
+            ),
+        ));
     }
     // (tensor, axis, field, the config's value, what that axis counts)
     let fixed_by_shape = [
-        ("embeddings.word_embeddings.weight", 1, "hidden_size", c.d_model, "features per token"),
-        ("embeddings.word_embeddings.weight", 0, "vocab_size", c.vocab_size, "tokens in the vocabulary"),
-        ("embeddings.position_embeddings.weight", 0, "max_position_embeddings", c.context, "positions"),
-        ("embeddings.token_type_embeddings.weight", 0, "type_vocab_size", c.token_types, "token types"),
-        ("encoder.layer.0.intermediate.dense.weight", 0, "intermediate_size", c.d_ff, "FFN features"),
+        (
+            "embeddings.word_embeddings.weight",
+            1,
+            "hidden_size",
+            c.d_model,
+            "features per token",
+        ),
+        (
+            "embeddings.word_embeddings.weight",
+            0,
+            "vocab_size",
+            c.vocab_size,
+            "tokens in the vocabulary",
+        ),
+        (
+            "embeddings.position_embeddings.weight",
+            0,
+            "max_position_embeddings",
+            c.context,
+            "positions",
+        ),
+        (
+            "embeddings.token_type_embeddings.weight",
+            0,
+            "type_vocab_size",
+            c.token_types,
+            "token types",
+        ),
+        (
+            "encoder.layer.0.intermediate.dense.weight",
+            0,
+            "intermediate_size",
+            c.d_ff,
+            "FFN features",
+        ),
     ];
     for (tensor, axis, field, value, counts) in fixed_by_shape {
-        let Some(shape) = t.shape(tensor) else { continue };
+        let Some(shape) = t.shape(tensor) else {
+            continue;
+        };
         if shape.len() == 2 && shape[axis] != value {
-            let problem = format!("but the weights hold {} {counts} (`{tensor}` is {})", shape[axis], short_shape(shape));
+            let problem = format!(
+                "but the weights hold {} {counts} (`{tensor}` is {})",
+                shape[axis],
+                short_shape(shape)
+            );
             return Err(VizError::config_field(FILE, field, value, problem));
         }
     }
@@ -121,11 +178,17 @@ fn check_config_against_weights(t: &TensorMap, c: &ModelConfig) -> Result<()> {
 }
 
 fn linear(t: &mut TensorMap, name: &str, out: usize, inp: usize) -> Result<Linear> {
-    Ok(Linear { weight: t.matrix(&format!("{name}.weight"), out, inp)?.into(), bias: Some(t.vector(&format!("{name}.bias"), out)?) })
+    Ok(Linear {
+        weight: t.matrix(&format!("{name}.weight"), out, inp)?.into(),
+        bias: Some(t.vector(&format!("{name}.bias"), out)?),
+    })
 }
 
 fn layer_norm(t: &mut TensorMap, name: &str, d: usize) -> Result<NormWeights> {
-    Ok(NormWeights { gamma: t.vector(&format!("{name}.weight"), d)?, beta: Some(t.vector(&format!("{name}.bias"), d)?) })
+    Ok(NormWeights {
+        gamma: t.vector(&format!("{name}.weight"), d)?,
+        beta: Some(t.vector(&format!("{name}.bias"), d)?),
+    })
 }
 
 /// Maps BERT's tensor names onto `Weights`, checking every shape against the config.
@@ -159,9 +222,15 @@ pub fn weights_from_tensors(mut t: TensorMap, c: &ModelConfig) -> Result<Weights
         None
     };
     let weights = Weights {
-        token_embedding: t.matrix("embeddings.word_embeddings.weight", c.vocab_size, d)?.into(),
+        token_embedding: t
+            .matrix("embeddings.word_embeddings.weight", c.vocab_size, d)?
+            .into(),
         segment_embedding,
-        position_embedding: Some(t.matrix("embeddings.position_embeddings.weight", c.context, d)?),
+        position_embedding: Some(t.matrix(
+            "embeddings.position_embeddings.weight",
+            c.context,
+            d,
+        )?),
         embedding_norm: Some(layer_norm(&mut t, "embeddings.LayerNorm", d)?),
         layers,
         final_norm: None,
@@ -174,7 +243,12 @@ pub fn weights_from_tensors(mut t: TensorMap, c: &ModelConfig) -> Result<Weights
 }
 
 /// Builds the model from the three files' contents (what the browser fetches).
-pub fn from_bytes(name: &str, config_json: &str, tokenizer_json: &str, safetensors: &[u8]) -> Result<Transformer> {
+pub fn from_bytes(
+    name: &str,
+    config_json: &str,
+    tokenizer_json: &str,
+    safetensors: &[u8],
+) -> Result<Transformer> {
     let config = config_from_json(name, config_json)?;
     let tokenizer = WordPiece::from_tokenizer_json(tokenizer_json)?;
     let weights = weights_from_tensors(read_safetensors(safetensors)?, &config)?;

@@ -15,7 +15,13 @@ mod files;
 pub use files::{load_named, model_dir, read_file, WeightPrecision};
 
 /// Models the CLI and the page know by name.
-pub const KNOWN_MODELS: &[&str] = &["lecture-post-ln", "lecture-pre-ln", "lecture-reverse", "minilm-l6", "smollm2-135m"];
+pub const KNOWN_MODELS: &[&str] = &[
+    "lecture-post-ln",
+    "lecture-pre-ln",
+    "lecture-reverse",
+    "minilm-l6",
+    "smollm2-135m",
+];
 
 /// Where the set-up step puts SmolLM2's GGUF file, under `models/smollm2-135m/`.
 pub const SMOLLM2_FILE: &str = "model.Q4_1.gguf";

@@ -13,7 +13,9 @@ use ndarray::Array1;
 
 use crate::error::{Result, VizError};
 use crate::formats::gguf::{GgmlType, Gguf, GgufTensor};
-use crate::model::config::{Activation, LmHead, ModelConfig, NormKind, NormPlace, Position, CONFIG_NAME};
+use crate::model::config::{
+    Activation, LmHead, ModelConfig, NormKind, NormPlace, Position, CONFIG_NAME,
+};
 use crate::model::linear::Linear;
 use crate::model::matrix::Matrix;
 use crate::model::weights::{AttentionWeights, FfnWeights, LayerWeights, NormWeights, Weights};
@@ -32,7 +34,12 @@ fn count(g: &Gguf<'_>, key: &str) -> Result<usize> {
 /// Renames a `ModelConfig` field in a validation error to the metadata key that holds it.
 fn in_metadata(e: VizError, arch: &str) -> VizError {
     match e {
-        VizError::ConfigField { file, field, value, problem } if file == CONFIG_NAME => {
+        VizError::ConfigField {
+            file,
+            field,
+            value,
+            problem,
+        } if file == CONFIG_NAME => {
             let key = match field.as_str() {
                 "n_layers" => "block_count",
                 "d_model" => "embedding_length",
@@ -44,9 +51,21 @@ fn in_metadata(e: VizError, arch: &str) -> VizError {
                 "position.Rotary.base" => "rope.freq_base",
                 "head_dim" => "rope.dimension_count",
                 "vocab_size" => "vocab_size",
-                other => return VizError::ConfigField { file: FILE.into(), field: other.into(), value, problem },
+                other => {
+                    return VizError::ConfigField {
+                        file: FILE.into(),
+                        field: other.into(),
+                        value,
+                        problem,
+                    }
+                }
             };
-            VizError::ConfigField { file: FILE.into(), field: format!("{arch}.{key}"), value, problem }
+            VizError::ConfigField {
+                file: FILE.into(),
+                field: format!("{arch}.{key}"),
+                value,
+                problem,
+            }
         }
         other => other,
     }
@@ -56,7 +75,12 @@ fn in_metadata(e: VizError, arch: &str) -> VizError {
 pub fn config_from_gguf(name: &str, g: &Gguf<'_>) -> Result<ModelConfig> {
     let arch = g.get_str("general.architecture")?;
     if arch != "llama" {
-        return Err(VizError::config_field(FILE, "general.architecture", arch, "is not supported: only `llama` models can be read"));
+        return Err(VizError::config_field(
+            FILE,
+            "general.architecture",
+            arch,
+            "is not supported: only `llama` models can be read",
+        ));
     }
     let key = |k: &str| format!("{arch}.{k}");
     let d_model = count(g, &key("embedding_length"))?;
@@ -66,7 +90,12 @@ pub fn config_from_gguf(name: &str, g: &Gguf<'_>) -> Result<ModelConfig> {
         None => n_heads,
     };
     if n_heads == 0 {
-        return Err(VizError::config_field(FILE, &key("attention.head_count"), 0, "must be at least 1"));
+        return Err(VizError::config_field(
+            FILE,
+            &key("attention.head_count"),
+            0,
+            "must be at least 1",
+        ));
     }
     let head_dim = match g.get(&key("rope.dimension_count")) {
         Some(_) => count(g, &key("rope.dimension_count"))?,
@@ -86,7 +115,10 @@ pub fn config_from_gguf(name: &str, g: &Gguf<'_>) -> Result<ModelConfig> {
         head_dim,
         d_ff: count(g, &key("feed_forward_length"))?,
         context: count(g, &key("context_length"))?,
-        position: Position::Rotary { base: g.get_f32(&key("rope.freq_base")).unwrap_or(10_000.0), adjacent_pairs: true },
+        position: Position::Rotary {
+            base: g.get_f32(&key("rope.freq_base")).unwrap_or(10_000.0),
+            adjacent_pairs: true,
+        },
         norm: NormKind::Rms,
         norm_place: NormPlace::Pre,
         norm_eps: g.get_f32(&key("attention.layer_norm_rms_epsilon"))?,
@@ -94,15 +126,25 @@ pub fn config_from_gguf(name: &str, g: &Gguf<'_>) -> Result<ModelConfig> {
         causal: true,
         token_types: 0,
         linear_bias: false,
-        lm_head: if g.tensor("output.weight").is_ok() { LmHead::Separate } else { LmHead::Tied },
+        lm_head: if g.tensor("output.weight").is_ok() {
+            LmHead::Separate
+        } else {
+            LmHead::Tied
+        },
         embedding_norm: false,
         embedding_scale: 1.0,
         encoder_layers: 0,
     };
     config.validate().map_err(|e| in_metadata(e, arch))?;
     if head_dim * n_heads != d_model {
-        let problem = format!("but {n_heads} heads of {head_dim} features do not make the model's {d_model}");
-        return Err(VizError::config_field(FILE, &key("rope.dimension_count"), head_dim, problem));
+        let problem =
+            format!("but {n_heads} heads of {head_dim} features do not make the model's {d_model}");
+        return Err(VizError::config_field(
+            FILE,
+            &key("rope.dimension_count"),
+            head_dim,
+            problem,
+        ));
     }
     Ok(config)
 }
@@ -111,26 +153,45 @@ pub fn config_from_gguf(name: &str, g: &Gguf<'_>) -> Result<ModelConfig> {
 fn tensor<'a>(g: &Gguf<'a>, name: &str, shape: &[usize]) -> Result<GgufTensor<&'a [u8]>> {
     let t = g.tensor(name)?;
     if t.shape() != shape {
-        return Err(VizError::ShapeMismatch { name: name.into(), expected: shape.to_vec(), found: t.shape().to_vec() });
+        return Err(VizError::ShapeMismatch {
+            name: name.into(),
+            expected: shape.to_vec(),
+            found: t.shape().to_vec(),
+        });
     }
     Ok(t)
 }
 
 /// A weight matrix; quantized blocks stay in `file` (the bytes `g` was parsed from).
-fn matrix(g: &Gguf<'_>, file: &Arc<Vec<u8>>, name: &str, rows: usize, cols: usize) -> Result<Matrix> {
+fn matrix(
+    g: &Gguf<'_>,
+    file: &Arc<Vec<u8>>,
+    name: &str,
+    rows: usize,
+    cols: usize,
+) -> Result<Matrix> {
     Matrix::quantized(tensor(g, name, &[rows, cols])?.within(file)?)
 }
 
 fn linear(g: &Gguf<'_>, file: &Arc<Vec<u8>>, name: &str, out: usize, inp: usize) -> Result<Linear> {
-    Ok(Linear { weight: matrix(g, file, name, out, inp)?, bias: None })
+    Ok(Linear {
+        weight: matrix(g, file, name, out, inp)?,
+        bias: None,
+    })
 }
 
 fn rms_norm(g: &Gguf<'_>, name: &str, d: usize) -> Result<NormWeights> {
     let t = tensor(g, name, &[d])?;
     if !matches!(t.kind(), GgmlType::F32 | GgmlType::F16) {
-        return Err(VizError::UnsupportedDtype { name: name.into(), dtype: t.kind().name().into() });
+        return Err(VizError::UnsupportedDtype {
+            name: name.into(),
+            dtype: t.kind().name().into(),
+        });
     }
-    Ok(NormWeights { gamma: Array1::from(t.to_f32()?), beta: None })
+    Ok(NormWeights {
+        gamma: Array1::from(t.to_f32()?),
+        beta: None,
+    })
 }
 
 /// Maps `blk.N.*` onto `Weights`, checking each tensor's shape against the config first.
@@ -138,10 +199,20 @@ fn rms_norm(g: &Gguf<'_>, name: &str, d: usize) -> Result<NormWeights> {
 pub fn weights_from_gguf(g: &Gguf<'_>, file: &Arc<Vec<u8>>, c: &ModelConfig) -> Result<Weights> {
     let d = c.d_model;
     let (q, kv) = (c.n_heads * c.head_dim, c.n_kv_heads * c.head_dim);
-    let layers_in_file = (0..).take_while(|i| g.tensor(&format!("blk.{i}.attn_q.weight")).is_ok()).count();
+    let layers_in_file = (0..)
+        .take_while(|i| g.tensor(&format!("blk.{i}.attn_q.weight")).is_ok())
+        .count();
     if layers_in_file != c.n_layers {
-        let problem = format!("but the file holds {layers_in_file} layer{}", if layers_in_file == 1 { "" } else { "s" });
-        return Err(VizError::config_field(FILE, "llama.block_count", c.n_layers, problem));
+        let problem = format!(
+            "but the file holds {layers_in_file} layer{}",
+            if layers_in_file == 1 { "" } else { "s" }
+        );
+        return Err(VizError::config_field(
+            FILE,
+            "llama.block_count",
+            c.n_layers,
+            problem,
+        ));
     }
     let mut layers = Vec::with_capacity(c.n_layers);
     for i in 0..c.n_layers {
@@ -187,8 +258,16 @@ pub fn tokenizer_from_gguf(g: &Gguf<'_>) -> Result<ByteLevelBpe> {
     if model != "gpt2" {
         return Err(VizError::BadTokenizer(format!("the tokenizer model `{model}` is not supported (only GPT-2-style byte-level BPE, `gpt2`)")));
     }
-    let tokens: Vec<String> = g.get_str_array("tokenizer.ggml.tokens")?.into_iter().map(String::from).collect();
-    let merges: Vec<String> = g.get_str_array("tokenizer.ggml.merges")?.into_iter().map(String::from).collect();
+    let tokens: Vec<String> = g
+        .get_str_array("tokenizer.ggml.tokens")?
+        .into_iter()
+        .map(String::from)
+        .collect();
+    let merges: Vec<String> = g
+        .get_str_array("tokenizer.ggml.merges")?
+        .into_iter()
+        .map(String::from)
+        .collect();
     let token_types = match g.get("tokenizer.ggml.token_type") {
         Some(_) => g.get_i32_array("tokenizer.ggml.token_type")?,
         None => Vec::new(),

@@ -17,7 +17,11 @@ use crate::trace::Trace;
 use crate::Transformer;
 
 #[derive(Parser)]
-#[command(name = "transformer-viz", version, about = "Watch a real transformer compute on a sentence.")]
+#[command(
+    name = "transformer-viz",
+    version,
+    about = "Watch a real transformer compute on a sentence."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -38,7 +42,11 @@ struct ModelArgs {
 
 impl ModelArgs {
     fn load(&self) -> Result<Transformer> {
-        let precision = if self.f16 { WeightPrecision::F16 } else { WeightPrecision::F32 };
+        let precision = if self.f16 {
+            WeightPrecision::F16
+        } else {
+            WeightPrecision::F32
+        };
         load_named(&self.models_dir, &self.model, precision)
     }
 }
@@ -155,7 +163,10 @@ fn summary(trace: &Trace) -> Result<TraceSummary<'_>> {
     let mut layers = Vec::new();
     for layer in 0..trace.config.n_layers {
         let a = trace.attention_layer(layer)?; // (heads, T, T)
-        let attention = a.outer_iter().map(|h| h.rows().into_iter().map(|r| r.to_vec()).collect()).collect();
+        let attention = a
+            .outer_iter()
+            .map(|h| h.rows().into_iter().map(|r| r.to_vec()).collect())
+            .collect();
         layers.push(LayerSummary { attention });
     }
     Ok(TraceSummary {
@@ -172,7 +183,10 @@ fn summary(trace: &Trace) -> Result<TraceSummary<'_>> {
 fn print_stdout(write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<()> {
     let mut out = BufWriter::new(std::io::stdout().lock()); // one write a buffer, not one a token of JSON
     match write(&mut out).and_then(|()| out.flush()) {
-        Err(e) if e.kind() != ErrorKind::BrokenPipe => Err(VizError::Io { path: "stdout".into(), reason: e.to_string() }),
+        Err(e) if e.kind() != ErrorKind::BrokenPipe => Err(VizError::Io {
+            path: "stdout".into(),
+            reason: e.to_string(),
+        }),
         _ => Ok(()),
     }
 }
@@ -187,26 +201,50 @@ fn print_json<T: Serialize>(value: &T) -> Result<()> {
 
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
-        Command::Trace { model, text, full, backend } => {
+        Command::Trace {
+            model,
+            text,
+            full,
+            backend,
+        } => {
             let m = model.load()?;
             let trace = match backend {
                 BackendChoice::Cpu => m.trace(&text)?,
                 BackendChoice::Gpu => {
-                    let gpu = crate::gpu::GpuBackend::new(pollster::block_on(crate::gpu::GpuContext::new())?, &m.weights);
+                    let gpu = crate::gpu::GpuBackend::new(
+                        pollster::block_on(crate::gpu::GpuContext::new())?,
+                        &m.weights,
+                    );
                     let trace = pollster::block_on(m.trace_with(&gpu, &text))?;
                     match gpu.failure() {
-                        None => eprintln!("ran on the GPU: {}", gpu.context().adapter_description()),
-                        Some(e) => eprintln!("note: the GPU failed ({e}); the rest of the pass ran on the CPU"),
+                        None => {
+                            eprintln!("ran on the GPU: {}", gpu.context().adapter_description())
+                        }
+                        Some(e) => eprintln!(
+                            "note: the GPU failed ({e}); the rest of the pass ran on the CPU"
+                        ),
                     }
                     trace
                 }
             };
             if let Some(t) = &trace.truncated {
-                eprintln!("note: the text has {} tokens; only the first {} fit the model's context", t.original_tokens, t.kept_tokens);
+                eprintln!(
+                    "note: the text has {} tokens; only the first {} fit the model's context",
+                    t.original_tokens, t.kept_tokens
+                );
             }
-            if full { print_json(&trace) } else { print_json(&summary(&trace)?) }
+            if full {
+                print_json(&trace)
+            } else {
+                print_json(&summary(&trace)?)
+            }
         }
-        Command::Render { model, text, out, layer } => {
+        Command::Render {
+            model,
+            text,
+            out,
+            layer,
+        } => {
             let m = model.load()?;
             let trace = m.trace(&text)?;
             let written = crate::draw::files::render_all(&m, &trace, &out, layer)?;
@@ -218,18 +256,40 @@ fn run(cli: Cli) -> Result<()> {
             let trace = m.trace(&text)?;
             print_json(&crate::analysis::prediction::prediction(&m, &trace, top)?)
         }
-        Command::Generate { model, text, tokens, temperature, top_k, top_p, seed } => {
+        Command::Generate {
+            model,
+            text,
+            tokens,
+            temperature,
+            top_k,
+            top_p,
+            seed,
+        } => {
             let m = model.load()?;
-            let settings = SamplingSettings { temperature, top_k, top_p, seed };
+            let settings = SamplingSettings {
+                temperature,
+                top_k,
+                top_p,
+                seed,
+            };
             print_json(&generate(&m, &text, tokens, &settings)?)
         }
         Command::Similarity { model, text } => {
             let m = model.load()?;
-            let pooled: Vec<_> = text.iter().map(|t| m.run(t).map(|o| mean_pool(o.hidden.view()))).collect::<Result<_>>()?;
+            let pooled: Vec<_> = text
+                .iter()
+                .map(|t| m.run(t).map(|o| mean_pool(o.hidden.view())))
+                .collect::<Result<_>>()?;
             print_stdout(|out| {
                 for i in 0..text.len() {
                     for j in i + 1..text.len() {
-                        writeln!(out, "{:.4}\t{}\t{}", cosine(&pooled[i], &pooled[j]), text[i], text[j])?;
+                        writeln!(
+                            out,
+                            "{:.4}\t{}\t{}",
+                            cosine(&pooled[i], &pooled[j]),
+                            text[i],
+                            text[j]
+                        )?;
                     }
                 }
                 Ok(())
@@ -242,20 +302,43 @@ fn run(cli: Cli) -> Result<()> {
             let model = model.load()?;
             let t = model.translate(&text)?;
             for (i, step) in t.steps.iter().enumerate() {
-                let runner = step.runner_up.as_ref().map(|(tok, p)| format!(", then {:?} {:.3}", tok.text, p)).unwrap_or_default();
-                println!("step {}: {:?} {:.3}{runner}", i + 1, step.token.text, step.probability);
+                let runner = step
+                    .runner_up
+                    .as_ref()
+                    .map(|(tok, p)| format!(", then {:?} {:.3}", tok.text, p))
+                    .unwrap_or_default();
+                println!(
+                    "step {}: {:?} {:.3}{runner}",
+                    i + 1,
+                    step.token.text,
+                    step.probability
+                );
             }
-            println!("{}{}", t.output, if t.finished { "" } else { " (the context filled before the end token)" });
+            println!(
+                "{}{}",
+                t.output,
+                if t.finished {
+                    ""
+                } else {
+                    " (the context filled before the end token)"
+                }
+            );
             Ok(())
         }
         Command::ConvertF16 { input, output } => {
             let halves = crate::formats::safetensors::convert_to_f16(&read_file(&input)?)?;
             let tmp = output.with_extension("part");
-            std::fs::write(&tmp, &halves).and_then(|_| std::fs::rename(&tmp, &output)).map_err(|e| VizError::Io {
-                path: output.display().to_string(),
-                reason: e.to_string(),
-            })?;
-            eprintln!("wrote {} ({:.1} MB)", output.display(), halves.len() as f64 / 1e6);
+            std::fs::write(&tmp, &halves)
+                .and_then(|_| std::fs::rename(&tmp, &output))
+                .map_err(|e| VizError::Io {
+                    path: output.display().to_string(),
+                    reason: e.to_string(),
+                })?;
+            eprintln!(
+                "wrote {} ({:.1} MB)",
+                output.display(),
+                halves.len() as f64 / 1e6
+            );
             Ok(())
         }
     }

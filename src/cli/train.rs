@@ -110,27 +110,49 @@ pub fn train_reverse(args: ReverseArgs) -> Result<()> {
         settings,
         out: args.out.clone(),
         eval_strings: args.eval_strings,
-        norm_place: if args.post_ln { crate::model::config::NormPlace::Post } else { crate::model::config::NormPlace::Pre },
+        norm_place: if args.post_ln {
+            crate::model::config::NormPlace::Post
+        } else {
+            crate::model::config::NormPlace::Pre
+        },
         progress: std::io::IsTerminal::is_terminal(&std::io::stderr()),
     }
     .train()?;
-    eprintln!("exact match {:.1}% on held-out strings; wrote {}", 100.0 * outcome.exact_match, args.out.display());
+    eprintln!(
+        "exact match {:.1}% on held-out strings; wrote {}",
+        100.0 * outcome.exact_match,
+        args.out.display()
+    );
     Ok(())
 }
 
 fn io(path: &std::path::Path) -> impl Fn(std::io::Error) -> VizError + '_ {
-    move |e| VizError::Io { path: path.display().to_string(), reason: e.to_string() }
+    move |e| VizError::Io {
+        path: path.display().to_string(),
+        reason: e.to_string(),
+    }
 }
 
 pub fn vocab(args: VocabArgs) -> Result<()> {
     let corpus = Corpus::read(&args.corpus)?;
     if !(258..=crate::tokenize::vocab_file::MAX_TOKENS).contains(&args.size) {
-        return Err(VizError::Training(format!("--size {} must be 258 to {}", args.size, crate::tokenize::vocab_file::MAX_TOKENS)));
+        return Err(VizError::Training(format!(
+            "--size {} must be 258 to {}",
+            args.size,
+            crate::tokenize::vocab_file::MAX_TOKENS
+        )));
     }
     let started = std::time::Instant::now();
     let file = learn_vocab(&corpus.train, args.size)?;
     std::fs::write(&args.out, file.to_json()).map_err(io(&args.out))?;
-    eprintln!("learned {} tokens ({} merges) from {} documents in {:.1} s: {}", file.tokens.len(), file.merges.len(), corpus.train.len(), started.elapsed().as_secs_f64(), args.out.display());
+    eprintln!(
+        "learned {} tokens ({} merges) from {} documents in {:.1} s: {}",
+        file.tokens.len(),
+        file.merges.len(),
+        corpus.train.len(),
+        started.elapsed().as_secs_f64(),
+        args.out.display()
+    );
     Ok(())
 }
 
@@ -169,10 +191,16 @@ pub fn train(args: TrainArgs) -> Result<()> {
     if !args.resume {
         let _ = std::fs::remove_file(&log_path);
     }
-    let line = format!("bigram baseline (held out): {baseline:.4} nats/token, mixing weight {lambda}\n");
+    let line =
+        format!("bigram baseline (held out): {baseline:.4} nats/token, mixing weight {lambda}\n");
     // A resumed run's log already names the baseline.
     if !args.resume || !log_path.exists() {
-        std::fs::OpenOptions::new().create(true).append(true).open(&log_path).and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes())).map_err(io(&log_path))?;
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log_path)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes()))
+            .map_err(io(&log_path))?;
     }
     let outcome = Run {
         name: args.model.clone(),
@@ -189,6 +217,10 @@ pub fn train(args: TrainArgs) -> Result<()> {
         probe: Some(&probe),
     }
     .train()?;
-    eprintln!("held-out loss {:.4} against the bigram baseline's {baseline:.4}; wrote {}", outcome.final_held_out, args.out.display());
+    eprintln!(
+        "held-out loss {:.4} against the bigram baseline's {baseline:.4}; wrote {}",
+        outcome.final_held_out,
+        args.out.display()
+    );
     Ok(())
 }

@@ -7,20 +7,34 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
 use serde::Serialize;
 
-use super::Canvas;
 use super::colors::{Scale, CATEGORICAL};
 use super::heatmap::{draw_heatmap, Heatmap, HeatmapDrawn};
 use super::pixels::{matrix_cells, EmbeddedImage, Pixels};
+use super::Canvas;
 use super::{anchored_text, draw_err, short_label, FONT};
 use crate::error::Result;
 use crate::trace::Trace;
 
 /// One head, tokens on both axes: rows are queries, columns are keys.
-pub fn draw_head<DB: Canvas>(area: &DrawingArea<DB, Shift>, trace: &Trace, layer: usize, head: usize, vector: bool) -> Result<HeatmapDrawn> {
+pub fn draw_head<DB: Canvas>(
+    area: &DrawingArea<DB, Shift>,
+    trace: &Trace,
+    layer: usize,
+    head: usize,
+    vector: bool,
+) -> Result<HeatmapDrawn> {
     area.fill(&WHITE).map_err(draw_err)?;
     let a = trace.attention(layer, head)?; // (T, T)
     let title = format!("Attention, layer {layer}, head {head}");
-    draw_token_matrix(area, a, &trace.token_texts(), &title, Scale::Sequential { min: 0.0, max: 1.0 }, "weight", vector)
+    draw_token_matrix(
+        area,
+        a,
+        &trace.token_texts(),
+        &title,
+        Scale::Sequential { min: 0.0, max: 1.0 },
+        "weight",
+        vector,
+    )
 }
 
 /// A (T, T) matrix over one sentence's tokens, queries down and keys across: a head's weights,
@@ -37,7 +51,16 @@ pub fn draw_token_matrix<DB: Canvas>(
     draw_heatmap(
         area,
         matrix,
-        &Heatmap { title, x_desc: "key (attended to)", y_desc: "query (attending)", col_labels: labels, row_labels: labels, scale, legend, vector },
+        &Heatmap {
+            title,
+            x_desc: "key (attended to)",
+            y_desc: "query (attending)",
+            col_labels: labels,
+            row_labels: labels,
+            scale,
+            legend,
+            vector,
+        },
     )
 }
 
@@ -69,18 +92,35 @@ pub fn draw_grid<DB: Canvas>(
     let side = cell_w.min(cell_h);
     let scale = Scale::Sequential { min: 0.0, max: 1.0 };
     let style = TextStyle::from((FONT, font_px).into_font()).color(&BLACK);
-    area.draw(&Text::new("head →", (left, 2), style.clone())).map_err(draw_err)?;
+    area.draw(&Text::new("head →", (left, 2), style.clone()))
+        .map_err(draw_err)?;
     // An SVG gets every thumbnail in one embedded image (72 thumbnails of rectangles made a
     // 1.6 MB file); a canvas or PNG gets each thumbnail's cells, enlarged as they are drawn.
-    let mut raster = vector.then(|| Pixels::white((left, top), (side * heads as i32) as u32, (side * layers as i32) as u32));
+    let mut raster = vector.then(|| {
+        Pixels::white(
+            (left, top),
+            (side * heads as i32) as u32,
+            (side * layers as i32) as u32,
+        )
+    });
     for layer in 0..layers {
         let a = trace.attention_layer(layer)?; // (heads, T, T)
         let y0 = top + layer as i32 * side;
-        area.draw(&Text::new(format!("L{layer}"), (2, y0 + side / 2 - font_px / 2), style.clone())).map_err(draw_err)?;
+        area.draw(&Text::new(
+            format!("L{layer}"),
+            (2, y0 + side / 2 - font_px / 2),
+            style.clone(),
+        ))
+        .map_err(draw_err)?;
         for head in 0..heads {
             let x0 = left + head as i32 * side;
             if layer == 0 && (heads <= 16 || head % 2 == 0) {
-                area.draw(&Text::new(head.to_string(), (x0 + side / 2 - 4, font_px + 4), style.clone())).map_err(draw_err)?;
+                area.draw(&Text::new(
+                    head.to_string(),
+                    (x0 + side / 2 - 4, font_px + 4),
+                    style.clone(),
+                ))
+                .map_err(draw_err)?;
             }
             let m = a.index_axis(ndarray::Axis(0), head); // (T, T)
             let inner = (side - 2).max(1);
@@ -95,17 +135,37 @@ pub fn draw_grid<DB: Canvas>(
         Some(raster) => {
             let (ox, oy) = area.get_base_pixel();
             let marker = format!("tviz-cells-{}-{}", ox + left, oy + top);
-            let place = (ox + left, oy + top, raster.width as i32, raster.height as i32);
-            area.draw(&Text::new(marker.clone(), (left, top), style.clone())).map_err(draw_err)?;
+            let place = (
+                ox + left,
+                oy + top,
+                raster.width as i32,
+                raster.height as i32,
+            );
+            area.draw(&Text::new(marker.clone(), (left, top), style.clone()))
+                .map_err(draw_err)?;
             Some(EmbeddedImage::new(marker, place, &raster)?)
         }
         None => None,
     };
     if let Some((layer, head)) = selected.filter(|&(l, h)| l < layers && h < heads) {
         let (x0, y0) = (left + head as i32 * side, top + layer as i32 * side);
-        area.draw(&Rectangle::new([(x0, y0), (x0 + side, y0 + side)], CATEGORICAL[5].stroke_width(3))).map_err(draw_err)?;
+        area.draw(&Rectangle::new(
+            [(x0, y0), (x0 + side, y0 + side)],
+            CATEGORICAL[5].stroke_width(3),
+        ))
+        .map_err(draw_err)?;
     }
-    Ok((GridGeometry { left, top, cell_width: side, cell_height: side, layers, heads }, image))
+    Ok((
+        GridGeometry {
+            left,
+            top,
+            cell_width: side,
+            cell_height: side,
+            layers,
+            heads,
+        },
+        image,
+    ))
 }
 
 /// Which lines the lines view draws: all of them, or only those of one token.
@@ -161,9 +221,16 @@ pub fn draw_lines<DB: Canvas>(
 ) -> Result<LinesGeometry> {
     area.fill(&WHITE).map_err(draw_err)?;
     if heads.is_empty() || heads.len() > HEAD_COLOURS.len() {
-        return Err(crate::error::VizError::Draw(format!("the lines view draws 1 to {} heads at once, not {}", HEAD_COLOURS.len(), heads.len())));
+        return Err(crate::error::VizError::Draw(format!(
+            "the lines view draws 1 to {} heads at once, not {}",
+            HEAD_COLOURS.len(),
+            heads.len()
+        )));
     }
-    let patterns = heads.iter().map(|&h| trace.attention(layer, h)).collect::<Result<Vec<_>>>()?; // each (T, T)
+    let patterns = heads
+        .iter()
+        .map(|&h| trace.attention(layer, h))
+        .collect::<Result<Vec<_>>>()?; // each (T, T)
     let t = trace.len();
     let (w, h) = area.dim_in_pixel();
     let font_px = if w < 400 { 10 } else { 13 };
@@ -172,17 +239,33 @@ pub fn draw_lines<DB: Canvas>(
         [one] => format!("Attention lines, layer {layer}, head {one}"),
         _ => format!("Attention lines, layer {layer}, {} heads", heads.len()),
     };
-    area.draw(&Text::new(title, (8, 4), title_style)).map_err(draw_err)?;
+    area.draw(&Text::new(title, (8, 4), title_style))
+        .map_err(draw_err)?;
     let mut top = font_px as i32 * 2 + 14;
-    let colour_of = |i: usize| if heads.len() == 1 { CATEGORICAL[0] } else { CATEGORICAL[HEAD_COLOURS[i]] };
+    let colour_of = |i: usize| {
+        if heads.len() == 1 {
+            CATEGORICAL[0]
+        } else {
+            CATEGORICAL[HEAD_COLOURS[i]]
+        }
+    };
     if heads.len() > 1 {
         // The legend: one short line and "head N" per head, in a row under the title.
         let y = top - 4;
         let mut x = 8;
         for (i, head) in heads.iter().enumerate() {
-            area.draw(&PathElement::new(vec![(x, y), (x + 18, y)], colour_of(i).stroke_width(3))).map_err(draw_err)?;
+            area.draw(&PathElement::new(
+                vec![(x, y), (x + 18, y)],
+                colour_of(i).stroke_width(3),
+            ))
+            .map_err(draw_err)?;
             let label = format!("head {head}");
-            area.draw(&Text::new(label.clone(), (x + 22, y), anchored_text(font_px, HPos::Left, VPos::Center))).map_err(draw_err)?;
+            area.draw(&Text::new(
+                label.clone(),
+                (x + 22, y),
+                anchored_text(font_px, HPos::Left, VPos::Center),
+            ))
+            .map_err(draw_err)?;
             x += 22 + (label.len() as i32 * font_px as i32 * 62 / 100) + 14;
         }
         top += font_px as i32 + 6;
@@ -200,11 +283,27 @@ pub fn draw_lines<DB: Canvas>(
             let (from, to) = (focus == LineFocus::From(i), focus == LineFocus::To(i));
             if from || to {
                 let x = if from { xl - 3 } else { xr + 1 };
-                area.draw(&Rectangle::new([(x, row_y(i) - font_px as i32 / 2 - 2), (x + 2, row_y(i) + font_px as i32 / 2 + 2)], BLACK.filled()))
-                    .map_err(draw_err)?;
+                area.draw(&Rectangle::new(
+                    [
+                        (x, row_y(i) - font_px as i32 / 2 - 2),
+                        (x + 2, row_y(i) + font_px as i32 / 2 + 2),
+                    ],
+                    BLACK.filled(),
+                ))
+                .map_err(draw_err)?;
             }
-            area.draw(&Text::new(text.clone(), (xl - 6, row_y(i)), anchored_text(font_px, HPos::Right, VPos::Center))).map_err(draw_err)?;
-            area.draw(&Text::new(text, (xr + 6, row_y(i)), anchored_text(font_px, HPos::Left, VPos::Center))).map_err(draw_err)?;
+            area.draw(&Text::new(
+                text.clone(),
+                (xl - 6, row_y(i)),
+                anchored_text(font_px, HPos::Right, VPos::Center),
+            ))
+            .map_err(draw_err)?;
+            area.draw(&Text::new(
+                text,
+                (xr + 6, row_y(i)),
+                anchored_text(font_px, HPos::Left, VPos::Center),
+            ))
+            .map_err(draw_err)?;
         }
     }
     let mut drawn = Vec::new();
@@ -220,11 +319,33 @@ pub fn draw_lines<DB: Canvas>(
                 if !keep || weight < MIN_WEIGHT {
                     continue;
                 }
-                let style = ShapeStyle { color: colour_of(i).mix(weight as f64), filled: false, stroke_width: 2 };
-                area.draw(&PathElement::new(vec![(xl, row_y(q)), (xr, row_y(k))], style)).map_err(draw_err)?;
-                drawn.push(DrawnLine { head, query: q, key: k, weight });
+                let style = ShapeStyle {
+                    color: colour_of(i).mix(weight as f64),
+                    filled: false,
+                    stroke_width: 2,
+                };
+                area.draw(&PathElement::new(
+                    vec![(xl, row_y(q)), (xr, row_y(k))],
+                    style,
+                ))
+                .map_err(draw_err)?;
+                drawn.push(DrawnLine {
+                    head,
+                    query: q,
+                    key: k,
+                    weight,
+                });
             }
         }
     }
-    Ok(LinesGeometry { left_x: xl, right_x: xr, label_width: text_w, top: top as f32, row_height: row_h, tokens: t, heads: heads.to_vec(), lines: drawn })
+    Ok(LinesGeometry {
+        left_x: xl,
+        right_x: xr,
+        label_width: text_w,
+        top: top as f32,
+        row_height: row_h,
+        tokens: t,
+        heads: heads.to_vec(),
+        lines: drawn,
+    })
 }

@@ -37,7 +37,11 @@ pub fn diverging(t: f32) -> RGBColor {
     let blue = (33.0, 102.0, 172.0);
     let white = (247.0, 247.0, 247.0);
     let red = (178.0, 24.0, 43.0);
-    if t < 0.0 { lerp(white, blue, -t) } else { lerp(white, red, t) }
+    if t < 0.0 {
+        lerp(white, blue, -t)
+    } else {
+        lerp(white, red, t)
+    }
 }
 
 /// Colours for lines and bars: the Okabe-Ito palette, designed for colour-blind readers.
@@ -68,7 +72,11 @@ impl Scale {
             return RGBColor(200, 200, 200);
         }
         match *self {
-            Scale::Sequential { min, max } => sequential(if max > min { (v - min) / (max - min) } else { 0.5 }),
+            Scale::Sequential { min, max } => sequential(if max > min {
+                (v - min) / (max - min)
+            } else {
+                0.5
+            }),
             Scale::Diverging { limit } => diverging(if limit > 0.0 { v / limit } else { 0.0 }),
         }
     }
@@ -76,12 +84,16 @@ impl Scale {
     /// A scale that fits the finite values of `data`: diverging if they change sign.
     pub fn fit(data: &[f32]) -> Scale {
         let finite = data.iter().copied().filter(|v| v.is_finite());
-        let (min, max) = finite.fold((f32::INFINITY, f32::NEG_INFINITY), |(a, b), v| (a.min(v), b.max(v)));
+        let (min, max) = finite.fold((f32::INFINITY, f32::NEG_INFINITY), |(a, b), v| {
+            (a.min(v), b.max(v))
+        });
         if !min.is_finite() {
             return Scale::Sequential { min: 0.0, max: 1.0 };
         }
         if min < 0.0 && max > 0.0 {
-            Scale::Diverging { limit: min.abs().max(max) }
+            Scale::Diverging {
+                limit: min.abs().max(max),
+            }
         } else {
             Scale::Sequential { min, max }
         }
@@ -90,7 +102,12 @@ impl Scale {
     /// Like `fit`, but the limit is the given quantile of |value| (e.g. 0.99), so a few
     /// outliers do not wash out the rest; values beyond it saturate.
     pub fn fit_robust(data: &[f32], quantile: f32) -> Scale {
-        let mut mags: Vec<f32> = data.iter().copied().filter(|v| v.is_finite()).map(f32::abs).collect();
+        let mut mags: Vec<f32> = data
+            .iter()
+            .copied()
+            .filter(|v| v.is_finite())
+            .map(f32::abs)
+            .collect();
         if mags.is_empty() {
             return Scale::Sequential { min: 0.0, max: 1.0 };
         }
@@ -99,7 +116,10 @@ impl Scale {
         let limit = mags.select_nth_unstable_by(at, f32::total_cmp).1.max(1e-6);
         match Scale::fit(data) {
             Scale::Diverging { .. } => Scale::Diverging { limit },
-            Scale::Sequential { min, max } => Scale::Sequential { min: min.max(-limit), max: max.min(limit) },
+            Scale::Sequential { min, max } => Scale::Sequential {
+                min: min.max(-limit),
+                max: max.min(limit),
+            },
         }
     }
 
@@ -126,11 +146,22 @@ pub struct Clipped {
 impl Clipped {
     /// Some when a finite value of `data` lies outside the scale's range.
     pub fn of(scale: Scale, data: &[f32]) -> Option<Clipped> {
-        let (min, max) = data.iter().copied().filter(|v| v.is_finite()).fold((f32::INFINITY, f32::NEG_INFINITY), |(a, b), v| (a.min(v), b.max(v)));
+        let (min, max) = data
+            .iter()
+            .copied()
+            .filter(|v| v.is_finite())
+            .fold((f32::INFINITY, f32::NEG_INFINITY), |(a, b), v| {
+                (a.min(v), b.max(v))
+            });
         let (low, high) = scale.range();
         // A hair of tolerance: the scale's end may be the extreme value itself, rounded.
         let slack = (high - low).abs() * 1e-4;
-        (min.is_finite() && (min < low - slack || max > high + slack)).then_some(Clipped { low, high, min, max })
+        (min.is_finite() && (min < low - slack || max > high + slack)).then_some(Clipped {
+            low,
+            high,
+            min,
+            max,
+        })
     }
 
     pub fn below(&self) -> bool {
@@ -169,6 +200,10 @@ mod tests {
         let clipped = Clipped::of(scale, &data).expect("the outliers are beyond the scale");
         assert!(clipped.below() && clipped.above());
         assert_eq!((clipped.min, clipped.max), (-0.2, 1.87));
-        assert_eq!(Clipped::of(Scale::fit(&data), &data), None, "a fitted scale clips nothing");
+        assert_eq!(
+            Clipped::of(Scale::fit(&data), &data),
+            None,
+            "a fitted scale clips nothing"
+        );
     }
 }

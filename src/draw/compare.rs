@@ -8,10 +8,10 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
 use serde::Deserialize;
 
-use super::Canvas;
-use super::colors::Scale;
 use super::attention::draw_token_matrix;
+use super::colors::Scale;
 use super::view::Drawn;
+use super::Canvas;
 use super::{anchored_text, draw_err};
 use crate::error::Result;
 use crate::trace::Trace;
@@ -29,27 +29,57 @@ pub enum Sentence {
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum CompareView {
     /// One head's weights on sentence A or B.
-    CompareHead { which: Sentence, layer: usize, head: usize },
+    CompareHead {
+        which: Sentence,
+        layer: usize,
+        head: usize,
+    },
     /// A − B for one head, cell by cell, when both sentences have as many tokens.
     CompareDifference { layer: usize, head: usize },
 }
 
 /// Draws a compare chart; `b` is `None` until a second sentence is typed, and then the chart
 /// says so in words instead of staying blank.
-pub fn draw_compare_view<DB: Canvas>(area: &DrawingArea<DB, Shift>, a: &Trace, b: Option<&Trace>, view: &CompareView, vector: bool) -> Result<Drawn> {
+pub fn draw_compare_view<DB: Canvas>(
+    area: &DrawingArea<DB, Shift>,
+    a: &Trace,
+    b: Option<&Trace>,
+    view: &CompareView,
+    vector: bool,
+) -> Result<Drawn> {
     area.fill(&WHITE).map_err(draw_err)?;
     let Some(b) = b else {
-        message(area, &["Type a second sentence to compare it with the first."])?;
+        message(
+            area,
+            &["Type a second sentence to compare it with the first."],
+        )?;
         return Ok(Drawn::plain());
     };
     match *view {
         CompareView::CompareHead { which, layer, head } => {
-            let (trace, name) = if which == Sentence::A { (a, "A") } else { (b, "B") };
+            let (trace, name) = if which == Sentence::A {
+                (a, "A")
+            } else {
+                (b, "B")
+            };
             let weights = trace.attention(layer, head)?; // (T, T)
             let labels = trace.token_texts();
             let title = format!("Sentence {name}: layer {layer}, head {head}");
-            let drawn = draw_token_matrix(area, weights, &labels, &title, Scale::Sequential { min: 0.0, max: 1.0 }, "weight", vector)?;
-            Ok(Drawn::heatmap(drawn, weights.iter().copied().collect(), labels.clone(), labels))
+            let drawn = draw_token_matrix(
+                area,
+                weights,
+                &labels,
+                &title,
+                Scale::Sequential { min: 0.0, max: 1.0 },
+                "weight",
+                vector,
+            )?;
+            Ok(Drawn::heatmap(
+                drawn,
+                weights.iter().copied().collect(),
+                labels.clone(),
+                labels,
+            ))
         }
         CompareView::CompareDifference { layer, head } => {
             if a.len() != b.len() {
@@ -58,25 +88,61 @@ pub fn draw_compare_view<DB: Canvas>(area: &DrawingArea<DB, Shift>, a: &Trace, b
                 message(
                     area,
                     &[
-                        &format!("Sentence A has {} tokens and sentence B {}.", a.len(), b.len()),
+                        &format!(
+                            "Sentence A has {} tokens and sentence B {}.",
+                            a.len(),
+                            b.len()
+                        ),
                         "Their positions do not line up, so no difference is drawn.",
                         "Swap one word for another that is one token too",
                         "(tired → wide) to see A − B.",
                     ],
                 )?;
-                return Ok(Drawn { note: Some(format!("different token counts ({} and {}): no difference", a.len(), b.len())), ..Drawn::plain() });
+                return Ok(Drawn {
+                    note: Some(format!(
+                        "different token counts ({} and {}): no difference",
+                        a.len(),
+                        b.len()
+                    )),
+                    ..Drawn::plain()
+                });
             }
             let (wa, wb) = (a.attention(layer, head)?, b.attention(layer, head)?); // (T, T) each
             let difference: Array2<f32> = &wa - &wb; // (T, T)
-            // A token that differs between the sentences is labelled with both: "tired/wide".
-            let labels: Vec<String> =
-                a.tokens.iter().zip(&b.tokens).map(|(x, y)| if x.text == y.text { x.text.clone() } else { format!("{}/{}", x.text, y.text) }).collect();
+                                                     // A token that differs between the sentences is labelled with both: "tired/wide".
+            let labels: Vec<String> = a
+                .tokens
+                .iter()
+                .zip(&b.tokens)
+                .map(|(x, y)| {
+                    if x.text == y.text {
+                        x.text.clone()
+                    } else {
+                        format!("{}/{}", x.text, y.text)
+                    }
+                })
+                .collect();
             let largest = difference.iter().fold(0.0f32, |m, v| m.max(v.abs()));
             let title = format!("A − B: layer {layer}, head {head}");
             // Scaled to the largest change, so small shifts stay visible; the colour bar gives the numbers.
-            let scale = Scale::Diverging { limit: largest.max(0.01) };
-            let drawn = draw_token_matrix(area, difference.view(), &labels, &title, scale, "A − B", vector)?;
-            Ok(Drawn::heatmap(drawn, difference.iter().copied().collect(), labels.clone(), labels))
+            let scale = Scale::Diverging {
+                limit: largest.max(0.01),
+            };
+            let drawn = draw_token_matrix(
+                area,
+                difference.view(),
+                &labels,
+                &title,
+                scale,
+                "A − B",
+                vector,
+            )?;
+            Ok(Drawn::heatmap(
+                drawn,
+                difference.iter().copied().collect(),
+                labels.clone(),
+                labels,
+            ))
         }
     }
 }
@@ -88,7 +154,12 @@ fn message<DB: Canvas>(area: &DrawingArea<DB, Shift>, lines: &[&str]) -> Result<
     let line_h = font_px as i32 * 3 / 2;
     let y0 = h as i32 / 2 - line_h * lines.len() as i32 / 2;
     for (i, line) in lines.iter().enumerate() {
-        area.draw(&Text::new(line.to_string(), (w as i32 / 2, y0 + line_h * i as i32), anchored_text(font_px, HPos::Center, VPos::Center))).map_err(draw_err)?;
+        area.draw(&Text::new(
+            line.to_string(),
+            (w as i32 / 2, y0 + line_h * i as i32),
+            anchored_text(font_px, HPos::Center, VPos::Center),
+        ))
+        .map_err(draw_err)?;
     }
     Ok(())
 }

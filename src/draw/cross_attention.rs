@@ -5,18 +5,28 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::Canvas;
 use super::colors::Scale;
 use super::draw_err;
 use super::heatmap::{draw_heatmap, Heatmap, HeatmapDrawn};
+use super::Canvas;
 use crate::error::{Result, VizError};
 use crate::trace::Trace;
 
 /// The (T, S) weights of `head` in decoder layer `layer`, as a heatmap.
-pub fn draw_cross_attention<DB: Canvas>(area: &DrawingArea<DB, Shift>, trace: &Trace, layer: usize, head: usize, vector: bool) -> Result<HeatmapDrawn> {
+pub fn draw_cross_attention<DB: Canvas>(
+    area: &DrawingArea<DB, Shift>,
+    trace: &Trace,
+    layer: usize,
+    head: usize,
+    vector: bool,
+) -> Result<HeatmapDrawn> {
     area.fill(&WHITE).map_err(draw_err)?;
     let weights = trace.cross_attention(layer, head)?; // (T, S)
-    let source = trace.source.as_ref().ok_or(VizError::NoCrossAttention)?.token_texts();
+    let source = trace
+        .source
+        .as_ref()
+        .ok_or(VizError::NoCrossAttention)?
+        .token_texts();
     let target = trace.token_texts();
     let title = format!("Cross-attention, decoder layer {layer}, head {head}");
     draw_heatmap(

@@ -8,9 +8,9 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::Canvas;
 use super::colors::Scale;
 use super::heatmap::{draw_heatmap, Heatmap, HeatmapDrawn};
+use super::Canvas;
 use crate::analysis::heads::head_scores;
 use crate::error::Result;
 use crate::trace::Trace;
@@ -52,7 +52,12 @@ pub fn score_grid(trace: &Trace, pattern: HeadPattern) -> Result<Option<Array2<f
 }
 
 /// Draws the grid; returns the heatmap's geometry and the (layers, heads) scores.
-pub fn draw_head_grid<DB: Canvas>(area: &DrawingArea<DB, Shift>, trace: &Trace, pattern: HeadPattern, vector: bool) -> Result<(HeatmapDrawn, Array2<f32>)> {
+pub fn draw_head_grid<DB: Canvas>(
+    area: &DrawingArea<DB, Shift>,
+    trace: &Trace,
+    pattern: HeadPattern,
+    vector: bool,
+) -> Result<(HeatmapDrawn, Array2<f32>)> {
     let scores = score_grid(trace, pattern)?;
     area.fill(&WHITE).map_err(super::draw_err)?;
     let (layers, heads) = (trace.config.n_layers, trace.config.n_heads);
@@ -67,7 +72,16 @@ pub fn draw_head_grid<DB: Canvas>(area: &DrawingArea<DB, Shift>, trace: &Trace, 
     let drawn = draw_heatmap(
         area,
         grid.view(),
-        &Heatmap { title: &title, x_desc: "head", y_desc: "layer", col_labels: &cols, row_labels: &rows, scale: Scale::Sequential { min: 0.0, max: 1.0 }, legend: "score", vector },
+        &Heatmap {
+            title: &title,
+            x_desc: "head",
+            y_desc: "layer",
+            col_labels: &cols,
+            row_labels: &rows,
+            scale: Scale::Sequential { min: 0.0, max: 1.0 },
+            legend: "score",
+            vector,
+        },
     )?;
     Ok((drawn, grid))
 }

@@ -14,9 +14,9 @@ use plotters::style::text_anchor::{HPos, VPos};
 use plotters::style::FontTransform;
 use serde::Serialize;
 
-use super::Canvas;
 use super::colors::{Clipped, Scale};
 use super::pixels::{matrix_blocks, matrix_cells, EmbeddedImage};
+use super::Canvas;
 use super::{anchored_text, draw_err, short_label};
 use crate::error::Result;
 
@@ -115,7 +115,13 @@ fn round_step(at_least: usize) -> usize {
 /// Labels along an axis of `count` cells of `cell_px` each. `extent(font)` is the room one
 /// label needs along the axis. Token axes keep every label while they fit at 8 px or more;
 /// numbered axes step by round numbers.
-fn plan_axis(count: usize, cell_px: f32, base_font: u32, numbered: bool, extent: impl Fn(u32) -> f32) -> AxisPlan {
+fn plan_axis(
+    count: usize,
+    cell_px: f32,
+    base_font: u32,
+    numbered: bool,
+    extent: impl Fn(u32) -> f32,
+) -> AxisPlan {
     if !numbered && count <= MAX_LABELLED {
         for font in (MIN_FONT_PX..=base_font).rev() {
             if extent(font) <= cell_px {
@@ -123,9 +129,17 @@ fn plan_axis(count: usize, cell_px: f32, base_font: u32, numbered: bool, extent:
             }
         }
     }
-    let font = if numbered { base_font } else { base_font.min(11) };
+    let font = if numbered {
+        base_font
+    } else {
+        base_font.min(11)
+    };
     let fit = (extent(font) / cell_px.max(0.01)).ceil().max(1.0) as usize;
-    let step = if numbered { round_step(fit) } else { fit.max(count.div_ceil(MAX_LABELLED)) };
+    let step = if numbered {
+        round_step(fit)
+    } else {
+        fit.max(count.div_ceil(MAX_LABELLED))
+    };
     AxisPlan { font, step }
 }
 
@@ -151,7 +165,12 @@ struct LabelTexts {
 
 impl LabelTexts {
     fn widest(&self, font: u32, step: usize) -> f32 {
-        self.widths.iter().step_by(step.max(1)).fold(0.0f32, |a, &w| a.max(w)) * font as f32 / self.base_font as f32
+        self.widths
+            .iter()
+            .step_by(step.max(1))
+            .fold(0.0f32, |a, &w| a.max(w))
+            * font as f32
+            / self.base_font as f32
     }
 }
 
@@ -173,7 +192,11 @@ fn bar_number(v: f32) -> String {
     }
 }
 
-pub fn draw_heatmap<DB: Canvas>(area: &DrawingArea<DB, Shift>, m: ArrayView2<f32>, spec: &Heatmap) -> Result<HeatmapDrawn> {
+pub fn draw_heatmap<DB: Canvas>(
+    area: &DrawingArea<DB, Shift>,
+    m: ArrayView2<f32>,
+    spec: &Heatmap,
+) -> Result<HeatmapDrawn> {
     let (rows, cols) = m.dim();
     let (w, h) = area.dim_in_pixel();
     let (w, h) = (w as i32, h as i32);
@@ -183,9 +206,17 @@ pub fn draw_heatmap<DB: Canvas>(area: &DrawingArea<DB, Shift>, m: ArrayView2<f32
     let clipped = Clipped::of(spec.scale, &values);
     // The colour bar's column: the gradient, then its widest number or its caption.
     let bar_texts = bar_labels(spec.scale, clipped);
-    let mut bar_text_w = area.estimate_text_size(spec.legend, &anchored_text(base, HPos::Left, VPos::Top)).map_err(draw_err)?.0 as i32 - 18;
+    let mut bar_text_w = area
+        .estimate_text_size(spec.legend, &anchored_text(base, HPos::Left, VPos::Top))
+        .map_err(draw_err)?
+        .0 as i32
+        - 18;
     for t in &bar_texts {
-        bar_text_w = bar_text_w.max(area.estimate_text_size(&t.0, &anchored_text(base, HPos::Left, VPos::Top)).map_err(draw_err)?.0 as i32);
+        bar_text_w = bar_text_w.max(
+            area.estimate_text_size(&t.0, &anchored_text(base, HPos::Left, VPos::Top))
+                .map_err(draw_err)?
+                .0 as i32,
+        );
     }
     let bar_w = 8 + 14 + 4 + bar_text_w + 6;
     let max_chars = if small { 7 } else { 10 };
@@ -193,13 +224,25 @@ pub fn draw_heatmap<DB: Canvas>(area: &DrawingArea<DB, Shift>, m: ArrayView2<f32
 
     let texts = |labels: &[String], count: usize| -> Result<LabelTexts> {
         let numbered = labels.is_empty();
-        let texts: Vec<String> = (0..count).map(|i| labels.get(i).map(|s| short_label(s, max_chars)).unwrap_or_else(|| i.to_string())).collect();
+        let texts: Vec<String> = (0..count)
+            .map(|i| {
+                labels
+                    .get(i)
+                    .map(|s| short_label(s, max_chars))
+                    .unwrap_or_else(|| i.to_string())
+            })
+            .collect();
         let style = anchored_text(base, HPos::Left, VPos::Top);
         let mut widths = Vec::with_capacity(count);
         for t in &texts {
             widths.push(area.estimate_text_size(t, &style).map_err(draw_err)?.0 as f32);
         }
-        Ok(LabelTexts { texts, widths, numbered, base_font: base })
+        Ok(LabelTexts {
+            texts,
+            widths,
+            numbered,
+            base_font: base,
+        })
     };
     let row_texts = texts(spec.row_labels, rows)?;
     let col_texts = texts(spec.col_labels, cols)?;
@@ -210,37 +253,67 @@ pub fn draw_heatmap<DB: Canvas>(area: &DrawingArea<DB, Shift>, m: ArrayView2<f32
     let layout = |foot_lines: i32| -> Layout {
         let top = margin + title_h;
         let foot_h = foot_lines * line_h;
-        let left_of = |font: u32, step: usize| margin + desc_h + row_texts.widest(font, step).ceil() as i32 + 8;
+        let left_of = |font: u32, step: usize| {
+            margin + desc_h + row_texts.widest(font, step).ceil() as i32 + 8
+        };
         let plot_w = |left: i32| (w - bar_w - left - margin).max(10);
         let width = plot_w(left_of(base, 1));
         let col_px = width as f32 / cols.max(1) as f32;
         // Token columns side by side when every one fits, else written bottom to top.
-        let across = col_texts.numbered || (cols <= MAX_LABELLED && col_texts.widest(base, 1) + 6.0 <= col_px);
+        let across = col_texts.numbered
+            || (cols <= MAX_LABELLED && col_texts.widest(base, 1) + 6.0 <= col_px);
         let col = if across {
-            plan_axis(cols, col_px, base, col_texts.numbered, |f| col_texts.widest(f, 1) + 6.0)
+            plan_axis(cols, col_px, base, col_texts.numbered, |f| {
+                col_texts.widest(f, 1) + 6.0
+            })
         } else {
             plan_axis(cols, col_px, base, false, |f| f as f32 + 3.0)
         };
-        let col_area = if across { col.font as i32 + 8 } else { col_texts.widest(col.font, col.step).ceil() as i32 + 10 };
+        let col_area = if across {
+            col.font as i32 + 8
+        } else {
+            col_texts.widest(col.font, col.step).ceil() as i32 + 10
+        };
         let height = (h - top - col_area - desc_h - foot_h - margin).max(10);
-        let row = plan_axis(rows, height as f32 / rows.max(1) as f32, base, row_texts.numbered, |f| f as f32 + 3.0);
+        let row = plan_axis(
+            rows,
+            height as f32 / rows.max(1) as f32,
+            base,
+            row_texts.numbered,
+            |f| f as f32 + 3.0,
+        );
         let left = left_of(row.font, row.step);
-        Layout { left, top, width: plot_w(left), height, row, col, rotated: !across, col_area }
+        Layout {
+            left,
+            top,
+            width: plot_w(left),
+            height,
+            row,
+            col,
+            rotated: !across,
+            col_area,
+        }
     };
 
     // The note under the chart: which labels are thinned, what the colours clip.
     let notes = |l: &Layout| -> Vec<String> {
         let mut notes = Vec::new();
-        let thinned = [(&row_texts, l.row.step, rows), (&col_texts, l.col.step, cols)]
-            .into_iter()
-            .filter(|(t, step, _)| !t.numbered && *step > 1)
-            .map(|(_, step, count)| (step, count))
-            .max();
+        let thinned = [
+            (&row_texts, l.row.step, rows),
+            (&col_texts, l.col.step, cols),
+        ]
+        .into_iter()
+        .filter(|(t, step, _)| !t.numbered && *step > 1)
+        .map(|(_, step, count)| (step, count))
+        .max();
         if let Some((step, count)) = thinned {
             notes.push(if small {
                 format!("Every {} token labelled ({count}).", ordinal(step))
             } else {
-                format!("Every {} token is labelled ({count} tokens); hover a cell for its tokens.", ordinal(step))
+                format!(
+                    "Every {} token is labelled ({count} tokens); hover a cell for its tokens.",
+                    ordinal(step)
+                )
             });
         }
         if let Some(c) = clipped {
@@ -260,8 +333,18 @@ pub fn draw_heatmap<DB: Canvas>(area: &DrawingArea<DB, Shift>, m: ArrayView2<f32
         for note in notes {
             let mut line = String::new();
             for word in note.split(' ') {
-                let longer = if line.is_empty() { word.to_string() } else { format!("{line} {word}") };
-                if !line.is_empty() && area.estimate_text_size(&longer, &foot_style).map_err(draw_err)?.0 as i32 > w - 2 * margin {
+                let longer = if line.is_empty() {
+                    word.to_string()
+                } else {
+                    format!("{line} {word}")
+                };
+                if !line.is_empty()
+                    && area
+                        .estimate_text_size(&longer, &foot_style)
+                        .map_err(draw_err)?
+                        .0 as i32
+                        > w - 2 * margin
+                {
                     lines.push(std::mem::replace(&mut line, word.to_string()));
                 } else {
                     line = longer;
@@ -271,7 +354,11 @@ pub fn draw_heatmap<DB: Canvas>(area: &DrawingArea<DB, Shift>, m: ArrayView2<f32
         }
         Ok(lines)
     };
-    let mut foot_lines = if clipped.is_some() { wrap(notes(&layout(1)))?.len() as i32 } else { 0 };
+    let mut foot_lines = if clipped.is_some() {
+        wrap(notes(&layout(1)))?.len() as i32
+    } else {
+        0
+    };
     let mut l = layout(foot_lines);
     let mut foot = wrap(notes(&l))?;
     if foot.len() as i32 > foot_lines {
@@ -286,15 +373,29 @@ pub fn draw_heatmap<DB: Canvas>(area: &DrawingArea<DB, Shift>, m: ArrayView2<f32
     let room = w - 2 * margin;
     let mut title = spec.title.to_string();
     let mut title_font = base + 4;
-    let title_w = |t: &str, f: u32| -> Result<i32> { Ok(area.estimate_text_size(t, &anchored_text(f, HPos::Left, VPos::Top)).map_err(draw_err)?.0 as i32) };
+    let title_w = |t: &str, f: u32| -> Result<i32> {
+        Ok(area
+            .estimate_text_size(t, &anchored_text(f, HPos::Left, VPos::Top))
+            .map_err(draw_err)?
+            .0 as i32)
+    };
     while title_font > base && title_w(&title, title_font)? > room {
         title_font -= 1;
     }
     while title.chars().count() > 4 && title_w(&title, title_font)? > room {
         title = short_label(&title, title.chars().count() - 1);
     }
-    let title_x = if title_w(&title, title_font)? > main_w { w / 2 } else { main_w / 2 };
-    area.draw(&Text::new(title, (title_x, margin + (base as i32 + 4) / 2 + 2), anchored_text(title_font, HPos::Center, VPos::Center))).map_err(draw_err)?;
+    let title_x = if title_w(&title, title_font)? > main_w {
+        w / 2
+    } else {
+        main_w / 2
+    };
+    area.draw(&Text::new(
+        title,
+        (title_x, margin + (base as i32 + 4) / 2 + 2),
+        anchored_text(title_font, HPos::Center, VPos::Center),
+    ))
+    .map_err(draw_err)?;
 
     // The cells.
     let (left, top, pw, ph) = (l.left, l.top, l.width, l.height);
@@ -304,18 +405,42 @@ pub fn draw_heatmap<DB: Canvas>(area: &DrawingArea<DB, Shift>, m: ArrayView2<f32
         for ((r, c), &v) in m.indexed_iter() {
             let (x0, x1) = (left + edge(c, cols, pw), left + edge(c + 1, cols, pw));
             let (y0, y1) = (top + edge(r, rows, ph), top + edge(r + 1, rows, ph));
-            area.draw(&Rectangle::new([(x0, y0), (x1, y1)], spec.scale.color(v).filled())).map_err(draw_err)?;
+            area.draw(&Rectangle::new(
+                [(x0, y0), (x1, y1)],
+                spec.scale.color(v).filled(),
+            ))
+            .map_err(draw_err)?;
         }
     } else if spec.vector {
         let marker = format!("tviz-cells-{}-{}", ox + left, oy + top);
         let block = |px: i32, n: usize| (px as f32 / n.max(1) as f32).ceil().clamp(1.0, 8.0) as u32;
         let pixels = matrix_blocks(m, spec.scale, (block(pw, cols), block(ph, rows)));
-        image = Some(EmbeddedImage::new(marker.clone(), (ox + left, oy + top, pw, ph), &pixels)?);
-        area.draw(&Text::new(marker, (left, top), anchored_text(base, HPos::Left, VPos::Top))).map_err(draw_err)?;
+        image = Some(EmbeddedImage::new(
+            marker.clone(),
+            (ox + left, oy + top, pw, ph),
+            &pixels,
+        )?);
+        area.draw(&Text::new(
+            marker,
+            (left, top),
+            anchored_text(base, HPos::Left, VPos::Top),
+        ))
+        .map_err(draw_err)?;
     } else {
-        area.draw(&matrix_cells(m, spec.scale, (left, top), pw as u32, ph as u32)).map_err(draw_err)?;
+        area.draw(&matrix_cells(
+            m,
+            spec.scale,
+            (left, top),
+            pw as u32,
+            ph as u32,
+        ))
+        .map_err(draw_err)?;
     }
-    area.draw(&Rectangle::new([(left - 1, top - 1), (left + pw, top + ph)], RGBColor(160, 160, 160).stroke_width(1))).map_err(draw_err)?;
+    area.draw(&Rectangle::new(
+        [(left - 1, top - 1), (left + pw, top + ph)],
+        RGBColor(160, 160, 160).stroke_width(1),
+    ))
+    .map_err(draw_err)?;
 
     // Labels at cell centres.
     let mut labels = AxisLabels {
@@ -326,49 +451,128 @@ pub fn draw_heatmap<DB: Canvas>(area: &DrawingArea<DB, Shift>, m: ArrayView2<f32
         cols_rotated: l.rotated,
         ..AxisLabels::default()
     };
-    let centre = |i: usize, n: usize, px: i32| ((i as f32 + 0.5) * px as f32 / n.max(1) as f32).round() as i32;
+    let centre = |i: usize, n: usize, px: i32| {
+        ((i as f32 + 0.5) * px as f32 / n.max(1) as f32).round() as i32
+    };
     for r in (0..rows).step_by(l.row.step) {
         let (text, f) = (&row_texts.texts[r], l.row.font);
         let width = (row_texts.widths[r] * f as f32 / base as f32).ceil() as i32;
         let (x, y) = (left - 6, top + centre(r, rows, ph));
-        area.draw(&Text::new(text.clone(), (x, y), anchored_text(f, HPos::Right, VPos::Center))).map_err(draw_err)?;
-        labels.rows.push(LabelBox { index: r, text: text.clone(), x: x - width, y: y - (f as i32 + 2) / 2, width, height: f as i32 + 2 });
+        area.draw(&Text::new(
+            text.clone(),
+            (x, y),
+            anchored_text(f, HPos::Right, VPos::Center),
+        ))
+        .map_err(draw_err)?;
+        labels.rows.push(LabelBox {
+            index: r,
+            text: text.clone(),
+            x: x - width,
+            y: y - (f as i32 + 2) / 2,
+            width,
+            height: f as i32 + 2,
+        });
     }
     for c in (0..cols).step_by(l.col.step) {
         let (text, f) = (&col_texts.texts[c], l.col.font);
         let length = (col_texts.widths[c] * f as f32 / base as f32).ceil() as i32;
         let (x, y) = (left + centre(c, cols, pw), top + ph + 5);
         let label = if l.rotated {
-            let style = anchored_text(f, HPos::Right, VPos::Center).transform(FontTransform::Rotate270);
-            area.draw(&Text::new(text.clone(), (x, y), style)).map_err(draw_err)?;
-            LabelBox { index: c, text: text.clone(), x: x - (f as i32 + 2) / 2, y, width: f as i32 + 2, height: length }
+            let style =
+                anchored_text(f, HPos::Right, VPos::Center).transform(FontTransform::Rotate270);
+            area.draw(&Text::new(text.clone(), (x, y), style))
+                .map_err(draw_err)?;
+            LabelBox {
+                index: c,
+                text: text.clone(),
+                x: x - (f as i32 + 2) / 2,
+                y,
+                width: f as i32 + 2,
+                height: length,
+            }
         } else {
-            area.draw(&Text::new(text.clone(), (x, y), anchored_text(f, HPos::Center, VPos::Top))).map_err(draw_err)?;
-            LabelBox { index: c, text: text.clone(), x: x - length / 2, y, width: length, height: f as i32 + 2 }
+            area.draw(&Text::new(
+                text.clone(),
+                (x, y),
+                anchored_text(f, HPos::Center, VPos::Top),
+            ))
+            .map_err(draw_err)?;
+            LabelBox {
+                index: c,
+                text: text.clone(),
+                x: x - length / 2,
+                y,
+                width: length,
+                height: f as i32 + 2,
+            }
         };
         labels.cols.push(label);
     }
 
     // Axis names, and the note at the bottom.
     let desc = anchored_text(base + 1, HPos::Center, VPos::Center);
-    area.draw(&Text::new(spec.x_desc.to_string(), (left + pw / 2, top + ph + l.col_area + desc_h / 2), desc.clone())).map_err(draw_err)?;
-    area.draw(&Text::new(spec.y_desc.to_string(), (margin + desc_h / 2, top + ph / 2), desc.transform(FontTransform::Rotate270))).map_err(draw_err)?;
+    area.draw(&Text::new(
+        spec.x_desc.to_string(),
+        (left + pw / 2, top + ph + l.col_area + desc_h / 2),
+        desc.clone(),
+    ))
+    .map_err(draw_err)?;
+    area.draw(&Text::new(
+        spec.y_desc.to_string(),
+        (margin + desc_h / 2, top + ph / 2),
+        desc.transform(FontTransform::Rotate270),
+    ))
+    .map_err(draw_err)?;
     let foot_top = h - margin - foot.len() as i32 * line_h;
     for (i, line) in foot.iter().enumerate() {
-        area.draw(&Text::new(line.clone(), (margin, foot_top + i as i32 * line_h), foot_style.clone())).map_err(draw_err)?;
+        area.draw(&Text::new(
+            line.clone(),
+            (margin, foot_top + i as i32 * line_h),
+            foot_style.clone(),
+        ))
+        .map_err(draw_err)?;
     }
 
-    draw_colour_bar(area, (main_w, top, bar_w, ph), spec.scale, clipped, spec.legend, base, spec.vector)?;
+    draw_colour_bar(
+        area,
+        (main_w, top, bar_w, ph),
+        spec.scale,
+        clipped,
+        spec.legend,
+        base,
+        spec.vector,
+    )?;
     let note = (!foot.is_empty()).then(|| foot.join(" "));
-    Ok(HeatmapDrawn { geometry: Geometry { left, top, width: pw, height: ph, rows, cols }, labels, clipped, note, image })
+    Ok(HeatmapDrawn {
+        geometry: Geometry {
+            left,
+            top,
+            width: pw,
+            height: ph,
+            rows,
+            cols,
+        },
+        labels,
+        clipped,
+        note,
+        image,
+    })
 }
 
 /// The colour bar's numbers, each with its height on the bar (0 top, 1 bottom): the ends,
 /// with ≥ / ≤ when the scale clips there, and 0 on a diverging scale.
 fn bar_labels(scale: Scale, clipped: Option<Clipped>) -> Vec<(String, f32)> {
     let (lo, hi) = scale.range();
-    let (above, below) = clipped.map(|c| (c.above(), c.below())).unwrap_or((false, false));
-    let number = |v: f32, clipped: bool, sign: &str| if clipped { format!("{sign}{}", bar_number(v)) } else { bar_number(v) };
+    let (above, below) = clipped
+        .map(|c| (c.above(), c.below()))
+        .unwrap_or((false, false));
+    let number = |v: f32, clipped: bool, sign: &str| {
+        if clipped {
+            format!("{sign}{}", bar_number(v))
+        } else {
+            bar_number(v)
+        }
+    };
     let mut labels = vec![(number(hi, above, "≥"), 0.0), (number(lo, below, "≤"), 1.0)];
     if lo < 0.0 && hi > 0.0 {
         labels.push(("0".to_string(), hi / (hi - lo)));
@@ -402,28 +606,54 @@ fn draw_colour_bar<DB: Canvas>(
         for s in 0..steps {
             let t0 = s as f32 / steps as f32;
             let y0 = bar_top + ((bar_bottom - bar_top) as f32 * t0) as i32;
-            let y1 = bar_top + ((bar_bottom - bar_top) as f32 * (t0 + 1.0 / steps as f32)).ceil() as i32;
-            area.draw(&Rectangle::new([(x0, y0), (x1, y1)], scale.color(value(s)).filled())).map_err(draw_err)?;
+            let y1 =
+                bar_top + ((bar_bottom - bar_top) as f32 * (t0 + 1.0 / steps as f32)).ceil() as i32;
+            area.draw(&Rectangle::new(
+                [(x0, y0), (x1, y1)],
+                scale.color(value(s)).filled(),
+            ))
+            .map_err(draw_err)?;
         }
     } else {
         let column = ndarray::Array2::from_shape_fn((steps, 1), |(s, _)| value(s)); // (steps, 1)
-        area.draw(&matrix_cells(column.view(), scale, (x0, bar_top), (x1 - x0) as u32, (bar_bottom - bar_top) as u32)).map_err(draw_err)?;
+        area.draw(&matrix_cells(
+            column.view(),
+            scale,
+            (x0, bar_top),
+            (x1 - x0) as u32,
+            (bar_bottom - bar_top) as u32,
+        ))
+        .map_err(draw_err)?;
     }
-    let (above, below) = clipped.map(|c| (c.above(), c.below())).unwrap_or((false, false));
+    let (above, below) = clipped
+        .map(|c| (c.above(), c.below()))
+        .unwrap_or((false, false));
     if above {
         let triangle = vec![(x0, bar_top), (x1, bar_top), ((x0 + x1) / 2, bar_top - tip)];
-        area.draw(&Polygon::new(triangle, scale.color(hi).filled())).map_err(draw_err)?;
+        area.draw(&Polygon::new(triangle, scale.color(hi).filled()))
+            .map_err(draw_err)?;
     }
     if below {
-        let triangle = vec![(x0, bar_bottom), (x1, bar_bottom), ((x0 + x1) / 2, bar_bottom + tip)];
-        area.draw(&Polygon::new(triangle, scale.color(lo).filled())).map_err(draw_err)?;
+        let triangle = vec![
+            (x0, bar_bottom),
+            (x1, bar_bottom),
+            ((x0 + x1) / 2, bar_bottom + tip),
+        ];
+        area.draw(&Polygon::new(triangle, scale.color(lo).filled()))
+            .map_err(draw_err)?;
     }
     let style = anchored_text(font_px, HPos::Left, VPos::Center);
     for (text, at) in bar_labels(scale, clipped) {
         let y = bar_top + ((bar_bottom - bar_top) as f32 * at) as i32;
-        area.draw(&Text::new(text, (x1 + 4, y), style.clone())).map_err(draw_err)?;
+        area.draw(&Text::new(text, (x1 + 4, y), style.clone()))
+            .map_err(draw_err)?;
     }
-    area.draw(&Text::new(legend.to_string(), (x + 4, bar_bottom + tip + 6), anchored_text(font_px, HPos::Left, VPos::Top))).map_err(draw_err)?;
+    area.draw(&Text::new(
+        legend.to_string(),
+        (x + 4, bar_bottom + tip + 6),
+        anchored_text(font_px, HPos::Left, VPos::Top),
+    ))
+    .map_err(draw_err)?;
     Ok(())
 }
 
@@ -433,13 +663,20 @@ mod tests {
 
     #[test]
     fn round_steps() {
-        let steps: Vec<usize> = [1, 2, 3, 6, 11, 21, 26, 51, 120].iter().map(|&n| round_step(n)).collect();
+        let steps: Vec<usize> = [1, 2, 3, 6, 11, 21, 26, 51, 120]
+            .iter()
+            .map(|&n| round_step(n))
+            .collect();
         assert_eq!(steps, [1, 2, 5, 10, 20, 25, 50, 100, 200]);
     }
 
     #[test]
     fn sixteen_tokens_keep_every_label_and_long_axes_thin_out() {
-        assert_eq!(plan_axis(16, 14.0, 13, false, |f| f as f32 + 3.0).step, 1, "11 px text fits a 14 px row");
+        assert_eq!(
+            plan_axis(16, 14.0, 13, false, |f| f as f32 + 3.0).step,
+            1,
+            "11 px text fits a 14 px row"
+        );
         assert_eq!(plan_axis(16, 14.0, 13, false, |f| f as f32 + 3.0).font, 11);
         let long = plan_axis(71, 7.0, 13, false, |f| f as f32 + 3.0);
         assert!(long.step >= 2 && 71usize.div_ceil(long.step) <= MAX_LABELLED);

@@ -7,9 +7,11 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use serde::Serialize;
 
-use super::Canvas;
 use super::colors::CATEGORICAL;
-use super::furniture::{draw_legend_rows, legend_rows_height, tick_format, RowEntry, RowMark, TextBlock};
+use super::furniture::{
+    draw_legend_rows, legend_rows_height, tick_format, RowEntry, RowMark, TextBlock,
+};
+use super::Canvas;
 use super::{category_labels, draw_err, house_mesh, short_label};
 use crate::error::{Result, VizError};
 use crate::model::config::{NormKind, NormPlace};
@@ -18,9 +20,16 @@ use crate::trace::{Op, Trace};
 
 /// Where a norm sits, in the words the page uses ("layer 0, after attention").
 pub fn norm_place_words(trace: &Trace, index: usize) -> Result<String> {
-    let rec = trace.norms.get(index).ok_or_else(|| VizError::NoSuchStep(format!("norm {index}")))?;
+    let rec = trace
+        .norms
+        .get(index)
+        .ok_or_else(|| VizError::NoSuchStep(format!("norm {index}")))?;
     let op = trace.step(&rec.step)?.op;
-    let when = if trace.config.norm_place == NormPlace::Post { "after" } else { "before" };
+    let when = if trace.config.norm_place == NormPlace::Post {
+        "after"
+    } else {
+        "before"
+    };
     Ok(match (op, rec.layer) {
         (Op::EmbeddingNorm, _) => "embedding norm (before layer 0)".into(),
         (Op::FinalNorm, _) => "final norm (after the last layer)".into(),
@@ -61,7 +70,13 @@ fn spread(row: ArrayView1<f32>) -> TokenSpread {
         *values.select_nth_unstable_by(index, f32::total_cmp).1
     };
     let (low, high) = (at(0.025), at(0.975));
-    TokenSpread { mean: mean as f32, std: var.sqrt() as f32, rms: rms as f32, low, high }
+    TokenSpread {
+        mean: mean as f32,
+        std: var.sqrt() as f32,
+        rms: rms as f32,
+        low,
+        high,
+    }
 }
 
 /// One stage as the page reports it: per token mean, standard deviation and root mean square.
@@ -98,31 +113,73 @@ struct Stage {
 fn stage(key: &'static str, title: String, m: ArrayView2<f32>, colour: RGBColor) -> Stage {
     let spreads: Vec<TokenSpread> = m.axis_iter(Axis(0)).map(spread).collect();
     // Two decimals, without a "-0.00" for a tiny negative number.
-    let fmt = |v: f32| if v.abs() < 0.005 { "0.00".to_string() } else { format!("{v:.2}") };
+    let fmt = |v: f32| {
+        if v.abs() < 0.005 {
+            "0.00".to_string()
+        } else {
+            format!("{v:.2}")
+        }
+    };
     let range = |f: fn(&TokenSpread) -> f32| {
-        let (lo, hi) = spreads.iter().map(f).fold((f32::INFINITY, f32::NEG_INFINITY), |(a, b), v| (a.min(v), b.max(v)));
-        if fmt(lo) == fmt(hi) { format!("{} for every token", fmt(lo)) } else { format!("{} to {}", fmt(lo), fmt(hi)) }
+        let (lo, hi) = spreads
+            .iter()
+            .map(f)
+            .fold((f32::INFINITY, f32::NEG_INFINITY), |(a, b), v| {
+                (a.min(v), b.max(v))
+            });
+        if fmt(lo) == fmt(hi) {
+            format!("{} for every token", fmt(lo))
+        } else {
+            format!("{} to {}", fmt(lo), fmt(hi))
+        }
     };
     let note = format!("mean {}, std {}", range(|s| s.mean), range(|s| s.std));
-    Stage { key, title, note, spreads, colour }
+    Stage {
+        key,
+        title,
+        note,
+        spreads,
+        colour,
+    }
 }
 
 /// The three stages of norm `index` of the trace, per token, as three panels side by side
 /// (stacked on a narrow screen): each token's mean +- one standard deviation as a box, its
 /// smallest and largest feature as a thin line.
-pub fn draw_norm_stages<DB: Canvas>(area: &DrawingArea<DB, Shift>, trace: &Trace, index: usize) -> Result<NormStagesDrawn> {
+pub fn draw_norm_stages<DB: Canvas>(
+    area: &DrawingArea<DB, Shift>,
+    trace: &Trace,
+    index: usize,
+) -> Result<NormStagesDrawn> {
     area.fill(&WHITE).map_err(draw_err)?;
     let (_, input, output) = trace.norm_input_output(index)?; // (T, d), (T, d)
     let place = norm_place_words(trace, index)?;
     let c = &trace.config;
     let (kind, normalised, middle_title) = match c.norm {
-        NormKind::Layer => ("layer", standardize(input, c.norm_eps), "② normalised: (x − μ) / σ"), // (T, d)
-        NormKind::Rms => ("rms", rms_scale(input, c.norm_eps), "② normalised: x / rms(x)"),        // (T, d)
+        NormKind::Layer => (
+            "layer",
+            standardize(input, c.norm_eps),
+            "② normalised: (x − μ) / σ",
+        ), // (T, d)
+        NormKind::Rms => (
+            "rms",
+            rms_scale(input, c.norm_eps),
+            "② normalised: x / rms(x)",
+        ), // (T, d)
     };
-    let out_title = if c.norm == NormKind::Layer { "③ output: γ ⊙ ② + β" } else { "③ output: γ ⊙ ②" };
+    let out_title = if c.norm == NormKind::Layer {
+        "③ output: γ ⊙ ② + β"
+    } else {
+        "③ output: γ ⊙ ②"
+    };
     let stages = [
         stage("input", "① input x".into(), input, CATEGORICAL[0]),
-        stage("normalised", middle_title.into(), normalised.view(), CATEGORICAL[2]),
+        stage(
+            "normalised",
+            middle_title.into(),
+            normalised.view(),
+            CATEGORICAL[2],
+        ),
         stage("output", out_title.into(), output, CATEGORICAL[5]),
     ];
 
@@ -137,14 +194,24 @@ pub fn draw_norm_stages<DB: Canvas>(area: &DrawingArea<DB, Shift>, trace: &Trace
     head.draw(&title_area, false)?;
     let whisker = RGBColor(90, 90, 90);
     let legend = vec![
-        RowEntry::new("box: mean ± 1 std of the token's features", RowMark::Swatch(RGBColor(150, 150, 150))),
+        RowEntry::new(
+            "box: mean ± 1 std of the token's features",
+            RowMark::Swatch(RGBColor(150, 150, 150)),
+        ),
         RowEntry::new("dot: mean", RowMark::Dot(BLACK)),
-        RowEntry::new("line: middle 95% of the features", RowMark::Whisker(whisker)),
+        RowEntry::new(
+            "line: middle 95% of the features",
+            RowMark::Whisker(whisker),
+        ),
     ];
     let legend_h = legend_rows_height(&rest, &legend, font_px)?;
     let (panels_area, legend_area) = rest.split_vertically(h as i32 - title_h - legend_h as i32);
     draw_legend_rows(&legend_area, &legend, font_px)?;
-    let panels = if narrow { panels_area.split_evenly((3, 1)) } else { panels_area.split_evenly((1, 3)) };
+    let panels = if narrow {
+        panels_area.split_evenly((3, 1))
+    } else {
+        panels_area.split_evenly((1, 3))
+    };
 
     let tokens = trace.token_texts();
     let t = tokens.len();
@@ -158,12 +225,24 @@ pub fn draw_norm_stages<DB: Canvas>(area: &DrawingArea<DB, Shift>, trace: &Trace
         .collect::<Result<Vec<_>>>()?;
     let head_h = heads.iter().map(TextBlock::height).max().unwrap_or(0);
     for ((panel, s), text) in panels.iter().zip(&stages).zip(&heads) {
-        let (lo, hi) = s.spreads.iter().fold((f32::INFINITY, f32::NEG_INFINITY), |(a, b), v| (a.min(v.low.min(v.mean - v.std)), b.max(v.high.max(v.mean + v.std))));
+        let (lo, hi) = s
+            .spreads
+            .iter()
+            .fold((f32::INFINITY, f32::NEG_INFINITY), |(a, b), v| {
+                (
+                    a.min(v.low.min(v.mean - v.std)),
+                    b.max(v.high.max(v.mean + v.std)),
+                )
+            });
         let pad = ((hi - lo) * 0.05).max(0.05);
         let (head, body) = panel.split_vertically(head_h);
         text.draw(&head, true)?;
         let (pw, _) = panel.dim_in_pixel();
-        let label = category_labels(tokens.iter().map(|s| short_label(s, 6)).collect(), pw, font_px);
+        let label = category_labels(
+            tokens.iter().map(|s| short_label(s, 6)).collect(),
+            pw,
+            font_px,
+        );
         let mut chart = ChartBuilder::on(&body)
             .margin(6)
             .margin_top(2)
@@ -180,26 +259,50 @@ pub fn draw_norm_stages<DB: Canvas>(area: &DrawingArea<DB, Shift>, trace: &Trace
             .map_err(draw_err)?;
         if s.key == "normalised" {
             // The targets of the normalisation: mean 0 and (for LayerNorm) one std either side.
-            let lines: &[f32] = if c.norm == NormKind::Layer { &[-1.0, 0.0, 1.0] } else { &[0.0] };
+            let lines: &[f32] = if c.norm == NormKind::Layer {
+                &[-1.0, 0.0, 1.0]
+            } else {
+                &[0.0]
+            };
             for &y in lines {
                 chart
-                    .draw_series(DashedLineSeries::new([(-0.5, y), (t as f32 - 0.5, y)], 4, 3, BLACK.mix(0.5).stroke_width(1)))
+                    .draw_series(DashedLineSeries::new(
+                        [(-0.5, y), (t as f32 - 0.5, y)],
+                        4,
+                        3,
+                        BLACK.mix(0.5).stroke_width(1),
+                    ))
                     .map_err(draw_err)?;
             }
         }
-        let half = 0.32f32.min(0.5 - 0.5 / (pw as f32 / t as f32).max(1.0)).max(0.05);
+        let half = 0.32f32
+            .min(0.5 - 0.5 / (pw as f32 / t as f32).max(1.0))
+            .max(0.05);
         chart
-            .draw_series(s.spreads.iter().enumerate().map(|(i, v)| PathElement::new(vec![(i as f32, v.low), (i as f32, v.high)], whisker.stroke_width(1))))
+            .draw_series(s.spreads.iter().enumerate().map(|(i, v)| {
+                PathElement::new(
+                    vec![(i as f32, v.low), (i as f32, v.high)],
+                    whisker.stroke_width(1),
+                )
+            }))
             .map_err(draw_err)?;
         chart
             .draw_series(s.spreads.iter().enumerate().map(|(i, v)| {
                 let x = i as f32;
-                Rectangle::new([(x - half, v.mean - v.std), (x + half, v.mean + v.std)], s.colour.mix(0.75).filled())
+                Rectangle::new(
+                    [(x - half, v.mean - v.std), (x + half, v.mean + v.std)],
+                    s.colour.mix(0.75).filled(),
+                )
             }))
             .map_err(draw_err)?;
         let dot = if pw as usize / t.max(1) >= 8 { 3 } else { 1 };
         chart
-            .draw_series(s.spreads.iter().enumerate().map(|(i, v)| Circle::new((i as f32, v.mean), dot, BLACK.filled())))
+            .draw_series(
+                s.spreads
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| Circle::new((i as f32, v.mean), dot, BLACK.filled())),
+            )
             .map_err(draw_err)?;
         titles.push(s.title.clone());
         titles.push(s.note.clone());
@@ -215,7 +318,12 @@ pub fn draw_norm_stages<DB: Canvas>(area: &DrawingArea<DB, Shift>, trace: &Trace
             rms: s.spreads.iter().map(|v| v.rms).collect(),
         })
         .collect();
-    Ok(NormStagesDrawn { norm_kind: kind.into(), place, titles, stages })
+    Ok(NormStagesDrawn {
+        norm_kind: kind.into(),
+        place,
+        titles,
+        stages,
+    })
 }
 
 /// What the gamma/beta chart showed.
@@ -226,9 +334,16 @@ pub struct NormParametersDrawn {
 }
 
 /// The norm's learned gamma (scale) and beta (shift) across the features.
-pub fn draw_norm_parameters<DB: Canvas>(area: &DrawingArea<DB, Shift>, trace: &Trace, index: usize) -> Result<NormParametersDrawn> {
+pub fn draw_norm_parameters<DB: Canvas>(
+    area: &DrawingArea<DB, Shift>,
+    trace: &Trace,
+    index: usize,
+) -> Result<NormParametersDrawn> {
     area.fill(&WHITE).map_err(draw_err)?;
-    let rec = trace.norms.get(index).ok_or_else(|| VizError::NoSuchStep(format!("norm {index}")))?;
+    let rec = trace
+        .norms
+        .get(index)
+        .ok_or_else(|| VizError::NoSuchStep(format!("norm {index}")))?;
     let place = norm_place_words(trace, index)?;
     let (w, h) = area.dim_in_pixel();
     let font_px = if w < 500 { 10 } else { 12 };
@@ -247,10 +362,14 @@ pub fn draw_norm_parameters<DB: Canvas>(area: &DrawingArea<DB, Shift>, trace: &T
     let (title_area, rest) = area.split_vertically(head.height());
     head.draw(&title_area, true)?;
     let legend_h = legend_rows_height(&rest, &legend, font_px)?;
-    let (plot_area, legend_area) = rest.split_vertically(h as i32 - head.height() - legend_h as i32);
+    let (plot_area, legend_area) =
+        rest.split_vertically(h as i32 - head.height() - legend_h as i32);
     draw_legend_rows(&legend_area, &legend, font_px)?;
     let d = gamma.len();
-    let (lo, hi) = gamma.iter().chain(beta.iter()).fold((0f32, 0f32), |(a, b), &v| (a.min(v), b.max(v)));
+    let (lo, hi) = gamma
+        .iter()
+        .chain(beta.iter())
+        .fold((0f32, 0f32), |(a, b), &v| (a.min(v), b.max(v)));
     let pad = ((hi - lo) * 0.06).max(0.05);
     let mut chart = ChartBuilder::on(&plot_area)
         .margin(8)
@@ -267,7 +386,10 @@ pub fn draw_norm_parameters<DB: Canvas>(area: &DrawingArea<DB, Shift>, trace: &T
     for (values, colour) in [(gamma, CATEGORICAL[0]), (&beta, CATEGORICAL[5])] {
         if !values.is_empty() {
             chart
-                .draw_series(LineSeries::new(values.iter().enumerate().map(|(i, &v)| (i as f32, v)), colour.stroke_width(1)))
+                .draw_series(LineSeries::new(
+                    values.iter().enumerate().map(|(i, &v)| (i as f32, v)),
+                    colour.stroke_width(1),
+                ))
                 .map_err(draw_err)?;
         }
     }

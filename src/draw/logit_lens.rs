@@ -9,10 +9,10 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
 use serde::Serialize;
 
-use super::Canvas;
 use super::colors::{Scale, CATEGORICAL};
 use super::heatmap::{draw_heatmap, Heatmap, HeatmapDrawn};
 use super::prediction::token_label;
+use super::Canvas;
 use super::{anchored_text, draw_err, short_label};
 use crate::analysis::logit_lens::{last_positions, logit_lens, LogitLens};
 use crate::error::Result;
@@ -25,50 +25,108 @@ pub struct LensDrawn {
 }
 
 /// Draws the lens at `positions` (default: the last eight).
-pub fn draw_logit_lens<DB: Canvas>(area: &DrawingArea<DB, Shift>, model: &Transformer, trace: &Trace, positions: Option<&[usize]>, vector: bool) -> Result<(HeatmapDrawn, LensDrawn)> {
-    let positions = positions.map(<[usize]>::to_vec).unwrap_or_else(|| last_positions(trace.len(), 8));
+pub fn draw_logit_lens<DB: Canvas>(
+    area: &DrawingArea<DB, Shift>,
+    model: &Transformer,
+    trace: &Trace,
+    positions: Option<&[usize]>,
+    vector: bool,
+) -> Result<(HeatmapDrawn, LensDrawn)> {
+    let positions = positions
+        .map(<[usize]>::to_vec)
+        .unwrap_or_else(|| last_positions(trace.len(), 8));
     let lens = logit_lens(model, trace, &positions)?;
     area.fill(&WHITE).map_err(draw_err)?;
     let (w, h) = area.dim_in_pixel();
     let bars_w = (w / 4).clamp(90, 220);
     let (table_area, bars_area) = area.split_horizontally(w - bars_w);
-    let probs = Array2::from_shape_fn((lens.depths.len(), positions.len()), |(r, c)| lens.cells[r][c].prob); // (depths, positions)
-    let rows: Vec<String> = lens.depths.iter().map(|d| d.replace("layer ", "L")).collect();
-    let cols: Vec<String> = positions.iter().map(|&p| token_label(&trace.tokens[p].text)).collect();
+    let probs = Array2::from_shape_fn((lens.depths.len(), positions.len()), |(r, c)| {
+        lens.cells[r][c].prob
+    }); // (depths, positions)
+    let rows: Vec<String> = lens
+        .depths
+        .iter()
+        .map(|d| d.replace("layer ", "L"))
+        .collect();
+    let cols: Vec<String> = positions
+        .iter()
+        .map(|&p| token_label(&trace.tokens[p].text))
+        .collect();
     let title = "Logit lens: the top next token read from the stream at each depth";
     let drawn = draw_heatmap(
         &table_area,
         probs.view(),
-        &Heatmap { title, x_desc: "position (its token)", y_desc: "depth", col_labels: &cols, row_labels: &rows, scale: Scale::Sequential { min: 0.0, max: 1.0 }, legend: "probability", vector },
+        &Heatmap {
+            title,
+            x_desc: "position (its token)",
+            y_desc: "depth",
+            col_labels: &cols,
+            row_labels: &rows,
+            scale: Scale::Sequential { min: 0.0, max: 1.0 },
+            legend: "probability",
+            vector,
+        },
     )?;
     let g = &drawn.geometry;
-    let (cell_w, cell_h) = (g.width as f32 / g.cols as f32, g.height as f32 / g.rows as f32);
+    let (cell_w, cell_h) = (
+        g.width as f32 / g.cols as f32,
+        g.height as f32 / g.rows as f32,
+    );
     // The token in each cell, where it fits: white on the dark (unlikely) end of the scale.
     let font = ((cell_h * 0.7) as u32).min(13);
     if font >= 8 {
         let max_chars = ((cell_w / (font as f32 * 0.6)) as usize).max(1);
         for (r, row) in lens.cells.iter().enumerate() {
             for (c, cell) in row.iter().enumerate() {
-                let (x, y) = (g.left + ((c as f32 + 0.5) * cell_w) as i32, g.top + ((r as f32 + 0.5) * cell_h) as i32);
+                let (x, y) = (
+                    g.left + ((c as f32 + 0.5) * cell_w) as i32,
+                    g.top + ((r as f32 + 0.5) * cell_h) as i32,
+                );
                 let colour = if cell.prob < 0.5 { WHITE } else { BLACK };
                 let style = anchored_text(font, HPos::Center, VPos::Center).color(&colour);
-                table_area.draw(&Text::new(short_label(&token_label(&cell.text), max_chars), (x, y), style)).map_err(draw_err)?;
+                table_area
+                    .draw(&Text::new(
+                        short_label(&token_label(&cell.text), max_chars),
+                        (x, y),
+                        style,
+                    ))
+                    .map_err(draw_err)?;
             }
         }
     }
     // Beside each depth: the final prediction's probability there.
     let bar_font = 12;
-    let header = format!("p({}) at the last token", short_label(&token_label(&lens.final_token.text), 10));
-    bars_area.draw(&Text::new(header, (4, (g.top - 4).max(bar_font as i32)), anchored_text(bar_font, HPos::Left, VPos::Bottom))).map_err(draw_err)?;
+    let header = format!(
+        "p({}) at the last token",
+        short_label(&token_label(&lens.final_token.text), 10)
+    );
+    bars_area
+        .draw(&Text::new(
+            header,
+            (4, (g.top - 4).max(bar_font as i32)),
+            anchored_text(bar_font, HPos::Left, VPos::Bottom),
+        ))
+        .map_err(draw_err)?;
     let max_bar = bars_w as i32 - 50;
     for (r, p) in lens.final_prob_by_depth.iter().enumerate() {
         let y0 = g.top + (r as f32 * cell_h) as i32 + 1;
         let y1 = g.top + ((r + 1) as f32 * cell_h) as i32 - 1;
         let len = (p * max_bar as f32).round() as i32;
-        bars_area.draw(&Rectangle::new([(4, y0), (4 + len.max(1), y1.max(y0 + 1))], CATEGORICAL[0].filled())).map_err(draw_err)?;
+        bars_area
+            .draw(&Rectangle::new(
+                [(4, y0), (4 + len.max(1), y1.max(y0 + 1))],
+                CATEGORICAL[0].filled(),
+            ))
+            .map_err(draw_err)?;
         if cell_h >= 9.0 {
             let label = format!("{:.0}%", p * 100.0);
-            bars_area.draw(&Text::new(label, (8 + len, (y0 + y1) / 2), anchored_text((cell_h as u32).min(11), HPos::Left, VPos::Center))).map_err(draw_err)?;
+            bars_area
+                .draw(&Text::new(
+                    label,
+                    (8 + len, (y0 + y1) / 2),
+                    anchored_text((cell_h as u32).min(11), HPos::Left, VPos::Center),
+                ))
+                .map_err(draw_err)?;
         }
     }
     let _ = h;

@@ -5,11 +5,11 @@ pub mod attention;
 pub mod colors;
 pub mod compare;
 pub mod cross_attention;
+pub(crate) mod furniture;
 pub mod head_grid;
 pub mod heatmap;
 pub mod layer_norm;
 pub mod logit_lens;
-pub(crate) mod furniture;
 pub mod pixels;
 pub use pixels::Canvas;
 pub mod position;
@@ -45,25 +45,41 @@ where
     Y: plotters::coord::ranged1d::Ranged,
     DB: plotters::prelude::DrawingBackend,
 {
-    mesh.label_style((FONT, font_px)).axis_desc_style((FONT, font_px + 1)).light_line_style(plotters::style::RGBColor(235, 235, 235))
+    mesh.label_style((FONT, font_px))
+        .axis_desc_style((FONT, font_px + 1))
+        .light_line_style(plotters::style::RGBColor(235, 235, 235))
 }
 
 /// Labels for a category axis at x = 0, 1, 2, ...: every k-th one, so that labels of about
 /// five characters never overlap across `width_px`; blank at the other tick positions.
-pub(crate) fn category_labels(labels: Vec<String>, width_px: u32, font_px: u32) -> impl Fn(&f32) -> String {
+pub(crate) fn category_labels(
+    labels: Vec<String>,
+    width_px: u32,
+    font_px: u32,
+) -> impl Fn(&f32) -> String {
     let n = labels.len();
     let fit = ((width_px as f32 - 60.0) / (font_px as f32 * 5.0)).max(1.0);
     let step = (n as f32 / fit).ceil().max(1.0) as usize;
     move |x: &f32| {
         let i = x.round() as usize;
-        if (x - x.round()).abs() > 1e-3 || i >= n || i % step != 0 { String::new() } else { labels[i].clone() }
+        if (x - x.round()).abs() > 1e-3 || i >= n || i % step != 0 {
+            String::new()
+        } else {
+            labels[i].clone()
+        }
     }
 }
 
 /// Black label text of the views' font, anchored at `h`, `v` of its position.
-pub(crate) fn anchored_text(font_px: u32, h: plotters::style::text_anchor::HPos, v: plotters::style::text_anchor::VPos) -> plotters::style::TextStyle<'static> {
+pub(crate) fn anchored_text(
+    font_px: u32,
+    h: plotters::style::text_anchor::HPos,
+    v: plotters::style::text_anchor::VPos,
+) -> plotters::style::TextStyle<'static> {
     use plotters::prelude::*;
-    TextStyle::from((FONT, font_px).into_font()).color(&BLACK).pos(plotters::style::text_anchor::Pos::new(h, v))
+    TextStyle::from((FONT, font_px).into_font())
+        .color(&BLACK)
+        .pos(plotters::style::text_anchor::Pos::new(h, v))
 }
 
 /// Shortens a token for an axis label.

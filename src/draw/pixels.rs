@@ -30,9 +30,16 @@ impl<'a> PointCollection<'a, (i32, i32)> for &'a Pixels {
 }
 
 impl<DB: DrawingBackend> Drawable<DB> for Pixels {
-    fn draw<I: Iterator<Item = BackendCoord>>(&self, mut pos: I, backend: &mut DB, _: (u32, u32)) -> Result<(), DrawingErrorKind<DB::ErrorType>> {
+    fn draw<I: Iterator<Item = BackendCoord>>(
+        &self,
+        mut pos: I,
+        backend: &mut DB,
+        _: (u32, u32),
+    ) -> Result<(), DrawingErrorKind<DB::ErrorType>> {
         match pos.next() {
-            Some(p) if self.width > 0 && self.height > 0 => backend.blit_bitmap(p, (self.width, self.height), &self.rgb),
+            Some(p) if self.width > 0 && self.height > 0 => {
+                backend.blit_bitmap(p, (self.width, self.height), &self.rgb)
+            }
             _ => Ok(()),
         }
     }
@@ -41,12 +48,20 @@ impl<DB: DrawingBackend> Drawable<DB> for Pixels {
 impl Pixels {
     /// A white image.
     pub fn white(origin: (i32, i32), width: u32, height: u32) -> Self {
-        Pixels { origin, width, height, rgb: vec![255; width as usize * height as usize * 3] }
+        Pixels {
+            origin,
+            width,
+            height,
+            rgb: vec![255; width as usize * height as usize * 3],
+        }
     }
 
     /// Copies `other` into this image where their positions overlap.
     pub fn paste(&mut self, other: &Pixels) {
-        let (dx, dy) = (other.origin.0 - self.origin.0, other.origin.1 - self.origin.1);
+        let (dx, dy) = (
+            other.origin.0 - self.origin.0,
+            other.origin.1 - self.origin.1,
+        );
         for y in 0..other.height as i32 {
             let ty = y + dy;
             if ty < 0 || ty >= self.height as i32 {
@@ -80,13 +95,29 @@ pub struct Cells {
 }
 
 /// The matrix's cells coloured by `scale`, to be shown over width x height pixels.
-pub fn matrix_cells(m: ArrayView2<f32>, scale: Scale, origin: (i32, i32), width: u32, height: u32) -> Cells {
+pub fn matrix_cells(
+    m: ArrayView2<f32>,
+    scale: Scale,
+    origin: (i32, i32),
+    width: u32,
+    height: u32,
+) -> Cells {
     let (rows, cols) = m.dim();
-    let rgb = m.iter().flat_map(|&v| {
-        let c = scale.color(v);
-        [c.0, c.1, c.2]
-    }).collect();
-    Cells { origin, width, height, cols, rows, rgb }
+    let rgb = m
+        .iter()
+        .flat_map(|&v| {
+            let c = scale.color(v);
+            [c.0, c.1, c.2]
+        })
+        .collect();
+    Cells {
+        origin,
+        width,
+        height,
+        cols,
+        rows,
+        rgb,
+    }
 }
 
 impl Cells {
@@ -113,7 +144,12 @@ impl Cells {
                 rgb[y * w * 3..(y + 1) * w * 3].copy_from_slice(&line);
             }
         }
-        Pixels { origin: self.origin, width: self.width, height: self.height, rgb }
+        Pixels {
+            origin: self.origin,
+            width: self.width,
+            height: self.height,
+            rgb,
+        }
     }
 }
 
@@ -122,7 +158,11 @@ impl Cells {
 /// (`web_canvas::FastCanvas`), which on a keystroke saves building, copying and uploading
 /// a full-size image for every heatmap on the page.
 pub trait Canvas: DrawingBackend {
-    fn blit_cells(&mut self, origin: BackendCoord, cells: &Cells) -> Result<(), DrawingErrorKind<Self::ErrorType>> {
+    fn blit_cells(
+        &mut self,
+        origin: BackendCoord,
+        cells: &Cells,
+    ) -> Result<(), DrawingErrorKind<Self::ErrorType>> {
         let pixels = cells.enlarged();
         if pixels.width == 0 || pixels.height == 0 {
             return Ok(());
@@ -145,7 +185,12 @@ impl<'a> PointCollection<'a, (i32, i32)> for &'a Cells {
 }
 
 impl<DB: Canvas> Drawable<DB> for Cells {
-    fn draw<I: Iterator<Item = BackendCoord>>(&self, mut pos: I, backend: &mut DB, _: (u32, u32)) -> Result<(), DrawingErrorKind<DB::ErrorType>> {
+    fn draw<I: Iterator<Item = BackendCoord>>(
+        &self,
+        mut pos: I,
+        backend: &mut DB,
+        _: (u32, u32),
+    ) -> Result<(), DrawingErrorKind<DB::ErrorType>> {
         match pos.next() {
             Some(p) => backend.blit_cells(p, self),
             None => Ok(()),
@@ -190,8 +235,19 @@ pub struct EmbeddedImage {
 
 impl EmbeddedImage {
     /// `pixels` shown over the box (x, y, width, height); `marker` names its place.
-    pub fn new(marker: String, (x, y, width, height): (i32, i32, i32, i32), pixels: &Pixels) -> crate::error::Result<Self> {
-        Ok(EmbeddedImage { marker, x, y, width, height, png: pixels.png()? })
+    pub fn new(
+        marker: String,
+        (x, y, width, height): (i32, i32, i32, i32),
+        pixels: &Pixels,
+    ) -> crate::error::Result<Self> {
+        Ok(EmbeddedImage {
+            marker,
+            x,
+            y,
+            width,
+            height,
+            png: pixels.png()?,
+        })
     }
 
     /// The SVG `<image>` element. Cells are blocks of equal pixels, so viewers are asked not
@@ -210,8 +266,12 @@ impl EmbeddedImage {
 pub fn embed_images(svg: &str, images: &[EmbeddedImage]) -> String {
     let mut out = svg.to_string();
     for image in images {
-        let Some(at) = out.find(&image.marker) else { continue };
-        let (Some(start), Some(end)) = (out[..at].rfind("<text"), out[at..].find("</text>")) else { continue };
+        let Some(at) = out.find(&image.marker) else {
+            continue;
+        };
+        let (Some(start), Some(end)) = (out[..at].rfind("<text"), out[at..].find("</text>")) else {
+            continue;
+        };
         out.replace_range(start..at + end + "</text>".len(), &image.svg_element());
     }
     out
@@ -221,7 +281,14 @@ pub fn embed_images(svg: &str, images: &[EmbeddedImage]) -> String {
 /// stays sharp when the slide is scaled, and compresses to little (rows and runs repeat).
 pub fn matrix_blocks(m: ArrayView2<f32>, scale: Scale, block: (u32, u32)) -> Pixels {
     let (rows, cols) = m.dim();
-    matrix_cells(m, scale, (0, 0), cols as u32 * block.0.max(1), rows as u32 * block.1.max(1)).enlarged()
+    matrix_cells(
+        m,
+        scale,
+        (0, 0),
+        cols as u32 * block.0.max(1),
+        rows as u32 * block.1.max(1),
+    )
+    .enlarged()
 }
 
 #[cfg(test)]
@@ -237,14 +304,24 @@ mod tests {
         assert_eq!((cells.rows, cells.cols, cells.rgb.len()), (2, 3, 18));
         for ((r, c), &v) in m.indexed_iter() {
             let colour = scale.color(v);
-            assert_eq!(cells.rgb[(r * 3 + c) * 3..(r * 3 + c) * 3 + 3], [colour.0, colour.1, colour.2]);
+            assert_eq!(
+                cells.rgb[(r * 3 + c) * 3..(r * 3 + c) * 3 + 3],
+                [colour.0, colour.1, colour.2]
+            );
         }
         let image = cells.enlarged();
-        assert_eq!((image.origin, image.width, image.height, image.rgb.len()), ((4, 9), 7, 5, 7 * 5 * 3));
+        assert_eq!(
+            (image.origin, image.width, image.height, image.rgb.len()),
+            ((4, 9), 7, 5, 7 * 5 * 3)
+        );
         for y in 0..5 {
             for x in 0..7 {
                 let colour = scale.color(m[[y * 2 / 5, x * 3 / 7]]);
-                assert_eq!(image.rgb[(y * 7 + x) * 3..(y * 7 + x) * 3 + 3], [colour.0, colour.1, colour.2], "pixel ({x}, {y})");
+                assert_eq!(
+                    image.rgb[(y * 7 + x) * 3..(y * 7 + x) * 3 + 3],
+                    [colour.0, colour.1, colour.2],
+                    "pixel ({x}, {y})"
+                );
             }
         }
     }
@@ -252,7 +329,14 @@ mod tests {
     #[test]
     fn empty_cells_enlarge_to_an_image_of_the_asked_size() {
         let m = ndarray::Array2::<f32>::zeros((0, 4));
-        let image = matrix_cells(m.view(), Scale::Sequential { min: 0.0, max: 1.0 }, (0, 0), 3, 2).enlarged();
+        let image = matrix_cells(
+            m.view(),
+            Scale::Sequential { min: 0.0, max: 1.0 },
+            (0, 0),
+            3,
+            2,
+        )
+        .enlarged();
         assert_eq!(image.rgb.len(), 3 * 2 * 3);
     }
 }

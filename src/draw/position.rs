@@ -7,22 +7,38 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use serde::Serialize;
 
-use super::Canvas;
 use super::colors::{Scale, CATEGORICAL};
+use super::furniture::{
+    draw_legend_rows, fitting_title, legend_rows_height, tick_format, RowEntry, RowMark,
+};
 use super::heatmap::{draw_heatmap, Heatmap, HeatmapDrawn};
-use super::furniture::{draw_legend_rows, legend_rows_height, fitting_title, tick_format, RowEntry, RowMark};
+use super::Canvas;
 use super::{draw_err, house_mesh, FONT};
 use crate::error::{Result, VizError};
 
 /// The table as a heatmap: rows are positions, columns features.
-pub fn draw_table<DB: Canvas>(area: &DrawingArea<DB, Shift>, table: ArrayView2<f32>, title: &str, vector: bool) -> Result<HeatmapDrawn> {
+pub fn draw_table<DB: Canvas>(
+    area: &DrawingArea<DB, Shift>,
+    table: ArrayView2<f32>,
+    title: &str,
+    vector: bool,
+) -> Result<HeatmapDrawn> {
     area.fill(&WHITE).map_err(draw_err)?;
     let values: Vec<f32> = table.iter().copied().collect();
     let scale = Scale::fit_robust(&values, 0.99);
     draw_heatmap(
         area,
         table,
-        &Heatmap { title, x_desc: "feature i", y_desc: "position p", col_labels: &[], row_labels: &[], scale, legend: "value", vector },
+        &Heatmap {
+            title,
+            x_desc: "feature i",
+            y_desc: "position p",
+            col_labels: &[],
+            row_labels: &[],
+            scale,
+            legend: "value",
+            vector,
+        },
     )
 }
 
@@ -45,8 +61,13 @@ pub struct WaveDrawn {
 /// Checks that every chosen feature exists: a typed error instead of a silently shorter plot.
 pub fn check_dims(dims: &[usize], d_model: usize) -> Result<()> {
     match dims.iter().find(|&&i| i >= d_model) {
-        Some(bad) => Err(VizError::Draw(format!("feature {bad} does not exist: this model has features 0 to {}", d_model - 1))),
-        None if dims.is_empty() => Err(VizError::Draw("choose at least one feature to plot".into())),
+        Some(bad) => Err(VizError::Draw(format!(
+            "feature {bad} does not exist: this model has features 0 to {}",
+            d_model - 1
+        ))),
+        None if dims.is_empty() => {
+            Err(VizError::Draw("choose at least one feature to plot".into()))
+        }
         None => Ok(()),
     }
 }
@@ -79,14 +100,26 @@ pub fn draw_waves<DB: Canvas>(
     let (lo, hi) = dims
         .iter()
         .flat_map(|&i| table.column(i).to_vec())
-        .fold((f32::INFINITY, f32::NEG_INFINITY), |(a, b), v| (a.min(v), b.max(v)));
+        .fold((f32::INFINITY, f32::NEG_INFINITY), |(a, b), v| {
+            (a.min(v), b.max(v))
+        });
     // The data's own range: sinusoidal features fill [-1, 1], learned ones are much smaller.
     let pad = ((hi - lo) * 0.08).max(1e-3);
-    let (lo, hi) = if lo.is_finite() { (lo - pad, hi + pad) } else { (-1.1, 1.1) };
+    let (lo, hi) = if lo.is_finite() {
+        (lo - pad, hi + pad)
+    } else {
+        (-1.1, 1.1)
+    };
     let (w, h) = area.dim_in_pixel();
     let font_px = if w < 400 { 10 } else { 12 };
-    let colours: Vec<RGBColor> = (0..dims.len()).map(|k| CATEGORICAL[k % CATEGORICAL.len()]).collect();
-    let legend: Vec<RowEntry> = dims.iter().zip(&colours).map(|(&i, &c)| RowEntry::new(label(i), RowMark::Line(c))).collect();
+    let colours: Vec<RGBColor> = (0..dims.len())
+        .map(|k| CATEGORICAL[k % CATEGORICAL.len()])
+        .collect();
+    let legend: Vec<RowEntry> = dims
+        .iter()
+        .zip(&colours)
+        .map(|(&i, &c)| RowEntry::new(label(i), RowMark::Line(c)))
+        .collect();
     let legend_h = legend_rows_height(area, &legend, font_px)?;
     let (plot_area, legend_area) = area.split_vertically(h as i32 - legend_h as i32);
     draw_legend_rows(&legend_area, &legend, font_px)?;
@@ -114,14 +147,32 @@ pub fn draw_waves<DB: Canvas>(
     for (k, &i) in dims.iter().enumerate() {
         let values: Vec<f32> = table.column(i).to_vec();
         chart
-            .draw_series(LineSeries::new(values.iter().enumerate().map(|(p, &v)| (p as f32, v)), colours[k].stroke_width(2)))
+            .draw_series(LineSeries::new(
+                values.iter().enumerate().map(|(p, &v)| (p as f32, v)),
+                colours[k].stroke_width(2),
+            ))
             .map_err(draw_err)?;
         if dots {
-            chart.draw_series(values.iter().enumerate().map(|(p, &v)| Circle::new((p as f32, v), 2, colours[k].filled()))).map_err(draw_err)?;
+            chart
+                .draw_series(
+                    values
+                        .iter()
+                        .enumerate()
+                        .map(|(p, &v)| Circle::new((p as f32, v), 2, colours[k].filled())),
+                )
+                .map_err(draw_err)?;
         }
-        series.push(WaveDrawn { dim: i, label: legend[k].label.clone(), values });
+        series.push(WaveDrawn {
+            dim: i,
+            label: legend[k].label.clone(),
+            values,
+        });
     }
-    Ok(WavesDrawn { title, positions, series })
+    Ok(WavesDrawn {
+        title,
+        positions,
+        series,
+    })
 }
 
 /// Cosine similarity between every pair of position vectors: (P, P).
@@ -132,7 +183,12 @@ pub fn position_similarity(table: ArrayView2<f32>) -> Array2<f32> {
 }
 
 /// A (P, P) similarity matrix from `position_similarity` as a heatmap.
-pub fn draw_similarity<DB: Canvas>(area: &DrawingArea<DB, Shift>, similarity: ArrayView2<f32>, title: &str, vector: bool) -> Result<HeatmapDrawn> {
+pub fn draw_similarity<DB: Canvas>(
+    area: &DrawingArea<DB, Shift>,
+    similarity: ArrayView2<f32>,
+    title: &str,
+    vector: bool,
+) -> Result<HeatmapDrawn> {
     area.fill(&WHITE).map_err(draw_err)?;
     draw_heatmap(
         area,

@@ -8,9 +8,9 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
 use serde::Serialize;
 
-use super::Canvas;
 use super::colors::CATEGORICAL;
 use super::furniture::{draw_legend_rows, fitting_title, legend_rows_height, RowEntry, RowMark};
+use super::Canvas;
 use super::{anchored_text, draw_err, short_label};
 use crate::analysis::sampling::{SamplingSettings, SamplingStages};
 use crate::error::Result;
@@ -29,7 +29,10 @@ const CUT_BY_P: RGBColor = CATEGORICAL[1];
 /// A token as a label: a leading space shown as `·` (as editors show spaces), line breaks
 /// and tabs as escapes.
 pub fn token_label(text: &str) -> String {
-    let escaped = text.replace('\n', "\\n").replace('\t', "\\t").replace('\r', "\\r");
+    let escaped = text
+        .replace('\n', "\\n")
+        .replace('\t', "\\t")
+        .replace('\r', "\\r");
     match escaped.strip_prefix(' ') {
         Some(rest) => format!("·{rest}"),
         None => escaped,
@@ -62,7 +65,13 @@ pub struct PredictionDrawn {
 }
 
 /// Draws the top `top` next tokens of `trace` under `settings`.
-pub fn draw_prediction<DB: Canvas>(area: &DrawingArea<DB, Shift>, model: &Transformer, trace: &Trace, top: usize, settings: &SamplingSettings) -> Result<PredictionDrawn> {
+pub fn draw_prediction<DB: Canvas>(
+    area: &DrawingArea<DB, Shift>,
+    model: &Transformer,
+    trace: &Trace,
+    top: usize,
+    settings: &SamplingSettings,
+) -> Result<PredictionDrawn> {
     let probabilities = trace.next_token_probabilities()?; // (vocab)
     let stages = SamplingStages::new(probabilities, settings)?;
     let top = top.clamp(1, 50);
@@ -72,9 +81,29 @@ pub fn draw_prediction<DB: Canvas>(area: &DrawingArea<DB, Shift>, model: &Transf
     let (w, h) = (width as i32, height as i32);
     let font = if width < 420 { 12 } else { 14 };
 
-    let last = trace.tokens.last().map(|t| token_label(&t.text)).unwrap_or_default();
-    let title = fitting_title(area, font + 3, &[&format!("What comes after “{}”: the {} most likely next tokens", short_label(&last, 16), shown.len()), "Most likely next tokens"]);
-    area.draw(&Text::new(title, (w / 2, 4), anchored_text(font + 3, HPos::Center, VPos::Top))).map_err(draw_err)?;
+    let last = trace
+        .tokens
+        .last()
+        .map(|t| token_label(&t.text))
+        .unwrap_or_default();
+    let title = fitting_title(
+        area,
+        font + 3,
+        &[
+            &format!(
+                "What comes after “{}”: the {} most likely next tokens",
+                short_label(&last, 16),
+                shown.len()
+            ),
+            "Most likely next tokens",
+        ],
+    );
+    area.draw(&Text::new(
+        title,
+        (w / 2, 4),
+        anchored_text(font + 3, HPos::Center, VPos::Top),
+    ))
+    .map_err(draw_err)?;
     let greedy = settings.temperature == 0.0;
     let caption = format!(
         "temperature {}{}, top-k {}, top-p {}: {} token{} kept, carrying {:.1}% of the probability after temperature",
@@ -87,11 +116,18 @@ pub fn draw_prediction<DB: Canvas>(area: &DrawingArea<DB, Shift>, model: &Transf
         stages.kept_mass * 100.0
     );
     let caption_y = 4 + font as i32 + 10;
-    area.draw(&Text::new(short_label(&caption, (w / (font as i32 * 11 / 20)).max(20) as usize), (w / 2, caption_y), anchored_text(font.saturating_sub(2), HPos::Center, VPos::Top)))
-        .map_err(draw_err)?;
+    area.draw(&Text::new(
+        short_label(&caption, (w / (font as i32 * 11 / 20)).max(20) as usize),
+        (w / 2, caption_y),
+        anchored_text(font.saturating_sub(2), HPos::Center, VPos::Top),
+    ))
+    .map_err(draw_err)?;
 
     let legend = [
-        RowEntry::new("model's probability (temperature 1)", RowMark::Swatch(BEFORE)),
+        RowEntry::new(
+            "model's probability (temperature 1)",
+            RowMark::Swatch(BEFORE),
+        ),
         RowEntry::new("after temperature", RowMark::Swatch(TEMPERED)),
         RowEntry::new("removed by top-k", RowMark::Swatch(CUT_BY_K)),
         RowEntry::new("removed by top-p", RowMark::Swatch(CUT_BY_P)),
@@ -102,7 +138,10 @@ pub fn draw_prediction<DB: Canvas>(area: &DrawingArea<DB, Shift>, model: &Transf
     let value_w = (font as i32) * 9; // "→ 100.0%"
     let (x0, x1) = (label_w + 6, (w - value_w).max(label_w + 40));
     let row_h = ((bottom_y - top_y) / shown.len().max(1) as i32).max(6);
-    let max_p = shown.iter().map(|t| t.before.max(t.tempered)).fold(1e-6f32, f32::max);
+    let max_p = shown
+        .iter()
+        .map(|t| t.before.max(t.tempered))
+        .fold(1e-6f32, f32::max);
     let bar_w = |p: f32| ((p / max_p) * (x1 - x0) as f32).round() as i32;
     let label_style = anchored_text(font.min(row_h as u32), HPos::Right, VPos::Center);
     let value_style = anchored_text(font.min(row_h as u32), HPos::Left, VPos::Center);
@@ -112,13 +151,35 @@ pub fn draw_prediction<DB: Canvas>(area: &DrawingArea<DB, Shift>, model: &Transf
         let y0 = top_y + r as i32 * row_h;
         let (y1, mid) = (y0 + row_h - 2, y0 + row_h / 2);
         let label = token_label(model.tokenizer.token_text(t.id).unwrap_or("?"));
-        area.draw(&Text::new(short_label(&label, (label_w / (font as i32 * 3 / 5)).max(4) as usize), (label_w, mid), label_style.clone())).map_err(draw_err)?;
+        area.draw(&Text::new(
+            short_label(&label, (label_w / (font as i32 * 3 / 5)).max(4) as usize),
+            (label_w, mid),
+            label_style.clone(),
+        ))
+        .map_err(draw_err)?;
         // The model's probability as a light bar, the tempered one as a narrower dark bar in it.
-        area.draw(&Rectangle::new([(x0, y0), (x0 + bar_w(t.before).max(1), y1)], BEFORE.filled())).map_err(draw_err)?;
+        area.draw(&Rectangle::new(
+            [(x0, y0), (x0 + bar_w(t.before).max(1), y1)],
+            BEFORE.filled(),
+        ))
+        .map_err(draw_err)?;
         let inset = (row_h / 4).max(1);
-        let cut = if t.removed_by_top_k { Some(CUT_BY_K) } else if t.removed_by_top_p { Some(CUT_BY_P) } else { None };
+        let cut = if t.removed_by_top_k {
+            Some(CUT_BY_K)
+        } else if t.removed_by_top_p {
+            Some(CUT_BY_P)
+        } else {
+            None
+        };
         let dark = cut.unwrap_or(TEMPERED);
-        area.draw(&Rectangle::new([(x0, y0 + inset), (x0 + bar_w(t.tempered).max(1), y1 - inset)], dark.filled())).map_err(draw_err)?;
+        area.draw(&Rectangle::new(
+            [
+                (x0, y0 + inset),
+                (x0 + bar_w(t.tempered).max(1), y1 - inset),
+            ],
+            dark.filled(),
+        ))
+        .map_err(draw_err)?;
         let value = match (cut, t.removed_by_top_k) {
             (Some(_), true) => "✗ top-k".to_string(),
             (Some(_), false) => "✗ top-p".to_string(),
@@ -126,9 +187,14 @@ pub fn draw_prediction<DB: Canvas>(area: &DrawingArea<DB, Shift>, model: &Transf
         };
         if cut.is_some() {
             // Struck through: this token cannot be drawn.
-            area.draw(&PathElement::new(vec![(x0, mid), (x0 + bar_w(t.before).max(8), mid)], dark.stroke_width(2))).map_err(draw_err)?;
+            area.draw(&PathElement::new(
+                vec![(x0, mid), (x0 + bar_w(t.before).max(8), mid)],
+                dark.stroke_width(2),
+            ))
+            .map_err(draw_err)?;
         }
-        area.draw(&Text::new(value, (x1 + 6, mid), value_style.clone())).map_err(draw_err)?;
+        area.draw(&Text::new(value, (x1 + 6, mid), value_style.clone()))
+            .map_err(draw_err)?;
         bars.push(BarDrawn {
             id: t.id,
             label,
@@ -141,7 +207,15 @@ pub fn draw_prediction<DB: Canvas>(area: &DrawingArea<DB, Shift>, model: &Transf
             bottom: y1,
         });
     }
-    let legend_area = area.clone().shrink((0, h - legend_h), (w as u32, legend_h as u32));
+    let legend_area = area
+        .clone()
+        .shrink((0, h - legend_h), (w as u32, legend_h as u32));
     draw_legend_rows(&legend_area, &legend, font - 1)?;
-    Ok(PredictionDrawn { settings: *settings, bars, kept: stages.kept, kept_mass: stages.kept_mass, caption })
+    Ok(PredictionDrawn {
+        settings: *settings,
+        bars,
+        kept: stages.kept,
+        kept_mass: stages.kept_mass,
+        caption,
+    })
 }

@@ -8,9 +8,12 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
 use serde::Serialize;
 
-use super::Canvas;
 use super::colors::CATEGORICAL;
-use super::furniture::{draw_legend_rows, fitting_title, legend_rows_height, tick_format, RowEntry, RowMark, TextBlock, NORM_BAND};
+use super::furniture::{
+    draw_legend_rows, fitting_title, legend_rows_height, tick_format, RowEntry, RowMark, TextBlock,
+    NORM_BAND,
+};
+use super::Canvas;
 use super::{anchored_text, draw_err, house_mesh, short_label, FONT};
 use crate::error::{Result, VizError};
 use crate::model::config::NormPlace;
@@ -51,18 +54,46 @@ fn stream_points(trace: &Trace) -> Vec<StreamPoint<'_>> {
     let mut points = Vec::new();
     for step in &trace.steps {
         let (label, kind, words) = match (step.op, step.layer) {
-            (Op::AddPosition, _) => ("embed", PointKind::Embedding, "embedding (token + position)".to_string()),
-            (Op::TokenEmbedding, _) if !has_sum => ("embed", PointKind::Embedding, "token embedding".to_string()),
+            (Op::AddPosition, _) => (
+                "embed",
+                PointKind::Embedding,
+                "embedding (token + position)".to_string(),
+            ),
+            (Op::TokenEmbedding, _) if !has_sum => {
+                ("embed", PointKind::Embedding, "token embedding".to_string())
+            }
             (Op::EmbeddingNorm, _) => ("norm", PointKind::Norm, "embedding norm".to_string()),
-            (Op::AttentionResidual, Some(l)) => ("+attn", PointKind::Add, format!("layer {l}, attention added")),
-            (Op::AttentionNorm, Some(l)) if post => ("norm", PointKind::Norm, format!("layer {l}, norm after attention")),
-            (Op::FfnResidual, Some(l)) => ("+FFN", PointKind::Add, format!("layer {l}, feed-forward added")),
-            (Op::FfnNorm, Some(l)) if post => ("norm", PointKind::Norm, format!("layer {l}, norm after feed-forward")),
+            (Op::AttentionResidual, Some(l)) => (
+                "+attn",
+                PointKind::Add,
+                format!("layer {l}, attention added"),
+            ),
+            (Op::AttentionNorm, Some(l)) if post => (
+                "norm",
+                PointKind::Norm,
+                format!("layer {l}, norm after attention"),
+            ),
+            (Op::FfnResidual, Some(l)) => (
+                "+FFN",
+                PointKind::Add,
+                format!("layer {l}, feed-forward added"),
+            ),
+            (Op::FfnNorm, Some(l)) if post => (
+                "norm",
+                PointKind::Norm,
+                format!("layer {l}, norm after feed-forward"),
+            ),
             (Op::FinalNorm, _) => ("final", PointKind::Norm, "final norm".to_string()),
             _ => continue,
         };
         if let Ok(vectors) = step.tensor.view2() {
-            points.push(StreamPoint { label, words, layer: step.layer, kind, vectors });
+            points.push(StreamPoint {
+                label,
+                words,
+                layer: step.layer,
+                kind,
+                vectors,
+            });
         }
     }
     points
@@ -78,7 +109,10 @@ fn sublayer_output_lengths(trace: &Trace, output: Op, sum: Op, layer: usize) -> 
         return out.tensor.view2().ok().map(row_norms);
     }
     let sum = trace.find(sum, Some(layer))?;
-    let before = trace.steps.iter().find(|s| Some(&s.name) == sum.inputs.first())?;
+    let before = trace
+        .steps
+        .iter()
+        .find(|s| Some(&s.name) == sum.inputs.first())?;
     let (after, before) = (sum.tensor.view2().ok()?, before.tensor.view2().ok()?); // (T, d), (T, d)
     Some(row_norms((&after - &before).view())) // (T)
 }
@@ -88,7 +122,12 @@ fn one_two_five(lo: f32, hi: f32) -> Vec<f32> {
     let mut ticks = Vec::new();
     let mut decade = 10f32.powf(lo.log10().floor());
     while decade <= hi {
-        ticks.extend([1.0, 2.0, 5.0].iter().map(|m| m * decade).filter(|&v| v >= lo && v <= hi));
+        ticks.extend(
+            [1.0, 2.0, 5.0]
+                .iter()
+                .map(|m| m * decade)
+                .filter(|&v| v >= lo && v <= hi),
+        );
         decade *= 10.0;
     }
     ticks
@@ -150,19 +189,31 @@ fn draw_point_labels<DB: Canvas>(
     layers: &[Option<usize>],
     font_px: u32,
 ) -> Result<()> {
-    let spacing = if names.len() > 1 { (to_px(1.0) - to_px(0.0)).abs() } else { 60 };
+    let spacing = if names.len() > 1 {
+        (to_px(1.0) - to_px(0.0)).abs()
+    } else {
+        60
+    };
     let per_point = spacing as f32 >= font_px as f32 * 2.8;
     let small = anchored_text(font_px, HPos::Center, VPos::Top);
     if per_point {
         for (i, name) in names.iter().enumerate() {
-            area.draw(&Text::new(name.to_string(), (to_px(i as f32), y), small.clone())).map_err(draw_err)?;
+            area.draw(&Text::new(
+                name.to_string(),
+                (to_px(i as f32), y),
+                small.clone(),
+            ))
+            .map_err(draw_err)?;
         }
     }
     // Group labels: "layer 3" centred under each layer's points ("L3" when space is short).
     let group_y = if per_point { y + font_px as i32 + 4 } else { y };
     let mut i = 0;
     while i < layers.len() {
-        let j = (i..layers.len()).take_while(|&k| layers[k] == layers[i]).last().unwrap_or(i);
+        let j = (i..layers.len())
+            .take_while(|&k| layers[k] == layers[i])
+            .last()
+            .unwrap_or(i);
         let width = to_px(j as f32) - to_px(i as f32) + spacing;
         let text = match layers[i] {
             Some(l) if width >= font_px as i32 * 4 => format!("layer {l}"),
@@ -173,13 +224,21 @@ fn draw_point_labels<DB: Canvas>(
         };
         if !text.is_empty() {
             let mid = (to_px(i as f32) + to_px(j as f32)) / 2;
-            area.draw(&Text::new(text, (mid, group_y), anchored_text(font_px, HPos::Center, VPos::Top))).map_err(draw_err)?;
+            area.draw(&Text::new(
+                text,
+                (mid, group_y),
+                anchored_text(font_px, HPos::Center, VPos::Top),
+            ))
+            .map_err(draw_err)?;
         }
         if layers[i].is_some() && j + 1 < layers.len() {
             // A light divider between layers.
             let x = (to_px(j as f32) + to_px(j as f32 + 1.0)) / 2;
-            area.draw(&PathElement::new(vec![(x, y - 2), (x, group_y + font_px as i32)], RGBColor(200, 200, 200).stroke_width(1)))
-                .map_err(draw_err)?;
+            area.draw(&PathElement::new(
+                vec![(x, y - 2), (x, group_y + font_px as i32)],
+                RGBColor(200, 200, 200).stroke_width(1),
+            ))
+            .map_err(draw_err)?;
         }
         i = j + 1;
     }
@@ -188,7 +247,11 @@ fn draw_point_labels<DB: Canvas>(
 
 /// Draws the stream for the chosen `tokens` (indices into the sentence; `None`: a few
 /// default tokens).
-pub fn draw_residual<DB: Canvas>(area: &DrawingArea<DB, Shift>, trace: &Trace, tokens: Option<&[usize]>) -> Result<ResidualDrawn> {
+pub fn draw_residual<DB: Canvas>(
+    area: &DrawingArea<DB, Shift>,
+    trace: &Trace,
+    tokens: Option<&[usize]>,
+) -> Result<ResidualDrawn> {
     area.fill(&WHITE).map_err(draw_err)?;
     let t = trace.len();
     let mut shown: Vec<usize> = match tokens {
@@ -196,7 +259,9 @@ pub fn draw_residual<DB: Canvas>(area: &DrawingArea<DB, Shift>, trace: &Trace, t
         _ => default_tokens(t),
     };
     if let Some(&bad) = shown.iter().find(|&&i| i >= t) {
-        return Err(VizError::Draw(format!("token {bad} is not in the sentence, which has {t} tokens")));
+        return Err(VizError::Draw(format!(
+            "token {bad} is not in the sentence, which has {t} tokens"
+        )));
     }
     let mut seen = std::collections::HashSet::new();
     shown.retain(|&i| seen.insert(i)); // each token once, in the order chosen
@@ -206,7 +271,10 @@ pub fn draw_residual<DB: Canvas>(area: &DrawingArea<DB, Shift>, trace: &Trace, t
     let n = points.len();
     let lengths: Vec<Vec<f32>> = {
         let all: Vec<Vec<f32>> = points.iter().map(|p| row_norms(p.vectors)).collect(); // (points, T)
-        shown.iter().map(|&tok| all.iter().map(|row| row[tok]).collect()).collect() // (shown, points)
+        shown
+            .iter()
+            .map(|&tok| all.iter().map(|row| row[tok]).collect())
+            .collect() // (shown, points)
     };
 
     let (w, h) = area.dim_in_pixel();
@@ -214,14 +282,26 @@ pub fn draw_residual<DB: Canvas>(area: &DrawingArea<DB, Shift>, trace: &Trace, t
     let post = trace.config.norm_place == NormPlace::Post;
     let title = "Residual stream: length ‖x‖ of each token's vector at every point".to_string();
     let caption = if post {
-        "Shaded: a layer norm rescales every vector (post-LN: a norm follows every addition)".to_string()
+        "Shaded: a layer norm rescales every vector (post-LN: a norm follows every addition)"
+            .to_string()
     } else {
         "Shaded: a norm rescales the stream (pre-LN: the other norms only scale what a sublayer reads)".to_string()
     };
     let colours: Vec<RGBColor> = (0..shown.len()).map(|k| CATEGORICAL[k]).collect();
-    let mut legend: Vec<RowEntry> =
-        shown.iter().zip(&colours).map(|(&i, &c)| RowEntry::new(format!("{} ({i})", short_label(&texts[i], 12)), RowMark::LineDot(c))).collect();
-    legend.push(RowEntry::new("after a norm", RowMark::NormMarker(RGBColor(60, 60, 60))));
+    let mut legend: Vec<RowEntry> = shown
+        .iter()
+        .zip(&colours)
+        .map(|(&i, &c)| {
+            RowEntry::new(
+                format!("{} ({i})", short_label(&texts[i], 12)),
+                RowMark::LineDot(c),
+            )
+        })
+        .collect();
+    legend.push(RowEntry::new(
+        "after a norm",
+        RowMark::NormMarker(RGBColor(60, 60, 60)),
+    ));
 
     // Title and caption, the line chart, its labels and legend, then the bar chart.
     let text = TextBlock::wrap(area, &[(&title, font_px + 3), (&caption, font_px)])?;
@@ -230,11 +310,15 @@ pub fn draw_residual<DB: Canvas>(area: &DrawingArea<DB, Shift>, trace: &Trace, t
     text.draw(&head, false)?;
     let (top, bottom) = rest.split_vertically(((h as i32 - head_h) as f32 * 0.64) as i32);
     let legend_h = legend_rows_height(&top, &legend, font_px)?;
-    let (top_plot, legend_area) = top.split_vertically(top.dim_in_pixel().1 as i32 - legend_h as i32);
+    let (top_plot, legend_area) =
+        top.split_vertically(top.dim_in_pixel().1 as i32 - legend_h as i32);
     draw_legend_rows(&legend_area, &legend, font_px)?;
 
     // A log scale: a norm multiplies lengths, and [CLS] can be 30 times longer than a word.
-    let (lo, hi) = lengths.iter().flatten().fold((f32::INFINITY, 0f32), |(a, b), &v| (a.min(v), b.max(v)));
+    let (lo, hi) = lengths
+        .iter()
+        .flatten()
+        .fold((f32::INFINITY, 0f32), |(a, b), &v| (a.min(v), b.max(v)));
     let (lo, hi) = (lo.max(1e-3) * 0.8, (hi * 1.25).max(lo.max(1e-3) * 2.0));
     let label_h = font_px * 2 + 12;
     let mut chart = ChartBuilder::on(&top_plot)
@@ -242,7 +326,10 @@ pub fn draw_residual<DB: Canvas>(area: &DrawingArea<DB, Shift>, trace: &Trace, t
         .margin_right(14)
         .x_label_area_size(label_h)
         .y_label_area_size(font_px * 3 + 16)
-        .build_cartesian_2d(-0.5f32..(n as f32 - 0.5), (lo..hi).log_scale().with_key_points(one_two_five(lo, hi)))
+        .build_cartesian_2d(
+            -0.5f32..(n as f32 - 0.5),
+            (lo..hi).log_scale().with_key_points(one_two_five(lo, hi)),
+        )
         .map_err(draw_err)?;
     house_mesh(&mut chart.configure_mesh(), font_px)
         .disable_x_mesh()
@@ -253,17 +340,35 @@ pub fn draw_residual<DB: Canvas>(area: &DrawingArea<DB, Shift>, trace: &Trace, t
         .map_err(draw_err)?;
     // Bands behind the points where a norm rescales the stream.
     chart
-        .draw_series(points.iter().enumerate().filter(|(_, p)| p.kind == PointKind::Norm).map(|(i, _)| {
-            Rectangle::new([(i as f32 - 0.42, lo), (i as f32 + 0.42, hi)], NORM_BAND.filled())
-        }))
+        .draw_series(
+            points
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| p.kind == PointKind::Norm)
+                .map(|(i, _)| {
+                    Rectangle::new(
+                        [(i as f32 - 0.42, lo), (i as f32 + 0.42, hi)],
+                        NORM_BAND.filled(),
+                    )
+                }),
+        )
         .map_err(draw_err)?;
     for (k, row) in lengths.iter().enumerate() {
         let colour = colours[k];
-        chart.draw_series(LineSeries::new(row.iter().enumerate().map(|(p, &v)| (p as f32, v)), colour.stroke_width(2))).map_err(draw_err)?;
+        chart
+            .draw_series(LineSeries::new(
+                row.iter().enumerate().map(|(p, &v)| (p as f32, v)),
+                colour.stroke_width(2),
+            ))
+            .map_err(draw_err)?;
         // Adds (and the embedding) as filled dots, norms as hollow squares.
         chart
             .draw_series(row.iter().enumerate().map(|(p, &v)| {
-                let style = if points[p].kind == PointKind::Norm { colour.stroke_width(2) } else { colour.filled() };
+                let style = if points[p].kind == PointKind::Norm {
+                    colour.stroke_width(2)
+                } else {
+                    colour.filled()
+                };
                 EmptyElement::at((p as f32, v))
                     + match points[p].kind {
                         PointKind::Norm => Rectangle::new([(-4, -4), (4, 4)], style).into_dyn(),
@@ -274,21 +379,40 @@ pub fn draw_residual<DB: Canvas>(area: &DrawingArea<DB, Shift>, trace: &Trace, t
     }
     let (x_px, y_px) = chart.plotting_area().get_pixel_range();
     let origin = top_plot.get_base_pixel();
-    let to_px = |x: f32| x_px.start - origin.0 + ((x + 0.5) / n as f32 * (x_px.end - x_px.start) as f32) as i32;
+    let to_px = |x: f32| {
+        x_px.start - origin.0 + ((x + 0.5) / n as f32 * (x_px.end - x_px.start) as f32) as i32
+    };
     let names: Vec<&str> = points.iter().map(|p| p.label).collect();
     let layers: Vec<Option<usize>> = points.iter().map(|p| p.layer).collect();
-    draw_point_labels(&top_plot, to_px, y_px.end - origin.1 + 4, &names, &layers, font_px)?;
+    draw_point_labels(
+        &top_plot,
+        to_px,
+        y_px.end - origin.1 + 4,
+        &names,
+        &layers,
+        font_px,
+    )?;
 
     // Mean over all tokens of the length of what each sublayer added.
     let mut writes = Vec::new();
     for layer in 0..trace.config.n_layers {
-        for (op, sum, name) in [(Op::OutputProjection, Op::AttentionResidual, "attn"), (Op::FfnDown, Op::FfnResidual, "FFN")] {
+        for (op, sum, name) in [
+            (Op::OutputProjection, Op::AttentionResidual, "attn"),
+            (Op::FfnDown, Op::FfnResidual, "FFN"),
+        ] {
             if let Some(lengths) = sublayer_output_lengths(trace, op, sum, layer) {
                 writes.push((name, Some(layer), lengths.iter().sum::<f32>() / t as f32));
             }
         }
     }
-    let bars_title = fitting_title(&bottom, font_px + 2, &["What each sublayer added: mean length of its output over all tokens", "What each sublayer added (mean length)"]);
+    let bars_title = fitting_title(
+        &bottom,
+        font_px + 2,
+        &[
+            "What each sublayer added: mean length of its output over all tokens",
+            "What each sublayer added (mean length)",
+        ],
+    );
     let m = writes.len();
     let top_val = writes.iter().map(|a| a.2).fold(0f32, f32::max) * 1.1;
     let mut bars = ChartBuilder::on(&bottom)
@@ -307,22 +431,55 @@ pub fn draw_residual<DB: Canvas>(area: &DrawingArea<DB, Shift>, trace: &Trace, t
         .draw()
         .map_err(draw_err)?;
     bars.draw_series(writes.iter().enumerate().map(|(i, (name, _, v))| {
-        let colour = if *name == "attn" { CATEGORICAL[0] } else { CATEGORICAL[1] };
-        Rectangle::new([(i as f32 - 0.35, 0.0), (i as f32 + 0.35, *v)], colour.filled())
+        let colour = if *name == "attn" {
+            CATEGORICAL[0]
+        } else {
+            CATEGORICAL[1]
+        };
+        Rectangle::new(
+            [(i as f32 - 0.35, 0.0), (i as f32 + 0.35, *v)],
+            colour.filled(),
+        )
     }))
     .map_err(draw_err)?;
     let (x_px, y_px) = bars.plotting_area().get_pixel_range();
     let origin = bottom.get_base_pixel();
-    let to_px = |x: f32| x_px.start - origin.0 + ((x + 0.5) / m.max(1) as f32 * (x_px.end - x_px.start) as f32) as i32;
+    let to_px = |x: f32| {
+        x_px.start - origin.0
+            + ((x + 0.5) / m.max(1) as f32 * (x_px.end - x_px.start) as f32) as i32
+    };
     let names: Vec<&str> = writes.iter().map(|w| w.0).collect();
     let layers: Vec<Option<usize>> = writes.iter().map(|w| w.1).collect();
-    draw_point_labels(&bottom, to_px, y_px.end - origin.1 + 4, &names, &layers, font_px)?;
+    draw_point_labels(
+        &bottom,
+        to_px,
+        y_px.end - origin.1 + 4,
+        &names,
+        &layers,
+        font_px,
+    )?;
 
     let mut titles = vec![title, caption, bars_title];
     titles.extend(legend.iter().map(|e| e.label.clone()));
     Ok(ResidualDrawn {
-        tokens: shown.iter().zip(&colours).map(|(&i, &c)| ShownToken { index: i, text: texts[i].clone(), colour: hex(c) }).collect(),
-        points: points.iter().map(|p| PointDrawn { label: p.label.into(), words: p.words.clone(), layer: p.layer, kind: p.kind }).collect(),
+        tokens: shown
+            .iter()
+            .zip(&colours)
+            .map(|(&i, &c)| ShownToken {
+                index: i,
+                text: texts[i].clone(),
+                colour: hex(c),
+            })
+            .collect(),
+        points: points
+            .iter()
+            .map(|p| PointDrawn {
+                label: p.label.into(),
+                words: p.words.clone(),
+                layer: p.layer,
+                kind: p.kind,
+            })
+            .collect(),
         lengths,
         titles,
     })

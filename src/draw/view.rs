@@ -6,13 +6,16 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::Canvas;
 use super::colors::{Clipped, Scale};
 use super::heatmap::{draw_heatmap, AxisLabels, Geometry, Heatmap, HeatmapDrawn};
 use super::pixels::{embed_images, EmbeddedImage};
-use super::{attention, draw_err, head_grid, layer_norm, logit_lens, position, prediction, residual, rotary, token_ids};
-use crate::analysis::sampling::SamplingSettings;
+use super::Canvas;
+use super::{
+    attention, draw_err, head_grid, layer_norm, logit_lens, position, prediction, residual, rotary,
+    token_ids,
+};
 use crate::analysis::position::position_table;
+use crate::analysis::sampling::SamplingSettings;
 use crate::error::{Result, VizError};
 use crate::model::position::sinusoidal_table;
 use crate::trace::Trace;
@@ -22,8 +25,14 @@ use crate::Transformer;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum View {
-    Head { layer: usize, head: usize },
-    Grid { layer: usize, head: usize },
+    Head {
+        layer: usize,
+        head: usize,
+    },
+    Grid {
+        layer: usize,
+        head: usize,
+    },
     /// BertViz's head view. `focus`: only that query's lines; `focus_key`: only the lines into
     /// that key; `heads`: several heads of the layer at once, each in its colour (empty: `head`).
     Lines {
@@ -36,30 +45,46 @@ pub enum View {
         heads: Vec<usize>,
     },
     /// An encoder-decoder's cross-attention: target tokens down, source tokens across.
-    CrossAttention { layer: usize, head: usize },
+    CrossAttention {
+        layer: usize,
+        head: usize,
+    },
     PositionTable,
-    PositionWaves { dims: Vec<usize> },
+    PositionWaves {
+        dims: Vec<usize>,
+    },
     PositionSimilarity,
     SinusoidalSimilarity,
     /// The notes' sinusoidal table, at this model's width, as waves of the chosen features.
-    SinusoidalWaves { dims: Vec<usize> },
+    SinusoidalWaves {
+        dims: Vec<usize>,
+    },
     /// The notes' sinusoidal table, at this model's width, as a position x feature heatmap.
     SinusoidalTable,
     /// The norm at `index` in `Trace::norms`, in three stages per token: input, normalised,
     /// output after gamma and beta.
-    Norm { index: usize },
+    Norm {
+        index: usize,
+    },
     /// The learned gamma and beta of the norm at `index`.
-    NormParameters { index: usize },
+    NormParameters {
+        index: usize,
+    },
     /// Vector lengths along the residual stream for the chosen tokens (`None`: a few).
     Residual {
         #[serde(default)]
         tokens: Option<Vec<usize>>,
     },
     /// Step `index` of the trace; for per-head tensors, the slice of `head`.
-    Step { index: usize, head: usize },
+    Step {
+        index: usize,
+        head: usize,
+    },
     /// Every head of every layer coloured by one pattern score (`pattern`: previous,
     /// induction or first); a cell is a (layer, head).
-    HeadGrid { pattern: head_grid::HeadPattern },
+    HeadGrid {
+        pattern: head_grid::HeadPattern,
+    },
     /// The logit lens: the top token read from the stream at every depth, at `positions`
     /// (default: the last eight), and the final prediction's probability by depth.
     LogitLens {
@@ -69,8 +94,15 @@ pub enum View {
     /// Rotary positions: each feature pair's wavelength; one pair of a head's queries turning
     /// with position; a query-key score at positions (m, n), a function of m - n only.
     RotaryFrequencies,
-    RotaryPair { layer: usize, head: usize, pair: usize },
-    RotaryDistance { layer: usize, head: usize },
+    RotaryPair {
+        layer: usize,
+        head: usize,
+        pair: usize,
+    },
+    RotaryDistance {
+        layer: usize,
+        head: usize,
+    },
     /// The `top` most likely next tokens and what temperature, top-k and top-p do to them.
     Prediction {
         #[serde(default = "default_top")]
@@ -151,7 +183,12 @@ impl Drawn {
     }
 
     /// A heatmap of `values` (row-major) with the labels the page shows on hover.
-    pub(crate) fn heatmap(drawn: HeatmapDrawn, values: Vec<f32>, row_labels: Vec<String>, col_labels: Vec<String>) -> Self {
+    pub(crate) fn heatmap(
+        drawn: HeatmapDrawn,
+        values: Vec<f32>,
+        row_labels: Vec<String>,
+        col_labels: Vec<String>,
+    ) -> Self {
         Drawn {
             geometry: Some(drawn.geometry),
             values,
@@ -176,26 +213,54 @@ pub type StepMatrix = (Array2<f32>, Vec<String>, Vec<String>, Option<String>);
 
 /// The 2-D matrix a step shows: (T, x) as is, one head of (heads, T, x), a row for 1-D.
 /// Very wide matrices keep their first `max_cols` columns.
-pub fn step_matrix(trace: &Trace, index: usize, head: usize, max_cols: usize) -> Result<StepMatrix> {
-    let step = trace.steps.get(index).ok_or_else(|| VizError::NoSuchStep(format!("step {index}")))?;
+pub fn step_matrix(
+    trace: &Trace,
+    index: usize,
+    head: usize,
+    max_cols: usize,
+) -> Result<StepMatrix> {
+    let step = trace
+        .steps
+        .get(index)
+        .ok_or_else(|| VizError::NoSuchStep(format!("step {index}")))?;
     let tokens = trace.token_texts();
     let view = step.tensor.view();
     let (matrix, rows, cols): (Array2<f32>, Vec<String>, Vec<String>) = match view.ndim() {
         1 => {
-            let m = view.insert_axis(Axis(0)).into_dimensionality::<ndarray::Ix2>().map_err(|e| VizError::Draw(e.to_string()))?.to_owned();
-            let cols = if m.ncols() == tokens.len() { tokens.clone() } else { Vec::new() };
-            (m, vec![step.axes.first().cloned().unwrap_or_default()], cols)
+            let m = view
+                .insert_axis(Axis(0))
+                .into_dimensionality::<ndarray::Ix2>()
+                .map_err(|e| VizError::Draw(e.to_string()))?
+                .to_owned();
+            let cols = if m.ncols() == tokens.len() {
+                tokens.clone()
+            } else {
+                Vec::new()
+            };
+            (
+                m,
+                vec![step.axes.first().cloned().unwrap_or_default()],
+                cols,
+            )
         }
         2 => {
             let m = step.tensor.view2()?.to_owned();
-            let rows = if m.nrows() == tokens.len() { tokens.clone() } else { Vec::new() };
+            let rows = if m.nrows() == tokens.len() {
+                tokens.clone()
+            } else {
+                Vec::new()
+            };
             (m, rows, Vec::new())
         }
         3 => {
             let all = step.tensor.view3()?;
             let h = head.min(all.len_of(Axis(0)) - 1);
             let m = all.index_axis(Axis(0), h).to_owned();
-            let cols = if m.ncols() == tokens.len() { tokens.clone() } else { Vec::new() };
+            let cols = if m.ncols() == tokens.len() {
+                tokens.clone()
+            } else {
+                Vec::new()
+            };
             (m, tokens.clone(), cols)
         }
         n => return Err(VizError::Draw(format!("cannot show a {n}-D tensor"))),
@@ -229,92 +294,200 @@ fn flat(m: ArrayView2<f32>) -> Vec<f32> {
 /// `vector`: one rectangle per cell (SVG) rather than one blitted image (canvas, PNG).
 /// `vector`: SVG output (small heatmaps as rectangles, large ones as one embedded image that
 /// `view_svg` puts in); otherwise cells are blitted as one image (canvas, PNG).
-pub fn draw_view<DB: Canvas>(area: &DrawingArea<DB, Shift>, model: &Transformer, trace: &Trace, view: &View, vector: bool) -> Result<Drawn> {
+pub fn draw_view<DB: Canvas>(
+    area: &DrawingArea<DB, Shift>,
+    model: &Transformer,
+    trace: &Trace,
+    view: &View,
+    vector: bool,
+) -> Result<Drawn> {
     let mut drawn = draw_view_parts(area, model, trace, view, vector)?;
     (drawn.width, drawn.height) = area.dim_in_pixel();
     Ok(drawn)
 }
 
-fn draw_view_parts<DB: Canvas>(area: &DrawingArea<DB, Shift>, model: &Transformer, trace: &Trace, view: &View, vector: bool) -> Result<Drawn> {
+fn draw_view_parts<DB: Canvas>(
+    area: &DrawingArea<DB, Shift>,
+    model: &Transformer,
+    trace: &Trace,
+    view: &View,
+    vector: bool,
+) -> Result<Drawn> {
     let tokens = trace.token_texts();
     let no_table = || VizError::Draw("this model adds no position table to its embeddings".into());
     match view {
         View::Head { layer, head } => {
             let drawn = attention::draw_head(area, trace, *layer, *head, vector)?;
-            Ok(Drawn::heatmap(drawn, flat(trace.attention(*layer, *head)?), tokens.clone(), tokens))
+            Ok(Drawn::heatmap(
+                drawn,
+                flat(trace.attention(*layer, *head)?),
+                tokens.clone(),
+                tokens,
+            ))
         }
         View::CrossAttention { layer, head } => {
-            let drawn = super::cross_attention::draw_cross_attention(area, trace, *layer, *head, vector)?;
-            let source = trace.source.as_ref().ok_or(VizError::NoCrossAttention)?.token_texts();
-            Ok(Drawn::heatmap(drawn, flat(trace.cross_attention(*layer, *head)?), tokens, source))
+            let drawn =
+                super::cross_attention::draw_cross_attention(area, trace, *layer, *head, vector)?;
+            let source = trace
+                .source
+                .as_ref()
+                .ok_or(VizError::NoCrossAttention)?
+                .token_texts();
+            Ok(Drawn::heatmap(
+                drawn,
+                flat(trace.cross_attention(*layer, *head)?),
+                tokens,
+                source,
+            ))
         }
         View::Grid { layer, head } => {
             let (grid, image) = attention::draw_grid(area, trace, Some((*layer, *head)), vector)?;
-            Ok(Drawn { grid: Some(grid), images: image.into_iter().collect(), ..Drawn::plain() })
+            Ok(Drawn {
+                grid: Some(grid),
+                images: image.into_iter().collect(),
+                ..Drawn::plain()
+            })
         }
-        View::Lines { layer, head, focus, focus_key, heads } => {
-            let heads = if heads.is_empty() { vec![*head] } else { heads.clone() };
+        View::Lines {
+            layer,
+            head,
+            focus,
+            focus_key,
+            heads,
+        } => {
+            let heads = if heads.is_empty() {
+                vec![*head]
+            } else {
+                heads.clone()
+            };
             let focus = match (focus, focus_key) {
                 (Some(q), _) => attention::LineFocus::From(*q),
                 (None, Some(k)) => attention::LineFocus::To(*k),
                 (None, None) => attention::LineFocus::All,
             };
             let lines = attention::draw_lines(area, trace, *layer, &heads, focus)?;
-            Ok(Drawn { lines: Some(lines), ..Drawn::plain() })
+            Ok(Drawn {
+                lines: Some(lines),
+                ..Drawn::plain()
+            })
         }
         View::PositionTable => {
             let table = position_table(model, shown_positions(trace)).ok_or_else(no_table)?;
             let kind = position_kind(model);
-            let title = heatmap_title(area, &[&format!("The model's {kind} position table: position × feature"), &format!("The {kind} position table")]);
+            let title = heatmap_title(
+                area,
+                &[
+                    &format!("The model's {kind} position table: position × feature"),
+                    &format!("The {kind} position table"),
+                ],
+            );
             let drawn = position::draw_table(area, table.view(), &title, vector)?;
-            Ok(Drawn::heatmap(drawn, flat(table.view()), Vec::new(), Vec::new()))
+            Ok(Drawn::heatmap(
+                drawn,
+                flat(table.view()),
+                Vec::new(),
+                Vec::new(),
+            ))
         }
         View::PositionWaves { dims } => {
             let table = position_table(model, shown_positions(trace)).ok_or_else(no_table)?;
             let kind = position_kind(model);
-            let full = format!("The model's {kind} position table: chosen features across positions");
+            let full =
+                format!("The model's {kind} position table: chosen features across positions");
             let short = format!("The {kind} table: chosen features");
-            let waves = position::draw_waves(area, table.view(), dims, &[&full, &short], |i| format!("feature {i}"))?;
-            Ok(Drawn { plotted: Some(Plotted::Waves(waves)), ..Drawn::plain() })
+            let waves = position::draw_waves(area, table.view(), dims, &[&full, &short], |i| {
+                format!("feature {i}")
+            })?;
+            Ok(Drawn {
+                plotted: Some(Plotted::Waves(waves)),
+                ..Drawn::plain()
+            })
         }
         View::SinusoidalWaves { dims } => {
             let d = model.config.d_model;
             let table = sinusoidal_table(shown_positions(trace), d); // (P, d)
             let full = format!("Sinusoidal encoding (d = {d}): chosen features across positions");
             let short = format!("Sinusoidal table (d = {d}): chosen features");
-            let waves = position::draw_waves(area, table.view(), dims, &[&full, &short], |i| position::sinusoidal_label(i, d))?;
-            Ok(Drawn { plotted: Some(Plotted::Waves(waves)), ..Drawn::plain() })
+            let waves = position::draw_waves(area, table.view(), dims, &[&full, &short], |i| {
+                position::sinusoidal_label(i, d)
+            })?;
+            Ok(Drawn {
+                plotted: Some(Plotted::Waves(waves)),
+                ..Drawn::plain()
+            })
         }
         View::SinusoidalTable => {
             let d = model.config.d_model;
             let table = sinusoidal_table(shown_positions(trace), d); // (P, d)
-            let title = heatmap_title(area, &[&format!("Sinusoidal encoding (d = {d}): position × feature"), &format!("Sinusoidal table (d = {d})")]);
+            let title = heatmap_title(
+                area,
+                &[
+                    &format!("Sinusoidal encoding (d = {d}): position × feature"),
+                    &format!("Sinusoidal table (d = {d})"),
+                ],
+            );
             let drawn = position::draw_table(area, table.view(), &title, vector)?;
-            Ok(Drawn::heatmap(drawn, flat(table.view()), Vec::new(), Vec::new()))
+            Ok(Drawn::heatmap(
+                drawn,
+                flat(table.view()),
+                Vec::new(),
+                Vec::new(),
+            ))
         }
         View::PositionSimilarity | View::SinusoidalSimilarity => {
             let (table, titles) = if *view == View::PositionSimilarity {
                 let table = position_table(model, shown_positions(trace)).ok_or_else(no_table)?;
-                (table, ["Cosine similarity between the model's position vectors", "Learned: cosine similarity"])
+                (
+                    table,
+                    [
+                        "Cosine similarity between the model's position vectors",
+                        "Learned: cosine similarity",
+                    ],
+                )
             } else {
                 let table = sinusoidal_table(shown_positions(trace), model.config.d_model); // (P, d)
-                (table, ["The sinusoidal table's similarity, for comparison", "Sinusoidal: cosine similarity"])
+                (
+                    table,
+                    [
+                        "The sinusoidal table's similarity, for comparison",
+                        "Sinusoidal: cosine similarity",
+                    ],
+                )
             };
             let similarity = position::position_similarity(table.view()); // (P, P)
-            let drawn = position::draw_similarity(area, similarity.view(), &heatmap_title(area, &titles), vector)?;
-            Ok(Drawn::heatmap(drawn, flat(similarity.view()), Vec::new(), Vec::new()))
+            let drawn = position::draw_similarity(
+                area,
+                similarity.view(),
+                &heatmap_title(area, &titles),
+                vector,
+            )?;
+            Ok(Drawn::heatmap(
+                drawn,
+                flat(similarity.view()),
+                Vec::new(),
+                Vec::new(),
+            ))
         }
         View::Norm { index } => {
             let stages = layer_norm::draw_norm_stages(area, trace, *index)?;
-            Ok(Drawn { plotted: Some(Plotted::NormStages(stages)), ..Drawn::plain() })
+            Ok(Drawn {
+                plotted: Some(Plotted::NormStages(stages)),
+                ..Drawn::plain()
+            })
         }
         View::NormParameters { index } => {
             let parameters = layer_norm::draw_norm_parameters(area, trace, *index)?;
-            Ok(Drawn { plotted: Some(Plotted::NormParameters(parameters)), ..Drawn::plain() })
+            Ok(Drawn {
+                plotted: Some(Plotted::NormParameters(parameters)),
+                ..Drawn::plain()
+            })
         }
         View::Residual { tokens } => {
             let drawn = residual::draw_residual(area, trace, tokens.as_deref())?;
-            Ok(Drawn { plotted: Some(Plotted::Residual(drawn)), ..Drawn::plain() })
+            Ok(Drawn {
+                plotted: Some(Plotted::Residual(drawn)),
+                ..Drawn::plain()
+            })
         }
         View::HeadGrid { pattern } => {
             let (drawn, grid) = head_grid::draw_head_grid(area, trace, *pattern, vector)?;
@@ -323,33 +496,61 @@ fn draw_view_parts<DB: Canvas>(area: &DrawingArea<DB, Shift>, model: &Transforme
             Ok(Drawn::heatmap(drawn, flat(grid.view()), rows, cols))
         }
         View::LogitLens { positions } => {
-            let (drawn, lens) = logit_lens::draw_logit_lens(area, model, trace, positions.as_deref(), vector)?;
+            let (drawn, lens) =
+                logit_lens::draw_logit_lens(area, model, trace, positions.as_deref(), vector)?;
             let values = lens.lens.cells.iter().flatten().map(|c| c.prob).collect();
             let rows = lens.lens.depths.clone();
-            let cols = lens.lens.positions.iter().map(|&p| trace.tokens[p].text.clone()).collect();
+            let cols = lens
+                .lens
+                .positions
+                .iter()
+                .map(|&p| trace.tokens[p].text.clone())
+                .collect();
             let mut out = Drawn::heatmap(drawn, values, rows, cols);
             out.plotted = Some(Plotted::LogitLens(lens));
             Ok(out)
         }
-        View::RotaryFrequencies => Ok(Drawn { plotted: Some(Plotted::RotaryFrequencies(rotary::draw_frequencies(area, trace)?)), ..Drawn::plain() }),
-        View::RotaryPair { layer, head, pair } => Ok(Drawn { plotted: Some(Plotted::RotaryPair(rotary::draw_pair(area, trace, *layer, *head, *pair)?)), ..Drawn::plain() }),
+        View::RotaryFrequencies => Ok(Drawn {
+            plotted: Some(Plotted::RotaryFrequencies(rotary::draw_frequencies(
+                area, trace,
+            )?)),
+            ..Drawn::plain()
+        }),
+        View::RotaryPair { layer, head, pair } => Ok(Drawn {
+            plotted: Some(Plotted::RotaryPair(rotary::draw_pair(
+                area, trace, *layer, *head, *pair,
+            )?)),
+            ..Drawn::plain()
+        }),
         View::RotaryDistance { layer, head } => {
             let (drawn, distance) = rotary::draw_distance(area, trace, *layer, *head, vector)?;
-            let labels: Vec<String> = (0..distance.positions).map(|p| format!("position {p}")).collect();
+            let labels: Vec<String> = (0..distance.positions)
+                .map(|p| format!("position {p}"))
+                .collect();
             let mut out = Drawn::heatmap(drawn, distance.scores.clone(), labels.clone(), labels);
             out.plotted = Some(Plotted::RotaryDistance(distance));
             Ok(out)
         }
         View::Prediction { top, settings } => {
             let drawn = prediction::draw_prediction(area, model, trace, *top, settings)?;
-            Ok(Drawn { plotted: Some(Plotted::Prediction(drawn)), ..Drawn::plain() })
+            Ok(Drawn {
+                plotted: Some(Plotted::Prediction(drawn)),
+                ..Drawn::plain()
+            })
         }
         View::Step { index, head } => {
             area.fill(&WHITE).map_err(draw_err)?;
-            let step = trace.steps.get(*index).ok_or_else(|| VizError::NoSuchStep(format!("step {index}")))?;
+            let step = trace
+                .steps
+                .get(*index)
+                .ok_or_else(|| VizError::NoSuchStep(format!("step {index}")))?;
             if step.op == crate::Op::Tokenize {
                 // Token ids are names, not amounts: shown as text, never as colours.
-                token_ids::draw_token_ids(area, &trace.tokens, &format!("{}: each token with its id in the vocabulary", step.title))?;
+                token_ids::draw_token_ids(
+                    area,
+                    &trace.tokens,
+                    &format!("{}: each token with its id in the vocabulary", step.title),
+                )?;
                 return Ok(Drawn::plain());
             }
             let (m, rows, cols, cut) = step_matrix(trace, *index, *head, 512)?;
@@ -359,13 +560,30 @@ fn draw_view_parts<DB: Canvas>(area: &DrawingArea<DB, Shift>, model: &Transforme
                 _ => Scale::fit_robust(&values, 0.99),
             };
             let per_head = step.tensor.shape.len() == 3;
-            let title = if per_head { format!("{}, head {head}", step.title) } else { step.title.clone() };
+            let title = if per_head {
+                format!("{}, head {head}", step.title)
+            } else {
+                step.title.clone()
+            };
             let x_desc = step.axes.last().cloned().unwrap_or_default();
-            let y_desc = if step.tensor.shape.len() >= 2 { step.axes[step.axes.len() - 2].clone() } else { String::new() };
+            let y_desc = if step.tensor.shape.len() >= 2 {
+                step.axes[step.axes.len() - 2].clone()
+            } else {
+                String::new()
+            };
             let drawn = draw_heatmap(
                 area,
                 m.view(),
-                &Heatmap { title: &title, x_desc: &x_desc, y_desc: &y_desc, col_labels: &cols, row_labels: &rows, scale, legend: "value", vector },
+                &Heatmap {
+                    title: &title,
+                    x_desc: &x_desc,
+                    y_desc: &y_desc,
+                    col_labels: &cols,
+                    row_labels: &rows,
+                    scale,
+                    legend: "value",
+                    vector,
+                },
             )?;
             let mut drawn = Drawn::heatmap(drawn, values, rows, cols);
             drawn.note = match (cut, drawn.note) {
@@ -378,7 +596,12 @@ fn draw_view_parts<DB: Canvas>(area: &DrawingArea<DB, Shift>, model: &Transforme
 }
 
 /// Any view as an SVG document (the page's "export SVG").
-pub fn view_svg(model: &Transformer, trace: &Trace, view: &View, size: (u32, u32)) -> Result<String> {
+pub fn view_svg(
+    model: &Transformer,
+    trace: &Trace,
+    view: &View,
+    size: (u32, u32),
+) -> Result<String> {
     let mut out = String::new();
     let drawn;
     {

@@ -137,8 +137,8 @@ impl GgufValueType {
             U16 | I16 => 2,
             U32 | I32 | F32 => 4,
             U64 | I64 | F64 => 8,
-            String => 8,      // u64 length
-            Array => 4 + 8,   // item type + count
+            String => 8,    // u64 length
+            Array => 4 + 8, // item type + count
         }
     }
 }
@@ -307,9 +307,9 @@ impl GgmlType {
 /// ggml's name for any type code, for error messages ("Q4_K", "type 99").
 pub fn ggml_type_name(code: u32) -> String {
     const NAMES: [&str; 31] = [
-        "F32", "F16", "Q4_0", "Q4_1", "Q4_2", "Q4_3", "Q5_0", "Q5_1", "Q8_0", "Q8_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K",
-        "Q6_K", "Q8_K", "IQ2_XXS", "IQ2_XS", "IQ3_XXS", "IQ1_S", "IQ4_NL", "IQ3_S", "IQ2_S", "IQ4_XS", "I8", "I16",
-        "I32", "I64", "F64", "IQ1_M", "BF16",
+        "F32", "F16", "Q4_0", "Q4_1", "Q4_2", "Q4_3", "Q5_0", "Q5_1", "Q8_0", "Q8_1", "Q2_K",
+        "Q3_K", "Q4_K", "Q5_K", "Q6_K", "Q8_K", "IQ2_XXS", "IQ2_XS", "IQ3_XXS", "IQ1_S", "IQ4_NL",
+        "IQ3_S", "IQ2_S", "IQ4_XS", "I8", "I16", "I32", "I64", "F64", "IQ1_M", "BF16",
     ];
     match NAMES.get(code as usize) {
         Some(name) => format!("{name} (ggml type {code})"),
@@ -378,7 +378,8 @@ impl<'a> Reader<'a> {
         let at = self.pos;
         let len = self.count(1, &format!("the length of {what}"))?;
         let bytes = self.take(len, what)?;
-        String::from_utf8(bytes.to_vec()).map_err(|_| corrupt(format!("{what} at byte {at} is not UTF-8")))
+        String::from_utf8(bytes.to_vec())
+            .map_err(|_| corrupt(format!("{what} at byte {at} is not UTF-8")))
     }
 
     fn value(&mut self, ty: GgufValueType, depth: usize, what: &str) -> Result<GgufValue> {
@@ -398,17 +399,26 @@ impl<'a> Reader<'a> {
                 match self.fixed::<1>(what)?[0] {
                     0 => GgufValue::Bool(false),
                     1 => GgufValue::Bool(true),
-                    b => return Err(corrupt(format!("{what} at byte {at} is a bool stored as {b}, not 0 or 1"))),
+                    b => {
+                        return Err(corrupt(format!(
+                            "{what} at byte {at} is a bool stored as {b}, not 0 or 1"
+                        )))
+                    }
                 }
             }
             GgufValueType::String => GgufValue::String(self.string(what)?),
             GgufValueType::Array => {
                 let at = self.pos;
                 let code = self.u32(&format!("the item type of {what}"))?;
-                let item = GgufValueType::from_code(code)
-                    .ok_or_else(|| corrupt(format!("{what} at byte {at} is an array of unknown type {code}")))?;
+                let item = GgufValueType::from_code(code).ok_or_else(|| {
+                    corrupt(format!(
+                        "{what} at byte {at} is an array of unknown type {code}"
+                    ))
+                })?;
                 if item == GgufValueType::Array && depth + 1 >= MAX_ARRAY_DEPTH {
-                    return Err(corrupt(format!("{what} nests arrays deeper than {MAX_ARRAY_DEPTH} levels")));
+                    return Err(corrupt(format!(
+                        "{what} nests arrays deeper than {MAX_ARRAY_DEPTH} levels"
+                    )));
                 }
                 let n = self.count(item.min_bytes(), &format!("the length of {what}"))?;
                 let mut items = Vec::with_capacity(n);
@@ -483,8 +493,11 @@ impl<'a> Gguf<'a> {
             let key = r.string(&format!("metadata key {i}"))?;
             let at = r.pos;
             let code = r.u32(&format!("the type of metadata `{key}`"))?;
-            let ty = GgufValueType::from_code(code)
-                .ok_or_else(|| corrupt(format!("metadata `{key}` at byte {at} has unknown value type {code}")))?;
+            let ty = GgufValueType::from_code(code).ok_or_else(|| {
+                corrupt(format!(
+                    "metadata `{key}` at byte {at} has unknown value type {code}"
+                ))
+            })?;
             let value = r.value(ty, 0, &format!("metadata `{key}`"))?;
             if metadata.insert(key.clone(), value).is_some() {
                 return Err(corrupt(format!("metadata key `{key}` appears twice")));
@@ -495,7 +508,11 @@ impl<'a> Gguf<'a> {
             None => DEFAULT_ALIGNMENT,
             Some(v) => match v {
                 GgufValue::U32(a) if a.is_power_of_two() => u64::from(*a),
-                GgufValue::U32(a) => return Err(corrupt(format!("general.alignment is {a}, not a power of two"))),
+                GgufValue::U32(a) => {
+                    return Err(corrupt(format!(
+                        "general.alignment is {a}, not a power of two"
+                    )))
+                }
                 other => {
                     return Err(VizError::MetadataType {
                         key: "general.alignment".into(),
@@ -525,8 +542,11 @@ impl<'a> Gguf<'a> {
 
         // The data section starts at the next multiple of the alignment (counted from the
         // start of the file) after the tensor table.
-        let data_start = align_up(r.pos, alignment)
-            .ok_or_else(|| corrupt(format!("the data section start overflows (alignment {alignment})")))?;
+        let data_start = align_up(r.pos, alignment).ok_or_else(|| {
+            corrupt(format!(
+                "the data section start overflows (alignment {alignment})"
+            ))
+        })?;
         let data: &'a [u8] = match bytes.get(data_start..) {
             Some(data) => data,
             None if tensors.is_empty() => &[],
@@ -539,7 +559,15 @@ impl<'a> Gguf<'a> {
         };
         check_tensor_placement(&tensors, alignment, data.len())?;
 
-        Ok(Gguf { version, alignment, data_start, metadata, tensors, by_name, data })
+        Ok(Gguf {
+            version,
+            alignment,
+            data_start,
+            metadata,
+            tensors,
+            by_name,
+            data,
+        })
     }
 
     pub fn version(&self) -> u32 {
@@ -566,11 +594,17 @@ impl<'a> Gguf<'a> {
     }
 
     fn require(&self, key: &str) -> Result<&GgufValue> {
-        self.metadata.get(key).ok_or_else(|| VizError::MissingMetadata { key: key.into() })
+        self.metadata
+            .get(key)
+            .ok_or_else(|| VizError::MissingMetadata { key: key.into() })
     }
 
     fn wrong_type(key: &str, expected: &str, found: &GgufValue) -> VizError {
-        VizError::MetadataType { key: key.into(), expected: expected.into(), found: found.type_name() }
+        VizError::MetadataType {
+            key: key.into(),
+            expected: expected.into(),
+            found: found.type_name(),
+        }
     }
 
     /// An integer that fits u32 (`llama.block_count`, `tokenizer.ggml.bos_token_id`, ...).
@@ -583,7 +617,8 @@ impl<'a> Gguf<'a> {
 
     pub fn get_u64(&self, key: &str) -> Result<u64> {
         let v = self.require(key)?;
-        v.as_u64().ok_or_else(|| Self::wrong_type(key, "an integer of at least 0", v))
+        v.as_u64()
+            .ok_or_else(|| Self::wrong_type(key, "an integer of at least 0", v))
     }
 
     /// A count or size, as usize.
@@ -596,13 +631,16 @@ impl<'a> Gguf<'a> {
 
     pub fn get_i64(&self, key: &str) -> Result<i64> {
         let v = self.require(key)?;
-        v.as_i64().ok_or_else(|| Self::wrong_type(key, "an integer", v))
+        v.as_i64()
+            .ok_or_else(|| Self::wrong_type(key, "an integer", v))
     }
 
     /// A float stored as f32 or f64 (`llama.rope.freq_base`, the RMSNorm epsilon).
     pub fn get_f32(&self, key: &str) -> Result<f32> {
         let v = self.require(key)?;
-        v.as_f64().map(|x| x as f32).ok_or_else(|| Self::wrong_type(key, "a float", v))
+        v.as_f64()
+            .map(|x| x as f32)
+            .ok_or_else(|| Self::wrong_type(key, "a float", v))
     }
 
     pub fn get_bool(&self, key: &str) -> Result<bool> {
@@ -614,7 +652,8 @@ impl<'a> Gguf<'a> {
 
     pub fn get_str(&self, key: &str) -> Result<&str> {
         let v = self.require(key)?;
-        v.as_str().ok_or_else(|| Self::wrong_type(key, "a string", v))
+        v.as_str()
+            .ok_or_else(|| Self::wrong_type(key, "a string", v))
     }
 
     fn array(&self, key: &str, item: GgufValueType, expected: &str) -> Result<&[GgufValue]> {
@@ -633,13 +672,31 @@ impl<'a> Gguf<'a> {
     /// An array of i32 (`tokenizer.ggml.token_type`).
     pub fn get_i32_array(&self, key: &str) -> Result<Vec<i32>> {
         let items = self.array(key, GgufValueType::I32, "an array of i32")?;
-        Ok(items.iter().filter_map(|v| if let GgufValue::I32(x) = v { Some(*x) } else { None }).collect())
+        Ok(items
+            .iter()
+            .filter_map(|v| {
+                if let GgufValue::I32(x) = v {
+                    Some(*x)
+                } else {
+                    None
+                }
+            })
+            .collect())
     }
 
     /// An array of f32 (`tokenizer.ggml.scores`).
     pub fn get_f32_array(&self, key: &str) -> Result<Vec<f32>> {
         let items = self.array(key, GgufValueType::F32, "an array of f32")?;
-        Ok(items.iter().filter_map(|v| if let GgufValue::F32(x) = v { Some(*x) } else { None }).collect())
+        Ok(items
+            .iter()
+            .filter_map(|v| {
+                if let GgufValue::F32(x) = v {
+                    Some(*x)
+                } else {
+                    None
+                }
+            })
+            .collect())
     }
 
     /// The tensor table, in file order.
@@ -649,7 +706,10 @@ impl<'a> Gguf<'a> {
 
     /// One tensor, its bytes borrowed from the file.
     pub fn tensor(&self, name: &str) -> Result<GgufTensor<&'a [u8]>> {
-        let i = *self.by_name.get(name).ok_or_else(|| VizError::MissingTensor { name: name.into() })?;
+        let i = *self
+            .by_name
+            .get(name)
+            .ok_or_else(|| VizError::MissingTensor { name: name.into() })?;
         Ok(self.tensor_at(i))
     }
 
@@ -682,7 +742,9 @@ fn read_tensor_info(r: &mut Reader<'_>, i: usize) -> Result<GgufTensorInfo> {
     let at = r.pos;
     let n_dims = r.u32(&format!("the dimension count of tensor `{name}`"))?;
     if n_dims == 0 || n_dims as usize > MAX_DIMS {
-        return Err(corrupt(format!("tensor `{name}` at byte {at} has {n_dims} dimensions; ggml allows 1 to {MAX_DIMS}")));
+        return Err(corrupt(format!(
+            "tensor `{name}` at byte {at} has {n_dims} dimensions; ggml allows 1 to {MAX_DIMS}"
+        )));
     }
     let mut ne = Vec::with_capacity(n_dims as usize);
     for _ in 0..n_dims {
@@ -690,17 +752,25 @@ fn read_tensor_info(r: &mut Reader<'_>, i: usize) -> Result<GgufTensorInfo> {
     }
     let code = r.u32(&format!("the type of tensor `{name}`"))?;
     let offset = r.u64(&format!("the offset of tensor `{name}`"))?;
-    let kind = GgmlType::from_code(code)
-        .ok_or_else(|| VizError::UnsupportedDtype { name: name.clone(), dtype: ggml_type_name(code) })?;
+    let kind = GgmlType::from_code(code).ok_or_else(|| VizError::UnsupportedDtype {
+        name: name.clone(),
+        dtype: ggml_type_name(code),
+    })?;
 
     if ne.contains(&0) {
-        return Err(corrupt(format!("tensor `{name}` has a dimension of 0 ({ne:?})")));
+        return Err(corrupt(format!(
+            "tensor `{name}` has a dimension of 0 ({ne:?})"
+        )));
     }
     let n_values = ne
         .iter()
         .try_fold(1u64, |acc, &d| acc.checked_mul(d))
         .and_then(|n| usize::try_from(n).ok())
-        .ok_or_else(|| corrupt(format!("tensor `{name}` has dimensions {ne:?} whose product overflows")))?;
+        .ok_or_else(|| {
+            corrupt(format!(
+                "tensor `{name}` has dimensions {ne:?} whose product overflows"
+            ))
+        })?;
     // Quantized blocks run along ne[0]: a row must be a whole number of blocks.
     if ne[0] % kind.block_len() as u64 != 0 {
         return Err(corrupt(format!(
@@ -710,21 +780,41 @@ fn read_tensor_info(r: &mut Reader<'_>, i: usize) -> Result<GgufTensorInfo> {
             kind.name()
         )));
     }
-    let n_bytes = kind
-        .bytes_for(n_values)
-        .ok_or_else(|| corrupt(format!("tensor `{name}` ({n_values} {} values) has a size that overflows", kind.name())))?;
-    let offset = usize::try_from(offset)
-        .map_err(|_| corrupt(format!("tensor `{name}` has offset {offset}, past any file")))?;
+    let n_bytes = kind.bytes_for(n_values).ok_or_else(|| {
+        corrupt(format!(
+            "tensor `{name}` ({n_values} {} values) has a size that overflows",
+            kind.name()
+        ))
+    })?;
+    let offset = usize::try_from(offset).map_err(|_| {
+        corrupt(format!(
+            "tensor `{name}` has offset {offset}, past any file"
+        ))
+    })?;
     let shape = ne.iter().rev().map(|&d| d as usize).collect(); // each ≤ the product, which fits usize
-    Ok(GgufTensorInfo { name, ne, shape, kind, offset, n_bytes })
+    Ok(GgufTensorInfo {
+        name,
+        ne,
+        shape,
+        kind,
+        offset,
+        n_bytes,
+    })
 }
 
 /// Every tensor aligned, inside the data section, and not overlapping another.
-fn check_tensor_placement(tensors: &[GgufTensorInfo], alignment: u64, data_len: usize) -> Result<()> {
+fn check_tensor_placement(
+    tensors: &[GgufTensorInfo],
+    alignment: u64,
+    data_len: usize,
+) -> Result<()> {
     let mut spans = Vec::with_capacity(tensors.len());
     for t in tensors {
         if t.offset as u64 % alignment != 0 {
-            return Err(corrupt(format!("tensor `{}` starts at offset {}, not a multiple of the alignment {alignment}", t.name, t.offset)));
+            return Err(corrupt(format!(
+                "tensor `{}` starts at offset {}, not a multiple of the alignment {alignment}",
+                t.name, t.offset
+            )));
         }
         let end = t.offset.checked_add(t.n_bytes).filter(|&end| end <= data_len).ok_or_else(|| {
             corrupt(format!(
@@ -738,7 +828,9 @@ fn check_tensor_placement(tensors: &[GgufTensorInfo], alignment: u64, data_len: 
     for pair in spans.windows(2) {
         let ((_, end_a, a), (start_b, _, b)) = (pair[0], pair[1]);
         if end_a > start_b {
-            return Err(corrupt(format!("tensors `{a}` and `{b}` overlap in the data section")));
+            return Err(corrupt(format!(
+                "tensors `{a}` and `{b}` overlap in the data section"
+            )));
         }
     }
     Ok(())
@@ -762,7 +854,12 @@ pub struct GgufTensor<B> {
 
 impl<B: AsRef<[u8]>> GgufTensor<B> {
     /// Checks that `bytes` holds exactly `shape` values of `kind` in whole-block rows.
-    pub fn new(name: impl Into<String>, shape: Vec<usize>, kind: GgmlType, bytes: B) -> Result<Self> {
+    pub fn new(
+        name: impl Into<String>,
+        shape: Vec<usize>,
+        kind: GgmlType,
+        bytes: B,
+    ) -> Result<Self> {
         let name = name.into();
         let cols = shape.last().copied().unwrap_or(0);
         let n_values = shape.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d));
@@ -777,7 +874,12 @@ impl<B: AsRef<[u8]>> GgufTensor<B> {
                 kind.name()
             )));
         }
-        Ok(GgufTensor { name, shape, kind, bytes })
+        Ok(GgufTensor {
+            name,
+            shape,
+            kind,
+            bytes,
+        })
     }
 
     pub fn name(&self) -> &str {
@@ -805,7 +907,9 @@ impl<B: AsRef<[u8]>> GgufTensor<B> {
 
     /// Number of rows: every dimension but the last, multiplied (1 for a vector).
     pub fn rows(&self) -> usize {
-        self.shape[..self.shape.len().saturating_sub(1)].iter().product()
+        self.shape[..self.shape.len().saturating_sub(1)]
+            .iter()
+            .product()
     }
 
     /// Bytes per row.
@@ -816,7 +920,11 @@ impl<B: AsRef<[u8]>> GgufTensor<B> {
     /// The raw bytes of row `i`.
     pub fn row(&self, i: usize) -> Result<&[u8]> {
         if i >= self.rows() {
-            return Err(VizError::BadConfig(format!("row {i} of tensor `{}` is out of range ({} rows)", self.name, self.rows())));
+            return Err(VizError::BadConfig(format!(
+                "row {i} of tensor `{}` is out of range ({} rows)",
+                self.name,
+                self.rows()
+            )));
         }
         let n = self.row_bytes();
         Ok(&self.bytes()[i * n..(i + 1) * n])
@@ -825,7 +933,11 @@ impl<B: AsRef<[u8]>> GgufTensor<B> {
     /// Row `i` dequantized into `out` (`cols()` values).
     pub fn dequantize_row_into(&self, i: usize, out: &mut [f32]) -> Result<()> {
         if out.len() != self.cols() {
-            return Err(VizError::ShapeMismatch { name: self.name.clone(), expected: vec![self.cols()], found: vec![out.len()] });
+            return Err(VizError::ShapeMismatch {
+                name: self.name.clone(),
+                expected: vec![self.cols()],
+                found: vec![out.len()],
+            });
         }
         dequantize_row(self.kind, self.row(i)?, out)
     }
@@ -842,14 +954,23 @@ impl<B: AsRef<[u8]>> GgufTensor<B> {
     /// the row.
     pub fn dot_row(&self, i: usize, x: &[f32]) -> Result<f32> {
         if x.len() != self.cols() {
-            return Err(VizError::ShapeMismatch { name: self.name.clone(), expected: vec![self.cols()], found: vec![x.len()] });
+            return Err(VizError::ShapeMismatch {
+                name: self.name.clone(),
+                expected: vec![self.cols()],
+                found: vec![x.len()],
+            });
         }
         dot_row(self.kind, self.row(i)?, x)
     }
 
     /// The same tensor owning a copy of its bytes.
     pub fn to_owned(&self) -> GgufTensor<Vec<u8>> {
-        GgufTensor { name: self.name.clone(), shape: self.shape.clone(), kind: self.kind, bytes: self.bytes().to_vec() }
+        GgufTensor {
+            name: self.name.clone(),
+            shape: self.shape.clone(),
+            kind: self.kind,
+            bytes: self.bytes().to_vec(),
+        }
     }
 
     /// The same tensor holding its bytes as `SharedBytes` (no copy when they are already).
@@ -857,7 +978,12 @@ impl<B: AsRef<[u8]>> GgufTensor<B> {
     where
         B: Into<SharedBytes>,
     {
-        GgufTensor { name: self.name, shape: self.shape, kind: self.kind, bytes: self.bytes.into() }
+        GgufTensor {
+            name: self.name,
+            shape: self.shape,
+            kind: self.kind,
+            bytes: self.bytes.into(),
+        }
     }
 }
 
@@ -866,12 +992,26 @@ impl GgufTensor<&[u8]> {
     /// instead of copying them: a model keeps the file and its tensors point into it.
     pub fn within(&self, file: &Arc<Vec<u8>>) -> Result<GgufTensor<SharedBytes>> {
         let start = (self.bytes.as_ptr() as usize).wrapping_sub(file.as_ptr() as usize);
-        let end = start.checked_add(self.bytes.len()).filter(|&end| end <= file.len());
+        let end = start
+            .checked_add(self.bytes.len())
+            .filter(|&end| end <= file.len());
         let Some(end) = end else {
-            return Err(corrupt(format!("tensor {} is not inside the file it was read from", self.name)));
+            return Err(corrupt(format!(
+                "tensor {} is not inside the file it was read from",
+                self.name
+            )));
         };
-        let bytes = SharedBytes { file: file.clone(), start, end };
-        Ok(GgufTensor { name: self.name.clone(), shape: self.shape.clone(), kind: self.kind, bytes })
+        let bytes = SharedBytes {
+            file: file.clone(),
+            start,
+            end,
+        };
+        Ok(GgufTensor {
+            name: self.name.clone(),
+            shape: self.shape.clone(),
+            kind: self.kind,
+            bytes,
+        })
     }
 }
 
@@ -893,7 +1033,11 @@ impl AsRef<[u8]> for SharedBytes {
 impl From<Vec<u8>> for SharedBytes {
     fn from(bytes: Vec<u8>) -> Self {
         let end = bytes.len();
-        SharedBytes { file: Arc::new(bytes), start: 0, end }
+        SharedBytes {
+            file: Arc::new(bytes),
+            start: 0,
+            end,
+        }
     }
 }
 
@@ -922,7 +1066,11 @@ pub fn f16_bits_to_f32(h: u16) -> f32 {
 
 fn check_row(kind: GgmlType, bytes: &[u8], n_values: usize) -> Result<()> {
     if kind.bytes_for(n_values) != Some(bytes.len()) {
-        return Err(corrupt(format!("{} bytes do not hold {n_values} {} values in whole blocks", bytes.len(), kind.name())));
+        return Err(corrupt(format!(
+            "{} bytes do not hold {n_values} {} values in whole blocks",
+            bytes.len(),
+            kind.name()
+        )));
     }
     Ok(())
 }
@@ -945,7 +1093,10 @@ pub fn dequantize_row(kind: GgmlType, bytes: &[u8], out: &mut [f32]) -> Result<(
             }
         }
         GgmlType::Q8_0 => {
-            for (block, o) in bytes.chunks_exact(Q8_0_BLOCK_BYTES).zip(out.chunks_exact_mut(QK)) {
+            for (block, o) in bytes
+                .chunks_exact(Q8_0_BLOCK_BYTES)
+                .zip(out.chunks_exact_mut(QK))
+            {
                 let d = f16_at(block, 0);
                 for (o, &q) in o.iter_mut().zip(&block[2..]) {
                     *o = d * f32::from(q as i8);
@@ -953,7 +1104,10 @@ pub fn dequantize_row(kind: GgmlType, bytes: &[u8], out: &mut [f32]) -> Result<(
             }
         }
         GgmlType::Q4_1 => {
-            for (block, o) in bytes.chunks_exact(Q4_1_BLOCK_BYTES).zip(out.chunks_exact_mut(QK)) {
+            for (block, o) in bytes
+                .chunks_exact(Q4_1_BLOCK_BYTES)
+                .zip(out.chunks_exact_mut(QK))
+            {
                 let (d, m) = (f16_at(block, 0), f16_at(block, 2));
                 let (low, high) = o.split_at_mut(QK / 2);
                 for ((lo, hi), &b) in low.iter_mut().zip(high).zip(&block[4..]) {
@@ -1034,14 +1188,21 @@ fn dot_q4_1_body(row: &[u8], x: &[f32], sums: &[f32]) -> f32 {
     debug_assert_eq!(sums.len(), x.len() / QK);
     let mut acc = [0.0f32; 8]; // eight lanes of d · Σ q x, summed once at the end
     let mut offset = 0.0f32; // Σ_blocks m · Σ x
-    for ((block, xs), &sum) in row.chunks_exact(Q4_1_BLOCK_BYTES).zip(x.chunks_exact(QK)).zip(sums) {
+    for ((block, xs), &sum) in row
+        .chunks_exact(Q4_1_BLOCK_BYTES)
+        .zip(x.chunks_exact(QK))
+        .zip(sums)
+    {
         let (d, m) = (f16_at(block, 0), f16_at(block, 2));
-        let nibbles: &[u8; QK / 2] = block[4..].try_into().expect("a Q4_1 block holds 16 bytes of nibbles");
+        let nibbles: &[u8; QK / 2] = block[4..]
+            .try_into()
+            .expect("a Q4_1 block holds 16 bytes of nibbles");
         let xs: &[f32; QK] = xs.try_into().expect("chunks of 32");
         // Element j is the low nibble of byte j, element j + 16 its high nibble.
         let mut qx = [0.0f32; 8];
         for j in 0..QK / 2 {
-            qx[j % 8] += f32::from(nibbles[j] & 0x0F) * xs[j] + f32::from(nibbles[j] >> 4) * xs[j + QK / 2];
+            qx[j % 8] +=
+                f32::from(nibbles[j] & 0x0F) * xs[j] + f32::from(nibbles[j] >> 4) * xs[j + QK / 2];
         }
         for lane in 0..8 {
             acc[lane] += d * qx[lane];
@@ -1083,20 +1244,39 @@ mod simd128 {
 
     #[inline(always)]
     fn sum_lanes(v: v128) -> f32 {
-        f32x4_extract_lane::<0>(v) + f32x4_extract_lane::<1>(v) + f32x4_extract_lane::<2>(v) + f32x4_extract_lane::<3>(v)
+        f32x4_extract_lane::<0>(v)
+            + f32x4_extract_lane::<1>(v)
+            + f32x4_extract_lane::<2>(v)
+            + f32x4_extract_lane::<3>(v)
     }
 
     /// Sixteen quants, widened to two i16x8 (signed or not), times x[at..at + 16].
     #[inline(always)]
     fn dot16(q16_low: v128, q16_high: v128, xs: &[f32], at: usize, signed: bool) -> v128 {
         let (a, b, c, d) = if signed {
-            (i32x4_extend_low_i16x8(q16_low), i32x4_extend_high_i16x8(q16_low), i32x4_extend_low_i16x8(q16_high), i32x4_extend_high_i16x8(q16_high))
+            (
+                i32x4_extend_low_i16x8(q16_low),
+                i32x4_extend_high_i16x8(q16_low),
+                i32x4_extend_low_i16x8(q16_high),
+                i32x4_extend_high_i16x8(q16_high),
+            )
         } else {
-            (u32x4_extend_low_u16x8(q16_low), u32x4_extend_high_u16x8(q16_low), u32x4_extend_low_u16x8(q16_high), u32x4_extend_high_u16x8(q16_high))
+            (
+                u32x4_extend_low_u16x8(q16_low),
+                u32x4_extend_high_u16x8(q16_low),
+                u32x4_extend_low_u16x8(q16_high),
+                u32x4_extend_high_u16x8(q16_high),
+            )
         };
         let f = f32x4_convert_i32x4; // four i32 lanes as f32
-        let p = f32x4_add(f32x4_mul(f(a), load(xs, at)), f32x4_mul(f(b), load(xs, at + 4)));
-        let q = f32x4_add(f32x4_mul(f(c), load(xs, at + 8)), f32x4_mul(f(d), load(xs, at + 12)));
+        let p = f32x4_add(
+            f32x4_mul(f(a), load(xs, at)),
+            f32x4_mul(f(b), load(xs, at + 4)),
+        );
+        let q = f32x4_add(
+            f32x4_mul(f(c), load(xs, at + 8)),
+            f32x4_mul(f(d), load(xs, at + 12)),
+        );
         f32x4_add(p, q)
     }
 
@@ -1105,9 +1285,26 @@ mod simd128 {
         for (block, xs) in row.chunks_exact(Q8_0_BLOCK_BYTES).zip(x.chunks_exact(QK)) {
             let d = f16_at(block, 0);
             // SAFETY: a block holds 2 + 32 bytes: two 16-byte loads from byte 2.
-            let (q0, q1) = unsafe { (v128_load(block.as_ptr().add(2) as *const v128), v128_load(block.as_ptr().add(18) as *const v128)) };
-            let first = dot16(i16x8_extend_low_i8x16(q0), i16x8_extend_high_i8x16(q0), xs, 0, true);
-            let second = dot16(i16x8_extend_low_i8x16(q1), i16x8_extend_high_i8x16(q1), xs, 16, true);
+            let (q0, q1) = unsafe {
+                (
+                    v128_load(block.as_ptr().add(2) as *const v128),
+                    v128_load(block.as_ptr().add(18) as *const v128),
+                )
+            };
+            let first = dot16(
+                i16x8_extend_low_i8x16(q0),
+                i16x8_extend_high_i8x16(q0),
+                xs,
+                0,
+                true,
+            );
+            let second = dot16(
+                i16x8_extend_low_i8x16(q1),
+                i16x8_extend_high_i8x16(q1),
+                xs,
+                16,
+                true,
+            );
             acc = f32x4_add(acc, f32x4_mul(f32x4_splat(d), f32x4_add(first, second)));
         }
         sum_lanes(acc)
@@ -1117,14 +1314,30 @@ mod simd128 {
         let mut acc = f32x4_splat(0.0);
         let mut offset = 0.0f32;
         let mask = u8x16_splat(0x0F);
-        for ((block, xs), &sum) in row.chunks_exact(Q4_1_BLOCK_BYTES).zip(x.chunks_exact(QK)).zip(sums) {
+        for ((block, xs), &sum) in row
+            .chunks_exact(Q4_1_BLOCK_BYTES)
+            .zip(x.chunks_exact(QK))
+            .zip(sums)
+        {
             let (d, m) = (f16_at(block, 0), f16_at(block, 2));
             // SAFETY: a block holds 4 + 16 bytes: one 16-byte load from byte 4.
             let v = unsafe { v128_load(block.as_ptr().add(4) as *const v128) };
             // Element j is the low nibble of byte j, element j + 16 its high nibble.
             let (low, high) = (v128_and(v, mask), u8x16_shr(v, 4));
-            let first = dot16(u16x8_extend_low_u8x16(low), u16x8_extend_high_u8x16(low), xs, 0, false);
-            let second = dot16(u16x8_extend_low_u8x16(high), u16x8_extend_high_u8x16(high), xs, 16, false);
+            let first = dot16(
+                u16x8_extend_low_u8x16(low),
+                u16x8_extend_high_u8x16(low),
+                xs,
+                0,
+                false,
+            );
+            let second = dot16(
+                u16x8_extend_low_u8x16(high),
+                u16x8_extend_high_u8x16(high),
+                xs,
+                16,
+                false,
+            );
             acc = f32x4_add(acc, f32x4_mul(f32x4_splat(d), f32x4_add(first, second)));
             offset += m * sum;
         }
@@ -1138,8 +1351,16 @@ pub fn dot_row(kind: GgmlType, row: &[u8], x: &[f32]) -> Result<f32> {
     Ok(match kind {
         GgmlType::Q8_0 => dot_q8_0(row, x),
         GgmlType::Q4_1 => dot_q4_1(row, x),
-        GgmlType::F32 => row.chunks_exact(4).zip(x).map(|(b, x)| f32::from_le_bytes([b[0], b[1], b[2], b[3]]) * x).sum(),
-        GgmlType::F16 => row.chunks_exact(2).zip(x).map(|(b, x)| f16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f32() * x).sum(),
+        GgmlType::F32 => row
+            .chunks_exact(4)
+            .zip(x)
+            .map(|(b, x)| f32::from_le_bytes([b[0], b[1], b[2], b[3]]) * x)
+            .sum(),
+        GgmlType::F16 => row
+            .chunks_exact(2)
+            .zip(x)
+            .map(|(b, x)| f16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f32() * x)
+            .sum(),
     })
 }
 
@@ -1173,7 +1394,12 @@ pub struct GgufWriter {
 
 impl Default for GgufWriter {
     fn default() -> Self {
-        GgufWriter { version: GGUF_VERSION, alignment: DEFAULT_ALIGNMENT, metadata: Vec::new(), tensors: Vec::new() }
+        GgufWriter {
+            version: GGUF_VERSION,
+            alignment: DEFAULT_ALIGNMENT,
+            metadata: Vec::new(),
+            tensors: Vec::new(),
+        }
     }
 }
 
@@ -1196,7 +1422,13 @@ impl GgufWriter {
     /// A tensor with row-major `shape` (written as `ne`, reversed) and type `kind`.
     pub fn tensor(self, name: &str, shape: &[usize], kind: GgmlType, data: Vec<u8>) -> Self {
         let ne = shape.iter().rev().map(|&d| d as u64).collect();
-        self.raw_tensor(GgufWriterTensor { name: name.into(), ne, type_code: kind.code(), data, offset: None })
+        self.raw_tensor(GgufWriterTensor {
+            name: name.into(),
+            ne,
+            type_code: kind.code(),
+            data,
+            offset: None,
+        })
     }
 
     pub fn raw_tensor(mut self, tensor: GgufWriterTensor) -> Self {
@@ -1234,7 +1466,12 @@ impl GgufWriter {
         out.resize(data_start, 0);
         for (t, &offset) in self.tensors.iter().zip(&offsets) {
             // Forced offsets far past the end are left unwritten (the reader must refuse them).
-            let Some(at) = usize::try_from(offset).ok().and_then(|o| o.checked_add(data_start)) else { continue };
+            let Some(at) = usize::try_from(offset)
+                .ok()
+                .and_then(|o| o.checked_add(data_start))
+            else {
+                continue;
+            };
             if at > data_start + (1 << 24) {
                 continue;
             }

@@ -28,25 +28,39 @@ pub struct TensorMap {
 impl TensorMap {
     fn take(&mut self, name: &str) -> Result<RawTensor> {
         if let Some(dtype) = self.skipped.get(name) {
-            return Err(VizError::UnsupportedDtype { name: name.into(), dtype: dtype.clone() });
+            return Err(VizError::UnsupportedDtype {
+                name: name.into(),
+                dtype: dtype.clone(),
+            });
         }
-        self.tensors.remove(name).ok_or_else(|| VizError::MissingTensor { name: name.into() })
+        self.tensors
+            .remove(name)
+            .ok_or_else(|| VizError::MissingTensor { name: name.into() })
     }
 
     /// Removes a matrix and checks its shape against what the config implies.
     pub fn matrix(&mut self, name: &str, rows: usize, cols: usize) -> Result<Array2<f32>> {
         let t = self.take(name)?;
         if t.shape != [rows, cols] {
-            return Err(VizError::ShapeMismatch { name: name.into(), expected: vec![rows, cols], found: t.shape });
+            return Err(VizError::ShapeMismatch {
+                name: name.into(),
+                expected: vec![rows, cols],
+                found: t.shape,
+            });
         }
-        Array2::from_shape_vec((rows, cols), t.data).map_err(|e| VizError::CorruptWeights(e.to_string()))
+        Array2::from_shape_vec((rows, cols), t.data)
+            .map_err(|e| VizError::CorruptWeights(e.to_string()))
     }
 
     /// Removes a vector and checks its length.
     pub fn vector(&mut self, name: &str, len: usize) -> Result<Array1<f32>> {
         let t = self.take(name)?;
         if t.shape != [len] {
-            return Err(VizError::ShapeMismatch { name: name.into(), expected: vec![len], found: t.shape });
+            return Err(VizError::ShapeMismatch {
+                name: name.into(),
+                expected: vec![len],
+                found: t.shape,
+            });
         }
         Ok(Array1::from_vec(t.data))
     }

@@ -3,13 +3,17 @@
 
 use super::context::GpuContext;
 use super::error::GpuError;
-use super::kernel::{require_f32, grid, size, Param};
+use super::kernel::{grid, require_f32, size, Param};
 use super::tensor::GpuTensor;
 use crate::model::config::Activation;
 
 /// The pointwise `kind` of every value of `x` (any shape): same shape. SwiGLU's gate is
 /// SiLU of the gate projection times the up projection; this kernel gives the SiLU.
-pub fn activation(ctx: &GpuContext, kind: Activation, x: &GpuTensor) -> Result<GpuTensor, GpuError> {
+pub fn activation(
+    ctx: &GpuContext,
+    kind: Activation,
+    x: &GpuTensor,
+) -> Result<GpuTensor, GpuError> {
     const WHAT: &str = "activation";
     require_f32(&[x], WHAT)?;
     let y = GpuTensor::output(ctx, x.shape(), "activation output")?;

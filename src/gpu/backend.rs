@@ -108,22 +108,49 @@ impl GpuBackend {
 
     /// The tensor of `shape` that `op` computes from `inputs`' buffers, or a dead one when
     /// the GPU has failed (before, or in `op`).
-    fn run(&self, shape: Vec<usize>, inputs: &[&GpuValue], op: impl FnOnce(&[&GpuTensor]) -> Result<GpuTensor, GpuError>) -> GpuValue {
-        let dead = |shape| GpuValue { shape, buffer: None, stats: None };
+    fn run(
+        &self,
+        shape: Vec<usize>,
+        inputs: &[&GpuValue],
+        op: impl FnOnce(&[&GpuTensor]) -> Result<GpuTensor, GpuError>,
+    ) -> GpuValue {
+        let dead = |shape| GpuValue {
+            shape,
+            buffer: None,
+            stats: None,
+        };
         if self.failure.borrow().is_some() {
             return dead(shape);
         }
-        let Some(buffers) = inputs.iter().map(|v| v.buffer.as_deref()).collect::<Option<Vec<&GpuTensor>>>() else {
+        let Some(buffers) = inputs
+            .iter()
+            .map(|v| v.buffer.as_deref())
+            .collect::<Option<Vec<&GpuTensor>>>()
+        else {
             self.fail(GpuError::Readback("a tensor of this pass was lost".into()));
             return dead(shape);
         };
         if self.scope.borrow().is_none() {
-            *self.scope.borrow_mut() = Some(self.ctx.device.push_error_scope(wgpu::ErrorFilter::Validation));
+            *self.scope.borrow_mut() = Some(
+                self.ctx
+                    .device
+                    .push_error_scope(wgpu::ErrorFilter::Validation),
+            );
         }
         match op(&buffers) {
-            Ok(t) if t.shape() == shape.as_slice() => GpuValue { shape, buffer: Some(Rc::new(t)), stats: None },
+            Ok(t) if t.shape() == shape.as_slice() => GpuValue {
+                shape,
+                buffer: Some(Rc::new(t)),
+                stats: None,
+            },
             Ok(t) => {
-                self.fail(GpuError::Shape { what: "pass", detail: format!("a kernel wrote {:?} where the pass expects {shape:?}", t.shape()) });
+                self.fail(GpuError::Shape {
+                    what: "pass",
+                    detail: format!(
+                        "a kernel wrote {:?} where the pass expects {shape:?}",
+                        t.shape()
+                    ),
+                });
                 dead(shape)
             }
             Err(e) => {
@@ -139,11 +166,18 @@ impl GpuBackend {
         if let Some(buffer) = &v.buffer {
             self.pending.borrow_mut().push((buffer.clone(), fill));
         }
-        Tensor { shape: v.shape.clone(), data }
+        Tensor {
+            shape: v.shape.clone(),
+            data,
+        }
     }
 
     /// The GPU copy of the weight known by `key`, made by `make_upload` on first use.
-    fn cached(&self, key: usize, make_upload: impl FnOnce() -> Result<GpuTensor, GpuError>) -> Result<Rc<GpuTensor>, GpuError> {
+    fn cached(
+        &self,
+        key: usize,
+        make_upload: impl FnOnce() -> Result<GpuTensor, GpuError>,
+    ) -> Result<Rc<GpuTensor>, GpuError> {
         if let Some(t) = self.uploaded.borrow().get(&key) {
             return Ok(t.clone());
         }
@@ -153,7 +187,12 @@ impl GpuBackend {
     }
 
     /// The GPU copy of an f32 weight, uploading it on first use.
-    fn weight<D: Dimension>(&self, key: usize, values: impl FnOnce() -> Array<f32, D>, what: &str) -> Result<Rc<GpuTensor>, GpuError> {
+    fn weight<D: Dimension>(
+        &self,
+        key: usize,
+        values: impl FnOnce() -> Array<f32, D>,
+        what: &str,
+    ) -> Result<Rc<GpuTensor>, GpuError> {
         self.cached(key, || upload(&self.ctx, &values(), what))
     }
 
@@ -164,7 +203,15 @@ impl GpuBackend {
         let key = m as *const Matrix as usize;
         match m {
             Matrix::Dense(values) => self.weight(key, || values.clone(), "weight"),
-            Matrix::Quantized(q) => self.cached(key, || GpuTensor::upload_blocks(&self.ctx, q.kind(), q.bytes(), [q.rows(), q.cols()], q.name())),
+            Matrix::Quantized(q) => self.cached(key, || {
+                GpuTensor::upload_blocks(
+                    &self.ctx,
+                    q.kind(),
+                    q.bytes(),
+                    [q.rows(), q.cols()],
+                    q.name(),
+                )
+            }),
         }
     }
 
@@ -206,7 +253,11 @@ impl GpuBackend {
     }
 }
 
-fn upload<D: Dimension>(ctx: &GpuContext, a: &Array<f32, D>, what: &str) -> Result<GpuTensor, GpuError> {
+fn upload<D: Dimension>(
+    ctx: &GpuContext,
+    a: &Array<f32, D>,
+    what: &str,
+) -> Result<GpuTensor, GpuError> {
     let standard = a.as_standard_layout();
     let values = standard.as_slice().expect("standard layout is contiguous");
     GpuTensor::upload(ctx, values, a.shape(), what)
@@ -224,14 +275,20 @@ impl Backend for GpuBackend {
     }
 
     fn rows(&self, x: Array2<f32>) -> GpuValue {
-        self.run(x.shape().to_vec(), &[], |_| upload(&self.ctx, &x, "activations")) // (T, d)
+        self.run(x.shape().to_vec(), &[], |_| {
+            upload(&self.ctx, &x, "activations")
+        }) // (T, d)
     }
 
     fn linear(&self, x: &GpuValue, layer: &Linear) -> GpuValue {
         let shape = vec![x.shape[0], layer.out_features()];
         self.run(shape, &[x], |t| {
             let w = self.matrix(&layer.weight)?;
-            let b = layer.bias.as_ref().map(|b| self.vector(b, "bias")).transpose()?;
+            let b = layer
+                .bias
+                .as_ref()
+                .map(|b| self.vector(b, "bias"))
+                .transpose()?;
             super::dense(&self.ctx, t[0], &w, b.as_deref()) // (T, out)
         })
     }
@@ -245,14 +302,20 @@ impl Backend for GpuBackend {
 
     fn last_row(&self, x: &GpuValue) -> GpuValue {
         let rows = x.shape[0];
-        self.run(vec![rows.min(1), x.shape[1]], &[x], |t| t[0].slice_rows(&self.ctx, rows.saturating_sub(1), rows)) // (1, d)
+        self.run(vec![rows.min(1), x.shape[1]], &[x], |t| {
+            t[0].slice_rows(&self.ctx, rows.saturating_sub(1), rows)
+        }) // (1, d)
     }
 
     fn norm(&self, kind: NormKind, w: &NormWeights, x: &GpuValue, eps: f32) -> GpuValue {
         let stats = RefCell::new(None);
         let mut y = self.run(x.shape.clone(), &[x], |t| {
             let gamma = self.vector(&w.gamma, "gamma")?;
-            let beta = w.beta.as_ref().map(|b| self.vector(b, "beta")).transpose()?;
+            let beta = w
+                .beta
+                .as_ref()
+                .map(|b| self.vector(b, "beta"))
+                .transpose()?;
             let out = super::layer_norm(&self.ctx, kind, t[0], &gamma, beta.as_deref(), eps)?;
             *stats.borrow_mut() = Some(Rc::new(out.stats)); // (T, 4)
             Ok(out.y) // (T, d)
@@ -264,63 +327,118 @@ impl Backend for GpuBackend {
     fn row_stats(&self, x: &GpuValue, y: &GpuValue) -> GpuValue {
         // The norm kernel wrote them beside `y` (a dead `y` has none: the GPU failed).
         if y.stats.is_none() && y.buffer.is_some() {
-            self.fail(GpuError::Shape { what: "row statistics", detail: "asked of a tensor no norm wrote".into() });
+            self.fail(GpuError::Shape {
+                what: "row statistics",
+                detail: "asked of a tensor no norm wrote".into(),
+            });
         }
-        GpuValue { shape: vec![x.shape[0], 4], buffer: y.stats.clone(), stats: None }
+        GpuValue {
+            shape: vec![x.shape[0], 4],
+            buffer: y.stats.clone(),
+            stats: None,
+        }
     }
 
     fn add(&self, x: GpuValue, y: &GpuValue) -> GpuValue {
-        self.run(x.shape.clone(), &[&x, y], |t| super::residual_add(&self.ctx, t[0], t[1])) // (T, d)
+        self.run(x.shape.clone(), &[&x, y], |t| {
+            super::residual_add(&self.ctx, t[0], t[1])
+        }) // (T, d)
     }
 
     fn split_heads(&self, x: GpuValue, heads: usize, head_dim: usize) -> GpuValue {
         let t = x.shape[0];
-        self.run(vec![heads, t, head_dim], &[&x], |b| super::swap_heads(&self.ctx, b[0], [t, heads, head_dim], &[heads, t, head_dim])) // (heads, T, hd)
+        self.run(vec![heads, t, head_dim], &[&x], |b| {
+            super::swap_heads(&self.ctx, b[0], [t, heads, head_dim], &[heads, t, head_dim])
+        }) // (heads, T, hd)
     }
 
     fn merge_heads(&self, x: GpuValue) -> GpuValue {
         let [heads, t, hd] = [x.shape[0], x.shape[1], x.shape[2]];
-        self.run(vec![t, heads * hd], &[&x], |b| super::swap_heads(&self.ctx, b[0], [heads, t, hd], &[t, heads * hd])) // (T, heads * hd)
+        self.run(vec![t, heads * hd], &[&x], |b| {
+            super::swap_heads(&self.ctx, b[0], [heads, t, hd], &[t, heads * hd])
+        }) // (T, heads * hd)
     }
 
-    fn scores(&self, q: &GpuValue, k: &GpuValue, group: usize, scale: f32, causal: Option<usize>) -> GpuValue {
+    fn scores(
+        &self,
+        q: &GpuValue,
+        k: &GpuValue,
+        group: usize,
+        scale: f32,
+        causal: Option<usize>,
+    ) -> GpuValue {
         self.run(vec![q.shape[0], q.shape[1], k.shape[1]], &[q, k], |t| {
             check_groups(q, k, group)?;
-            super::attention_scores(&self.ctx, t[0], t[1], scale, causal.is_some(), causal.unwrap_or(0)) // (heads, Tq, Tk)
+            super::attention_scores(
+                &self.ctx,
+                t[0],
+                t[1],
+                scale,
+                causal.is_some(),
+                causal.unwrap_or(0),
+            ) // (heads, Tq, Tk)
         })
     }
 
     fn mask(&self, scores: GpuValue, first: usize) -> GpuValue {
-        self.run(scores.shape.clone(), &[&scores], |t| super::causal_mask(&self.ctx, t[0], first)) // (heads, Tq, Tk)
+        self.run(scores.shape.clone(), &[&scores], |t| {
+            super::causal_mask(&self.ctx, t[0], first)
+        }) // (heads, Tq, Tk)
     }
 
     /// Scores, mask, softmax and weighted values as three kernels in a row.
-    fn attend(&self, q: &GpuValue, k: &GpuValue, v: &GpuValue, group: usize, scale: f32, causal: Option<usize>) -> (GpuValue, GpuValue) {
+    fn attend(
+        &self,
+        q: &GpuValue,
+        k: &GpuValue,
+        v: &GpuValue,
+        group: usize,
+        scale: f32,
+        causal: Option<usize>,
+    ) -> (GpuValue, GpuValue) {
         let scores = self.scores(q, k, group, scale, causal); // (heads, Tq, Tk), masked
-        let weights = self.run(scores.shape.clone(), &[&scores], |t| super::softmax_rows(&self.ctx, t[0])); // (heads, Tq, Tk)
-        let out = self.run(q.shape.clone(), &[&weights, v], |t| super::weighted_values(&self.ctx, t[0], t[1])); // (heads, Tq, hd)
+        let weights = self.run(scores.shape.clone(), &[&scores], |t| {
+            super::softmax_rows(&self.ctx, t[0])
+        }); // (heads, Tq, Tk)
+        let out = self.run(q.shape.clone(), &[&weights, v], |t| {
+            super::weighted_values(&self.ctx, t[0], t[1])
+        }); // (heads, Tq, hd)
         (weights, out)
     }
 
     fn pointwise(&self, hidden: &GpuValue, activation: Activation) -> GpuValue {
-        self.run(hidden.shape.clone(), &[hidden], |t| super::activation(&self.ctx, activation, t[0])) // (T, d_ff)
+        self.run(hidden.shape.clone(), &[hidden], |t| {
+            super::activation(&self.ctx, activation, t[0])
+        }) // (T, d_ff)
     }
 
     fn gate(&self, up: &GpuValue, gate: &GpuValue) -> GpuValue {
-        self.run(up.shape.clone(), &[up, gate], |t| super::swiglu_gate(&self.ctx, t[0], t[1])) // (T, d_ff)
+        self.run(up.shape.clone(), &[up, gate], |t| {
+            super::swiglu_gate(&self.ctx, t[0], t[1])
+        }) // (T, d_ff)
     }
 
     fn rotary(&self, x: GpuValue, base: f32, adjacent_pairs: bool, first: usize) -> GpuValue {
-        self.run(x.shape.clone(), &[&x], |t| super::rotary(&self.ctx, t[0], base, adjacent_pairs, first)) // (heads, T, hd)
+        self.run(x.shape.clone(), &[&x], |t| {
+            super::rotary(&self.ctx, t[0], base, adjacent_pairs, first)
+        }) // (heads, T, hd)
     }
 
     fn append_tokens(&self, cached: &GpuValue, new: &GpuValue) -> GpuValue {
-        let shape = vec![cached.shape[0], cached.shape[1] + new.shape[1], cached.shape[2]];
-        self.run(shape, &[cached, new], |t| GpuTensor::join_middle(&self.ctx, t[0], t[1])) // (kv, P + n, hd)
+        let shape = vec![
+            cached.shape[0],
+            cached.shape[1] + new.shape[1],
+            cached.shape[2],
+        ];
+        self.run(shape, &[cached, new], |t| {
+            GpuTensor::join_middle(&self.ctx, t[0], t[1])
+        }) // (kv, P + n, hd)
     }
 
     fn first_tokens(&self, x: &GpuValue, n: usize) -> GpuValue {
-        self.run(vec![x.shape[0], n, x.shape[2]], &[x], |t| t[0].first_middle(&self.ctx, n)) // (kv, n, hd)
+        self.run(vec![x.shape[0], n, x.shape[2]], &[x], |t| {
+            t[0].first_middle(&self.ctx, n)
+        }) // (kv, n, hd)
     }
 
     fn trace_rows(&self, x: &GpuValue) -> Tensor {
@@ -343,7 +461,9 @@ impl Backend for GpuBackend {
     /// but those marked to be read later (`rest`, `read_rest`); the values of a failed pass
     /// stay zeros.
     async fn finish(&self) -> bool {
-        let (later, pending): (Vec<_>, Vec<_>) = std::mem::take(&mut *self.pending.borrow_mut()).into_iter().partition(|(_, fill)| fill.is_later());
+        let (later, pending): (Vec<_>, Vec<_>) = std::mem::take(&mut *self.pending.borrow_mut())
+            .into_iter()
+            .partition(|(_, fill)| fill.is_later());
         // The last pass's values left on the device give way to this one's, unless they make
         // one trace with it.
         if self.keep_rest.take() {
@@ -373,7 +493,10 @@ impl Backend for GpuBackend {
         }
         if let Some(scope) = scope {
             if let Some(e) = scope.await {
-                self.fail(GpuError::Kernel { kernel: "a pass", detail: e.to_string() });
+                self.fail(GpuError::Kernel {
+                    kernel: "a pass",
+                    detail: e.to_string(),
+                });
             }
         }
         let ok = self.failure.borrow().is_none();
@@ -391,7 +514,13 @@ impl Backend for GpuBackend {
 /// Query heads must read key heads in whole groups.
 fn check_groups(q: &GpuValue, k: &GpuValue, group: usize) -> Result<(), GpuError> {
     if q.shape[0] != k.shape[0] * group {
-        return Err(GpuError::Shape { what: "attention", detail: format!("{} query heads, {} key heads, groups of {group}", q.shape[0], k.shape[0]) });
+        return Err(GpuError::Shape {
+            what: "attention",
+            detail: format!(
+                "{} query heads, {} key heads, groups of {group}",
+                q.shape[0], k.shape[0]
+            ),
+        });
     }
     Ok(())
 }

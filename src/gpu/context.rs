@@ -32,7 +32,9 @@ impl GpuContext {
         // A browser without WebGPU (no `navigator.gpu`, or no adapter behind it).
         #[cfg(target_arch = "wasm32")]
         if !wgpu::util::is_browser_webgpu_supported().await {
-            return Err(GpuError::NoAdapter("this browser offers no WebGPU adapter".into()));
+            return Err(GpuError::NoAdapter(
+                "this browser offers no WebGPU adapter".into(),
+            ));
         }
         let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle());
         let adapter = instance
@@ -56,16 +58,33 @@ impl GpuContext {
             })
             .await
             .map_err(|e| GpuError::DeviceRequest(e.to_string()))?;
-        let max_binding = offered.max_storage_buffer_binding_size.min(offered.max_buffer_size);
+        let max_binding = offered
+            .max_storage_buffer_binding_size
+            .min(offered.max_buffer_size);
         let broken = Arc::new(Mutex::new(None::<String>));
         let record = |sink: &Arc<Mutex<Option<String>>>, message: String| {
-            sink.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(message);
+            sink.lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get_or_insert(message);
         };
         let sink = broken.clone();
         device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| record(&sink, e.to_string())));
         let sink = broken.clone();
-        device.set_device_lost_callback(move |reason, message| record(&sink, format!("the device was lost ({reason:?}): {message}")));
-        Ok(GpuContext { device, queue, info: adapter.get_info(), max_binding, kernels: Mutex::new(HashMap::new()), recording: Mutex::new(None), broken })
+        device.set_device_lost_callback(move |reason, message| {
+            record(
+                &sink,
+                format!("the device was lost ({reason:?}): {message}"),
+            )
+        });
+        Ok(GpuContext {
+            device,
+            queue,
+            info: adapter.get_info(),
+            max_binding,
+            kernels: Mutex::new(HashMap::new()),
+            recording: Mutex::new(None),
+            broken,
+        })
     }
 
     /// The adapter's name and API, as the status line shows them ("llvmpipe (LLVM 19.1.7,
@@ -75,7 +94,11 @@ impl GpuContext {
             wgpu::DeviceType::Cpu => ", a software adapter",
             _ => "",
         };
-        let name = if self.info.name.is_empty() { "an unnamed adapter" } else { self.info.name.as_str() };
+        let name = if self.info.name.is_empty() {
+            "an unnamed adapter"
+        } else {
+            self.info.name.as_str()
+        };
         format!("{name} on {:?}{kind}", self.info.backend)
     }
 
@@ -87,26 +110,48 @@ impl GpuContext {
 
     /// Fails once the device is lost or an uncaught error has happened.
     pub(crate) fn check(&self) -> Result<(), GpuError> {
-        match self.broken.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+        match self
+            .broken
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+        {
             Some(message) => Err(GpuError::DeviceLost(message.clone())),
             None => Ok(()),
         }
     }
 
     /// The kernel compiled from `source`, compiling it the first time it is asked for.
-    pub(crate) fn kernel(&self, name: &'static str, source: &'static str) -> Result<Arc<Kernel>, GpuError> {
-        if let Some(k) = self.kernels.lock().expect("no kernel compile panics").get(name) {
+    pub(crate) fn kernel(
+        &self,
+        name: &'static str,
+        source: &'static str,
+    ) -> Result<Arc<Kernel>, GpuError> {
+        if let Some(k) = self
+            .kernels
+            .lock()
+            .expect("no kernel compile panics")
+            .get(name)
+        {
             return Ok(k.clone());
         }
         let k = Arc::new(Kernel::compile(self, name, source)?);
-        self.kernels.lock().expect("no kernel compile panics").insert(name, k.clone());
+        self.kernels
+            .lock()
+            .expect("no kernel compile panics")
+            .insert(name, k.clone());
         Ok(k)
     }
 
     /// Records commands (a kernel's run, a copy) for the next submission.
     pub(crate) fn record(&self, commands: impl FnOnce(&mut wgpu::CommandEncoder)) {
         let mut recording = self.recording.lock().unwrap_or_else(|p| p.into_inner());
-        let encoder = recording.get_or_insert_with(|| self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("pass") }));
+        let encoder = recording.get_or_insert_with(|| {
+            self.device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                    label: Some("pass"),
+                })
+        });
         commands(encoder);
     }
 
@@ -134,7 +179,10 @@ impl GpuContext {
     pub async fn read_all(&self, tensors: &[&GpuTensor]) -> Result<Vec<Vec<f32>>, GpuError> {
         self.check()?;
         if let Some(t) = tensors.iter().find(|t| t.dtype() != GpuDtype::F32) {
-            return Err(GpuError::Readback(format!("only f32 tensors are read back, not {:?} weights", t.dtype())));
+            return Err(GpuError::Readback(format!(
+                "only f32 tensors are read back, not {:?} weights",
+                t.dtype()
+            )));
         }
         let staging: Vec<wgpu::Buffer> = tensors
             .iter()
@@ -145,7 +193,9 @@ impl GpuContext {
                     usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
                     mapped_at_creation: false,
                 });
-                self.record(|encoder| encoder.copy_buffer_to_buffer(&t.buffer, 0, &buffer, 0, t.bytes()));
+                self.record(|encoder| {
+                    encoder.copy_buffer_to_buffer(&t.buffer, 0, &buffer, 0, t.bytes())
+                });
                 buffer
             })
             .collect();
@@ -155,23 +205,35 @@ impl GpuContext {
             .iter()
             .map(|buffer| {
                 let (sender, receiver) = futures_channel::oneshot::channel();
-                buffer.slice(..).map_async(wgpu::MapMode::Read, move |result| {
-                    let _ = sender.send(result);
-                });
+                buffer
+                    .slice(..)
+                    .map_async(wgpu::MapMode::Read, move |result| {
+                        let _ = sender.send(result);
+                    });
                 receiver
             })
             .collect();
         #[cfg(not(target_arch = "wasm32"))]
-        self.device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| GpuError::Readback(e.to_string()))?;
+        self.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| GpuError::Readback(e.to_string()))?;
         let mut all = Vec::with_capacity(tensors.len());
         for ((receiver, buffer), t) in receivers.into_iter().zip(&staging).zip(tensors) {
             receiver
                 .await
-                .map_err(|_| GpuError::Readback("the device was lost before the copy finished".into()))?
+                .map_err(|_| {
+                    GpuError::Readback("the device was lost before the copy finished".into())
+                })?
                 .map_err(|e| GpuError::Readback(e.to_string()))?;
             let values = {
-                let view = buffer.slice(..).get_mapped_range().map_err(|e| GpuError::Readback(e.to_string()))?;
-                let mut values: Vec<f32> = view.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+                let view = buffer
+                    .slice(..)
+                    .get_mapped_range()
+                    .map_err(|e| GpuError::Readback(e.to_string()))?;
+                let mut values: Vec<f32> = view
+                    .chunks_exact(4)
+                    .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                    .collect();
                 values.truncate(t.len());
                 values
             };

@@ -10,14 +10,23 @@ pub enum GpuError {
     #[error("the GPU refused a device: {0}")]
     DeviceRequest(String),
 
-    #[error("a GPU buffer of {bytes} bytes for {what} exceeds the device's limit of {limit} bytes")]
-    TooLarge { what: String, bytes: u64, limit: u64 },
+    #[error(
+        "a GPU buffer of {bytes} bytes for {what} exceeds the device's limit of {limit} bytes"
+    )]
+    TooLarge {
+        what: String,
+        bytes: u64,
+        limit: u64,
+    },
 
     #[error("{what}: shapes do not fit: {detail}")]
     Shape { what: &'static str, detail: String },
 
     #[error("the GPU kernel `{kernel}` failed: {detail}")]
-    Kernel { kernel: &'static str, detail: String },
+    Kernel {
+        kernel: &'static str,
+        detail: String,
+    },
 
     #[error("the GPU device is gone: {0}")]
     DeviceLost(String),

@@ -24,20 +24,28 @@ pub(crate) enum Param {
 impl Kernel {
     /// Compiles `source`. A compilation error is caught by the error scope the caller has
     /// pushed (`GpuBackend` pushes one for each pass), or else marks the context broken.
-    pub(crate) fn compile(ctx: &GpuContext, name: &'static str, source: &'static str) -> Result<Self, GpuError> {
+    pub(crate) fn compile(
+        ctx: &GpuContext,
+        name: &'static str,
+        source: &'static str,
+    ) -> Result<Self, GpuError> {
         ctx.check()?;
-        let module = ctx.device.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some(name),
-            source: wgpu::ShaderSource::Wgsl(source.into()),
-        });
-        let pipeline = ctx.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some(name),
-            layout: None,
-            module: &module,
-            entry_point: Some("main"),
-            compilation_options: Default::default(),
-            cache: None,
-        });
+        let module = ctx
+            .device
+            .create_shader_module(wgpu::ShaderModuleDescriptor {
+                label: Some(name),
+                source: wgpu::ShaderSource::Wgsl(source.into()),
+            });
+        let pipeline = ctx
+            .device
+            .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(name),
+                layout: None,
+                module: &module,
+                entry_point: Some("main"),
+                compilation_options: Default::default(),
+                cache: None,
+            });
         Ok(Kernel { name, pipeline })
     }
 
@@ -46,7 +54,13 @@ impl Kernel {
     /// it: an error is caught by the caller's error scope (one for each pass: waiting for a
     /// scope after every dispatch would be a round trip to the device each) or else marks the
     /// context broken.
-    pub(crate) fn dispatch(&self, ctx: &GpuContext, params: &[Param], tensors: &[&GpuTensor], workgroups: [u32; 3]) -> Result<(), GpuError> {
+    pub(crate) fn dispatch(
+        &self,
+        ctx: &GpuContext,
+        params: &[Param],
+        tensors: &[&GpuTensor],
+        workgroups: [u32; 3],
+    ) -> Result<(), GpuError> {
         if workgroups.iter().any(|&n| n > MAX_WORKGROUPS_PER_DIMENSION) {
             return Err(GpuError::Shape { what: self.name, detail: format!("{workgroups:?} workgroups exceed {MAX_WORKGROUPS_PER_DIMENSION} along one dimension") });
         }
@@ -69,9 +83,15 @@ impl Kernel {
             mapped_at_creation: false,
         });
         ctx.queue.write_buffer(&uniform, 0, &bytes);
-        let mut entries = vec![wgpu::BindGroupEntry { binding: 0, resource: uniform.as_entire_binding() }];
+        let mut entries = vec![wgpu::BindGroupEntry {
+            binding: 0,
+            resource: uniform.as_entire_binding(),
+        }];
         for (i, t) in tensors.iter().enumerate() {
-            entries.push(wgpu::BindGroupEntry { binding: i as u32 + 1, resource: t.buffer.as_entire_binding() });
+            entries.push(wgpu::BindGroupEntry {
+                binding: i as u32 + 1,
+                resource: t.buffer.as_entire_binding(),
+            });
         }
         let bind_group = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some(self.name),
@@ -79,7 +99,10 @@ impl Kernel {
             entries: &entries,
         });
         ctx.record(|encoder| {
-            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(self.name), timestamp_writes: None });
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some(self.name),
+                timestamp_writes: None,
+            });
             pass.set_pipeline(&self.pipeline);
             pass.set_bind_group(0, &bind_group, &[]);
             pass.dispatch_workgroups(workgroups[0], workgroups[1], workgroups[2]);
@@ -94,20 +117,32 @@ pub(crate) fn grid(n: usize, what: &'static str) -> Result<[u32; 3], GpuError> {
     let x = n.clamp(1, MAX_WORKGROUPS_PER_DIMENSION as usize);
     let y = n.div_ceil(x).max(1);
     if y > MAX_WORKGROUPS_PER_DIMENSION as usize {
-        return Err(GpuError::Shape { what, detail: format!("{n} workgroups is more than one dispatch holds") });
+        return Err(GpuError::Shape {
+            what,
+            detail: format!("{n} workgroups is more than one dispatch holds"),
+        });
     }
     Ok([x as u32, y as u32, 1])
 }
 
 /// A size as the u32 a kernel reads, or a shape error past 2^32 - 1.
 pub(crate) fn size(n: usize, what: &'static str) -> Result<u32, GpuError> {
-    u32::try_from(n).map_err(|_| GpuError::Shape { what, detail: format!("{n} does not fit a 32-bit index") })
+    u32::try_from(n).map_err(|_| GpuError::Shape {
+        what,
+        detail: format!("{n} does not fit a 32-bit index"),
+    })
 }
 
 /// Every kernel but the dense layer's weights reads and writes f32.
 pub(crate) fn require_f32(tensors: &[&GpuTensor], what: &'static str) -> Result<(), GpuError> {
-    match tensors.iter().find(|t| t.dtype() != super::tensor::GpuDtype::F32) {
-        Some(t) => Err(GpuError::Shape { what, detail: format!("a {:?} tensor where f32 is read", t.dtype()) }),
+    match tensors
+        .iter()
+        .find(|t| t.dtype() != super::tensor::GpuDtype::F32)
+    {
+        Some(t) => Err(GpuError::Shape {
+            what,
+            detail: format!("a {:?} tensor where f32 is read", t.dtype()),
+        }),
         None => Ok(()),
     }
 }

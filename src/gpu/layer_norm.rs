@@ -4,7 +4,7 @@
 
 use super::context::GpuContext;
 use super::error::GpuError;
-use super::kernel::{require_f32, grid, size, Param};
+use super::kernel::{grid, require_f32, size, Param};
 use super::tensor::GpuTensor;
 use crate::model::config::NormKind;
 
@@ -18,13 +18,26 @@ pub struct NormOutput {
 
 /// The `kind` norm of each row of `x` (T, d) with `gamma` (d) and, for LayerNorm, the optional
 /// `beta` (d).
-pub fn layer_norm(ctx: &GpuContext, kind: NormKind, x: &GpuTensor, gamma: &GpuTensor, beta: Option<&GpuTensor>, eps: f32) -> Result<NormOutput, GpuError> {
+pub fn layer_norm(
+    ctx: &GpuContext,
+    kind: NormKind,
+    x: &GpuTensor,
+    gamma: &GpuTensor,
+    beta: Option<&GpuTensor>,
+    eps: f32,
+) -> Result<NormOutput, GpuError> {
     const WHAT: &str = "layer_norm";
     let &[t, d] = x.shape() else {
-        return Err(GpuError::Shape { what: WHAT, detail: format!("x {:?} must be a matrix", x.shape()) });
+        return Err(GpuError::Shape {
+            what: WHAT,
+            detail: format!("x {:?} must be a matrix", x.shape()),
+        });
     };
     if gamma.shape() != [d] || beta.is_some_and(|b| b.shape() != [d]) {
-        return Err(GpuError::Shape { what: WHAT, detail: format!("x {:?}, gamma {:?}", x.shape(), gamma.shape()) });
+        return Err(GpuError::Shape {
+            what: WHAT,
+            detail: format!("x {:?}, gamma {:?}", x.shape(), gamma.shape()),
+        });
     }
     require_f32(&[x, gamma], WHAT)?;
     if let Some(b) = beta {
@@ -48,6 +61,11 @@ pub fn layer_norm(ctx: &GpuContext, kind: NormKind, x: &GpuTensor, gamma: &GpuTe
         Param::U(beta.is_some() as u32),
         Param::F(eps),
     ];
-    kernel.dispatch(ctx, &params, &[x, gamma, beta_or_unread, &y, &stats], grid(t, WHAT)?)?;
+    kernel.dispatch(
+        ctx,
+        &params,
+        &[x, gamma, beta_or_unread, &y, &stats],
+        grid(t, WHAT)?,
+    )?;
     Ok(NormOutput { y, stats })
 }

@@ -11,7 +11,14 @@ pub fn residual_add(ctx: &GpuContext, x: &GpuTensor, r: &GpuTensor) -> Result<Gp
     const WHAT: &str = "residual add";
     require_f32(&[x, r], WHAT)?;
     if x.shape() != r.shape() {
-        return Err(GpuError::Shape { what: WHAT, detail: format!("x {:?} and r {:?} must have one shape", x.shape(), r.shape()) });
+        return Err(GpuError::Shape {
+            what: WHAT,
+            detail: format!(
+                "x {:?} and r {:?} must have one shape",
+                x.shape(),
+                r.shape()
+            ),
+        });
     }
     let y = GpuTensor::output(ctx, x.shape(), "residual sum")?;
     if x.is_empty() {
@@ -19,6 +26,11 @@ pub fn residual_add(ctx: &GpuContext, x: &GpuTensor, r: &GpuTensor) -> Result<Gp
     }
     let kernel = ctx.kernel(WHAT, include_str!("residual_add.wgsl"))?;
     let params = [Param::U(size(x.len(), WHAT)?)];
-    kernel.dispatch(ctx, &params, &[x, r, &y], grid(x.len().div_ceil(256), WHAT)?)?;
+    kernel.dispatch(
+        ctx,
+        &params,
+        &[x, r, &y],
+        grid(x.len().div_ceil(256), WHAT)?,
+    )?;
     Ok(y)
 }

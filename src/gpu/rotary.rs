@@ -9,13 +9,25 @@ use crate::model::position::rotary_frequencies;
 
 /// `x` (heads, T, hd) with row t at position `first + t`, each pair turned by its angle
 /// (frequencies `base`^(-2i/hd)); `adjacent_pairs` as the CPU twin.
-pub fn rotary(ctx: &GpuContext, x: &GpuTensor, base: f32, adjacent_pairs: bool, first: usize) -> Result<GpuTensor, GpuError> {
+pub fn rotary(
+    ctx: &GpuContext,
+    x: &GpuTensor,
+    base: f32,
+    adjacent_pairs: bool,
+    first: usize,
+) -> Result<GpuTensor, GpuError> {
     const WHAT: &str = "rotary";
     let &[heads, rows, head_dim] = x.shape() else {
-        return Err(GpuError::Shape { what: WHAT, detail: format!("x {:?} must be (heads, T, head_dim)", x.shape()) });
+        return Err(GpuError::Shape {
+            what: WHAT,
+            detail: format!("x {:?} must be (heads, T, head_dim)", x.shape()),
+        });
     };
     if head_dim % 2 != 0 {
-        return Err(GpuError::Shape { what: WHAT, detail: format!("head_dim {head_dim} must be even") });
+        return Err(GpuError::Shape {
+            what: WHAT,
+            detail: format!("head_dim {head_dim} must be even"),
+        });
     }
     require_f32(&[x], WHAT)?;
     let half = head_dim / 2;
@@ -32,8 +44,17 @@ pub fn rotary(ctx: &GpuContext, x: &GpuTensor, base: f32, adjacent_pairs: bool, 
     let angles = GpuTensor::upload(ctx, &angles, &[rows, half, 2], "rotary angles")?;
     let y = GpuTensor::output(ctx, x.shape(), "rotated")?;
     let kernel = ctx.kernel(WHAT, include_str!("rotary.wgsl"))?;
-    let params = [Param::U(size(heads, WHAT)?), Param::U(size(rows, WHAT)?), Param::U(size(head_dim, WHAT)?), Param::U(adjacent_pairs as u32)];
-    let groups = [size(half.div_ceil(16).max(1), WHAT)?, size(rows.div_ceil(16).max(1), WHAT)?, size(heads.max(1), WHAT)?];
+    let params = [
+        Param::U(size(heads, WHAT)?),
+        Param::U(size(rows, WHAT)?),
+        Param::U(size(head_dim, WHAT)?),
+        Param::U(adjacent_pairs as u32),
+    ];
+    let groups = [
+        size(half.div_ceil(16).max(1), WHAT)?,
+        size(rows.div_ceil(16).max(1), WHAT)?,
+        size(heads.max(1), WHAT)?,
+    ];
     kernel.dispatch(ctx, &params, &[x, &angles, &y], groups)?;
     Ok(y)
 }

@@ -3,14 +3,17 @@
 
 use super::context::GpuContext;
 use super::error::GpuError;
-use super::kernel::{require_f32, grid, size, Param};
+use super::kernel::{grid, require_f32, size, Param};
 use super::tensor::GpuTensor;
 
 /// The softmax along the last axis of `x` (any shape, e.g. (heads, Tq, Tk)): same shape.
 pub fn softmax_rows(ctx: &GpuContext, x: &GpuTensor) -> Result<GpuTensor, GpuError> {
     const WHAT: &str = "softmax";
     let Some((&width, outer)) = x.shape().split_last() else {
-        return Err(GpuError::Shape { what: WHAT, detail: "a scalar has no rows".into() });
+        return Err(GpuError::Shape {
+            what: WHAT,
+            detail: "a scalar has no rows".into(),
+        });
     };
     require_f32(&[x], WHAT)?;
     let rows: usize = outer.iter().product();

@@ -51,23 +51,41 @@ impl GpuTensor {
 
     /// Checks a buffer of `words` 32-bit words against the device's binding limit before
     /// anything is allocated, and returns its size in bytes.
-    pub(crate) fn checked_bytes(ctx: &GpuContext, words: usize, what: &str) -> Result<u64, GpuError> {
+    pub(crate) fn checked_bytes(
+        ctx: &GpuContext,
+        words: usize,
+        what: &str,
+    ) -> Result<u64, GpuError> {
         let bytes = (words.max(1) as u64).saturating_mul(4);
         if bytes > ctx.max_binding {
-            return Err(GpuError::TooLarge { what: what.to_string(), bytes, limit: ctx.max_binding });
+            return Err(GpuError::TooLarge {
+                what: what.to_string(),
+                bytes,
+                limit: ctx.max_binding,
+            });
         }
         Ok(bytes)
     }
 
     /// Copies `values` (row-major, `shape`) to a new buffer.
-    pub fn upload(ctx: &GpuContext, values: &[f32], shape: &[usize], what: &str) -> Result<Self, GpuError> {
+    pub fn upload(
+        ctx: &GpuContext,
+        values: &[f32],
+        shape: &[usize],
+        what: &str,
+    ) -> Result<Self, GpuError> {
         Self::check_count(values.len(), shape, what)?;
         let data: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
         Self::from_bytes(ctx, &data, shape, GpuDtype::F32, what)
     }
 
     /// Copies f16 `values` (row-major, `shape`) to a new buffer, two a word.
-    pub fn upload_f16(ctx: &GpuContext, values: &[half::f16], shape: &[usize], what: &str) -> Result<Self, GpuError> {
+    pub fn upload_f16(
+        ctx: &GpuContext,
+        values: &[half::f16],
+        shape: &[usize],
+        what: &str,
+    ) -> Result<Self, GpuError> {
         Self::check_count(values.len(), shape, what)?;
         let mut data: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
         data.resize(data.len().div_ceil(4) * 4, 0);
@@ -76,11 +94,25 @@ impl GpuTensor {
 
     /// Copies a matrix of `shape` (rows, cols) stored as GGUF `kind` blocks (`bytes`, row after
     /// row, as in the file) to a new buffer, unchanged. Each row must be whole blocks.
-    pub fn upload_blocks(ctx: &GpuContext, kind: GgmlType, bytes: &[u8], shape: [usize; 2], what: &str) -> Result<Self, GpuError> {
+    pub fn upload_blocks(
+        ctx: &GpuContext,
+        kind: GgmlType,
+        bytes: &[u8],
+        shape: [usize; 2],
+        what: &str,
+    ) -> Result<Self, GpuError> {
         let dtype = match kind {
             GgmlType::Q8_0 => GpuDtype::Q8_0,
             GgmlType::Q4_1 => GpuDtype::Q4_1,
-            other => return Err(GpuError::Shape { what: "upload", detail: format!("{what}: {} is not a block format the GPU reads", other.name()) }),
+            other => {
+                return Err(GpuError::Shape {
+                    what: "upload",
+                    detail: format!(
+                        "{what}: {} is not a block format the GPU reads",
+                        other.name()
+                    ),
+                })
+            }
         };
         let [rows, cols] = shape;
         let expected = rows.checked_mul(cols).and_then(|n| kind.bytes_for(n));
@@ -98,39 +130,73 @@ impl GpuTensor {
     fn check_count(values: usize, shape: &[usize], what: &str) -> Result<(), GpuError> {
         let count = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
         if count != Some(values) {
-            return Err(GpuError::Shape { what: "upload", detail: format!("{what}: {values} values for shape {shape:?}") });
+            return Err(GpuError::Shape {
+                what: "upload",
+                detail: format!("{what}: {values} values for shape {shape:?}"),
+            });
         }
         Ok(())
     }
 
-    fn from_bytes(ctx: &GpuContext, data: &[u8], shape: &[usize], dtype: GpuDtype, what: &str) -> Result<Self, GpuError> {
+    fn from_bytes(
+        ctx: &GpuContext,
+        data: &[u8],
+        shape: &[usize],
+        dtype: GpuDtype,
+        what: &str,
+    ) -> Result<Self, GpuError> {
         let bytes = Self::checked_bytes(ctx, data.len().div_ceil(4), what)?;
         ctx.check()?;
         let buffer = ctx.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some(what),
             size: bytes,
-            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+            usage: wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_SRC
+                | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
         if !data.is_empty() {
             ctx.queue.write_buffer(&buffer, 0, data);
         }
         ctx.check()?;
-        Ok(GpuTensor { buffer, shape: shape.to_vec(), dtype })
+        Ok(GpuTensor {
+            buffer,
+            shape: shape.to_vec(),
+            dtype,
+        })
     }
 
     /// Rows `lo..hi` of a (rows, width) tensor, copied on the device: (hi - lo, width).
-    pub(crate) fn slice_rows(&self, ctx: &GpuContext, lo: usize, hi: usize) -> Result<Self, GpuError> {
+    pub(crate) fn slice_rows(
+        &self,
+        ctx: &GpuContext,
+        lo: usize,
+        hi: usize,
+    ) -> Result<Self, GpuError> {
         let &[rows, width] = self.shape() else {
-            return Err(GpuError::Shape { what: "rows", detail: format!("{:?} is not (rows, width)", self.shape()) });
+            return Err(GpuError::Shape {
+                what: "rows",
+                detail: format!("{:?} is not (rows, width)", self.shape()),
+            });
         };
         if lo > hi || hi > rows || self.dtype != GpuDtype::F32 {
-            return Err(GpuError::Shape { what: "rows", detail: format!("rows {lo}..{hi} of {:?}", self.shape()) });
+            return Err(GpuError::Shape {
+                what: "rows",
+                detail: format!("rows {lo}..{hi} of {:?}", self.shape()),
+            });
         }
         let out = Self::output(ctx, &[hi - lo, width], "rows")?;
         let bytes = ((hi - lo) * width * 4) as u64;
         if bytes > 0 {
-            ctx.record(|encoder| encoder.copy_buffer_to_buffer(&self.buffer, (lo * width * 4) as u64, &out.buffer, 0, bytes));
+            ctx.record(|encoder| {
+                encoder.copy_buffer_to_buffer(
+                    &self.buffer,
+                    (lo * width * 4) as u64,
+                    &out.buffer,
+                    0,
+                    bytes,
+                )
+            });
         }
         ctx.check()?;
         Ok(out)
@@ -138,22 +204,49 @@ impl GpuTensor {
 
     /// `first` (heads, P, w) then `then` (heads, n, w) along the middle axis, copied on the
     /// device: (heads, P + n, w), as a KV cache grows.
-    pub(crate) fn join_middle(ctx: &GpuContext, first: &Self, then: &Self) -> Result<Self, GpuError> {
+    pub(crate) fn join_middle(
+        ctx: &GpuContext,
+        first: &Self,
+        then: &Self,
+    ) -> Result<Self, GpuError> {
         let (&[heads, p, w], &[heads2, n, w2]) = (first.shape(), then.shape()) else {
-            return Err(GpuError::Shape { what: "join", detail: format!("{:?} and {:?} must be (heads, T, width)", first.shape(), then.shape()) });
+            return Err(GpuError::Shape {
+                what: "join",
+                detail: format!(
+                    "{:?} and {:?} must be (heads, T, width)",
+                    first.shape(),
+                    then.shape()
+                ),
+            });
         };
-        if heads != heads2 || w != w2 || first.dtype != GpuDtype::F32 || then.dtype != GpuDtype::F32 {
-            return Err(GpuError::Shape { what: "join", detail: format!("{:?} then {:?}", first.shape(), then.shape()) });
+        if heads != heads2 || w != w2 || first.dtype != GpuDtype::F32 || then.dtype != GpuDtype::F32
+        {
+            return Err(GpuError::Shape {
+                what: "join",
+                detail: format!("{:?} then {:?}", first.shape(), then.shape()),
+            });
         }
         let out = Self::output(ctx, &[heads, p + n, w], "joined")?;
         let (a, b) = ((p * w * 4) as u64, (n * w * 4) as u64); // one head's bytes in each
         ctx.record(|encoder| {
             for h in 0..heads as u64 {
                 if a > 0 {
-                    encoder.copy_buffer_to_buffer(&first.buffer, h * a, &out.buffer, h * (a + b), a);
+                    encoder.copy_buffer_to_buffer(
+                        &first.buffer,
+                        h * a,
+                        &out.buffer,
+                        h * (a + b),
+                        a,
+                    );
                 }
                 if b > 0 {
-                    encoder.copy_buffer_to_buffer(&then.buffer, h * b, &out.buffer, h * (a + b) + a, b);
+                    encoder.copy_buffer_to_buffer(
+                        &then.buffer,
+                        h * b,
+                        &out.buffer,
+                        h * (a + b) + a,
+                        b,
+                    );
                 }
             }
         });
@@ -165,10 +258,16 @@ impl GpuTensor {
     /// (heads, n, w), as a KV cache forgets the tokens after a change.
     pub(crate) fn first_middle(&self, ctx: &GpuContext, n: usize) -> Result<Self, GpuError> {
         let &[heads, p, w] = self.shape() else {
-            return Err(GpuError::Shape { what: "first tokens", detail: format!("{:?} is not (heads, T, width)", self.shape()) });
+            return Err(GpuError::Shape {
+                what: "first tokens",
+                detail: format!("{:?} is not (heads, T, width)", self.shape()),
+            });
         };
         if n > p || self.dtype != GpuDtype::F32 {
-            return Err(GpuError::Shape { what: "first tokens", detail: format!("{n} tokens of {:?}", self.shape()) });
+            return Err(GpuError::Shape {
+                what: "first tokens",
+                detail: format!("{n} tokens of {:?}", self.shape()),
+            });
         }
         let out = Self::output(ctx, &[heads, n, w], "first tokens")?;
         let (from, to) = ((p * w * 4) as u64, (n * w * 4) as u64); // one head's bytes in each
@@ -189,14 +288,23 @@ impl GpuTensor {
         let count = shape
             .iter()
             .try_fold(1usize, |n, &d| n.checked_mul(d))
-            .ok_or_else(|| GpuError::Shape { what: "output", detail: format!("{what}: shape {shape:?} overflows") })?;
+            .ok_or_else(|| GpuError::Shape {
+                what: "output",
+                detail: format!("{what}: shape {shape:?} overflows"),
+            })?;
         let bytes = Self::checked_bytes(ctx, count, what)?;
         let buffer = ctx.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some(what),
             size: bytes,
-            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+            usage: wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_SRC
+                | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
-        Ok(GpuTensor { buffer, shape: shape.to_vec(), dtype: GpuDtype::F32 })
+        Ok(GpuTensor {
+            buffer,
+            shape: shape.to_vec(),
+            dtype: GpuDtype::F32,
+        })
     }
 }

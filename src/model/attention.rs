@@ -48,7 +48,12 @@ pub fn apply_causal_mask_from(scores: &mut Array3<f32>, first: usize) {
 
 /// Scaled dot products of every query with every key, per head: (heads, Tq, Tk). Query head
 /// h reads key head h / group (grouped-query attention).
-pub fn scaled_scores(q: ArrayView3<f32>, k: ArrayView3<f32>, group: usize, scale: f32) -> Array3<f32> {
+pub fn scaled_scores(
+    q: ArrayView3<f32>,
+    k: ArrayView3<f32>,
+    group: usize,
+    scale: f32,
+) -> Array3<f32> {
     let (heads, t, hd) = q.dim();
     let tk = k.dim().1;
     let mut scores = Array3::<f32>::zeros((heads, t, tk)); // (heads, Tq, Tk)
@@ -72,9 +77,15 @@ const SOFTMAX_COST_PER_SCORE: usize = 48;
 pub fn softmax_heads(scores: &mut Array3<f32>) {
     let (_, t, tk) = scores.dim();
     match scores.as_slice_mut() {
-        Some(values) => threads::for_each_piece(values, t * tk, t * tk * SOFTMAX_COST_PER_SCORE, |_, piece| {
-            softmax_rows(ArrayViewMut2::from_shape((t, tk), piece).expect("one head's scores")); // (T, Tk)
-        }),
+        Some(values) => threads::for_each_piece(
+            values,
+            t * tk,
+            t * tk * SOFTMAX_COST_PER_SCORE,
+            |_, piece| {
+                softmax_rows(ArrayViewMut2::from_shape((t, tk), piece).expect("one head's scores"));
+                // (T, Tk)
+            },
+        ),
         None => scores.axis_iter_mut(Axis(0)).for_each(softmax_rows),
     }
 }
@@ -85,7 +96,9 @@ pub fn weighted_values(weights: ArrayView3<f32>, v: ArrayView3<f32>, group: usiz
     let (heads, t, tk) = weights.dim();
     let hd = v.dim().2;
     let mut head_out = Array3::<f32>::zeros((heads, t, hd)); // (heads, T, hd)
-    let values = head_out.as_slice_mut().expect("fresh arrays are contiguous");
+    let values = head_out
+        .as_slice_mut()
+        .expect("fresh arrays are contiguous");
     threads::for_each_piece(values, t * hd, t * tk * hd, |h, piece| {
         let ah = weights.index_axis(Axis(0), h); // (T, Tk)
         let vh = v.index_axis(Axis(0), h / group); // (Tk, hd)
@@ -97,7 +110,9 @@ pub fn weighted_values(weights: ArrayView3<f32>, v: ArrayView3<f32>, group: usiz
 
 /// A recorded per-head tensor, (heads, rows, columns), as the functions above read it.
 pub(super) fn as_heads<'a>(x: &ArrayViewD<'a, f32>) -> ArrayView3<'a, f32> {
-    x.clone().into_dimensionality::<Ix3>().expect("per-head steps are recorded as (heads, rows, columns)")
+    x.clone()
+        .into_dimensionality::<Ix3>()
+        .expect("per-head steps are recorded as (heads, rows, columns)")
 }
 
 /// Softmax of each row in place, stable against large scores and exact zeros for -inf.
@@ -141,7 +156,11 @@ pub fn self_attention<B: Backend, R: Recorder>(
     rec.step(Op::Query, l, &[input], || backend.trace_heads(&q));
     rec.step(Op::Key, l, &[input], || backend.trace_heads(&k));
     rec.step(Op::Value, l, &[input], || backend.trace_heads(&v));
-    let (q, k, q_op, k_op) = if let Position::Rotary { base, adjacent_pairs } = c.position {
+    let (q, k, q_op, k_op) = if let Position::Rotary {
+        base,
+        adjacent_pairs,
+    } = c.position
+    {
         let q = backend.rotary(q, base, adjacent_pairs, first); // (heads, T, hd)
         let k = backend.rotary(k, base, adjacent_pairs, first); // (kv_heads, T, hd)
         rec.step(Op::RotaryQuery, l, &[Op::Query], || backend.trace_heads(&q));
@@ -152,65 +171,114 @@ pub fn self_attention<B: Backend, R: Recorder>(
     };
     // Every key and value this layer's queries see: the cached ones, then the new ones.
     let (keys, values) = match cache {
-        Some(cache) => cache.append(layer, k, v, |a, b| backend.append_tokens(a, b), |a| a.dims()[1]), // (kv_heads, first + T, hd) each
+        Some(cache) => cache.append(
+            layer,
+            k,
+            v,
+            |a, b| backend.append_tokens(a, b),
+            |a| a.dims()[1],
+        ), // (kv_heads, first + T, hd) each
         None => (k, v), // (kv_heads, T, hd) each
     };
     let total = keys.dims()[1]; // first + T keys
-    // Steps computed from earlier steps on read need those steps to hold every key; after a
-    // cached start they hold only the new ones (unless the recorder joins an earlier trace's
-    // rows ahead of them), so such a pass keeps its values instead.
+                                // Steps computed from earlier steps on read need those steps to hold every key; after a
+                                // cached start they hold only the new ones (unless the recorder joins an earlier trace's
+                                // rows ahead of them), so such a pass keeps its values instead.
     let derivable = first == 0 || rec.holds_every_token();
 
     let scale = 1.0 / (hd as f32).sqrt();
     let group = c.group_size();
     let causal = c.causal.then_some(first);
     let (weights, head_out) = backend.attend(&q, &keys, &values, group, scale, causal); // (heads, T, first + T), (heads, T, hd)
-    // `attend` does not hand out the scores (a GPU keeps them on the device): the trace
-    // computes them from the queries and keys it keeps, as the CPU computes them.
+                                                                                        // `attend` does not hand out the scores (a GPU keeps them on the device): the trace
+                                                                                        // computes them from the queries and keys it keeps, as the CPU computes them.
     let tt = [heads, t, total];
     if derivable {
         // The (heads, T, T) scores and mask are the largest tensors of a pass and cheap to
         // compute again: the trace keeps how, not them (a recorder that keeps values anyway
         // has the backend compute them here).
-        rec.derived_step(Op::Scores, l, &[q_op, k_op], &tt, || backend.trace_heads(&backend.scores(&q, &keys, group, scale, None)), move |qk| {
-            scaled_scores(as_heads(&qk[0]), as_heads(&qk[1]), group, scale).into_dyn() // (heads, T, T)
-        });
+        rec.derived_step(
+            Op::Scores,
+            l,
+            &[q_op, k_op],
+            &tt,
+            || backend.trace_heads(&backend.scores(&q, &keys, group, scale, None)),
+            move |qk| {
+                scaled_scores(as_heads(&qk[0]), as_heads(&qk[1]), group, scale).into_dyn()
+                // (heads, T, T)
+            },
+        );
         if c.causal {
-            rec.derived_step(Op::Mask, l, &[Op::Scores], &tt, || backend.trace_heads(&backend.scores(&q, &keys, group, scale, Some(0))), |s| {
-                let mut masked = as_heads(&s[0]).to_owned(); // (heads, T, T)
-                apply_causal_mask(&mut masked);
-                masked.into_dyn()
-            });
+            rec.derived_step(
+                Op::Mask,
+                l,
+                &[Op::Scores],
+                &tt,
+                || backend.trace_heads(&backend.scores(&q, &keys, group, scale, Some(0))),
+                |s| {
+                    let mut masked = as_heads(&s[0]).to_owned(); // (heads, T, T)
+                    apply_causal_mask(&mut masked);
+                    masked.into_dyn()
+                },
+            );
         } else {
-            rec.unchanged_step(Op::Mask, l, Op::Scores, || backend.trace_heads(&backend.scores(&q, &keys, group, scale, None))); // nothing is hidden
+            rec.unchanged_step(Op::Mask, l, Op::Scores, || {
+                backend.trace_heads(&backend.scores(&q, &keys, group, scale, None))
+            }); // nothing is hidden
         }
     } else {
         // After a cached start the steps keep their values: the scores are computed once.
         let scores = backend.scores(&q, &keys, group, scale, None); // (heads, T, first + T)
-        rec.step(Op::Scores, l, &[q_op, k_op], || backend.trace_heads(&scores));
+        rec.step(Op::Scores, l, &[q_op, k_op], || {
+            backend.trace_heads(&scores)
+        });
         if c.causal {
             let masked = backend.mask(scores, first); // (heads, T, first + T)
-            rec.step(Op::Mask, l, &[Op::Scores], || backend.heads_into_trace(masked));
+            rec.step(Op::Mask, l, &[Op::Scores], || {
+                backend.heads_into_trace(masked)
+            });
         } else {
-            rec.unchanged_step(Op::Mask, l, Op::Scores, || backend.heads_into_trace(scores)); // nothing is hidden
+            rec.unchanged_step(Op::Mask, l, Op::Scores, || backend.heads_into_trace(scores));
+            // nothing is hidden
         }
     }
     // Moved into the trace, not copied: the pass is done with the weights.
-    rec.step(Op::Softmax, l, &[Op::Mask], || backend.heads_into_trace(weights));
+    rec.step(Op::Softmax, l, &[Op::Mask], || {
+        backend.heads_into_trace(weights)
+    });
     // Head outputs and their concatenation are computed again from the weights and values
     // when read.
     if derivable {
-        rec.derived_step(Op::WeightedSum, l, &[Op::Softmax, Op::Value], &[heads, t, hd], || backend.trace_heads(&head_out), move |av| {
-            weighted_values(as_heads(&av[0]), as_heads(&av[1]), group).into_dyn() // (heads, T, hd)
-        });
+        rec.derived_step(
+            Op::WeightedSum,
+            l,
+            &[Op::Softmax, Op::Value],
+            &[heads, t, hd],
+            || backend.trace_heads(&head_out),
+            move |av| {
+                weighted_values(as_heads(&av[0]), as_heads(&av[1]), group).into_dyn()
+                // (heads, T, hd)
+            },
+        );
     } else {
-        rec.step(Op::WeightedSum, l, &[Op::Softmax, Op::Value], || backend.trace_heads(&head_out));
+        rec.step(Op::WeightedSum, l, &[Op::Softmax, Op::Value], || {
+            backend.trace_heads(&head_out)
+        });
     }
     let concat = backend.merge_heads(head_out); // (T, heads * hd)
-    rec.derived_step(Op::Concat, l, &[Op::WeightedSum], &[t, heads * hd], || backend.trace_rows(&concat), |h| {
-        merge_heads(as_heads(&h[0]).to_owned()).into_dyn() // (T, heads * hd)
-    });
+    rec.derived_step(
+        Op::Concat,
+        l,
+        &[Op::WeightedSum],
+        &[t, heads * hd],
+        || backend.trace_rows(&concat),
+        |h| {
+            merge_heads(as_heads(&h[0]).to_owned()).into_dyn() // (T, heads * hd)
+        },
+    );
     let out = backend.linear(&concat, &w.output); // (T, d_model)
-    rec.step(Op::OutputProjection, l, &[Op::Concat], || backend.trace_rows(&out));
+    rec.step(Op::OutputProjection, l, &[Op::Concat], || {
+        backend.trace_rows(&out)
+    });
     out
 }

@@ -18,7 +18,9 @@ use std::task::{Context, Poll, Waker};
 
 use ndarray::{concatenate, s, Array2, Array3, Axis};
 
-use super::attention::{apply_causal_mask_from, merge_heads, scaled_scores, softmax_heads, split_heads, weighted_values};
+use super::attention::{
+    apply_causal_mask_from, merge_heads, scaled_scores, softmax_heads, split_heads, weighted_values,
+};
 use super::config::{Activation, NormKind};
 use super::ffn::{activated, gated};
 use super::linear::Linear;
@@ -78,12 +80,27 @@ pub trait Backend {
     /// (heads, Tq, Tk) = scale · q (heads, Tq, hd) · k (kv_heads, Tk, hd)ᵀ, query head h
     /// reading key head h / group; with `causal` = `Some(first)`, query i (at position
     /// first + i) sees keys 0..=first + i only, the others scoring -inf.
-    fn scores(&self, q: &Self::Heads, k: &Self::Heads, group: usize, scale: f32, causal: Option<usize>) -> Self::Heads;
+    fn scores(
+        &self,
+        q: &Self::Heads,
+        k: &Self::Heads,
+        group: usize,
+        scale: f32,
+        causal: Option<usize>,
+    ) -> Self::Heads;
     /// The causal mask on scores (heads, Tq, Tk) of queries at positions first, first + 1, ...
     fn mask(&self, scores: Self::Heads, first: usize) -> Self::Heads;
     /// Attention's core: the weights (heads, Tq, Tk), softmax of the scores (masked as
     /// `scores` says), and the head outputs (heads, Tq, hd) = weights · v (kv_heads, Tk, hd).
-    fn attend(&self, q: &Self::Heads, k: &Self::Heads, v: &Self::Heads, group: usize, scale: f32, causal: Option<usize>) -> (Self::Heads, Self::Heads);
+    fn attend(
+        &self,
+        q: &Self::Heads,
+        k: &Self::Heads,
+        v: &Self::Heads,
+        group: usize,
+        scale: f32,
+        causal: Option<usize>,
+    ) -> (Self::Heads, Self::Heads);
     /// ReLU or GELU of every value, into a new tensor.
     fn pointwise(&self, hidden: &Self::Rows, activation: Activation) -> Self::Rows;
     /// SwiGLU's gating: up (T, d_ff) · SiLU(gate (T, d_ff)), into a new tensor.
@@ -167,7 +184,14 @@ impl Backend for Cpu {
         merge_heads(x) // (T, heads * hd)
     }
 
-    fn scores(&self, q: &Array3<f32>, k: &Array3<f32>, group: usize, scale: f32, causal: Option<usize>) -> Array3<f32> {
+    fn scores(
+        &self,
+        q: &Array3<f32>,
+        k: &Array3<f32>,
+        group: usize,
+        scale: f32,
+        causal: Option<usize>,
+    ) -> Array3<f32> {
         let mut scores = scaled_scores(q.view(), k.view(), group, scale); // (heads, Tq, Tk)
         if let Some(first) = causal {
             apply_causal_mask_from(&mut scores, first);
@@ -180,7 +204,15 @@ impl Backend for Cpu {
         scores
     }
 
-    fn attend(&self, q: &Array3<f32>, k: &Array3<f32>, v: &Array3<f32>, group: usize, scale: f32, causal: Option<usize>) -> (Array3<f32>, Array3<f32>) {
+    fn attend(
+        &self,
+        q: &Array3<f32>,
+        k: &Array3<f32>,
+        v: &Array3<f32>,
+        group: usize,
+        scale: f32,
+        causal: Option<usize>,
+    ) -> (Array3<f32>, Array3<f32>) {
         let mut weights = self.scores(q, k, group, scale, causal); // (heads, Tq, Tk)
         softmax_heads(&mut weights); // (heads, Tq, Tk), rows sum to 1
         let out = weighted_values(weights.view(), v.view(), group); // (heads, Tq, hd)
@@ -195,13 +227,20 @@ impl Backend for Cpu {
         gated(up.view(), gate.view()) // (T, d_ff)
     }
 
-    fn rotary(&self, mut x: Array3<f32>, base: f32, adjacent_pairs: bool, first: usize) -> Array3<f32> {
+    fn rotary(
+        &self,
+        mut x: Array3<f32>,
+        base: f32,
+        adjacent_pairs: bool,
+        first: usize,
+    ) -> Array3<f32> {
         apply_rotary_from(&mut x, base, adjacent_pairs, first); // (heads, T, hd)
         x
     }
 
     fn append_tokens(&self, cached: &Array3<f32>, new: &Array3<f32>) -> Array3<f32> {
-        concatenate(Axis(1), &[cached.view(), new.view()]).expect("same heads and width") // (kv, P + n, hd)
+        concatenate(Axis(1), &[cached.view(), new.view()]).expect("same heads and width")
+        // (kv, P + n, hd)
     }
 
     fn first_tokens(&self, x: &Array3<f32>, n: usize) -> Array3<f32> {
@@ -234,7 +273,10 @@ impl Backend for Cpu {
 /// (Another backend's pass is awaited, or natively waited for with `pollster::block_on`.)
 pub fn on_cpu<F: Future>(pass: F) -> F::Output {
     let mut future = pin!(pass);
-    match future.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+    match future
+        .as_mut()
+        .poll(&mut Context::from_waker(Waker::noop()))
+    {
         Poll::Ready(value) => value,
         Poll::Pending => unreachable!("a pass on the CPU backend never waits"),
     }

@@ -134,10 +134,20 @@ pub const CONFIG_NAME: &str = "ModelConfig";
 /// `value` of `field` must lie in `min..=max`.
 fn check_count(field: &str, value: usize, min: usize, max: usize) -> Result<()> {
     if value < min {
-        return Err(VizError::config_field(CONFIG_NAME, field, value, format!("must be at least {min}")));
+        return Err(VizError::config_field(
+            CONFIG_NAME,
+            field,
+            value,
+            format!("must be at least {min}"),
+        ));
     }
     if value > max {
-        return Err(VizError::config_field(CONFIG_NAME, field, value, format!("must be at most {max}")));
+        return Err(VizError::config_field(
+            CONFIG_NAME,
+            field,
+            value,
+            format!("must be at most {max}"),
+        ));
     }
     Ok(())
 }
@@ -158,42 +168,107 @@ impl ModelConfig {
         check_count("token_types", self.token_types, 0, limits::TOKEN_TYPES)?;
         check_count("encoder_layers", self.encoder_layers, 0, limits::LAYERS)?;
         if self.encoder_layers > 0 && !(self.causal && self.has_lm_head()) {
-            return Err(VizError::config_field(CONFIG_NAME, "encoder_layers", self.encoder_layers, "needs a causal decoder with a language-model head after the encoder"));
+            return Err(VizError::config_field(
+                CONFIG_NAME,
+                "encoder_layers",
+                self.encoder_layers,
+                "needs a causal decoder with a language-model head after the encoder",
+            ));
         }
         if self.n_heads % self.n_kv_heads != 0 {
             let problem = format!("but {} query heads cannot share them evenly", self.n_heads);
-            return Err(VizError::config_field(CONFIG_NAME, "n_kv_heads", self.n_kv_heads, problem));
+            return Err(VizError::config_field(
+                CONFIG_NAME,
+                "n_kv_heads",
+                self.n_kv_heads,
+                problem,
+            ));
         }
         // Both at most 4096, so the product cannot overflow; it is the attention's width.
         let attention_width = self.n_heads * self.head_dim;
         if attention_width > limits::D_MODEL {
-            let problem = format!("but {} heads of that width make {attention_width} features, more than {}", self.n_heads, limits::D_MODEL);
-            return Err(VizError::config_field(CONFIG_NAME, "head_dim", self.head_dim, problem));
+            let problem = format!(
+                "but {} heads of that width make {attention_width} features, more than {}",
+                self.n_heads,
+                limits::D_MODEL
+            );
+            return Err(VizError::config_field(
+                CONFIG_NAME,
+                "head_dim",
+                self.head_dim,
+                problem,
+            ));
         }
         let widest = self.d_model.max(self.d_ff).max(attention_width);
-        if self.context.checked_mul(widest).is_none_or(|v| v > limits::ACTIVATION_VALUES) {
-            let problem = format!("but a full context of vectors {widest} wide would exceed {} values", limits::ACTIVATION_VALUES);
-            return Err(VizError::config_field(CONFIG_NAME, "context", self.context, problem));
+        if self
+            .context
+            .checked_mul(widest)
+            .is_none_or(|v| v > limits::ACTIVATION_VALUES)
+        {
+            let problem = format!(
+                "but a full context of vectors {widest} wide would exceed {} values",
+                limits::ACTIVATION_VALUES
+            );
+            return Err(VizError::config_field(
+                CONFIG_NAME,
+                "context",
+                self.context,
+                problem,
+            ));
         }
         if let Position::Rotary { base, .. } = self.position {
             if self.head_dim % 2 != 0 {
-                return Err(VizError::config_field(CONFIG_NAME, "head_dim", self.head_dim, "must be even for rotary positions"));
+                return Err(VizError::config_field(
+                    CONFIG_NAME,
+                    "head_dim",
+                    self.head_dim,
+                    "must be even for rotary positions",
+                ));
             }
             if !(base > 1.0 && base <= limits::MAX_ROTARY_BASE) {
-                let problem = format!("must be a number above 1 and at most {:e}", limits::MAX_ROTARY_BASE);
-                return Err(VizError::config_field(CONFIG_NAME, "position.Rotary.base", base, problem));
+                let problem = format!(
+                    "must be a number above 1 and at most {:e}",
+                    limits::MAX_ROTARY_BASE
+                );
+                return Err(VizError::config_field(
+                    CONFIG_NAME,
+                    "position.Rotary.base",
+                    base,
+                    problem,
+                ));
             }
         }
         if matches!(self.position, Position::Sinusoidal) && self.d_model % 2 != 0 {
-            return Err(VizError::config_field(CONFIG_NAME, "d_model", self.d_model, "must be even for the sinusoidal table"));
+            return Err(VizError::config_field(
+                CONFIG_NAME,
+                "d_model",
+                self.d_model,
+                "must be even for the sinusoidal table",
+            ));
         }
         if !(self.embedding_scale > 0.0 && self.embedding_scale <= limits::MAX_EMBEDDING_SCALE) {
-            let problem = format!("must be a positive number of at most {}", limits::MAX_EMBEDDING_SCALE);
-            return Err(VizError::config_field(CONFIG_NAME, "embedding_scale", self.embedding_scale, problem));
+            let problem = format!(
+                "must be a positive number of at most {}",
+                limits::MAX_EMBEDDING_SCALE
+            );
+            return Err(VizError::config_field(
+                CONFIG_NAME,
+                "embedding_scale",
+                self.embedding_scale,
+                problem,
+            ));
         }
         if !(self.norm_eps > 0.0 && self.norm_eps < limits::MAX_NORM_EPS) {
-            let problem = format!("must be a small positive number (below {})", limits::MAX_NORM_EPS);
-            return Err(VizError::config_field(CONFIG_NAME, "norm_eps", self.norm_eps, problem));
+            let problem = format!(
+                "must be a small positive number (below {})",
+                limits::MAX_NORM_EPS
+            );
+            return Err(VizError::config_field(
+                CONFIG_NAME,
+                "norm_eps",
+                self.norm_eps,
+                problem,
+            ));
         }
         Ok(())
     }

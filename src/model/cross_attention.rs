@@ -30,22 +30,49 @@ pub fn cross_attention<B: Backend, R: Recorder>(
     let k = backend.split_heads(backend.linear(memory, &w.key), kv_heads, hd); // (kv_heads, S, hd)
     let v = backend.split_heads(backend.linear(memory, &w.value), kv_heads, hd); // (kv_heads, S, hd)
     rec.step(Op::CrossQuery, l, &[input], || backend.trace_heads(&q));
-    rec.step(Op::CrossKey, l, &[Op::EncoderOutput], || backend.trace_heads(&k));
-    rec.step(Op::CrossValue, l, &[Op::EncoderOutput], || backend.trace_heads(&v));
+    rec.step(Op::CrossKey, l, &[Op::EncoderOutput], || {
+        backend.trace_heads(&k)
+    });
+    rec.step(Op::CrossValue, l, &[Op::EncoderOutput], || {
+        backend.trace_heads(&v)
+    });
     let scale = 1.0 / (hd as f32).sqrt();
     let group = c.group_size();
     let (weights, head_out) = backend.attend(&q, &k, &v, group, scale, None); // (heads, T, S), (heads, T, hd)
-    // The scores stay where `attend` computed them (a GPU keeps them): the trace computes them
-    // again from the queries and keys it keeps, when read.
-    rec.derived_step(Op::CrossScores, l, &[Op::CrossQuery, Op::CrossKey], &[heads, t, s], || backend.trace_heads(&backend.scores(&q, &k, group, scale, None)), move |qk| {
-        scaled_scores(as_heads(&qk[0]), as_heads(&qk[1]), group, scale).into_dyn() // (heads, T, S)
+                                                                              // The scores stay where `attend` computed them (a GPU keeps them): the trace computes them
+                                                                              // again from the queries and keys it keeps, when read.
+    rec.derived_step(
+        Op::CrossScores,
+        l,
+        &[Op::CrossQuery, Op::CrossKey],
+        &[heads, t, s],
+        || backend.trace_heads(&backend.scores(&q, &k, group, scale, None)),
+        move |qk| {
+            scaled_scores(as_heads(&qk[0]), as_heads(&qk[1]), group, scale).into_dyn()
+            // (heads, T, S)
+        },
+    );
+    rec.step(Op::CrossSoftmax, l, &[Op::CrossScores], || {
+        backend.heads_into_trace(weights)
     });
-    rec.step(Op::CrossSoftmax, l, &[Op::CrossScores], || backend.heads_into_trace(weights));
-    rec.step(Op::CrossWeightedSum, l, &[Op::CrossSoftmax, Op::CrossValue], || backend.trace_heads(&head_out));
+    rec.step(
+        Op::CrossWeightedSum,
+        l,
+        &[Op::CrossSoftmax, Op::CrossValue],
+        || backend.trace_heads(&head_out),
+    );
     let concat = backend.merge_heads(head_out); // (T, heads * hd)
-    debug_assert_eq!(concat.dims(), [t, heads * hd], "one row per target token, whatever S = {s}");
-    rec.step(Op::CrossConcat, l, &[Op::CrossWeightedSum], || backend.trace_rows(&concat));
+    debug_assert_eq!(
+        concat.dims(),
+        [t, heads * hd],
+        "one row per target token, whatever S = {s}"
+    );
+    rec.step(Op::CrossConcat, l, &[Op::CrossWeightedSum], || {
+        backend.trace_rows(&concat)
+    });
     let out = backend.linear(&concat, &w.output); // (T, d_model)
-    rec.step(Op::CrossOutput, l, &[Op::CrossConcat], || backend.trace_rows(&out));
+    rec.step(Op::CrossOutput, l, &[Op::CrossConcat], || {
+        backend.trace_rows(&out)
+    });
     out
 }

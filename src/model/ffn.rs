@@ -45,7 +45,10 @@ const GELU_RUN: usize = 4096;
 
 /// ReLU or GELU of every value of `x`, as a new tensor (the pass moves `x`, the expansion,
 /// into its trace afterwards, uncopied). SwiGLU needs its gate: `gated`.
-pub(crate) fn activated<D: Dimension>(x: ArrayView<f32, D>, activation: Activation) -> Array<f32, D> {
+pub(crate) fn activated<D: Dimension>(
+    x: ArrayView<f32, D>,
+    activation: Activation,
+) -> Array<f32, D> {
     match activation {
         Activation::Relu => x.mapv(|v| v.max(0.0)),
         // Runs of GELU_RUN values (a multiple of four, so each lands in the same lanes as in
@@ -64,7 +67,9 @@ pub(crate) fn activated<D: Dimension>(x: ArrayView<f32, D>, activation: Activati
             }
             None => x.mapv(gelu),
         },
-        Activation::SwiGlu => unreachable!("SwiGLU is not pointwise: feed_forward multiplies by the gate"),
+        Activation::SwiGlu => {
+            unreachable!("SwiGLU is not pointwise: feed_forward multiplies by the gate")
+        }
     }
 }
 
@@ -80,16 +85,18 @@ pub fn feed_forward<B: Backend, R: Recorder>(
 ) -> B::Rows {
     let l = Some(layer);
     let up = backend.linear(x, &w.up); // (T, d_ff)
-    // The activation is computed into a new tensor, so that the expansion (and the gate)
-    // move into the trace afterwards rather than being copied there: the largest tensors
-    // of a layer.
+                                       // The activation is computed into a new tensor, so that the expansion (and the gate)
+                                       // move into the trace afterwards rather than being copied there: the largest tensors
+                                       // of a layer.
     let hidden = match (activation, &w.gate) {
         (Activation::SwiGlu, Some(gate)) => {
             let g = backend.linear(x, gate); // (T, d_ff)
             let hidden = backend.gate(&up, &g); // (T, d_ff): up · SiLU(gate)
             rec.step(Op::FfnUp, l, &[input], || backend.rows_into_trace(up));
             rec.step(Op::FfnGate, l, &[input], || backend.rows_into_trace(g));
-            rec.step(Op::FfnActivation, l, &[Op::FfnUp], || backend.trace_rows(&hidden));
+            rec.step(Op::FfnActivation, l, &[Op::FfnUp], || {
+                backend.trace_rows(&hidden)
+            });
             hidden
         }
         (Activation::SwiGlu, None) => unreachable!("Weights::check requires a gate for SwiGLU"),
@@ -98,14 +105,23 @@ pub fn feed_forward<B: Backend, R: Recorder>(
             let hidden = backend.pointwise(&up, pointwise); // (T, d_ff)
             rec.step(Op::FfnUp, l, &[input], || backend.rows_into_trace(up));
             // The trace keeps the expansion; its activation is computed again when read.
-            rec.derived_step(Op::FfnActivation, l, &[Op::FfnUp], &shape, || backend.trace_rows(&hidden), move |up| {
-                activated(up[0].view(), pointwise) // (T, d_ff)
-            });
+            rec.derived_step(
+                Op::FfnActivation,
+                l,
+                &[Op::FfnUp],
+                &shape,
+                || backend.trace_rows(&hidden),
+                move |up| {
+                    activated(up[0].view(), pointwise) // (T, d_ff)
+                },
+            );
             hidden
         }
     };
     let out = backend.linear(&hidden, &w.down); // (T, d_model)
-    rec.step(Op::FfnDown, l, &[Op::FfnActivation], || backend.trace_rows(&out));
+    rec.step(Op::FfnDown, l, &[Op::FfnActivation], || {
+        backend.trace_rows(&out)
+    });
     out
 }
 
@@ -118,24 +134,39 @@ mod simd_gelu {
     use core::arch::wasm32::*;
 
     const P: f32 = 0.327_591_1;
-    const A: [f32; 5] = [0.254_829_6, -0.284_496_74, 1.421_413_7, -1.453_152_1, 1.061_405_4];
+    const A: [f32; 5] = [
+        0.254_829_6,
+        -0.284_496_74,
+        1.421_413_7,
+        -1.453_152_1,
+        1.061_405_4,
+    ];
 
     pub fn gelu4(chunk: &mut [f32]) {
         // SAFETY: the caller passes exactly four values; wasm loads and stores need no alignment.
         let x = unsafe { v128_load(chunk.as_ptr() as *const v128) };
         let z = f32x4_mul(x, f32x4_splat(std::f32::consts::FRAC_1_SQRT_2));
         let az = f32x4_abs(z);
-        let t = f32x4_div(f32x4_splat(1.0), f32x4_add(f32x4_splat(1.0), f32x4_mul(f32x4_splat(P), az)));
+        let t = f32x4_div(
+            f32x4_splat(1.0),
+            f32x4_add(f32x4_splat(1.0), f32x4_mul(f32x4_splat(P), az)),
+        );
         let mut poly = f32x4_splat(A[4]);
         for &a in A[..4].iter().rev() {
             poly = f32x4_add(f32x4_mul(poly, t), f32x4_splat(a));
         }
         poly = f32x4_mul(poly, t);
-        let erf_abs = f32x4_sub(f32x4_splat(1.0), f32x4_mul(poly, exp4(f32x4_neg(f32x4_mul(z, z)))));
+        let erf_abs = f32x4_sub(
+            f32x4_splat(1.0),
+            f32x4_mul(poly, exp4(f32x4_neg(f32x4_mul(z, z)))),
+        );
         // erf is odd: give erf(|z|) the sign of z.
         let sign = v128_and(z, f32x4_splat(-0.0));
         let erf = v128_or(erf_abs, sign);
-        let y = f32x4_mul(f32x4_mul(f32x4_splat(0.5), x), f32x4_add(f32x4_splat(1.0), erf));
+        let y = f32x4_mul(
+            f32x4_mul(f32x4_splat(0.5), x),
+            f32x4_add(f32x4_splat(1.0), erf),
+        );
         // SAFETY: as for the load above.
         unsafe { v128_store(chunk.as_mut_ptr() as *mut v128, y) };
     }

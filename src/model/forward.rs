@@ -3,13 +3,13 @@
 use ndarray::{s, Array1, Array2, ArrayView2, ArrayViewD, Ix2};
 
 use super::attention::{self_attention, softmax_rows};
-use super::cross_attention::cross_attention;
-use super::config::{ModelConfig, NormPlace};
-use super::ffn::feed_forward;
 use super::backend::{on_cpu, Backend, Cpu, Shaped};
+use super::config::{ModelConfig, NormPlace};
+use super::cross_attention::cross_attention;
+use super::embed::embed;
+use super::ffn::feed_forward;
 use super::kv_cache::KvCache;
 use super::weights::{LayerWeights, NormWeights, Weights};
-use super::embed::embed;
 use crate::trace::{row_major, NormRows, Op, Recorder, Tensor, TensorData};
 
 pub struct ForwardOutput {
@@ -70,44 +70,137 @@ pub fn layer_forward<B: Backend, R: Recorder>(
     let l = Some(i);
     rec.layer_input(i, stream);
     let cross = lw.cross.as_ref().zip(memory);
-    debug_assert_eq!(lw.cross.is_some(), cross.is_some(), "a decoder layer with cross-attention needs the encoder's output");
+    debug_assert_eq!(
+        lw.cross.is_some(),
+        cross.is_some(),
+        "a decoder layer with cross-attention needs the encoder's output"
+    );
     match c.norm_place {
         NormPlace::Post => {
             let attn = self_attention(backend, &x, &lw.attention, c, i, stream, rec, cache, first); // (T, d)
             let x = backend.add(x, &attn); // (T, d)
-            rec.step(Op::AttentionResidual, l, &[stream, Op::OutputProjection], || backend.trace_rows(&x));
-            let mut x = norm_step(backend, &x, &lw.attention_norm, c, Op::AttentionNorm, l, Op::AttentionResidual, rec); // (T, d)
+            rec.step(
+                Op::AttentionResidual,
+                l,
+                &[stream, Op::OutputProjection],
+                || backend.trace_rows(&x),
+            );
+            let mut x = norm_step(
+                backend,
+                &x,
+                &lw.attention_norm,
+                c,
+                Op::AttentionNorm,
+                l,
+                Op::AttentionResidual,
+                rec,
+            ); // (T, d)
             let mut ffn_input = Op::AttentionNorm;
             if let Some((xw, memory)) = cross {
-                let read = cross_attention(backend, &x, memory, &xw.attention, c, i, Op::AttentionNorm, rec); // (T, d)
+                let read = cross_attention(
+                    backend,
+                    &x,
+                    memory,
+                    &xw.attention,
+                    c,
+                    i,
+                    Op::AttentionNorm,
+                    rec,
+                ); // (T, d)
                 let sum = backend.add(x, &read); // (T, d)
-                rec.step(Op::CrossResidual, l, &[Op::AttentionNorm, Op::CrossOutput], || backend.trace_rows(&sum));
-                x = norm_step(backend, &sum, &xw.norm, c, Op::CrossNorm, l, Op::CrossResidual, rec); // (T, d)
+                rec.step(
+                    Op::CrossResidual,
+                    l,
+                    &[Op::AttentionNorm, Op::CrossOutput],
+                    || backend.trace_rows(&sum),
+                );
+                x = norm_step(
+                    backend,
+                    &sum,
+                    &xw.norm,
+                    c,
+                    Op::CrossNorm,
+                    l,
+                    Op::CrossResidual,
+                    rec,
+                ); // (T, d)
                 ffn_input = Op::CrossNorm;
             }
             let ffn = feed_forward(backend, &x, &lw.ffn, c.activation, i, ffn_input, rec); // (T, d)
             let x = backend.add(x, &ffn); // (T, d)
-            rec.step(Op::FfnResidual, l, &[ffn_input, Op::FfnDown], || backend.trace_rows(&x));
-            let x = norm_step(backend, &x, &lw.ffn_norm, c, Op::FfnNorm, l, Op::FfnResidual, rec); // (T, d)
+            rec.step(Op::FfnResidual, l, &[ffn_input, Op::FfnDown], || {
+                backend.trace_rows(&x)
+            });
+            let x = norm_step(
+                backend,
+                &x,
+                &lw.ffn_norm,
+                c,
+                Op::FfnNorm,
+                l,
+                Op::FfnResidual,
+                rec,
+            ); // (T, d)
             (x, Op::FfnNorm)
         }
         NormPlace::Pre => {
-            let h = norm_step(backend, &x, &lw.attention_norm, c, Op::AttentionNorm, l, stream, rec); // (T, d)
-            let attn = self_attention(backend, &h, &lw.attention, c, i, Op::AttentionNorm, rec, cache, first); // (T, d)
+            let h = norm_step(
+                backend,
+                &x,
+                &lw.attention_norm,
+                c,
+                Op::AttentionNorm,
+                l,
+                stream,
+                rec,
+            ); // (T, d)
+            let attn = self_attention(
+                backend,
+                &h,
+                &lw.attention,
+                c,
+                i,
+                Op::AttentionNorm,
+                rec,
+                cache,
+                first,
+            ); // (T, d)
             let mut x = backend.add(x, &attn); // (T, d)
-            rec.step(Op::AttentionResidual, l, &[stream, Op::OutputProjection], || backend.trace_rows(&x));
+            rec.step(
+                Op::AttentionResidual,
+                l,
+                &[stream, Op::OutputProjection],
+                || backend.trace_rows(&x),
+            );
             let mut sum = Op::AttentionResidual;
             if let Some((xw, memory)) = cross {
-                let h = norm_step(backend, &x, &xw.norm, c, Op::CrossNorm, l, Op::AttentionResidual, rec); // (T, d)
-                let read = cross_attention(backend, &h, memory, &xw.attention, c, i, Op::CrossNorm, rec); // (T, d)
+                let h = norm_step(
+                    backend,
+                    &x,
+                    &xw.norm,
+                    c,
+                    Op::CrossNorm,
+                    l,
+                    Op::AttentionResidual,
+                    rec,
+                ); // (T, d)
+                let read =
+                    cross_attention(backend, &h, memory, &xw.attention, c, i, Op::CrossNorm, rec); // (T, d)
                 x = backend.add(x, &read); // (T, d)
-                rec.step(Op::CrossResidual, l, &[Op::AttentionResidual, Op::CrossOutput], || backend.trace_rows(&x));
+                rec.step(
+                    Op::CrossResidual,
+                    l,
+                    &[Op::AttentionResidual, Op::CrossOutput],
+                    || backend.trace_rows(&x),
+                );
                 sum = Op::CrossResidual;
             }
             let h = norm_step(backend, &x, &lw.ffn_norm, c, Op::FfnNorm, l, sum, rec); // (T, d)
             let ffn = feed_forward(backend, &h, &lw.ffn, c.activation, i, Op::FfnNorm, rec); // (T, d)
             let x = backend.add(x, &ffn); // (T, d)
-            rec.step(Op::FfnResidual, l, &[sum, Op::FfnDown], || backend.trace_rows(&x));
+            rec.step(Op::FfnResidual, l, &[sum, Op::FfnDown], || {
+                backend.trace_rows(&x)
+            });
             (x, Op::FfnResidual)
         }
     }
@@ -115,7 +208,12 @@ pub fn layer_forward<B: Backend, R: Recorder>(
 
 /// Runs the model on token ids (already within the context; `Weights::check` has passed),
 /// computing every position's logits.
-pub fn forward<R: Recorder>(ids: &[u32], w: &Weights, c: &ModelConfig, rec: &mut R) -> ForwardOutput {
+pub fn forward<R: Recorder>(
+    ids: &[u32],
+    w: &Weights,
+    c: &ModelConfig,
+    rec: &mut R,
+) -> ForwardOutput {
     forward_cached(ids, None, w, c, rec, Logits::All)
 }
 
@@ -146,7 +244,10 @@ pub async fn forward_with<B: Backend, R: Recorder>(
     rec: &mut R,
     logits: Logits,
 ) -> Option<ForwardOutput> {
-    debug_assert!(!c.is_encoder_decoder(), "an encoder-decoder's decoder runs through `decode`, with the encoder's output");
+    debug_assert!(
+        !c.is_encoder_decoder(),
+        "an encoder-decoder's decoder runs through `decode`, with the encoder's output"
+    );
     let out = pass(backend, ids, cache, None, w, c, rec, logits);
     finished(backend, out).await
 }
@@ -155,13 +256,22 @@ pub async fn forward_with<B: Backend, R: Recorder>(
 /// embedding and layers as any model, with bidirectional attention (`encoder_config`).
 /// `rec` sees the encoder's steps, as an encoder's trace. Returns its (S, d_model) output, or
 /// `None` when the backend failed (as `forward_with`).
-pub async fn encode_source<B: Backend, R: Recorder>(backend: &B, source: &[u32], w: &Weights, c: &ModelConfig, rec: &mut R) -> Option<Array2<f32>> {
+pub async fn encode_source<B: Backend, R: Recorder>(
+    backend: &B,
+    source: &[u32],
+    w: &Weights,
+    c: &ModelConfig,
+    rec: &mut R,
+) -> Option<Array2<f32>> {
     let ec = c.encoder_config();
-    rec.step(Op::Tokenize, None, &[], || Tensor::from_array(Array1::from_iter(source.iter().map(|&i| i as f32)).into_dyn()));
+    rec.step(Op::Tokenize, None, &[], || {
+        Tensor::from_array(Array1::from_iter(source.iter().map(|&i| i as f32)).into_dyn())
+    });
     let (x, mut stream) = embed(source, 0, w, &ec, rec); // (S, d)
     let mut x = backend.rows(x); // (S, d)
     for (i, lw) in w.encoder_layers.iter().enumerate() {
-        (x, stream) = layer_forward(backend, x, lw, &ec, i, stream, rec, None, 0, None); // (S, d)
+        (x, stream) = layer_forward(backend, x, lw, &ec, i, stream, rec, None, 0, None);
+        // (S, d)
     }
     if let (NormPlace::Pre, Some(n)) = (ec.norm_place, &w.encoder_final_norm) {
         x = norm_step(backend, &x, n, &ec, Op::FinalNorm, None, stream, rec); // (S, d)
@@ -174,7 +284,15 @@ pub async fn encode_source<B: Backend, R: Recorder>(backend: &B, source: &[u32],
 /// decoded so far), every layer cross-attending to `memory`, the encoder's (S, d_model)
 /// output. The same pass as every decoder's, plus the cross-attention sublayers. `None` when
 /// the backend failed (as `forward_with`).
-pub async fn decode<B: Backend, R: Recorder>(backend: &B, target: &[u32], memory: ArrayView2<'_, f32>, w: &Weights, c: &ModelConfig, rec: &mut R, logits: Logits) -> Option<ForwardOutput> {
+pub async fn decode<B: Backend, R: Recorder>(
+    backend: &B,
+    target: &[u32],
+    memory: ArrayView2<'_, f32>,
+    w: &Weights,
+    c: &ModelConfig,
+    rec: &mut R,
+    logits: Logits,
+) -> Option<ForwardOutput> {
     let out = pass(backend, target, None, Some(memory), w, c, rec, logits);
     finished(backend, out).await
 }
@@ -186,7 +304,9 @@ struct Pending {
 }
 
 fn rows_of(t: Tensor) -> Array2<f32> {
-    t.into_array().into_dimensionality().expect("a pass's output has two axes")
+    t.into_array()
+        .into_dimensionality()
+        .expect("a pass's output has two axes")
 }
 
 /// Waits for the backend's readback, then the pass's output.
@@ -194,7 +314,10 @@ async fn finished<B: Backend>(backend: &B, out: Pending) -> Option<ForwardOutput
     if !backend.finish().await {
         return None;
     }
-    Some(ForwardOutput { hidden: rows_of(out.hidden), logits: out.logits.map(rows_of) })
+    Some(ForwardOutput {
+        hidden: rows_of(out.hidden),
+        logits: out.logits.map(rows_of),
+    })
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -216,7 +339,9 @@ fn pass<B: Backend, R: Recorder>(
     if !c.causal {
         cache = None;
     }
-    rec.step(Op::Tokenize, None, &[], || Tensor::from_array(Array1::from_iter(ids.iter().map(|&i| i as f32)).into_dyn()));
+    rec.step(Op::Tokenize, None, &[], || {
+        Tensor::from_array(Array1::from_iter(ids.iter().map(|&i| i as f32)).into_dyn())
+    });
     let (x, mut stream) = embed(ids, first, w, c, rec); // (T, d)
     let mut x = backend.rows(x); // (T, d)
     if let Some(n) = &w.embedding_norm {
@@ -224,11 +349,24 @@ fn pass<B: Backend, R: Recorder>(
         stream = Op::EmbeddingNorm;
     }
     if let Some(m) = memory {
-        rec.step(Op::EncoderOutput, None, &[], || Tensor::from_array(m.to_owned().into_dyn())); // (S, d)
+        rec.step(Op::EncoderOutput, None, &[], || {
+            Tensor::from_array(m.to_owned().into_dyn())
+        }); // (S, d)
     }
     let memory = memory.map(|m| backend.rows(m.to_owned())); // (S, d)
     for (i, lw) in w.layers.iter().enumerate() {
-        (x, stream) = layer_forward(backend, x, lw, c, i, stream, rec, cache.as_deref_mut(), first, memory.as_ref()); // (T, d)
+        (x, stream) = layer_forward(
+            backend,
+            x,
+            lw,
+            c,
+            i,
+            stream,
+            rec,
+            cache.as_deref_mut(),
+            first,
+            memory.as_ref(),
+        ); // (T, d)
     }
     if let (NormPlace::Pre, Some(n)) = (c.norm_place, &w.final_norm) {
         x = norm_step(backend, &x, n, c, Op::FinalNorm, None, stream, rec); // (T, d)
@@ -243,17 +381,35 @@ fn pass<B: Backend, R: Recorder>(
         rec.step(Op::Unembed, None, &[stream], || backend.trace_rows(&logits));
         // Computed from the logits when read (cheap: one row's softmax).
         let probabilities = move |l: &[ArrayViewD<f32>]| {
-            let logits = l[0].view().into_dimensionality::<Ix2>().expect("logits are (rows, vocab)"); // (rows, vocab)
+            let logits = l[0]
+                .view()
+                .into_dimensionality::<Ix2>()
+                .expect("logits are (rows, vocab)"); // (rows, vocab)
             let mut last = logits.slice(s![logits.nrows() - 1.., ..]).to_owned(); // (1, vocab)
             softmax_rows(last.view_mut());
             last.remove_axis(ndarray::Axis(0)).into_dyn() // (vocab)
         };
-        rec.derived_step(Op::NextTokenProbabilities, None, &[Op::Unembed], &[vocab], || {
-            // Read when read, not now: a GPU's logits arrive with the pass's readback.
-            let logits = backend.trace_rows(&logits);
-            Tensor { shape: vec![vocab], data: TensorData::computed_on_read(Box::new(move || row_major(probabilities(&[logits.view()])))) }
-        }, probabilities);
+        rec.derived_step(
+            Op::NextTokenProbabilities,
+            None,
+            &[Op::Unembed],
+            &[vocab],
+            || {
+                // Read when read, not now: a GPU's logits arrive with the pass's readback.
+                let logits = backend.trace_rows(&logits);
+                Tensor {
+                    shape: vec![vocab],
+                    data: TensorData::computed_on_read(Box::new(move || {
+                        row_major(probabilities(&[logits.view()]))
+                    })),
+                }
+            },
+            probabilities,
+        );
         backend.rows_into_trace(logits)
     });
-    Pending { hidden: backend.rows_into_trace(x), logits }
+    Pending {
+        hidden: backend.rows_into_trace(x),
+        logits,
+    }
 }

@@ -29,7 +29,10 @@ pub struct KvCache<H = Array3<f32>> {
 
 impl<H> Default for KvCache<H> {
     fn default() -> Self {
-        KvCache { layers: Vec::new(), len: 0 }
+        KvCache {
+            layers: Vec::new(),
+            len: 0,
+        }
     }
 }
 
@@ -51,7 +54,14 @@ impl<H: Clone> KvCache<H> {
     /// returns all of that layer's keys and values (kv_heads, P + n, hd). `join` puts a
     /// layer's cached tensor and the new one together along the token axis (the backend's
     /// `Backend::append_tokens`); `tokens` counts a tensor's tokens.
-    pub fn append(&mut self, layer: usize, keys: H, values: H, join: impl Fn(&H, &H) -> H, tokens: impl Fn(&H) -> usize) -> (H, H) {
+    pub fn append(
+        &mut self,
+        layer: usize,
+        keys: H,
+        values: H,
+        join: impl Fn(&H, &H) -> H,
+        tokens: impl Fn(&H) -> usize,
+    ) -> (H, H) {
         if layer == self.layers.len() {
             self.layers.push(LayerCache { keys, values });
         } else {
@@ -88,7 +98,10 @@ impl<H: Shaped> KvCache<H> {
     /// Bytes of keys and values held (f32 values, wherever the backend keeps them).
     pub fn bytes(&self) -> usize {
         let count = |h: &H| h.dims().iter().product::<usize>();
-        self.layers.iter().map(|l| (count(&l.keys) + count(&l.values)) * std::mem::size_of::<f32>()).sum()
+        self.layers
+            .iter()
+            .map(|l| (count(&l.keys) + count(&l.values)) * std::mem::size_of::<f32>())
+            .sum()
     }
 }
 
@@ -101,7 +114,6 @@ impl KvCache<Array3<f32>> {
     pub fn clear(&mut self) {
         self.truncate(0);
     }
-
 
     /// Layer `layer`'s cache so far: keys and values (kv_heads, P, hd), or `None` when empty.
     pub fn layer(&self, layer: usize) -> Option<&LayerCache> {

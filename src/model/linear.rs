@@ -26,6 +26,7 @@ impl Linear {
     pub fn forward(&self, x: ArrayView2<f32>) -> Array2<f32> {
         let x = x.as_standard_layout(); // (T, in)
         let bias = self.bias.as_ref().map(|b| b.view()); // (out)
-        self.weight.multiply_rows_plus(x.view(), 0, self.out_features(), bias) // (T, out) = (T, in) · (in, out) + (out)
+        self.weight
+            .multiply_rows_plus(x.view(), 0, self.out_features(), bias) // (T, out) = (T, in) · (in, out) + (out)
     }
 }

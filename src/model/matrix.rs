@@ -8,7 +8,9 @@ use ndarray::{s, Array2, ArrayView1, ArrayView2, ArrayViewMut2};
 
 use super::threads;
 use crate::error::{Result, VizError};
-use crate::formats::gguf::{block_sums, dequantize_row, dot_q4_1_summed, dot_row, GgmlType, GgufTensor, SharedBytes};
+use crate::formats::gguf::{
+    block_sums, dequantize_row, dot_q4_1_summed, dot_row, GgmlType, GgufTensor, SharedBytes,
+};
 
 /// Rows dequantized at a time: 32 rows of 576 values are 72 KB of f32, which stay in the
 /// cache while every token's dot products with them are taken.
@@ -40,14 +42,21 @@ impl Matrix {
     /// A quantized matrix from a GGUF tensor of two dimensions.
     pub fn quantized<B: AsRef<[u8]> + Into<SharedBytes>>(tensor: GgufTensor<B>) -> Result<Self> {
         if tensor.shape().len() != 2 {
-            return Err(VizError::ShapeMismatch { name: tensor.name().into(), expected: vec![0, 0], found: tensor.shape().to_vec() });
+            return Err(VizError::ShapeMismatch {
+                name: tensor.name().into(),
+                expected: vec![0, 0],
+                found: tensor.shape().to_vec(),
+            });
         }
         Ok(match tensor.kind() {
             // Plain floats gain nothing from block-wise reading: keep them as ndarray values.
             GgmlType::F32 | GgmlType::F16 => {
                 let (rows, cols) = (tensor.rows(), tensor.cols());
                 let values = tensor.to_f32()?;
-                Matrix::Dense(Array2::from_shape_vec((rows, cols), values).expect("to_f32 gives rows * cols values"))
+                Matrix::Dense(
+                    Array2::from_shape_vec((rows, cols), values)
+                        .expect("to_f32 gives rows * cols values"),
+                )
             }
             GgmlType::Q8_0 | GgmlType::Q4_1 => Matrix::Quantized(tensor.into_shared()),
         })
@@ -108,7 +117,11 @@ impl Matrix {
     /// Rows [lo, hi) as f32: (hi - lo, cols).
     pub fn rows_f32(&self, lo: usize, hi: usize) -> Array2<f32> {
         let mut out = Array2::<f32>::zeros((hi - lo, self.cols())); // (hi - lo, cols)
-        self.rows_into(lo, hi, out.as_slice_mut().expect("fresh arrays are contiguous"));
+        self.rows_into(
+            lo,
+            hi,
+            out.as_slice_mut().expect("fresh arrays are contiguous"),
+        );
         out
     }
 
@@ -126,7 +139,9 @@ impl Matrix {
             if id >= self.rows() {
                 return None;
             }
-            let values = row.into_slice().expect("rows of a fresh array are contiguous");
+            let values = row
+                .into_slice()
+                .expect("rows of a fresh array are contiguous");
             self.rows_into(id, id + 1, values);
         }
         Some(out)
@@ -141,17 +156,36 @@ impl Matrix {
     /// `multiply_rows` plus `bias` (hi - lo) on every token's row: each run of features adds
     /// its part of the bias while its columns are in cache, on the thread that computed them
     /// (the same numbers as adding it afterwards: the product, then + b).
-    pub fn multiply_rows_plus(&self, x: ArrayView2<f32>, lo: usize, hi: usize, bias: Option<ArrayView1<f32>>) -> Array2<f32> {
-        threads::in_parts(x.nrows(), lo, hi, self.cols(), KERNEL_ROWS, |a, b, mut out| {
-            self.multiply_rows_into(x, a, b, out.view_mut()); // (T, b - a)
-            if let Some(bias) = &bias {
-                out += &bias.slice(s![a - lo..b - lo]); // (T, b - a) + (b - a)
-            }
-        })
+    pub fn multiply_rows_plus(
+        &self,
+        x: ArrayView2<f32>,
+        lo: usize,
+        hi: usize,
+        bias: Option<ArrayView1<f32>>,
+    ) -> Array2<f32> {
+        threads::in_parts(
+            x.nrows(),
+            lo,
+            hi,
+            self.cols(),
+            KERNEL_ROWS,
+            |a, b, mut out| {
+                self.multiply_rows_into(x, a, b, out.view_mut()); // (T, b - a)
+                if let Some(bias) = &bias {
+                    out += &bias.slice(s![a - lo..b - lo]); // (T, b - a) + (b - a)
+                }
+            },
+        )
     }
 
     /// `multiply_rows` on this thread alone, into `y` (T, hi - lo).
-    fn multiply_rows_into(&self, x: ArrayView2<f32>, lo: usize, hi: usize, mut y: ArrayViewMut2<f32>) {
+    fn multiply_rows_into(
+        &self,
+        x: ArrayView2<f32>,
+        lo: usize,
+        hi: usize,
+        mut y: ArrayViewMut2<f32>,
+    ) {
         let t = x.nrows();
         match self {
             Matrix::Dense(m) => multiply_panel(x, m.slice(s![lo..hi, ..]), y),
@@ -159,8 +193,15 @@ impl Matrix {
             // they are read, with no buffer to fill and no GEMM to pack.
             Matrix::Quantized(q) if t <= FUSED_MAX_TOKENS => {
                 let xs = x.as_standard_layout(); // (T, cols)
-                let xs: Vec<&[f32]> = xs.rows().into_iter().map(|r| r.to_slice().expect("standard layout rows are contiguous")).collect();
-                assert!(xs.iter().all(|x| x.len() == q.cols()), "x has as many columns as the matrix");
+                let xs: Vec<&[f32]> = xs
+                    .rows()
+                    .into_iter()
+                    .map(|r| r.to_slice().expect("standard layout rows are contiguous"))
+                    .collect();
+                assert!(
+                    xs.iter().all(|x| x.len() == q.cols()),
+                    "x has as many columns as the matrix"
+                );
                 // Q4_1's m · Σx term: each token's block sums, once for all rows.
                 let sums: Vec<Vec<f32>> = xs.iter().map(|x| block_sums(x)).collect();
                 for o in lo..hi {
@@ -168,7 +209,9 @@ impl Matrix {
                     for (tok, xrow) in xs.iter().enumerate() {
                         y[[tok, o - lo]] = match q.kind() {
                             GgmlType::Q4_1 => dot_q4_1_summed(row, xrow, &sums[tok]),
-                            kind => dot_row(kind, row, xrow).expect("whole rows of a checked tensor"),
+                            kind => {
+                                dot_row(kind, row, xrow).expect("whole rows of a checked tensor")
+                            }
                         };
                     }
                 }
@@ -179,7 +222,12 @@ impl Matrix {
                 while start < hi {
                     let end = (start + PANEL_ROWS).min(hi);
                     let mut rows = panel.slice_mut(s![..end - start, ..]); // (end - start, cols)
-                    self.rows_into(start, end, rows.as_slice_mut().expect("leading rows of a contiguous array"));
+                    self.rows_into(
+                        start,
+                        end,
+                        rows.as_slice_mut()
+                            .expect("leading rows of a contiguous array"),
+                    );
                     let out = y.slice_mut(s![.., start - lo..end - lo]); // (T, end - start)
                     multiply_panel(x, panel.slice(s![..end - start, ..]), out);
                     start = end;
@@ -223,15 +271,21 @@ mod streaming {
         const RB: usize = ROWS_PER_BLOCK;
         let t = xs.len() / inp;
         let out = ws.len() / inp;
-        assert_eq!(ys.dim(), (t, out), "the output has a row per token and a column per weight row");
+        assert_eq!(
+            ys.dim(),
+            (t, out),
+            "the output has a row per token and a column per weight row"
+        );
         for start in (0..t).step_by(TOKENS_PER_CHUNK) {
             let end = (start + TOKENS_PER_CHUNK).min(t);
             let mut o = 0;
             while o + RB <= out {
-                let rows: [&[f32]; RB] = core::array::from_fn(|k| &ws[(o + k) * inp..(o + k + 1) * inp]);
+                let rows: [&[f32]; RB] =
+                    core::array::from_fn(|k| &ws[(o + k) * inp..(o + k + 1) * inp]);
                 let mut tok = start;
                 while tok + TB <= end {
-                    let xrows: [&[f32]; TB] = core::array::from_fn(|k| &xs[(tok + k) * inp..(tok + k + 1) * inp]);
+                    let xrows: [&[f32]; TB] =
+                        core::array::from_fn(|k| &xs[(tok + k) * inp..(tok + k + 1) * inp]);
                     let dots = dot_block::<TB, RB>(xrows, rows);
                     for (k, d) in dots.iter().enumerate() {
                         for (j, &v) in d.iter().enumerate() {
@@ -251,14 +305,18 @@ mod streaming {
             for o in o..out {
                 let row = &ws[o * inp..(o + 1) * inp];
                 for tok in start..end {
-                    ys[[tok, o]] = dot_block::<1, 1>([&xs[tok * inp..(tok + 1) * inp]], [row])[0][0];
+                    ys[[tok, o]] =
+                        dot_block::<1, 1>([&xs[tok * inp..(tok + 1) * inp]], [row])[0][0];
                 }
             }
         }
     }
 
     fn hsum(a: v128) -> f32 {
-        f32x4_extract_lane::<0>(a) + f32x4_extract_lane::<1>(a) + f32x4_extract_lane::<2>(a) + f32x4_extract_lane::<3>(a)
+        f32x4_extract_lane::<0>(a)
+            + f32x4_extract_lane::<1>(a)
+            + f32x4_extract_lane::<2>(a)
+            + f32x4_extract_lane::<3>(a)
     }
 
     /// The TB x RB dot products of token rows `x` with weight rows `w`: each load of a
@@ -266,7 +324,10 @@ mod streaming {
     /// is summed in the same order whatever the block, so a token's numbers do not depend on
     /// which block it fell in.
     #[inline(always)]
-    fn dot_block<const TB: usize, const RB: usize>(x: [&[f32]; TB], w: [&[f32]; RB]) -> [[f32; RB]; TB] {
+    fn dot_block<const TB: usize, const RB: usize>(
+        x: [&[f32]; TB],
+        w: [&[f32]; RB],
+    ) -> [[f32; RB]; TB] {
         let n = x[0].len();
         let whole = n / 4 * 4;
         let mut acc = [[f32x4_splat(0.0); RB]; TB];
@@ -274,7 +335,8 @@ mod streaming {
         while i < whole {
             // SAFETY: i + 4 <= whole <= n = every row's length; wasm loads need no alignment.
             unsafe {
-                let wv: [v128; RB] = core::array::from_fn(|k| v128_load(w[k].as_ptr().add(i) as *const v128));
+                let wv: [v128; RB] =
+                    core::array::from_fn(|k| v128_load(w[k].as_ptr().add(i) as *const v128));
                 for (acc_t, xr) in acc.iter_mut().zip(x.iter()) {
                     let xv = v128_load(xr.as_ptr().add(i) as *const v128);
                     for (a, wv) in acc_t.iter_mut().zip(wv.iter()) {

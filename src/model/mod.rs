@@ -13,9 +13,9 @@ pub mod matrix;
 pub mod norm;
 pub mod position;
 pub mod simd_exp;
-pub mod threads;
 #[cfg(any(not(target_arch = "wasm32"), feature = "threads"))]
 mod spinning_helpers;
+pub mod threads;
 pub mod weights;
 
 pub use config::ModelConfig;

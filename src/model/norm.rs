@@ -40,8 +40,20 @@ fn mean_std(values: &[f32]) -> (f32, f32) {
 /// Mean (T) and population standard deviation (T) of each row.
 pub fn row_mean_std(x: ArrayView2<f32>) -> (Array1<f32>, Array1<f32>) {
     let x = x.as_standard_layout(); // (T, d)
-    let rows: Vec<(f32, f32)> = x.rows().into_iter().map(|row| mean_std(row.to_slice().expect("rows of a standard-layout array are contiguous"))).collect();
-    (rows.iter().map(|r| r.0).collect(), rows.iter().map(|r| r.1).collect()) // (T), (T)
+    let rows: Vec<(f32, f32)> = x
+        .rows()
+        .into_iter()
+        .map(|row| {
+            mean_std(
+                row.to_slice()
+                    .expect("rows of a standard-layout array are contiguous"),
+            )
+        })
+        .collect();
+    (
+        rows.iter().map(|r| r.0).collect(),
+        rows.iter().map(|r| r.1).collect(),
+    ) // (T), (T)
 }
 
 /// A row's shift and scale: LayerNorm's (mean, 1 / sqrt(var + eps)), RMSNorm's
@@ -52,7 +64,10 @@ fn shift_and_scale(kind: NormKind, row: &[f32], eps: f32) -> (f32, f32) {
             let (mean, std) = mean_std(row);
             (mean, 1.0 / (std * std + eps).sqrt())
         }
-        NormKind::Rms => (0.0, 1.0 / (lane_sum(row, |v| v * v) / row.len() as f32 + eps).sqrt()),
+        NormKind::Rms => (
+            0.0,
+            1.0 / (lane_sum(row, |v| v * v) / row.len() as f32 + eps).sqrt(),
+        ),
     }
 }
 
@@ -60,7 +75,9 @@ fn shift_and_scale(kind: NormKind, row: &[f32], eps: f32) -> (f32, f32) {
 fn normalised(kind: NormKind, x: ArrayView2<f32>, eps: f32) -> Array2<f32> {
     let mut out = x.as_standard_layout().into_owned(); // (T, d)
     for mut row in out.rows_mut() {
-        let values = row.as_slice_mut().expect("rows of a standard-layout array are contiguous");
+        let values = row
+            .as_slice_mut()
+            .expect("rows of a standard-layout array are contiguous");
         let (shift, scale) = shift_and_scale(kind, values, eps);
         values.iter_mut().for_each(|v| *v = (*v - shift) * scale);
     }
@@ -99,23 +116,29 @@ pub fn apply(kind: NormKind, w: &NormWeights, x: ArrayView2<f32>, eps: f32) -> A
     if d == 0 {
         return y;
     }
-    super::threads::for_each_piece(out, NORM_ROWS * d, NORM_ROWS * d * NORM_COST_PER_VALUE, |k, piece| {
-        for (r, out_row) in piece.chunks_mut(d).enumerate() {
-            let row = &xs[(k * NORM_ROWS + r) * d..][..d]; // (d)
-            let (shift, scale) = shift_and_scale(kind, row, eps);
-            match &beta {
-                Some(beta) => {
-                    for (((o, &v), &g), &b) in out_row.iter_mut().zip(row).zip(&gamma).zip(beta) {
-                        *o = (v - shift) * scale * g + b;
+    super::threads::for_each_piece(
+        out,
+        NORM_ROWS * d,
+        NORM_ROWS * d * NORM_COST_PER_VALUE,
+        |k, piece| {
+            for (r, out_row) in piece.chunks_mut(d).enumerate() {
+                let row = &xs[(k * NORM_ROWS + r) * d..][..d]; // (d)
+                let (shift, scale) = shift_and_scale(kind, row, eps);
+                match &beta {
+                    Some(beta) => {
+                        for (((o, &v), &g), &b) in out_row.iter_mut().zip(row).zip(&gamma).zip(beta)
+                        {
+                            *o = (v - shift) * scale * g + b;
+                        }
                     }
-                }
-                None => {
-                    for ((o, &v), &g) in out_row.iter_mut().zip(row).zip(&gamma) {
-                        *o = (v - shift) * scale * g;
+                    None => {
+                        for ((o, &v), &g) in out_row.iter_mut().zip(row).zip(&gamma) {
+                            *o = (v - shift) * scale * g;
+                        }
                     }
                 }
             }
-        }
-    });
+        },
+    );
     y
 }

@@ -23,7 +23,9 @@ pub fn sinusoidal_rows(first: usize, end: usize, d_model: usize) -> Array2<f32> 
 
 /// Rotary frequencies theta_i = base^(-2i/head_dim), one per pair of features.
 pub fn rotary_frequencies(head_dim: usize, base: f32) -> Vec<f32> {
-    (0..head_dim / 2).map(|i| (base as f64).powf(-((2 * i) as f64) / head_dim as f64) as f32).collect()
+    (0..head_dim / 2)
+        .map(|i| (base as f64).powf(-((2 * i) as f64) / head_dim as f64) as f32)
+        .collect()
 }
 
 /// Rotates every pair of features of x (heads, T, head_dim) by position * theta_i.
@@ -42,7 +44,11 @@ pub fn apply_rotary_from(x: &mut Array3<f32>, base: f32, adjacent_pairs: bool, f
             let p = first + row;
             for (i, theta) in freqs.iter().enumerate() {
                 let (sin, cos) = ((p as f64) * (*theta as f64)).sin_cos();
-                let (a, b) = if adjacent_pairs { (2 * i, 2 * i + 1) } else { (i, i + hd / 2) };
+                let (a, b) = if adjacent_pairs {
+                    (2 * i, 2 * i + 1)
+                } else {
+                    (i, i + hd / 2)
+                };
                 let (xa, xb) = (x[[h, row, a]] as f64, x[[h, row, b]] as f64);
                 x[[h, row, a]] = (xa * cos - xb * sin) as f32;
                 x[[h, row, b]] = (xa * sin + xb * cos) as f32;

@@ -42,7 +42,10 @@ pub mod lanes {
         let y = f32x4_max(y, f32x4_splat(-87.0));
         let n = f32x4_nearest(f32x4_mul(y, f32x4_splat(std::f32::consts::LOG2_E)));
         // r = y - n ln 2, with ln 2 in two parts so that r keeps its low bits.
-        let r = f32x4_sub(f32x4_sub(y, f32x4_mul(n, f32x4_splat(0.693_145_75))), f32x4_mul(n, f32x4_splat(1.428_606_8e-6)));
+        let r = f32x4_sub(
+            f32x4_sub(y, f32x4_mul(n, f32x4_splat(0.693_145_75))),
+            f32x4_mul(n, f32x4_splat(1.428_606_8e-6)),
+        );
         let mut p = f32x4_splat(1.0 / 720.0);
         for c in [1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5, 1.0, 1.0] {
             p = f32x4_add(f32x4_mul(p, r), f32x4_splat(c));
@@ -56,7 +59,12 @@ pub mod lanes {
     pub fn exp_four(four: &mut [f32]) {
         assert_eq!(four.len(), 4, "four lanes");
         // SAFETY: four values, checked above; wasm loads and stores need no alignment.
-        unsafe { v128_store(four.as_mut_ptr() as *mut v128, exp4(v128_load(four.as_ptr() as *const v128))) };
+        unsafe {
+            v128_store(
+                four.as_mut_ptr() as *mut v128,
+                exp4(v128_load(four.as_ptr() as *const v128)),
+            )
+        };
     }
 }
 

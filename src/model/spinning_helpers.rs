@@ -26,7 +26,11 @@ use std::sync::{Mutex, TryLockError};
 
 /// How long a helper spins for new work after its last, in checks of the generation counter:
 /// about a millisecond (a wasm check is a load, ~1-2 ns; a native one also pauses the core).
-const SPINS: u32 = if cfg!(target_arch = "wasm32") { 1 << 20 } else { 1 << 15 };
+const SPINS: u32 = if cfg!(target_arch = "wasm32") {
+    1 << 20
+} else {
+    1 << 15
+};
 
 /// The work of one product, type-erased for the helpers: call it until it returns.
 struct Job<'a> {
@@ -76,7 +80,8 @@ pub fn share(threads: usize, work: &(dyn Fn() + Sync)) {
     // SAFETY: the pointer is withdrawn before `job` goes out of scope, even if `work` panics
     // (`Withdraw`'s drop runs first: declared after `job`), and no helper reads it after that
     // (module comment); the 'static is never relied on.
-    h.job.store(&job as *const Job<'_> as *mut Job<'static>, SeqCst);
+    h.job
+        .store(&job as *const Job<'_> as *mut Job<'static>, SeqCst);
     let _withdraw = Withdraw(h);
     h.generation.fetch_add(1, SeqCst);
     work(); // this thread's share
@@ -143,7 +148,10 @@ mod tests {
             .map(|c| {
                 std::thread::spawn(move || {
                     for round in 0..200 {
-                        assert!(each_piece_done_once(37, 1 + (round + c) % 3), "caller {c}, round {round}");
+                        assert!(
+                            each_piece_done_once(37, 1 + (round + c) % 3),
+                            "caller {c}, round {round}"
+                        );
                     }
                 })
             })

@@ -56,7 +56,9 @@ pub async fn start(threads: usize) -> Result<usize, String> {
         return Err(format!("{threads} threads: a pool has 2 to 64"));
     }
     let started = wasm_bindgen_rayon::init_thread_pool(threads - 1);
-    wasm_bindgen_futures::JsFuture::from(started).await.map_err(|e| format!("the threads did not start: {e:?}"))?;
+    wasm_bindgen_futures::JsFuture::from(started)
+        .await
+        .map_err(|e| format!("the threads did not start: {e:?}"))?;
     pool::set_threads(threads);
     Ok(threads)
 }
@@ -78,12 +80,20 @@ const MIN_RUN_MACS: usize = 1 << 16;
 /// thread waited a twelfth of a MiniLM pass at 32 tokens for the other's last run. Each run but
 /// the last is a multiple of `block` features. The runs depend only on the arguments, never on
 /// which thread takes them.
-pub fn runs(lo: usize, hi: usize, threads: usize, block: usize, macs_per_feature: usize) -> Vec<(usize, usize)> {
+pub fn runs(
+    lo: usize,
+    hi: usize,
+    threads: usize,
+    block: usize,
+    macs_per_feature: usize,
+) -> Vec<(usize, usize)> {
     let block = block.max(1);
     let threads = threads.max(1);
     let whole_blocks = |n: usize| n.div_ceil(block) * block;
     let shortest = whole_blocks(MIN_RUN_MACS.div_ceil(macs_per_feature.max(1)));
-    let longest = whole_blocks((hi - lo) / (threads * RUNS_PER_THREAD)).max(block).max(shortest);
+    let longest = whole_blocks((hi - lo) / (threads * RUNS_PER_THREAD))
+        .max(block)
+        .max(shortest);
     let mut runs = Vec::new();
     let mut start = lo;
     while start < hi {
@@ -99,9 +109,20 @@ pub fn runs(lo: usize, hi: usize, threads: usize, block: usize, macs_per_feature
 /// threads: `features(a, b, out)` computes features [a, b) into `out` (t, b - a), a view of the
 /// result's columns, so that no run allocates or is copied afterwards. Gives (t, hi - lo),
 /// the same numbers as `features(lo, hi, ..)` on one thread.
-pub fn in_parts(t: usize, lo: usize, hi: usize, cols: usize, block: usize, features: impl Fn(usize, usize, ArrayViewMut2<f32>) + Sync) -> Array2<f32> {
+pub fn in_parts(
+    t: usize,
+    lo: usize,
+    hi: usize,
+    cols: usize,
+    block: usize,
+    features: impl Fn(usize, usize, ArrayViewMut2<f32>) + Sync,
+) -> Array2<f32> {
     let mut y = Array2::<f32>::zeros((t, hi - lo)); // (T, hi - lo)
-    let n = if t * (hi - lo) * cols < PARALLEL_MIN_MACS { 1 } else { threads() };
+    let n = if t * (hi - lo) * cols < PARALLEL_MIN_MACS {
+        1
+    } else {
+        threads()
+    };
     if n <= 1 {
         features(lo, hi, y.view_mut());
         return y;
@@ -125,15 +146,31 @@ pub fn in_parts(t: usize, lo: usize, hi: usize, cols: usize, block: usize, featu
 /// thread alone would compute it, so the numbers do not depend on the threads. For the work
 /// between the products: a layer's attention scores, softmax and weighted values head by head,
 /// its activation a run of values at a time.
-pub fn for_each_piece(data: &mut [f32], piece: usize, cost: usize, f: impl Fn(usize, &mut [f32]) + Sync) {
+pub fn for_each_piece(
+    data: &mut [f32],
+    piece: usize,
+    cost: usize,
+    f: impl Fn(usize, &mut [f32]) + Sync,
+) {
     let piece = piece.max(1);
     let count = data.len().div_ceil(piece);
-    let n = if count < 2 || count.saturating_mul(cost) < PARALLEL_MIN_MACS { 1 } else { threads().min(count) };
+    let n = if count < 2 || count.saturating_mul(cost) < PARALLEL_MIN_MACS {
+        1
+    } else {
+        threads().min(count)
+    };
     if n <= 1 {
-        data.chunks_mut(piece).enumerate().for_each(|(i, p)| f(i, p));
+        data.chunks_mut(piece)
+            .enumerate()
+            .for_each(|(i, p)| f(i, p));
         return;
     }
-    share_items(data.chunks_mut(piece).enumerate().collect(), n, &|(i, p)| f(i, p));
+    share_items(data.chunks_mut(piece).enumerate().collect(), n, &|(
+        i,
+        p,
+    )| {
+        f(i, p)
+    });
 }
 
 /// `f` applied to each item, in order of the items, by up to `threads` threads: each takes
@@ -144,7 +181,10 @@ fn share_items<T: Send>(items: Vec<T>, threads: usize, f: &(impl Fn(T) + Sync)) 
     use std::sync::Mutex;
     // Each item is taken by exactly one thread (the counter hands each index out once), so
     // no lock is ever waited for: it only moves the item to the thread that took it.
-    let slots: Vec<Mutex<Option<T>>> = items.into_iter().map(|item| Mutex::new(Some(item))).collect();
+    let slots: Vec<Mutex<Option<T>>> = items
+        .into_iter()
+        .map(|item| Mutex::new(Some(item)))
+        .collect();
     let next = AtomicUsize::new(0);
     let work = || loop {
         let k = next.fetch_add(1, Ordering::Relaxed);
@@ -170,7 +210,13 @@ mod tests {
 
     #[test]
     fn every_piece_is_given_once_with_its_index() {
-        for (len, piece, cost) in [(0, 4, 1), (10, 3, 1), (1000, 7, 1 << 16), (4096, 64, 1 << 20), (5, 10, 1 << 20)] {
+        for (len, piece, cost) in [
+            (0, 4, 1),
+            (10, 3, 1),
+            (1000, 7, 1 << 16),
+            (4096, 64, 1 << 20),
+            (5, 10, 1 << 20),
+        ] {
             let mut data: Vec<f32> = (0..len).map(|i| i as f32).collect();
             for_each_piece(&mut data, piece, cost, |k, p| {
                 for (j, v) in p.iter_mut().enumerate() {
@@ -178,13 +224,26 @@ mod tests {
                     *v = -*v - 1.0;
                 }
             });
-            assert!(data.iter().enumerate().all(|(i, &v)| v == -(i as f32) - 1.0), "{len} values in pieces of {piece}: each changed once");
+            assert!(
+                data.iter()
+                    .enumerate()
+                    .all(|(i, &v)| v == -(i as f32) - 1.0),
+                "{len} values in pieces of {piece}: each changed once"
+            );
         }
     }
 
     #[test]
     fn runs_cover_the_range_in_whole_blocks_shorter_towards_the_end() {
-        for (lo, hi, n, block, macs) in [(0, 384, 2, 2, 32 * 384), (0, 385, 3, 2, 384), (10, 17, 4, 2, 1), (0, 1, 8, 2, 1), (0, 1536, 8, 2, 32 * 384), (0, 576, 2, 2, 576), (5, 5, 2, 2, 1)] {
+        for (lo, hi, n, block, macs) in [
+            (0, 384, 2, 2, 32 * 384),
+            (0, 385, 3, 2, 384),
+            (10, 17, 4, 2, 1),
+            (0, 1, 8, 2, 1),
+            (0, 1536, 8, 2, 32 * 384),
+            (0, 576, 2, 2, 576),
+            (5, 5, 2, 2, 1),
+        ] {
             let r = runs(lo, hi, n, block, macs);
             if lo == hi {
                 assert!(r.is_empty());
@@ -194,7 +253,10 @@ mod tests {
             assert_eq!(r.last().unwrap().1, hi);
             for w in r.windows(2) {
                 assert_eq!(w[0].1, w[1].0);
-                assert!(w[1].1 - w[1].0 <= w[0].1 - w[0].0, "{lo}..{hi} for {n}: {r:?} grows");
+                assert!(
+                    w[1].1 - w[1].0 <= w[0].1 - w[0].0,
+                    "{lo}..{hi} for {n}: {r:?} grows"
+                );
             }
             let longest = ((hi - lo) / (n * RUNS_PER_THREAD)).div_ceil(block).max(1) * block;
             let shortest = MIN_RUN_MACS.div_ceil(macs).div_ceil(block) * block;
@@ -213,10 +275,15 @@ mod tests {
     #[test]
     fn a_product_in_parts_equals_the_whole() {
         let x = Array2::from_shape_fn((7, 33), |(i, j)| ((i * 31 + j * 7) % 13) as f32 - 6.0); // (T, in)
-        let w = Array2::from_shape_fn((301, 33), |(i, j)| ((i * 17 + j * 3) % 11) as f32 * 0.25 - 1.0); // (out, in)
+        let w = Array2::from_shape_fn((301, 33), |(i, j)| {
+            ((i * 17 + j * 3) % 11) as f32 * 0.25 - 1.0
+        }); // (out, in)
         let product = |a: usize, b: usize| x.dot(&w.slice(s![a..b, ..]).t()); // (T, b - a)
         let features = |a: usize, b: usize, mut out: ArrayViewMut2<f32>| out.assign(&product(a, b)); // (T, b - a)
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(3)
+            .build()
+            .unwrap();
         let shared = pool.install(|| in_parts(7, 0, 301, 33 * 1000, 2, features));
         assert_eq!(product(0, 301), shared);
         let middle = pool.install(|| in_parts(7, 40, 120, 33 * 1000, 2, features));

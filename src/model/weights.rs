@@ -81,7 +81,11 @@ pub struct Weights {
 
 fn expect(name: &str, found: &[usize], expected: &[usize]) -> Result<()> {
     if found != expected {
-        return Err(VizError::ShapeMismatch { name: name.into(), expected: expected.to_vec(), found: found.to_vec() });
+        return Err(VizError::ShapeMismatch {
+            name: name.into(),
+            expected: expected.to_vec(),
+            found: found.to_vec(),
+        });
     }
     Ok(())
 }
@@ -92,8 +96,12 @@ impl NormWeights {
         match (&self.beta, kind) {
             (Some(b), NormKind::Layer) => expect(&format!("{name}.beta"), b.shape(), &[d]),
             (None, NormKind::Rms) => Ok(()),
-            (None, NormKind::Layer) => Err(VizError::MissingTensor { name: format!("{name}.beta") }),
-            (Some(_), NormKind::Rms) => Err(VizError::BadConfig(format!("{name}: RMSNorm has no beta"))),
+            (None, NormKind::Layer) => Err(VizError::MissingTensor {
+                name: format!("{name}.beta"),
+            }),
+            (Some(_), NormKind::Rms) => {
+                Err(VizError::BadConfig(format!("{name}: RMSNorm has no beta")))
+            }
         }
     }
 }
@@ -102,7 +110,9 @@ fn check_linear(name: &str, l: &Linear, out: usize, inp: usize, bias: bool) -> R
     expect(&format!("{name}.weight"), &l.weight.shape(), &[out, inp])?;
     match (&l.bias, bias) {
         (Some(b), _) => expect(&format!("{name}.bias"), b.shape(), &[out]),
-        (None, true) => Err(VizError::MissingTensor { name: format!("{name}.bias") }),
+        (None, true) => Err(VizError::MissingTensor {
+            name: format!("{name}.bias"),
+        }),
         (None, false) => Ok(()),
     }
 }
@@ -112,76 +122,205 @@ impl Weights {
     pub fn check(&self, c: &ModelConfig) -> Result<()> {
         c.validate()?;
         let d = c.d_model;
-        expect("token_embedding", &self.token_embedding.shape(), &[c.vocab_size, d])?;
+        expect(
+            "token_embedding",
+            &self.token_embedding.shape(),
+            &[c.vocab_size, d],
+        )?;
         match (&self.segment_embedding, c.token_types) {
             (None, 0) => {}
             (Some(s), n) if n > 0 => expect("segment_embedding", s.shape(), &[n, d])?,
-            _ => return Err(VizError::BadConfig("segment embeddings do not match token_types".into())),
+            _ => {
+                return Err(VizError::BadConfig(
+                    "segment embeddings do not match token_types".into(),
+                ))
+            }
         }
         match (&self.position_embedding, c.position) {
-            (Some(p), Position::Learned) => expect("position_embedding", p.shape(), &[c.context, d])?,
-            (None, Position::Learned) => return Err(VizError::MissingTensor { name: "position_embedding".into() }),
-            (Some(_), _) => return Err(VizError::BadConfig("a learned position table was given but the config does not use one".into())),
+            (Some(p), Position::Learned) => {
+                expect("position_embedding", p.shape(), &[c.context, d])?
+            }
+            (None, Position::Learned) => {
+                return Err(VizError::MissingTensor {
+                    name: "position_embedding".into(),
+                })
+            }
+            (Some(_), _) => {
+                return Err(VizError::BadConfig(
+                    "a learned position table was given but the config does not use one".into(),
+                ))
+            }
             (None, _) => {}
         }
         if let Some(n) = &self.embedding_norm {
             n.check("embedding_norm", c.norm, d)?;
         } else if c.embedding_norm {
-            return Err(VizError::MissingTensor { name: "embedding_norm".into() });
+            return Err(VizError::MissingTensor {
+                name: "embedding_norm".into(),
+            });
         }
         if self.layers.len() != c.n_layers {
-            return Err(VizError::BadConfig(format!("config says {} layers, weights have {}", c.n_layers, self.layers.len())));
+            return Err(VizError::BadConfig(format!(
+                "config says {} layers, weights have {}",
+                c.n_layers,
+                self.layers.len()
+            )));
         }
         let q = c.n_heads * c.head_dim;
         let kv = c.n_kv_heads * c.head_dim;
         if self.encoder_layers.len() != c.encoder_layers {
-            return Err(VizError::BadConfig(format!("config says {} encoder layers, weights have {}", c.encoder_layers, self.encoder_layers.len())));
+            return Err(VizError::BadConfig(format!(
+                "config says {} encoder layers, weights have {}",
+                c.encoder_layers,
+                self.encoder_layers.len()
+            )));
         }
-        let stacks = self.layers.iter().enumerate().map(|(i, l)| (format!("layer{i}"), l, c.is_encoder_decoder()));
-        let encoder = self.encoder_layers.iter().enumerate().map(|(i, l)| (format!("encoder.layer{i}"), l, false));
+        let stacks = self
+            .layers
+            .iter()
+            .enumerate()
+            .map(|(i, l)| (format!("layer{i}"), l, c.is_encoder_decoder()));
+        let encoder = self
+            .encoder_layers
+            .iter()
+            .enumerate()
+            .map(|(i, l)| (format!("encoder.layer{i}"), l, false));
         for (p, l, crossed) in stacks.chain(encoder) {
             match (&l.cross, crossed) {
                 (Some(x), true) => {
                     x.norm.check(&format!("{p}.cross_norm"), c.norm, d)?;
-                    check_linear(&format!("{p}.cross_attention.query"), &x.attention.query, q, d, c.linear_bias)?;
-                    check_linear(&format!("{p}.cross_attention.key"), &x.attention.key, kv, d, c.linear_bias)?;
-                    check_linear(&format!("{p}.cross_attention.value"), &x.attention.value, kv, d, c.linear_bias)?;
-                    check_linear(&format!("{p}.cross_attention.output"), &x.attention.output, d, q, c.linear_bias)?;
+                    check_linear(
+                        &format!("{p}.cross_attention.query"),
+                        &x.attention.query,
+                        q,
+                        d,
+                        c.linear_bias,
+                    )?;
+                    check_linear(
+                        &format!("{p}.cross_attention.key"),
+                        &x.attention.key,
+                        kv,
+                        d,
+                        c.linear_bias,
+                    )?;
+                    check_linear(
+                        &format!("{p}.cross_attention.value"),
+                        &x.attention.value,
+                        kv,
+                        d,
+                        c.linear_bias,
+                    )?;
+                    check_linear(
+                        &format!("{p}.cross_attention.output"),
+                        &x.attention.output,
+                        d,
+                        q,
+                        c.linear_bias,
+                    )?;
                 }
-                (None, true) => return Err(VizError::MissingTensor { name: format!("{p}.cross_attention") }),
-                (Some(_), false) => return Err(VizError::BadConfig(format!("{p} has cross-attention, which only an encoder-decoder's decoder layers have"))),
+                (None, true) => {
+                    return Err(VizError::MissingTensor {
+                        name: format!("{p}.cross_attention"),
+                    })
+                }
+                (Some(_), false) => {
+                    return Err(VizError::BadConfig(format!(
+                    "{p} has cross-attention, which only an encoder-decoder's decoder layers have"
+                )))
+                }
                 (None, false) => {}
             }
-            l.attention_norm.check(&format!("{p}.attention_norm"), c.norm, d)?;
+            l.attention_norm
+                .check(&format!("{p}.attention_norm"), c.norm, d)?;
             l.ffn_norm.check(&format!("{p}.ffn_norm"), c.norm, d)?;
-            check_linear(&format!("{p}.query"), &l.attention.query, q, d, c.linear_bias)?;
+            check_linear(
+                &format!("{p}.query"),
+                &l.attention.query,
+                q,
+                d,
+                c.linear_bias,
+            )?;
             check_linear(&format!("{p}.key"), &l.attention.key, kv, d, c.linear_bias)?;
-            check_linear(&format!("{p}.value"), &l.attention.value, kv, d, c.linear_bias)?;
-            check_linear(&format!("{p}.output"), &l.attention.output, d, q, c.linear_bias)?;
+            check_linear(
+                &format!("{p}.value"),
+                &l.attention.value,
+                kv,
+                d,
+                c.linear_bias,
+            )?;
+            check_linear(
+                &format!("{p}.output"),
+                &l.attention.output,
+                d,
+                q,
+                c.linear_bias,
+            )?;
             check_linear(&format!("{p}.ffn_up"), &l.ffn.up, c.d_ff, d, c.linear_bias)?;
-            check_linear(&format!("{p}.ffn_down"), &l.ffn.down, d, c.d_ff, c.linear_bias)?;
+            check_linear(
+                &format!("{p}.ffn_down"),
+                &l.ffn.down,
+                d,
+                c.d_ff,
+                c.linear_bias,
+            )?;
             match (&l.ffn.gate, c.activation) {
-                (Some(g), Activation::SwiGlu) => check_linear(&format!("{p}.ffn_gate"), g, c.d_ff, d, c.linear_bias)?,
-                (None, Activation::SwiGlu) => return Err(VizError::MissingTensor { name: format!("{p}.ffn_gate") }),
-                (Some(_), _) => return Err(VizError::BadConfig("a gate projection needs the SwiGLU activation".into())),
+                (Some(g), Activation::SwiGlu) => {
+                    check_linear(&format!("{p}.ffn_gate"), g, c.d_ff, d, c.linear_bias)?
+                }
+                (None, Activation::SwiGlu) => {
+                    return Err(VizError::MissingTensor {
+                        name: format!("{p}.ffn_gate"),
+                    })
+                }
+                (Some(_), _) => {
+                    return Err(VizError::BadConfig(
+                        "a gate projection needs the SwiGLU activation".into(),
+                    ))
+                }
                 (None, _) => {}
             }
         }
-        match (c.norm_place, &self.encoder_final_norm, c.is_encoder_decoder()) {
-            (super::config::NormPlace::Pre, Some(n), true) => n.check("encoder_final_norm", c.norm, d)?,
-            (super::config::NormPlace::Pre, None, true) => return Err(VizError::MissingTensor { name: "encoder_final_norm".into() }),
-            (_, Some(_), _) => return Err(VizError::BadConfig("an encoder final norm was given but the model has no pre-LN encoder".into())),
+        match (
+            c.norm_place,
+            &self.encoder_final_norm,
+            c.is_encoder_decoder(),
+        ) {
+            (super::config::NormPlace::Pre, Some(n), true) => {
+                n.check("encoder_final_norm", c.norm, d)?
+            }
+            (super::config::NormPlace::Pre, None, true) => {
+                return Err(VizError::MissingTensor {
+                    name: "encoder_final_norm".into(),
+                })
+            }
+            (_, Some(_), _) => {
+                return Err(VizError::BadConfig(
+                    "an encoder final norm was given but the model has no pre-LN encoder".into(),
+                ))
+            }
             _ => {}
         }
         match (c.norm_place, &self.final_norm) {
             (super::config::NormPlace::Pre, Some(n)) => n.check("final_norm", c.norm, d)?,
-            (super::config::NormPlace::Pre, None) => return Err(VizError::MissingTensor { name: "final_norm".into() }),
+            (super::config::NormPlace::Pre, None) => {
+                return Err(VizError::MissingTensor {
+                    name: "final_norm".into(),
+                })
+            }
             _ => {}
         }
         match (c.lm_head, &self.lm_head) {
             (LmHead::Separate, Some(h)) => expect("lm_head", &h.shape(), &[c.vocab_size, d])?,
-            (LmHead::Separate, None) => return Err(VizError::MissingTensor { name: "lm_head".into() }),
-            (_, Some(_)) => return Err(VizError::BadConfig("a separate lm_head was given but the config does not use one".into())),
+            (LmHead::Separate, None) => {
+                return Err(VizError::MissingTensor {
+                    name: "lm_head".into(),
+                })
+            }
+            (_, Some(_)) => {
+                return Err(VizError::BadConfig(
+                    "a separate lm_head was given but the config does not use one".into(),
+                ))
+            }
             _ => {}
         }
         Ok(())

@@ -35,7 +35,9 @@ impl PreTokenizer {
         match name {
             "gpt2" | "default" => Ok(Self::Gpt2),
             "smollm" | "starcoder" => Ok(Self::DigitsThenGpt2),
-            other => Err(bad(format!("the pre-tokenizer `{other}` is not supported (known: gpt2, smollm, starcoder)"))),
+            other => Err(bad(format!(
+                "the pre-tokenizer `{other}` is not supported (known: gpt2, smollm, starcoder)"
+            ))),
         }
     }
 }
@@ -59,7 +61,9 @@ pub const GGUF_TOKEN_TYPE_CONTROL: i32 = 3;
 impl SpecialTokens {
     /// The ids whose GGUF token type says they are control tokens.
     pub fn control_from_token_types(token_types: &[i32]) -> Vec<u32> {
-        (0..token_types.len() as u32).filter(|&id| token_types[id as usize] == GGUF_TOKEN_TYPE_CONTROL).collect()
+        (0..token_types.len() as u32)
+            .filter(|&id| token_types[id as usize] == GGUF_TOKEN_TYPE_CONTROL)
+            .collect()
     }
 }
 
@@ -93,7 +97,9 @@ fn bad(msg: impl Into<String>) -> VizError {
 /// (controls, space, DEL, NBSP, soft hyphen) are moved to U+0100 upwards, so every byte is a
 /// visible character and a vocabulary can be written as plain strings.
 pub fn byte_to_char() -> [char; 256] {
-    let printable = |b: u32| (0x21..=0x7E).contains(&b) || (0xA1..=0xAC).contains(&b) || (0xAE..=0xFF).contains(&b);
+    let printable = |b: u32| {
+        (0x21..=0x7E).contains(&b) || (0xA1..=0xAC).contains(&b) || (0xAE..=0xFF).contains(&b)
+    };
     let mut table = ['\0'; 256];
     let mut moved = 0;
     for b in 0..256u32 {
@@ -131,22 +137,38 @@ impl ByteLevelBpe {
     /// Builds the tokenizer from the vocabulary in id order, the merges in rank order (each
     /// "left right"), the special tokens and the pre-tokenizer. Fails if a merge or a special
     /// id names a token the vocabulary lacks.
-    pub fn new(tokens: Vec<String>, merges: Vec<String>, special: SpecialTokens, pre: PreTokenizer) -> Result<Self> {
+    pub fn new(
+        tokens: Vec<String>,
+        merges: Vec<String>,
+        special: SpecialTokens,
+        pre: PreTokenizer,
+    ) -> Result<Self> {
         if tokens.is_empty() {
             return Err(bad("the vocabulary is empty"));
         }
         let n = tokens.len();
         for (what, id) in [("BOS", special.bos), ("EOS", special.eos)] {
             if id.is_some_and(|id| id as usize >= n) {
-                return Err(bad(format!("the {what} id {} is outside the vocabulary of {n}", id.unwrap())));
+                return Err(bad(format!(
+                    "the {what} id {} is outside the vocabulary of {n}",
+                    id.unwrap()
+                )));
             }
         }
-        if (special.add_bos && special.bos.is_none()) || (special.add_eos && special.eos.is_none()) {
+        if (special.add_bos && special.bos.is_none()) || (special.add_eos && special.eos.is_none())
+        {
             return Err(bad("the model asks for a BOS or EOS token but names none"));
         }
         let mut is_special = vec![false; n];
-        for &id in special.control.iter().chain(special.bos.iter()).chain(special.eos.iter()) {
-            *is_special.get_mut(id as usize).ok_or_else(|| bad(format!("special id {id} is outside the vocabulary of {n}")))? = true;
+        for &id in special
+            .control
+            .iter()
+            .chain(special.bos.iter())
+            .chain(special.eos.iter())
+        {
+            *is_special.get_mut(id as usize).ok_or_else(|| {
+                bad(format!("special id {id} is outside the vocabulary of {n}"))
+            })? = true;
         }
 
         let to_char = byte_to_char();
@@ -170,7 +192,11 @@ impl ByteLevelBpe {
                 }
                 bytes
             };
-            display_by_id.push(if is_special[id] { token.clone() } else { display_bytes(&bytes) });
+            display_by_id.push(if is_special[id] {
+                token.clone()
+            } else {
+                display_bytes(&bytes)
+            });
             bytes_by_id.push(bytes);
         }
         let mut byte_token = [None; 256];
@@ -180,14 +206,28 @@ impl ByteLevelBpe {
 
         let mut merge_ranks = HashMap::with_capacity(merges.len());
         for (rank, merge) in merges.iter().enumerate() {
-            let (left, right) = merge.split_once(' ').ok_or_else(|| bad(format!("merge {rank} `{merge}` is not two tokens")))?;
-            let id = |t: &str| vocab.get(t).copied().ok_or_else(|| bad(format!("merge {rank} `{merge}` names `{t}`, which is not in the vocabulary")));
+            let (left, right) = merge
+                .split_once(' ')
+                .ok_or_else(|| bad(format!("merge {rank} `{merge}` is not two tokens")))?;
+            let id = |t: &str| {
+                vocab.get(t).copied().ok_or_else(|| {
+                    bad(format!(
+                        "merge {rank} `{merge}` names `{t}`, which is not in the vocabulary"
+                    ))
+                })
+            };
             let merged = id(&format!("{left}{right}"))?;
             // The first listing of a pair wins, as in Hugging Face's BPE.
-            merge_ranks.entry((id(left)?, id(right)?)).or_insert((rank as u32, merged));
+            merge_ranks
+                .entry((id(left)?, id(right)?))
+                .or_insert((rank as u32, merged));
         }
 
-        let mut control: Vec<(String, u32)> = special.control.iter().map(|&id| (tokens[id as usize].clone(), id)).collect();
+        let mut control: Vec<(String, u32)> = special
+            .control
+            .iter()
+            .map(|&id| (tokens[id as usize].clone(), id))
+            .collect();
         control.retain(|(text, _)| !text.is_empty());
         control.sort_by_key(|(text, _)| std::cmp::Reverse(text.len()));
         let pattern = Regex::new(GPT2_PATTERN).expect("GPT-2's pattern is a valid regex");
@@ -224,7 +264,13 @@ impl ByteLevelBpe {
     pub fn decode_bytes(&self, ids: &[u32]) -> Result<Vec<u8>> {
         let mut out = Vec::new();
         for &id in ids {
-            let bytes = self.bytes_by_id.get(id as usize).ok_or(VizError::UnknownTokenId { id, vocab_size: self.by_id.len() })?;
+            let bytes = self
+                .bytes_by_id
+                .get(id as usize)
+                .ok_or(VizError::UnknownTokenId {
+                    id,
+                    vocab_size: self.by_id.len(),
+                })?;
             out.extend_from_slice(bytes);
         }
         Ok(out)
@@ -242,7 +288,13 @@ impl ByteLevelBpe {
     /// unassigned planes U+40000 to U+BFFFF.
     pub fn chars_without_tokens(&self, text: &str) -> Vec<char> {
         let mut buf = [0; 4];
-        text.chars().filter(|c| c.encode_utf8(&mut buf).bytes().any(|b| self.byte_token[b as usize].is_none())).collect()
+        text.chars()
+            .filter(|c| {
+                c.encode_utf8(&mut buf)
+                    .bytes()
+                    .any(|b| self.byte_token[b as usize].is_none())
+            })
+            .collect()
     }
 
     /// Calls `emit` with the ids of `text`, without BOS/EOS, in order.
@@ -251,7 +303,11 @@ impl ByteLevelBpe {
         // The next place of each control token at or after `at`; searched again only once
         // `at` has passed it, so a long text is scanned once per control token, not once
         // per control token found.
-        let mut next: Vec<Option<usize>> = self.control.iter().map(|(t, _)| text.find(t.as_str())).collect();
+        let mut next: Vec<Option<usize>> = self
+            .control
+            .iter()
+            .map(|(t, _)| text.find(t.as_str()))
+            .collect();
         let mut at = 0;
         loop {
             for (place, (t, _)) in next.iter_mut().zip(&self.control) {
@@ -260,7 +316,11 @@ impl ByteLevelBpe {
                 }
             }
             // The earliest; `control` is longest first, so the longest wins at the same place.
-            let found = next.iter().zip(&self.control).filter_map(|(p, entry)| p.map(|p| (p, entry))).min_by_key(|&(p, _)| p);
+            let found = next
+                .iter()
+                .zip(&self.control)
+                .filter_map(|(p, entry)| p.map(|p| (p, entry)))
+                .min_by_key(|&(p, _)| p);
             match found {
                 Some((pos, (t, id))) => {
                     self.plain_ids(&text[at..pos], &mut cache, emit);
@@ -300,7 +360,11 @@ impl ByteLevelBpe {
             PreTokenizer::Gpt2 => Box::new(std::iter::once(text)),
             PreTokenizer::DigitsThenGpt2 => Box::new(digit_stretches(text)),
         };
-        Box::new(stretches.flat_map(move |stretch| Gpt2Pieces { pattern: &self.pattern, text: stretch, at: 0 }))
+        Box::new(stretches.flat_map(move |stretch| Gpt2Pieces {
+            pattern: &self.pattern,
+            text: stretch,
+            at: 0,
+        }))
     }
 
     /// Byte-level BPE on one piece: its bytes as byte tokens, then the lowest-ranked adjacent
@@ -330,7 +394,11 @@ impl ByteLevelBpe {
     }
 
     fn token_info(&self, id: u32) -> TokenInfo {
-        TokenInfo { id, text: self.display_by_id[id as usize].clone(), special: self.is_special[id as usize] }
+        TokenInfo {
+            id,
+            text: self.display_by_id[id as usize].clone(),
+            special: self.is_special[id as usize],
+        }
     }
 }
 
@@ -386,7 +454,10 @@ impl<'t> Iterator for Gpt2Pieces<'_, 't> {
         }
         let mut end = m.end();
         let matched = m.as_str();
-        let followed_by_non_space = self.text[end..].chars().next().is_some_and(|c| !c.is_whitespace());
+        let followed_by_non_space = self.text[end..]
+            .chars()
+            .next()
+            .is_some_and(|c| !c.is_whitespace());
         if followed_by_non_space && matched.chars().all(char::is_whitespace) {
             // `\s+(?!\S)`: a run of two or more whitespace characters before a non-space
             // leaves its last character to the next piece; a single one is matched by `\s+`.
@@ -406,8 +477,18 @@ impl Tokenizer for ByteLevelBpe {
         if text.is_empty() {
             return Err(VizError::EmptyText);
         }
-        let before: Vec<u32> = self.special.bos.filter(|_| self.special.add_bos).into_iter().collect();
-        let after: Vec<u32> = self.special.eos.filter(|_| self.special.add_eos).into_iter().collect();
+        let before: Vec<u32> = self
+            .special
+            .bos
+            .filter(|_| self.special.add_bos)
+            .into_iter()
+            .collect();
+        let after: Vec<u32> = self
+            .special
+            .eos
+            .filter(|_| self.special.add_eos)
+            .into_iter()
+            .collect();
         let room = max_tokens.saturating_sub(before.len() + after.len());
         // TokenInfo only for the tokens kept; the rest are counted, for the truncation note.
         let mut kept = Vec::new();
@@ -422,8 +503,16 @@ impl Tokenizer for ByteLevelBpe {
             return Err(VizError::NoTokens);
         }
         let reserved = before.len() + after.len();
-        let truncated = (total > room).then_some(Truncation { original_tokens: total + reserved, kept_tokens: max_tokens });
-        let tokens = before.iter().chain(&kept).chain(&after).map(|&id| self.token_info(id)).collect();
+        let truncated = (total > room).then_some(Truncation {
+            original_tokens: total + reserved,
+            kept_tokens: max_tokens,
+        });
+        let tokens = before
+            .iter()
+            .chain(&kept)
+            .chain(&after)
+            .map(|&id| self.token_info(id))
+            .collect();
         Ok(Encoding { tokens, truncated })
     }
 

@@ -17,7 +17,11 @@ impl Default for ByteTokenizer {
         let mut names: Vec<String> = (0u16..256)
             .map(|b| {
                 let c = b as u8 as char;
-                if c.is_ascii_graphic() || c == ' ' { c.to_string() } else { format!("<0x{b:02X}>") }
+                if c.is_ascii_graphic() || c == ' ' {
+                    c.to_string()
+                } else {
+                    format!("<0x{b:02X}>")
+                }
             })
             .collect();
         names.push("<s>".into());
@@ -30,12 +34,21 @@ impl Tokenizer for ByteTokenizer {
         if text.is_empty() {
             return Err(VizError::EmptyText);
         }
-        let ids: Vec<u32> = std::iter::once(BOS).chain(text.bytes().map(u32::from)).collect();
-        let truncated = (ids.len() > max_tokens).then_some(Truncation { original_tokens: ids.len(), kept_tokens: max_tokens });
+        let ids: Vec<u32> = std::iter::once(BOS)
+            .chain(text.bytes().map(u32::from))
+            .collect();
+        let truncated = (ids.len() > max_tokens).then_some(Truncation {
+            original_tokens: ids.len(),
+            kept_tokens: max_tokens,
+        });
         let tokens = ids
             .into_iter()
             .take(max_tokens)
-            .map(|id| TokenInfo { id, text: self.names[id as usize].clone(), special: id == BOS })
+            .map(|id| TokenInfo {
+                id,
+                text: self.names[id as usize].clone(),
+                special: id == BOS,
+            })
             .collect();
         Ok(Encoding { tokens, truncated })
     }

@@ -38,7 +38,11 @@ pub trait Tokenizer: Send + Sync {
 
     /// The token of id `id` as the trace lists it.
     fn token_info(&self, id: u32) -> Option<TokenInfo> {
-        Some(TokenInfo { id, text: self.token_text(id)?.to_string(), special: self.is_special(id) })
+        Some(TokenInfo {
+            id,
+            text: self.token_text(id)?.to_string(),
+            special: self.is_special(id),
+        })
     }
 
     /// The text that `ids` stand for (generated tokens back to text). By default their texts

@@ -27,10 +27,13 @@ pub const KIND: &str = "byte-level-bpe";
 
 impl VocabFile {
     pub fn parse(json: &str) -> Result<Self> {
-        let file: VocabFile = serde_json::from_str(json).map_err(|e| VizError::BadTokenizer(format!("tokenizer.json: {e}")))?;
+        let file: VocabFile = serde_json::from_str(json)
+            .map_err(|e| VizError::BadTokenizer(format!("tokenizer.json: {e}")))?;
         if file.kind != KIND {
             let kind: String = file.kind.chars().take(40).collect();
-            return Err(VizError::BadTokenizer(format!("tokenizer.json: kind `{kind}` is not `{KIND}`")));
+            return Err(VizError::BadTokenizer(format!(
+                "tokenizer.json: kind `{kind}` is not `{KIND}`"
+            )));
         }
         if file.tokens.len() > MAX_TOKENS || file.merges.len() >= file.tokens.len().max(1) {
             return Err(VizError::BadTokenizer(format!(
@@ -44,7 +47,13 @@ impl VocabFile {
 
     /// The tokenizer: GPT-2's pre-tokenizer, BOS put first.
     pub fn tokenizer(self) -> Result<ByteLevelBpe> {
-        let special = SpecialTokens { bos: Some(self.bos), eos: None, add_bos: true, add_eos: false, control: vec![] };
+        let special = SpecialTokens {
+            bos: Some(self.bos),
+            eos: None,
+            add_bos: true,
+            add_eos: false,
+            control: vec![],
+        };
         ByteLevelBpe::new(self.tokens, self.merges, special, PreTokenizer::Gpt2)
     }
 

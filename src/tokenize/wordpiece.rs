@@ -45,27 +45,48 @@ impl WordPiece {
         let root: Value = serde_json::from_str(json).map_err(|e| bad(format!("not JSON: {e}")))?;
         let model = &root["model"];
         if model["type"] != "WordPiece" {
-            return Err(bad(format!("expected a WordPiece model, found {}", model["type"])));
+            return Err(bad(format!(
+                "expected a WordPiece model, found {}",
+                model["type"]
+            )));
         }
-        let vocab_obj = model["vocab"].as_object().ok_or_else(|| bad("model.vocab is missing"))?;
+        let vocab_obj = model["vocab"]
+            .as_object()
+            .ok_or_else(|| bad("model.vocab is missing"))?;
         let mut vocab: HashMap<String, u32> = HashMap::with_capacity(vocab_obj.len());
         let mut by_id = vec![String::new(); vocab_obj.len()];
         for (token, id) in vocab_obj {
-            let id = id.as_u64().ok_or_else(|| bad(format!("id of `{token}` is not an integer")))? as usize;
+            let id = id
+                .as_u64()
+                .ok_or_else(|| bad(format!("id of `{token}` is not an integer")))?
+                as usize;
             if id >= by_id.len() {
-                return Err(bad(format!("id {id} of `{token}` is outside the vocabulary of {}", by_id.len())));
+                return Err(bad(format!(
+                    "id {id} of `{token}` is outside the vocabulary of {}",
+                    by_id.len()
+                )));
             }
             by_id[id] = token.clone();
             vocab.insert(token.clone(), id as u32);
         }
         let unk_token = model["unk_token"].as_str().unwrap_or("[UNK]");
-        let unk = *vocab.get(unk_token).ok_or_else(|| bad(format!("unknown token `{unk_token}` is not in the vocabulary")))?;
-        let prefix = model["continuing_subword_prefix"].as_str().unwrap_or("##").to_string();
+        let unk = *vocab.get(unk_token).ok_or_else(|| {
+            bad(format!(
+                "unknown token `{unk_token}` is not in the vocabulary"
+            ))
+        })?;
+        let prefix = model["continuing_subword_prefix"]
+            .as_str()
+            .unwrap_or("##")
+            .to_string();
         let max_chars_per_word = model["max_input_chars_per_word"].as_u64().unwrap_or(100) as usize;
 
         let n = &root["normalizer"];
         if n["type"] != "BertNormalizer" {
-            return Err(bad(format!("expected a BertNormalizer, found {}", n["type"])));
+            return Err(bad(format!(
+                "expected a BertNormalizer, found {}",
+                n["type"]
+            )));
         }
         let lowercase = n["lowercase"].as_bool().unwrap_or(true);
         let normalizer = BertNormalizer {
@@ -76,34 +97,63 @@ impl WordPiece {
             lowercase,
         };
         if root["pre_tokenizer"]["type"] != "BertPreTokenizer" {
-            return Err(bad(format!("expected a BertPreTokenizer, found {}", root["pre_tokenizer"]["type"])));
+            return Err(bad(format!(
+                "expected a BertPreTokenizer, found {}",
+                root["pre_tokenizer"]["type"]
+            )));
         }
 
         let mut added = Vec::new();
         for t in root["added_tokens"].as_array().into_iter().flatten() {
-            let content = t["content"].as_str().ok_or_else(|| bad("an added token has no content"))?;
-            let id = t["id"].as_u64().ok_or_else(|| bad("an added token has no id"))?;
-            let id = u32::try_from(id).ok().filter(|&id| (id as usize) < by_id.len());
-            let id = id.ok_or_else(|| bad(format!("the id of added token `{content}` is outside the vocabulary")))?;
+            let content = t["content"]
+                .as_str()
+                .ok_or_else(|| bad("an added token has no content"))?;
+            let id = t["id"]
+                .as_u64()
+                .ok_or_else(|| bad("an added token has no id"))?;
+            let id = u32::try_from(id)
+                .ok()
+                .filter(|&id| (id as usize) < by_id.len());
+            let id = id.ok_or_else(|| {
+                bad(format!(
+                    "the id of added token `{content}` is outside the vocabulary"
+                ))
+            })?;
             if content.is_empty() {
                 return Err(bad("an added token is empty"));
             }
-            added.push(AddedToken { content: content.into(), id, special: t["special"].as_bool().unwrap_or(false) });
+            added.push(AddedToken {
+                content: content.into(),
+                id,
+                special: t["special"].as_bool().unwrap_or(false),
+            });
         }
         // Longest first, so that a longer added token wins over a prefix of it.
         added.sort_by_key(|a| std::cmp::Reverse(a.content.len()));
 
         let (mut before, mut after, mut seen_sequence) = (Vec::new(), Vec::new(), false);
-        let single = root["post_processor"]["single"].as_array().ok_or_else(|| bad("post_processor.single is missing"))?;
+        let single = root["post_processor"]["single"]
+            .as_array()
+            .ok_or_else(|| bad("post_processor.single is missing"))?;
         let specials = &root["post_processor"]["special_tokens"];
         for piece in single {
             if piece.get("Sequence").is_some() {
                 seen_sequence = true;
             } else if let Some(name) = piece["SpecialToken"]["id"].as_str() {
-                let ids = specials[name]["ids"].as_array().ok_or_else(|| bad(format!("special token `{name}` has no ids")))?;
-                let ids = ids.iter().map(|v| v.as_u64().and_then(|x| u32::try_from(x).ok()).ok_or_else(|| bad("special id is not a 32-bit integer")));
+                let ids = specials[name]["ids"]
+                    .as_array()
+                    .ok_or_else(|| bad(format!("special token `{name}` has no ids")))?;
+                let ids = ids.iter().map(|v| {
+                    v.as_u64()
+                        .and_then(|x| u32::try_from(x).ok())
+                        .ok_or_else(|| bad("special id is not a 32-bit integer"))
+                });
                 let ids: Vec<u32> = ids.collect::<Result<_>>()?;
-                if seen_sequence { after.extend(ids) } else { before.extend(ids) }
+                if seen_sequence {
+                    after.extend(ids)
+                } else {
+                    before.extend(ids)
+                }
             }
         }
         for &id in before.iter().chain(&after) {
@@ -112,7 +162,18 @@ impl WordPiece {
             }
         }
         let longest_entry = vocab.keys().map(String::len).max().unwrap_or(0);
-        Ok(Self { vocab, by_id, unk, prefix, longest_entry, max_chars_per_word, normalizer, added, before, after })
+        Ok(Self {
+            vocab,
+            by_id,
+            unk,
+            prefix,
+            longest_entry,
+            max_chars_per_word,
+            normalizer,
+            added,
+            before,
+            after,
+        })
     }
 
     /// Greedy longest-match sub-words of one word; the whole word becomes `[UNK]` if any
@@ -128,17 +189,24 @@ impl WordPiece {
             let prefix = if start > 0 { self.prefix.as_str() } else { "" };
             // Candidate ends on character boundaries from the longest piece that could be an
             // entry down to one character: the same order as trying every end of the word.
-            let mut window = word.len().min(start + self.longest_entry.saturating_sub(prefix.len()));
+            let mut window = word
+                .len()
+                .min(start + self.longest_entry.saturating_sub(prefix.len()));
             while !word.is_char_boundary(window) {
                 window -= 1;
             }
-            let found = word.get(start..window).unwrap_or("").char_indices().rev().find_map(|(i, c)| {
-                let end = start + i + c.len_utf8();
-                key.clear();
-                key.push_str(prefix);
-                key.push_str(&word[start..end]);
-                self.vocab.get(key.as_str()).map(|&id| (id, end))
-            });
+            let found = word
+                .get(start..window)
+                .unwrap_or("")
+                .char_indices()
+                .rev()
+                .find_map(|(i, c)| {
+                    let end = start + i + c.len_utf8();
+                    key.clear();
+                    key.push_str(prefix);
+                    key.push_str(&word[start..end]);
+                    self.vocab.get(key.as_str()).map(|&id| (id, end))
+                });
             match found {
                 Some((id, end)) => {
                     out.push(id);
@@ -172,7 +240,8 @@ impl WordPiece {
     fn encode_into(&self, text: &str, sink: &mut IdSink) {
         // Where each added token next occurs at or after `offset` (None: nowhere), so that
         // each is searched for once per occurrence rather than once per added token found.
-        let mut next: Vec<Option<usize>> = self.added.iter().map(|t| text.find(&t.content)).collect();
+        let mut next: Vec<Option<usize>> =
+            self.added.iter().map(|t| text.find(&t.content)).collect();
         let mut offset = 0;
         while offset < text.len() {
             for (t, pos) in self.added.iter().zip(next.iter_mut()) {
@@ -211,7 +280,11 @@ impl WordPiece {
     /// The first `keep` ids of `encode_words(text)`, and how many there are in all: the ids
     /// after the first `keep` are only counted, never stored.
     pub fn encode_words_counted(&self, text: &str, keep: usize) -> (Vec<u32>, usize) {
-        let mut sink = IdSink { ids: Vec::new(), keep, seen: 0 };
+        let mut sink = IdSink {
+            ids: Vec::new(),
+            keep,
+            seen: 0,
+        };
         self.encode_into(text, &mut sink);
         (sink.ids, sink.seen)
     }
@@ -274,10 +347,21 @@ impl Tokenizer for WordPiece {
         if total == 0 {
             return Err(VizError::NoTokens);
         }
-        let truncated = (total > room).then_some(Truncation { original_tokens: total + reserved, kept_tokens: max_tokens });
-        let ids = self.before.iter().chain(words.iter()).chain(self.after.iter());
+        let truncated = (total > room).then_some(Truncation {
+            original_tokens: total + reserved,
+            kept_tokens: max_tokens,
+        });
+        let ids = self
+            .before
+            .iter()
+            .chain(words.iter())
+            .chain(self.after.iter());
         let tokens = ids
-            .map(|&id| TokenInfo { id, text: self.by_id[id as usize].clone(), special: self.is_special(id) })
+            .map(|&id| TokenInfo {
+                id,
+                text: self.by_id[id as usize].clone(),
+                special: self.is_special(id),
+            })
             .collect();
         Ok(Encoding { tokens, truncated })
     }

@@ -11,7 +11,9 @@
 use ndarray::{ArrayD, ArrayViewD};
 
 use super::joined::token_axis;
-use super::{NormRecord, NormRows, Op, Readback, Recorder, Step, Tensor, TensorData, Trace, TraceRecorder};
+use super::{
+    NormRecord, NormRows, Op, Readback, Recorder, Step, Tensor, TensorData, Trace, TraceRecorder,
+};
 use crate::model::config::ModelConfig;
 
 pub struct ContinuedRecorder<'a> {
@@ -26,8 +28,17 @@ impl<'a> ContinuedRecorder<'a> {
     /// A recorder for a pass over `total` tokens, continuing the first `rows` tokens of
     /// `prefix` (a trace of the same model, recorded so too or from the start) when given;
     /// the device brings back with the pass what `readback` names.
-    pub fn new(config: &'a ModelConfig, readback: Readback, prefix: Option<(&'a Trace, usize)>, total: usize) -> Self {
-        ContinuedRecorder { inner: TraceRecorder::with_readback(config, readback), prefix, total }
+    pub fn new(
+        config: &'a ModelConfig,
+        readback: Readback,
+        prefix: Option<(&'a Trace, usize)>,
+        total: usize,
+    ) -> Self {
+        ContinuedRecorder {
+            inner: TraceRecorder::with_readback(config, readback),
+            prefix,
+            total,
+        }
     }
 
     /// The steps and norms, each norm's statistics the earlier trace's first rows then the
@@ -37,7 +48,9 @@ impl<'a> ContinuedRecorder<'a> {
         if let Some((trace, p)) = self.prefix {
             for (norm, old) in norms.iter_mut().zip(&trace.norms) {
                 let stats = &mut norm.stats;
-                let join = |old: &[f32], new: &mut Vec<f32>| *new = old[..p].iter().chain(new.iter()).copied().collect();
+                let join = |old: &[f32], new: &mut Vec<f32>| {
+                    *new = old[..p].iter().chain(new.iter()).copied().collect()
+                };
                 join(&old.stats.input_mean, &mut stats.input_mean);
                 join(&old.stats.input_std, &mut stats.input_std);
                 join(&old.stats.output_mean, &mut stats.output_mean);
@@ -56,25 +69,50 @@ fn has_token_rows(op: Op) -> bool {
 
 /// The earlier trace's first `p` rows of `op`'s result, then `new`'s rows.
 fn join(prefix: Option<(&Trace, usize)>, op: Op, layer: Option<usize>, new: Tensor) -> Tensor {
-    let Some((trace, p)) = prefix.filter(|_| has_token_rows(op)) else { return new };
-    let old = &trace.find(op, layer).expect("the earlier trace is of the same model").tensor;
+    let Some((trace, p)) = prefix.filter(|_| has_token_rows(op)) else {
+        return new;
+    };
+    let old = &trace
+        .find(op, layer)
+        .expect("the earlier trace is of the same model")
+        .tensor;
     let axis = token_axis(new.shape.len());
     let mut shape = new.shape.clone();
     shape[axis] += p;
     let mut parts = old.data.first_rows(&old.shape, p);
     let rows = new.shape[axis];
-    parts.push(super::RowsPart { data: new.data, shape: new.shape, rows: 0..rows });
-    Tensor { data: TensorData::joined(parts, shape.clone()), shape }
+    parts.push(super::RowsPart {
+        data: new.data,
+        shape: new.shape,
+        rows: 0..rows,
+    });
+    Tensor {
+        data: TensorData::joined(parts, shape.clone()),
+        shape,
+    }
 }
 
 impl Recorder for ContinuedRecorder<'_> {
-    fn step<F: FnOnce() -> Tensor>(&mut self, op: Op, layer: Option<usize>, inputs: &[Op], make: F) {
+    fn step<F: FnOnce() -> Tensor>(
+        &mut self,
+        op: Op,
+        layer: Option<usize>,
+        inputs: &[Op],
+        make: F,
+    ) {
         let tensor = join(self.prefix, op, layer, make());
         self.inner.push(op, layer, inputs, tensor);
     }
 
-    fn derived_step<F, D>(&mut self, op: Op, layer: Option<usize>, inputs: &[Op], shape: &[usize], make: F, derive: D)
-    where
+    fn derived_step<F, D>(
+        &mut self,
+        op: Op,
+        layer: Option<usize>,
+        inputs: &[Op],
+        shape: &[usize],
+        make: F,
+        derive: D,
+    ) where
         F: FnOnce() -> Tensor,
         D: Fn(&[ArrayViewD<f32>]) -> ArrayD<f32> + Send + Sync + 'static,
     {
@@ -85,12 +123,26 @@ impl Recorder for ContinuedRecorder<'_> {
             shape[axis] = self.total;
         }
         let prefix = self.prefix;
-        self.inner.derived_step(op, layer, inputs, &shape, || join(prefix, op, layer, make()), derive);
+        self.inner.derived_step(
+            op,
+            layer,
+            inputs,
+            &shape,
+            || join(prefix, op, layer, make()),
+            derive,
+        );
     }
 
-    fn unchanged_step<F: FnOnce() -> Tensor>(&mut self, op: Op, layer: Option<usize>, input: Op, make: F) {
+    fn unchanged_step<F: FnOnce() -> Tensor>(
+        &mut self,
+        op: Op,
+        layer: Option<usize>,
+        input: Op,
+        make: F,
+    ) {
         let prefix = self.prefix;
-        self.inner.unchanged_step(op, layer, input, || join(prefix, op, layer, make()));
+        self.inner
+            .unchanged_step(op, layer, input, || join(prefix, op, layer, make()));
     }
 
     fn norm_stats<F: FnOnce() -> NormRows>(&mut self, layer: Option<usize>, make: F) {

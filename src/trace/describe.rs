@@ -14,8 +14,12 @@ pub struct StepText {
 
 fn norm_equation(config: &ModelConfig) -> &'static str {
     match config.norm {
-        NormKind::Layer => r"\mathrm{LN}(x) = \gamma \odot \frac{x - \mu}{\sqrt{\sigma^2 + \epsilon}} + \beta",
-        NormKind::Rms => r"\mathrm{RMSNorm}(x) = \gamma \odot \frac{x}{\sqrt{\tfrac{1}{d}\sum_i x_i^2 + \epsilon}}",
+        NormKind::Layer => {
+            r"\mathrm{LN}(x) = \gamma \odot \frac{x - \mu}{\sqrt{\sigma^2 + \epsilon}} + \beta"
+        }
+        NormKind::Rms => {
+            r"\mathrm{RMSNorm}(x) = \gamma \odot \frac{x}{\sqrt{\tfrac{1}{d}\sum_i x_i^2 + \epsilon}}"
+        }
     }
 }
 
@@ -36,7 +40,11 @@ pub fn describe(op: Op, layer: Option<usize>, config: &ModelConfig) -> StepText 
     let post = config.norm_place == crate::model::config::NormPlace::Post;
     // "kv head" only means something with grouped-query attention (fewer key/value heads
     // than query heads); otherwise keys and values have one head per query head.
-    let kv_head_axis = if config.n_kv_heads < config.n_heads { "kv head" } else { "head" };
+    let kv_head_axis = if config.n_kv_heads < config.n_heads {
+        "kv head"
+    } else {
+        "head"
+    };
     let (key, title, equation, explanation, axes): (&str, String, String, String, Vec<String>) = match op {
         Op::Tokenize => (
             "tokens",
@@ -307,5 +315,11 @@ pub fn describe(op: Op, layer: Option<usize>, config: &ModelConfig) -> StepText 
             ax(&["vocabulary"]),
         ),
     };
-    StepText { name: format!("{prefix}{key}"), title: format!("{title}{at}"), equation, explanation, axes }
+    StepText {
+        name: format!("{prefix}{key}"),
+        title: format!("{title}{at}"),
+        equation,
+        explanation,
+        axes,
+    }
 }

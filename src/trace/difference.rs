@@ -41,7 +41,11 @@ impl Trace {
                 d.values += e.values;
                 d.unread_steps += e.unread_steps;
             }
-            _ => return Err(VizError::Gpu("the two passes differ in their encoder's pass (one has none)".into())),
+            _ => {
+                return Err(VizError::Gpu(
+                    "the two passes differ in their encoder's pass (one has none)".into(),
+                ))
+            }
         }
         Ok(d)
     }
@@ -52,13 +56,29 @@ impl Trace {
             return differ("their tokens".into());
         }
         if self.steps.len() != b.steps.len() {
-            return differ(format!("their number of steps ({} and {})", self.steps.len(), b.steps.len()));
+            return differ(format!(
+                "their number of steps ({} and {})",
+                self.steps.len(),
+                b.steps.len()
+            ));
         }
-        let mut d = Difference { attention: 0.0, other: 0.0, other_step: 0, values: 0, unread_steps: 0 };
+        let mut d = Difference {
+            attention: 0.0,
+            other: 0.0,
+            other_step: 0,
+            values: 0,
+            unread_steps: 0,
+        };
         for (index, (sa, sb)) in self.steps.iter().zip(&b.steps).enumerate() {
             let (va, vb) = (sa.tensor.view(), sb.tensor.view()); // the same shape, checked next
             if sa.name != sb.name || va.shape() != vb.shape() {
-                return differ(format!("step {index} ({} {:?}, {} {:?})", sa.name, va.shape(), sb.name, vb.shape()));
+                return differ(format!(
+                    "step {index} ({} {:?}, {} {:?})",
+                    sa.name,
+                    va.shape(),
+                    sb.name,
+                    vb.shape()
+                ));
             }
             if sa.tensor.data.awaits_device() || sb.tensor.data.awaits_device() {
                 d.unread_steps += 1;

@@ -68,7 +68,11 @@ mod tests {
     use super::*;
 
     fn part(values: Vec<f32>, shape: &[usize], rows: Range<usize>) -> RowsPart {
-        RowsPart { data: values.into(), shape: shape.to_vec(), rows }
+        RowsPart {
+            data: values.into(),
+            shape: shape.to_vec(),
+            rows,
+        }
     }
 
     #[test]
@@ -86,9 +90,20 @@ mod tests {
     #[test]
     fn per_head_rows_join_head_by_head_and_narrower_rows_end_in_zeros() {
         // Two heads, weights over 2 keys for the first query, then one new query over 3 keys.
-        let old = part(vec![1., 0., 0.5, 0.5, /* head 1 */ 1., 0., 0.25, 0.75], &[2, 2, 2], 0..1);
-        let new = part(vec![0.2, 0.3, 0.5, /* head 1 */ 0.1, 0.1, 0.8], &[2, 1, 3], 0..1);
+        let old = part(
+            vec![1., 0., 0.5, 0.5, /* head 1 */ 1., 0., 0.25, 0.75],
+            &[2, 2, 2],
+            0..1,
+        );
+        let new = part(
+            vec![0.2, 0.3, 0.5, /* head 1 */ 0.1, 0.1, 0.8],
+            &[2, 1, 3],
+            0..1,
+        );
         let joined = join_rows(&[old, new], &[2, 2, 3]);
-        assert_eq!(joined, vec![1., 0., 0., 0.2, 0.3, 0.5, /* head 1 */ 1., 0., 0., 0.1, 0.1, 0.8]);
+        assert_eq!(
+            joined,
+            vec![1., 0., 0., 0.2, 0.3, 0.5, /* head 1 */ 1., 0., 0., 0.1, 0.1, 0.8]
+        );
     }
 }

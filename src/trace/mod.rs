@@ -14,8 +14,8 @@ pub use describe::{describe, StepText};
 pub use difference::Difference;
 pub use joined::{token_axis, RowsPart};
 pub use layered::LayeredRecorder;
-pub use record::{NoRecorder, NormRows, NormStats, Readback, Recorder, TraceRecorder};
 pub(crate) use record::row_major;
+pub use record::{NoRecorder, NormRows, NormStats, Readback, Recorder, TraceRecorder};
 pub use tensor::{Fill, ReadLog, Recipe, Tensor, TensorData};
 
 use ndarray::{ArrayView1, ArrayView2, ArrayView3};
@@ -148,21 +148,32 @@ impl Trace {
     }
 
     pub fn step(&self, name: &str) -> Result<&Step> {
-        self.steps.iter().find(|s| s.name == name).ok_or_else(|| VizError::NoSuchStep(name.into()))
+        self.steps
+            .iter()
+            .find(|s| s.name == name)
+            .ok_or_else(|| VizError::NoSuchStep(name.into()))
     }
 
     /// Every step with the name it is known by across the whole trace: this pass's steps by
     /// their names, then an encoder-decoder's encoder steps (`source`) by theirs behind
     /// `SOURCE_STEP`.
     pub fn named_steps(&self) -> impl Iterator<Item = (String, &Step)> {
-        let encoder = self.source.iter().flat_map(|s| s.steps.iter().map(|step| (format!("{SOURCE_STEP}{}", step.name), step)));
-        self.steps.iter().map(|s| (s.name.clone(), s)).chain(encoder)
+        let encoder = self.source.iter().flat_map(|s| {
+            s.steps
+                .iter()
+                .map(|step| (format!("{SOURCE_STEP}{}", step.name), step))
+        });
+        self.steps
+            .iter()
+            .map(|s| (s.name.clone(), s))
+            .chain(encoder)
     }
 
     /// True while some of the pass's values (an encoder's pass's included) are still on a
     /// device: a GPU pass's readback brought back what the views on screen read.
     pub fn awaits_device(&self) -> bool {
-        self.steps.iter().any(|s| s.tensor.data.awaits_device()) || self.source.as_ref().is_some_and(|s| s.awaits_device())
+        self.steps.iter().any(|s| s.tensor.data.awaits_device())
+            || self.source.as_ref().is_some_and(|s| s.awaits_device())
     }
 
     pub fn find(&self, op: Op, layer: Option<usize>) -> Option<&Step> {
@@ -170,7 +181,8 @@ impl Trace {
     }
 
     fn layer_step(&self, op: Op, layer: usize) -> Result<&Step> {
-        self.find(op, Some(layer)).ok_or_else(|| VizError::NoSuchStep(format!("{op:?} of layer {layer}")))
+        self.find(op, Some(layer))
+            .ok_or_else(|| VizError::NoSuchStep(format!("{op:?} of layer {layer}")))
     }
 
     fn check_head(&self, layer: usize, head: usize) -> Result<()> {
@@ -188,7 +200,11 @@ impl Trace {
     /// Softmax attention weights of one head: (T, T), rows are queries, columns keys.
     pub fn attention(&self, layer: usize, head: usize) -> Result<ArrayView2<'_, f32>> {
         self.check_head(layer, head)?;
-        Ok(self.layer_step(Op::Softmax, layer)?.tensor.view3()?.index_axis_move(ndarray::Axis(0), head))
+        Ok(self
+            .layer_step(Op::Softmax, layer)?
+            .tensor
+            .view3()?
+            .index_axis_move(ndarray::Axis(0), head))
     }
 
     /// All heads of one layer: (heads, T, T).
@@ -201,24 +217,34 @@ impl Trace {
     /// are target tokens, columns source tokens.
     pub fn cross_attention(&self, layer: usize, head: usize) -> Result<ArrayView2<'_, f32>> {
         self.check_head(layer, head)?;
-        Ok(self.cross_attention_layer(layer)?.index_axis_move(ndarray::Axis(0), head))
+        Ok(self
+            .cross_attention_layer(layer)?
+            .index_axis_move(ndarray::Axis(0), head))
     }
 
     /// All heads' cross-attention of one layer: (heads, T, S).
     pub fn cross_attention_layer(&self, layer: usize) -> Result<ArrayView3<'_, f32>> {
         self.check_head(layer, 0)?;
-        self.find(Op::CrossSoftmax, Some(layer)).ok_or(VizError::NoCrossAttention)?.tensor.view3()
+        self.find(Op::CrossSoftmax, Some(layer))
+            .ok_or(VizError::NoCrossAttention)?
+            .tensor
+            .view3()
     }
 
     /// Scaled scores before the mask: (T, T).
     pub fn scores(&self, layer: usize, head: usize) -> Result<ArrayView2<'_, f32>> {
         self.check_head(layer, head)?;
-        Ok(self.layer_step(Op::Scores, layer)?.tensor.view3()?.index_axis_move(ndarray::Axis(0), head))
+        Ok(self
+            .layer_step(Op::Scores, layer)?
+            .tensor
+            .view3()?
+            .index_axis_move(ndarray::Axis(0), head))
     }
 
     /// The positional encoding added to the embeddings, (T, d_model), if the model adds one.
     pub fn position_encoding(&self) -> Option<ArrayView2<'_, f32>> {
-        self.find(Op::PositionEncoding, None).and_then(|s| s.tensor.view2().ok())
+        self.find(Op::PositionEncoding, None)
+            .and_then(|s| s.tensor.view2().ok())
     }
 
     /// Final hidden states (T, d_model): the output of the last layer, after the final norm
@@ -228,18 +254,25 @@ impl Trace {
             NormPlace::Pre => self.find(Op::FinalNorm, None),
             NormPlace::Post => self.find(Op::FfnNorm, Some(self.config.n_layers - 1)),
         };
-        step.ok_or_else(|| VizError::NoSuchStep("final hidden state".into()))?.tensor.view2()
+        step.ok_or_else(|| VizError::NoSuchStep("final hidden state".into()))?
+            .tensor
+            .view2()
     }
 
     /// The residual stream after embedding and after each attention and FFN sublayer.
     /// For post-LN models the stream is the normalised sum, for pre-LN the raw sum.
     pub fn residual_stream(&self) -> Vec<StreamPoint<'_>> {
         let mut points = Vec::new();
-        let embed = self.find(Op::EmbeddingNorm, None).or_else(|| self.find(Op::AddPosition, None));
+        let embed = self
+            .find(Op::EmbeddingNorm, None)
+            .or_else(|| self.find(Op::AddPosition, None));
         let embed = embed.or_else(|| self.find(Op::TokenEmbedding, None));
         if let Some(step) = embed {
             if let Ok(v) = step.tensor.view2() {
-                points.push(StreamPoint { label: "embedding".into(), vectors: v });
+                points.push(StreamPoint {
+                    label: "embedding".into(),
+                    vectors: v,
+                });
             }
         }
         let (after_attn, after_cross, after_ffn) = match self.config.norm_place {
@@ -247,9 +280,19 @@ impl Trace {
             NormPlace::Pre => (Op::AttentionResidual, Op::CrossResidual, Op::FfnResidual),
         };
         for layer in 0..self.config.n_layers {
-            for (op, what) in [(after_attn, "attn"), (after_cross, "cross"), (after_ffn, "ffn")] {
-                if let Some(v) = self.find(op, Some(layer)).and_then(|s| s.tensor.view2().ok()) {
-                    points.push(StreamPoint { label: format!("L{layer} {what}"), vectors: v });
+            for (op, what) in [
+                (after_attn, "attn"),
+                (after_cross, "cross"),
+                (after_ffn, "ffn"),
+            ] {
+                if let Some(v) = self
+                    .find(op, Some(layer))
+                    .and_then(|s| s.tensor.view2().ok())
+                {
+                    points.push(StreamPoint {
+                        label: format!("L{layer} {what}"),
+                        vectors: v,
+                    });
                 }
             }
         }
@@ -261,9 +304,19 @@ impl Trace {
     pub fn sublayer_writes(&self) -> Vec<StreamPoint<'_>> {
         let mut points = Vec::new();
         for layer in 0..self.config.n_layers {
-            for (op, what) in [(Op::OutputProjection, "attn"), (Op::CrossOutput, "cross"), (Op::FfnDown, "ffn")] {
-                if let Some(v) = self.find(op, Some(layer)).and_then(|s| s.tensor.view2().ok()) {
-                    points.push(StreamPoint { label: format!("L{layer} {what}"), vectors: v });
+            for (op, what) in [
+                (Op::OutputProjection, "attn"),
+                (Op::CrossOutput, "cross"),
+                (Op::FfnDown, "ffn"),
+            ] {
+                if let Some(v) = self
+                    .find(op, Some(layer))
+                    .and_then(|s| s.tensor.view2().ok())
+                {
+                    points.push(StreamPoint {
+                        label: format!("L{layer} {what}"),
+                        vectors: v,
+                    });
                 }
             }
         }
@@ -277,16 +330,32 @@ impl Trace {
 
     /// The vectors norm `index` of `norms` read and the ones it wrote (after gamma and beta),
     /// both (T, d_model), with the op of its step (which norm of the block it is).
-    pub fn norm_input_output(&self, index: usize) -> Result<(Op, ArrayView2<'_, f32>, ArrayView2<'_, f32>)> {
-        let rec = self.norms.get(index).ok_or_else(|| VizError::NoSuchStep(format!("norm {index}")))?;
+    pub fn norm_input_output(
+        &self,
+        index: usize,
+    ) -> Result<(Op, ArrayView2<'_, f32>, ArrayView2<'_, f32>)> {
+        let rec = self
+            .norms
+            .get(index)
+            .ok_or_else(|| VizError::NoSuchStep(format!("norm {index}")))?;
         let output = self.step(&rec.step)?;
-        let input = output.inputs.first().ok_or_else(|| VizError::NoSuchStep(format!("the input of {}", rec.step)))?;
-        Ok((output.op, self.step(input)?.tensor.view2()?, output.tensor.view2()?))
+        let input = output
+            .inputs
+            .first()
+            .ok_or_else(|| VizError::NoSuchStep(format!("the input of {}", rec.step)))?;
+        Ok((
+            output.op,
+            self.step(input)?.tensor.view2()?,
+            output.tensor.view2()?,
+        ))
     }
 
     /// Next-token probabilities at the last position, if the model has a head.
     pub fn next_token_probabilities(&self) -> Result<ArrayView1<'_, f32>> {
-        self.find(Op::NextTokenProbabilities, None).ok_or(VizError::NoLmHead)?.tensor.view1()
+        self.find(Op::NextTokenProbabilities, None)
+            .ok_or(VizError::NoLmHead)?
+            .tensor
+            .view1()
     }
 
     /// Bytes of step values in memory now: kept values, and computed ones that were read;

@@ -28,8 +28,20 @@ impl NormStats {
     /// The statistics of `rows` (T, 4): each row's input mean and standard deviation, then
     /// its output's.
     fn from_rows(rows: &Tensor, gamma: Vec<f32>, beta: Option<Vec<f32>>) -> Self {
-        let column = |c: usize| rows.data.chunks_exact(4).map(|r| r[c]).collect::<Vec<f32>>();
-        NormStats { input_mean: column(0), input_std: column(1), output_mean: column(2), output_std: column(3), gamma, beta }
+        let column = |c: usize| {
+            rows.data
+                .chunks_exact(4)
+                .map(|r| r[c])
+                .collect::<Vec<f32>>()
+        };
+        NormStats {
+            input_mean: column(0),
+            input_std: column(1),
+            output_mean: column(2),
+            output_std: column(3),
+            gamma,
+            beta,
+        }
     }
 }
 
@@ -59,8 +71,15 @@ pub trait Recorder {
     /// Records the result of `op`, of `shape`, which `derive` computes again from the latest
     /// results of `inputs` (in that order). `derive` must be the computation the pass ran, so
     /// that it gives the same numbers; a recorder may keep `make()` or `derive` instead.
-    fn derived_step<F, D>(&mut self, op: Op, layer: Option<usize>, inputs: &[Op], shape: &[usize], make: F, derive: D)
-    where
+    fn derived_step<F, D>(
+        &mut self,
+        op: Op,
+        layer: Option<usize>,
+        inputs: &[Op],
+        shape: &[usize],
+        make: F,
+        derive: D,
+    ) where
         F: FnOnce() -> Tensor,
         D: Fn(&[ArrayViewD<f32>]) -> ArrayD<f32> + Send + Sync + 'static,
     {
@@ -70,7 +89,13 @@ pub trait Recorder {
 
     /// Records the result of `op`, which is exactly the latest result of `input` (the mask of
     /// a model that hides nothing).
-    fn unchanged_step<F: FnOnce() -> Tensor>(&mut self, op: Op, layer: Option<usize>, input: Op, make: F) {
+    fn unchanged_step<F: FnOnce() -> Tensor>(
+        &mut self,
+        op: Op,
+        layer: Option<usize>,
+        input: Op,
+        make: F,
+    ) {
         self.step(op, layer, &[input], make);
     }
 
@@ -118,7 +143,10 @@ impl Readback {
     /// tokens, the logits and the next-token probabilities (the prediction and generation).
     pub fn views(names: impl IntoIterator<Item = String>, config: &ModelConfig) -> Self {
         let mut names: HashSet<String> = names.into_iter().collect();
-        names.extend([Op::Tokenize, Op::Unembed, Op::NextTokenProbabilities].map(|op| describe(op, None, config).name));
+        names.extend(
+            [Op::Tokenize, Op::Unembed, Op::NextTokenProbabilities]
+                .map(|op| describe(op, None, config).name),
+        );
         Readback::Steps(names)
     }
 
@@ -127,7 +155,13 @@ impl Readback {
     pub fn of_source(&self) -> Self {
         match self {
             Readback::Everything => Readback::Everything,
-            Readback::Steps(names) => Readback::Steps(names.iter().filter_map(|n| n.strip_prefix(super::SOURCE_STEP)).map(str::to_string).collect()),
+            Readback::Steps(names) => Readback::Steps(
+                names
+                    .iter()
+                    .filter_map(|n| n.strip_prefix(super::SOURCE_STEP))
+                    .map(str::to_string)
+                    .collect(),
+            ),
         }
     }
 }
@@ -149,7 +183,13 @@ impl<'c> TraceRecorder<'c> {
 
     /// A recorder whose device values come back with the pass as `readback` says.
     pub fn with_readback(config: &'c ModelConfig, readback: Readback) -> Self {
-        Self { config, steps: Vec::new(), norms: Vec::new(), norms_later: Vec::new(), readback }
+        Self {
+            config,
+            steps: Vec::new(),
+            norms: Vec::new(),
+            norms_later: Vec::new(),
+            readback,
+        }
     }
 
     /// The steps and norms recorded. Called after the pass has ended (a GPU's after its
@@ -163,7 +203,11 @@ impl<'c> TraceRecorder<'c> {
 
     /// Records a norm's statistics as they are.
     pub(crate) fn push_norm(&mut self, layer: Option<usize>, stats: NormStats) {
-        let step = self.steps.last().map(|s| s.name.clone()).unwrap_or_default();
+        let step = self
+            .steps
+            .last()
+            .map(|s| s.name.clone())
+            .unwrap_or_default();
         self.norms.push(NormRecord { step, layer, stats });
     }
 
@@ -209,17 +253,33 @@ pub(crate) fn row_major(array: ArrayD<f32>) -> Vec<f32> {
 }
 
 impl Recorder for TraceRecorder<'_> {
-    fn step<F: FnOnce() -> Tensor>(&mut self, op: Op, layer: Option<usize>, inputs: &[Op], make: F) {
+    fn step<F: FnOnce() -> Tensor>(
+        &mut self,
+        op: Op,
+        layer: Option<usize>,
+        inputs: &[Op],
+        make: F,
+    ) {
         self.push(op, layer, inputs, make());
     }
 
     /// Keeps `derive` and handles to its inputs' values, not the values.
-    fn derived_step<F, D>(&mut self, op: Op, layer: Option<usize>, inputs: &[Op], shape: &[usize], make: F, derive: D)
-    where
+    fn derived_step<F, D>(
+        &mut self,
+        op: Op,
+        layer: Option<usize>,
+        inputs: &[Op],
+        shape: &[usize],
+        make: F,
+        derive: D,
+    ) where
         F: FnOnce() -> Tensor,
         D: Fn(&[ArrayViewD<f32>]) -> ArrayD<f32> + Send + Sync + 'static,
     {
-        let sources: Option<Vec<Tensor>> = inputs.iter().map(|&o| self.latest(o).map(|s| s.tensor.clone())).collect();
+        let sources: Option<Vec<Tensor>> = inputs
+            .iter()
+            .map(|&o| self.latest(o).map(|s| s.tensor.clone()))
+            .collect();
         let Some(sources) = sources else {
             return self.step(op, layer, inputs, make); // nothing to derive from: keep the values
         };
@@ -228,11 +288,25 @@ impl Recorder for TraceRecorder<'_> {
             let views: Vec<ArrayViewD<f32>> = sources.iter().map(Tensor::view).collect();
             row_major(derive(&views))
         });
-        self.push(op, layer, inputs, Tensor { shape: shape.to_vec(), data: TensorData::derived(recipe, data) });
+        self.push(
+            op,
+            layer,
+            inputs,
+            Tensor {
+                shape: shape.to_vec(),
+                data: TensorData::derived(recipe, data),
+            },
+        );
     }
 
     /// Shares the storage of `input`'s result.
-    fn unchanged_step<F: FnOnce() -> Tensor>(&mut self, op: Op, layer: Option<usize>, input: Op, make: F) {
+    fn unchanged_step<F: FnOnce() -> Tensor>(
+        &mut self,
+        op: Op,
+        layer: Option<usize>,
+        input: Op,
+        make: F,
+    ) {
         match self.latest(input).map(|s| s.tensor.clone()) {
             Some(tensor) => self.push(op, layer, &[input], tensor),
             None => self.step(op, layer, &[input], make),
@@ -245,7 +319,14 @@ impl Recorder for TraceRecorder<'_> {
             self.push_norm(layer, rows.stats());
         } else {
             // A device's values, read back when the pass ends: `into_parts` reads them.
-            let empty = NormStats { input_mean: vec![], input_std: vec![], output_mean: vec![], output_std: vec![], gamma: vec![], beta: None };
+            let empty = NormStats {
+                input_mean: vec![],
+                input_std: vec![],
+                output_mean: vec![],
+                output_std: vec![],
+                gamma: vec![],
+                beta: None,
+            };
             self.push_norm(layer, empty);
             self.norms_later.push((self.norms.len() - 1, rows));
         }

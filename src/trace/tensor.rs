@@ -94,8 +94,21 @@ impl TensorData {
         Self::new(OnceLock::new(), Some(recipe), sources, None)
     }
 
-    fn new(values: OnceLock<Vec<f32>>, recipe: Option<Recipe>, sources: Vec<TensorData>, pending: Option<usize>) -> Self {
-        Self(Arc::new(Storage { values, recipe, sources, pending, readback: AtomicU8::new(UNMARKED), placeholder: OnceLock::new(), parts: Vec::new() }))
+    fn new(
+        values: OnceLock<Vec<f32>>,
+        recipe: Option<Recipe>,
+        sources: Vec<TensorData>,
+        pending: Option<usize>,
+    ) -> Self {
+        Self(Arc::new(Storage {
+            values,
+            recipe,
+            sources,
+            pending,
+            readback: AtomicU8::new(UNMARKED),
+            placeholder: OnceLock::new(),
+            parts: Vec::new(),
+        }))
     }
 
     /// The token rows of `parts`, one after the other, as a tensor of `shape` (see
@@ -104,7 +117,15 @@ impl TensorData {
         let read = parts.clone();
         let recipe: Recipe = Box::new(move || join_rows(&read, &shape));
         let sources = parts.iter().map(|p| p.data.clone()).collect();
-        let storage = Storage { values: OnceLock::new(), recipe: Some(recipe), sources, pending: None, readback: AtomicU8::new(UNMARKED), placeholder: OnceLock::new(), parts };
+        let storage = Storage {
+            values: OnceLock::new(),
+            recipe: Some(recipe),
+            sources,
+            pending: None,
+            readback: AtomicU8::new(UNMARKED),
+            placeholder: OnceLock::new(),
+            parts,
+        };
         Self(Arc::new(storage))
     }
 
@@ -117,7 +138,11 @@ impl TensorData {
     /// own parts, cut to `rows`, so that joins never nest; any other tensor whole.
     pub fn first_rows(&self, shape: &[usize], rows: usize) -> Vec<RowsPart> {
         if self.0.parts.is_empty() {
-            return vec![RowsPart { data: self.clone(), shape: shape.to_vec(), rows: 0..rows }];
+            return vec![RowsPart {
+                data: self.clone(),
+                shape: shape.to_vec(),
+                rows: 0..rows,
+            }];
         }
         let mut left = rows;
         let mut parts = Vec::new();
@@ -126,7 +151,10 @@ impl TensorData {
             if taken == 0 {
                 break;
             }
-            parts.push(RowsPart { rows: part.rows.start..part.rows.start + taken, ..part.clone() });
+            parts.push(RowsPart {
+                rows: part.rows.start..part.rows.start + taken,
+                ..part.clone()
+            });
             left -= taken;
         }
         parts
@@ -151,7 +179,12 @@ impl TensorData {
     /// for, unless something else asked for them with the pass (`read_with_pass`).
     pub fn read_later(&self) {
         if self.0.pending.is_some() {
-            let _ = self.0.readback.compare_exchange(UNMARKED, LATER, Ordering::Relaxed, Ordering::Relaxed);
+            let _ = self.0.readback.compare_exchange(
+                UNMARKED,
+                LATER,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            );
         }
         // A join's parts: its new rows are its own (no other step holds them); an earlier
         // pass's were read back or left on the device when that pass ended.
@@ -227,7 +260,8 @@ impl Fill {
 
 impl Storage {
     fn awaits_device(&self) -> bool {
-        self.values.get().is_none() && (self.pending.is_some() || self.sources.iter().any(TensorData::awaits_device))
+        self.values.get().is_none()
+            && (self.pending.is_some() || self.sources.iter().any(TensorData::awaits_device))
     }
 
     /// The values, computing them on the first read; a device's values not yet read back
@@ -249,7 +283,9 @@ impl Storage {
         }
         self.values.get_or_init(|| match &self.recipe {
             Some(recipe) => recipe(),
-            None => unreachable!("kept values are set when the storage is made; a device's, by its readback"),
+            None => unreachable!(
+                "kept values are set when the storage is made; a device's, by its readback"
+            ),
         })
     }
 }
@@ -308,7 +344,11 @@ impl<'de> Deserialize<'de> for TensorData {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
         // JSON has no infinity: masked scores written as `null` are read back as -inf.
         let values: Vec<Option<f32>> = Deserialize::deserialize(d)?;
-        Ok(values.into_iter().map(|v| v.unwrap_or(f32::NEG_INFINITY)).collect::<Vec<_>>().into())
+        Ok(values
+            .into_iter()
+            .map(|v| v.unwrap_or(f32::NEG_INFINITY))
+            .collect::<Vec<_>>()
+            .into())
     }
 }
 
@@ -322,7 +362,10 @@ pub struct Tensor {
 impl Tensor {
     /// The values of `array`, row-major, as a step keeps them.
     pub fn from_array(array: ArrayD<f32>) -> Self {
-        Tensor { shape: array.shape().to_vec(), data: row_major(array).into() }
+        Tensor {
+            shape: array.shape().to_vec(),
+            data: row_major(array).into(),
+        }
     }
 
     /// The values as an array, without a copy when nothing else shares them.
@@ -343,15 +386,22 @@ impl Tensor {
     }
 
     pub fn view(&self) -> ArrayViewD<'_, f32> {
-        ArrayViewD::from_shape(self.shape.clone(), &self.data).expect("a Tensor's shape always matches its data")
+        ArrayViewD::from_shape(self.shape.clone(), &self.data)
+            .expect("a Tensor's shape always matches its data")
     }
     pub fn view1(&self) -> Result<ArrayView1<'_, f32>> {
-        self.view().into_dimensionality::<Ix1>().map_err(|e| VizError::BadConfig(e.to_string()))
+        self.view()
+            .into_dimensionality::<Ix1>()
+            .map_err(|e| VizError::BadConfig(e.to_string()))
     }
     pub fn view2(&self) -> Result<ArrayView2<'_, f32>> {
-        self.view().into_dimensionality::<Ix2>().map_err(|e| VizError::BadConfig(e.to_string()))
+        self.view()
+            .into_dimensionality::<Ix2>()
+            .map_err(|e| VizError::BadConfig(e.to_string()))
     }
     pub fn view3(&self) -> Result<ArrayView3<'_, f32>> {
-        self.view().into_dimensionality::<Ix3>().map_err(|e| VizError::BadConfig(e.to_string()))
+        self.view()
+            .into_dimensionality::<Ix3>()
+            .map_err(|e| VizError::BadConfig(e.to_string()))
     }
 }

@@ -26,7 +26,14 @@ impl AdamW {
                 Ok((v, zeros.clone(), zeros))
             })
             .collect::<CResult<_>>()?;
-        Ok(Self { beta1: 0.9, beta2: 0.95, eps: 1e-8, weight_decay, step: 0, state })
+        Ok(Self {
+            beta1: 0.9,
+            beta2: 0.95,
+            eps: 1e-8,
+            weight_decay,
+            step: 0,
+            state,
+        })
     }
 
     /// One update with learning rate `lr`.
@@ -36,11 +43,17 @@ impl AdamW {
         let correction1 = 1.0 - b1.powi(self.step as i32);
         let correction2 = 1.0 - b2.powi(self.step as i32);
         for (var, m, v) in &mut self.state {
-            let Some(g) = grads.get(var.as_tensor()) else { continue };
+            let Some(g) = grads.get(var.as_tensor()) else {
+                continue;
+            };
             *m = ((&*m * b1)? + (g * (1.0 - b1))?)?;
             *v = ((&*v * b2)? + (g.sqr()? * (1.0 - b2))?)?;
             let update = ((&*m / correction1)? / ((&*v / correction2)?.sqrt()? + self.eps)?)?;
-            let decay = if var.rank() >= 2 { self.weight_decay } else { 0.0 };
+            let decay = if var.rank() >= 2 {
+                self.weight_decay
+            } else {
+                0.0
+            };
             let w = var.as_tensor();
             var.set(&((w * (1.0 - lr * decay))? - (update * lr)?)?)?;
         }

@@ -23,13 +23,25 @@ fn between(rng: &mut ChaCha8Rng, lo: usize, hi: usize) -> usize {
 
 /// One sequence of `len + 1` ids starting with `bos` (inputs are the first `len`, targets
 /// the last `len`).
-pub fn sample_sequence(rng: &mut ChaCha8Rng, stream: &[u32], len: usize, bos: u32, repeats: bool) -> Vec<u32> {
-    let kind = if repeats { below(rng, 1000) as u32 } else { u32::MAX };
+pub fn sample_sequence(
+    rng: &mut ChaCha8Rng,
+    stream: &[u32],
+    len: usize,
+    bos: u32,
+    repeats: bool,
+) -> Vec<u32> {
+    let kind = if repeats {
+        below(rng, 1000) as u32
+    } else {
+        u32::MAX
+    };
     let mut seq = Vec::with_capacity(len + 1);
     seq.push(bos);
     if kind < RANDOM_REPEAT {
         // The vocabulary's ordinary tokens are the ids below `bos`.
-        let run: Vec<u32> = (0..between(rng, 8, 48)).map(|_| below(rng, bos as usize) as u32).collect();
+        let run: Vec<u32> = (0..between(rng, 8, 48))
+            .map(|_| below(rng, bos as usize) as u32)
+            .collect();
         seq.extend(run.iter().cycle().take(len));
         return seq;
     }

@@ -26,7 +26,11 @@ pub fn bigram_loss(train: &[u32], held_out: &[u32], vocab: usize) -> (f64, f64) 
             let mut nats = 0f64;
             for w in held_out.windows(2) {
                 let seen = first[w[0] as usize];
-                let bigram = if seen > 0.0 { pairs.get(&(w[0], w[1])).copied().unwrap_or(0.0) / seen } else { 0.0 };
+                let bigram = if seen > 0.0 {
+                    pairs.get(&(w[0], w[1])).copied().unwrap_or(0.0) / seen
+                } else {
+                    0.0
+                };
                 nats -= (lambda * bigram + (1.0 - lambda) * unigram_p(w[1])).ln();
             }
             (nats / (held_out.len() - 1) as f64, lambda)

@@ -17,7 +17,10 @@ pub struct Corpus {
 }
 
 fn text_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
-    let io = |e: std::io::Error| VizError::Io { path: dir.display().to_string(), reason: e.to_string() };
+    let io = |e: std::io::Error| VizError::Io {
+        path: dir.display().to_string(),
+        reason: e.to_string(),
+    };
     for entry in std::fs::read_dir(dir).map_err(io)? {
         let path = entry.map_err(io)?.path();
         if path.is_dir() {
@@ -37,13 +40,29 @@ impl Corpus {
         text_files(dir, &mut paths)?;
         paths.sort();
         if paths.is_empty() {
-            return Err(VizError::Io { path: dir.display().to_string(), reason: "holds no .txt files (run `scripts/fetch-corpus.sh`)".into() });
+            return Err(VizError::Io {
+                path: dir.display().to_string(),
+                reason: "holds no .txt files (run `scripts/fetch-corpus.sh`)".into(),
+            });
         }
-        let mut corpus = Corpus { train: vec![], held_out: vec![] };
+        let mut corpus = Corpus {
+            train: vec![],
+            held_out: vec![],
+        };
         for (i, path) in paths.iter().enumerate() {
-            let bytes = std::fs::read(path).map_err(|e| VizError::Io { path: path.display().to_string(), reason: e.to_string() })?;
-            let text = String::from_utf8_lossy(&bytes).replace("\r\n", "\n").trim().to_string();
-            if i % HELD_OUT_EVERY == HELD_OUT_EVERY - 1 { corpus.held_out.push(text) } else { corpus.train.push(text) }
+            let bytes = std::fs::read(path).map_err(|e| VizError::Io {
+                path: path.display().to_string(),
+                reason: e.to_string(),
+            })?;
+            let text = String::from_utf8_lossy(&bytes)
+                .replace("\r\n", "\n")
+                .trim()
+                .to_string();
+            if i % HELD_OUT_EVERY == HELD_OUT_EVERY - 1 {
+                corpus.held_out.push(text)
+            } else {
+                corpus.train.push(text)
+            }
         }
         Ok(corpus)
     }

@@ -38,8 +38,16 @@ pub struct HeadReport {
 
 impl HeadReport {
     fn best(&self, scores: &[f32]) -> BestHead {
-        let (i, &score) = scores.iter().enumerate().fold((0, &f32::MIN), |best, s| if s.1 > best.1 { s } else { best });
-        BestHead { score, layer: i / self.n_heads.max(1), head: i % self.n_heads.max(1) }
+        let (i, &score) =
+            scores.iter().enumerate().fold(
+                (0, &f32::MIN),
+                |best, s| if s.1 > best.1 { s } else { best },
+            );
+        BestHead {
+            score,
+            layer: i / self.n_heads.max(1),
+            head: i % self.n_heads.max(1),
+        }
     }
 
     pub fn best_previous(&self) -> BestHead {
@@ -72,20 +80,35 @@ impl HeadProbe {
     /// Sentences of 60 to 300 bytes from `held_out` documents; runs of ordinary tokens (ids
     /// below `bos`) from a fixed pseudo-random sequence.
     pub fn new(held_out: &[String], bos: u32, vocab: Option<VocabFile>) -> Self {
-        let sentences = held_out.iter().flat_map(|d| d.split(". ")).filter(|s| s.len() > 60 && s.len() < 300).take(SENTENCES).map(str::to_string).collect();
+        let sentences = held_out
+            .iter()
+            .flat_map(|d| d.split(". "))
+            .filter(|s| s.len() > 60 && s.len() < 300)
+            .take(SENTENCES)
+            .map(str::to_string)
+            .collect();
         let mut x = 7u64;
         let repeated = (0..RUNS)
             .map(|_| {
                 let run: Vec<u32> = (0..RUN_LENGTH)
                     .map(|_| {
-                        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                        x = x
+                            .wrapping_mul(6364136223846793005)
+                            .wrapping_add(1442695040888963407);
                         ((x >> 33) % bos.max(1) as u64) as u32
                     })
                     .collect();
-                std::iter::once(bos).chain(run.iter().copied()).chain(run.iter().copied()).collect()
+                std::iter::once(bos)
+                    .chain(run.iter().copied())
+                    .chain(run.iter().copied())
+                    .collect()
             })
             .collect();
-        HeadProbe { sentences, repeated, vocab }
+        HeadProbe {
+            sentences,
+            repeated,
+            vocab,
+        }
     }
 
     pub fn sentence_count(&self) -> usize {
@@ -94,8 +117,14 @@ impl HeadProbe {
 
     /// Measures a training network through the engine (needs the vocabulary).
     pub fn measure_network(&self, net: &Network) -> Result<Option<HeadReport>> {
-        let Some(vocab) = &self.vocab else { return Ok(None) };
-        let model = Transformer::new(net.config.clone(), net.to_weights()?, Box::new(vocab.clone().tokenizer()?))?;
+        let Some(vocab) = &self.vocab else {
+            return Ok(None);
+        };
+        let model = Transformer::new(
+            net.config.clone(),
+            net.to_weights()?,
+            Box::new(vocab.clone().tokenizer()?),
+        )?;
         self.measure(&model).map(Some)
     }
 
@@ -112,23 +141,49 @@ impl HeadProbe {
         let mut copy_loss = [0f64; 2];
         let per_copy = (RUN_LENGTH - 1) as f64 * self.repeated.len() as f64;
         for ids in &self.repeated {
-            let tokens = ids.iter().map(|&id| model.tokenizer.token_info(id).ok_or_else(|| VizError::Training(format!("id {id} is outside the vocabulary")))).collect::<Result<Vec<_>>>()?;
-            let trace = model.trace_ids(Encoding { tokens, truncated: None }, "");
+            let tokens = ids
+                .iter()
+                .map(|&id| {
+                    model.tokenizer.token_info(id).ok_or_else(|| {
+                        VizError::Training(format!("id {id} is outside the vocabulary"))
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let trace = model.trace_ids(
+                Encoding {
+                    tokens,
+                    truncated: None,
+                },
+                "",
+            );
             for (i, h) in head_scores(&trace)?.iter().enumerate() {
                 induction[i] += h.induction.unwrap_or(0.0) / self.repeated.len() as f32;
             }
             // Row t predicts id t + 1: the first copy's predictions are rows 1..L (the first
             // token of a run cannot be known), the second copy's rows L+1..2L.
-            let logits = model.run_ids(ids).logits.expect("a language model has logits"); // (1 + 2L, V)
+            let logits = model
+                .run_ids(ids)
+                .logits
+                .expect("a language model has logits"); // (1 + 2L, V)
             for (copy, rows) in [(0, 1..RUN_LENGTH), (1, RUN_LENGTH + 1..2 * RUN_LENGTH)] {
                 for t in rows {
                     let row = logits.row(t);
                     let max = row.iter().copied().fold(f32::MIN, f32::max);
-                    let log_sum = row.iter().map(|v| ((v - max) as f64).exp()).sum::<f64>().ln() + max as f64;
+                    let log_sum = row
+                        .iter()
+                        .map(|v| ((v - max) as f64).exp())
+                        .sum::<f64>()
+                        .ln()
+                        + max as f64;
                     copy_loss[copy] += (log_sum - row[ids[t + 1] as usize] as f64) / per_copy;
                 }
             }
         }
-        Ok(HeadReport { previous, induction, copy_loss, n_heads: model.config.n_heads })
+        Ok(HeadReport {
+            previous,
+            induction,
+            copy_loss,
+            n_heads: model.config.n_heads,
+        })
     }
 }

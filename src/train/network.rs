@@ -78,16 +78,28 @@ impl Network {
         let mut params = BTreeMap::new();
         let dev = Device::Cpu;
         let mut put = |name: String, shape: &[usize], values: Vec<f32>| -> CResult<()> {
-            params.insert(name, Var::from_tensor(&Tensor::from_vec(values, shape, &dev)?)?);
+            params.insert(
+                name,
+                Var::from_tensor(&Tensor::from_vec(values, shape, &dev)?)?,
+            );
             Ok(())
         };
         let (d, f) = (c.d_model, c.d_ff);
         // Sublayers writing into each stream: 2 a layer, 3 in an encoder-decoder's decoder.
-        let writers = 2 * c.n_layers + if c.is_encoder_decoder() { c.n_layers } else { 0 };
+        let writers = 2 * c.n_layers
+            + if c.is_encoder_decoder() {
+                c.n_layers
+            } else {
+                0
+            };
         let residual_std = 0.02 / (writers as f32).sqrt();
         let crossed = c.is_encoder_decoder();
         (|| -> CResult<()> {
-            put("token_embedding".into(), &[c.vocab_size, d], normal(&mut rng, c.vocab_size * d, 1.0 / (d as f32).sqrt()))?;
+            put(
+                "token_embedding".into(),
+                &[c.vocab_size, d],
+                normal(&mut rng, c.vocab_size * d, 1.0 / (d as f32).sqrt()),
+            )?;
             let decoder = (0..c.n_layers).map(|i| (format!("layers.{i}"), crossed));
             let encoder = (0..c.encoder_layers).map(|i| (format!("encoder.layers.{i}"), false));
             for (p, crossed) in decoder.chain(encoder) {
@@ -110,7 +122,11 @@ impl Network {
                     norms.push("cross_norm");
                 }
                 for (name, out, inp, std) in linears {
-                    put(format!("{p}.{name}.weight"), &[out, inp], normal(&mut rng, out * inp, std))?;
+                    put(
+                        format!("{p}.{name}.weight"),
+                        &[out, inp],
+                        normal(&mut rng, out * inp, std),
+                    )?;
                     put(format!("{p}.{name}.bias"), &[out], vec![0.0; out])?;
                 }
                 for norm in norms {
@@ -119,7 +135,11 @@ impl Network {
                 }
             }
             if c.norm_place == NormPlace::Pre {
-                let finals = if crossed { vec!["final_norm", "encoder.final_norm"] } else { vec!["final_norm"] };
+                let finals = if crossed {
+                    vec!["final_norm", "encoder.final_norm"]
+                } else {
+                    vec!["final_norm"]
+                };
                 for name in finals {
                     put(format!("{name}.gamma"), &[d], vec![1.0; d])?;
                     put(format!("{name}.beta"), &[d], vec![0.0; d])?;
@@ -134,10 +154,28 @@ impl Network {
     fn with_params(config: ModelConfig, params: BTreeMap<String, Var>) -> Result<Self> {
         let n = config.context;
         let table = sinusoidal_table(n, config.d_model); // (context, d)
-        let position_table = Tensor::from_vec(table.iter().copied().collect(), (n, config.d_model), &Device::Cpu).map_err(candle_err)?;
-        let mask: Vec<f32> = (0..n * n).map(|i| if config.causal && i % n > i / n { f32::NEG_INFINITY } else { 0.0 }).collect();
+        let position_table = Tensor::from_vec(
+            table.iter().copied().collect(),
+            (n, config.d_model),
+            &Device::Cpu,
+        )
+        .map_err(candle_err)?;
+        let mask: Vec<f32> = (0..n * n)
+            .map(|i| {
+                if config.causal && i % n > i / n {
+                    f32::NEG_INFINITY
+                } else {
+                    0.0
+                }
+            })
+            .collect();
         let mask = Tensor::from_vec(mask, (n, n), &Device::Cpu).map_err(candle_err)?;
-        Ok(Self { config, params, position_table, mask })
+        Ok(Self {
+            config,
+            params,
+            position_table,
+            mask,
+        })
     }
 
     /// Weights saved by `to_safetensors` (or the engine's `generic::to_safetensors`).
@@ -146,7 +184,9 @@ impl Network {
         let weights = generic::from_safetensors(bytes, config)?; // every name and shape checked
         let mut params = BTreeMap::new();
         for (name, (shape, values)) in generic::named_tensors(&weights) {
-            let t = Tensor::from_vec(values, shape, &Device::Cpu).and_then(|t| Var::from_tensor(&t)).map_err(candle_err)?;
+            let t = Tensor::from_vec(values, shape, &Device::Cpu)
+                .and_then(|t| Var::from_tensor(&t))
+                .map_err(candle_err)?;
             params.insert(name, t);
         }
         Self::with_params(config.clone(), params)
@@ -154,16 +194,31 @@ impl Network {
 
     /// The weights in the engine's format (f32 safetensors under the generic names).
     pub fn to_safetensors(&self) -> Result<Vec<u8>> {
-        let tensors: Vec<(String, Tensor)> = self.params.iter().map(|(n, v)| (n.clone(), v.as_tensor().clone())).collect();
+        let tensors: Vec<(String, Tensor)> = self
+            .params
+            .iter()
+            .map(|(n, v)| (n.clone(), v.as_tensor().clone()))
+            .collect();
         let mut data = Vec::new();
         for (name, t) in &tensors {
-            let values: Vec<f32> = t.flatten_all().and_then(|t| t.to_vec1()).map_err(candle_err)?;
-            data.push((name.clone(), t.dims().to_vec(), values.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>()));
+            let values: Vec<f32> = t
+                .flatten_all()
+                .and_then(|t| t.to_vec1())
+                .map_err(candle_err)?;
+            data.push((
+                name.clone(),
+                t.dims().to_vec(),
+                values
+                    .iter()
+                    .flat_map(|v| v.to_le_bytes())
+                    .collect::<Vec<u8>>(),
+            ));
         }
         let views = data
             .iter()
             .map(|(name, shape, bytes)| {
-                safetensors::tensor::TensorView::new(safetensors::Dtype::F32, shape.clone(), bytes).map(|v| (name.clone(), v))
+                safetensors::tensor::TensorView::new(safetensors::Dtype::F32, shape.clone(), bytes)
+                    .map(|v| (name.clone(), v))
             })
             .collect::<std::result::Result<Vec<_>, _>>()
             .map_err(|e| VizError::Training(e.to_string()))?;
@@ -184,12 +239,16 @@ impl Network {
     }
 
     fn p(&self, name: &str) -> &Tensor {
-        self.params.get(name).unwrap_or_else(|| panic!("parameter `{name}` exists for this config")).as_tensor()
+        self.params
+            .get(name)
+            .unwrap_or_else(|| panic!("parameter `{name}` exists for this config"))
+            .as_tensor()
     }
 
     /// (N, in) -> (N, out): x W^T + b.
     fn linear(&self, x: &Tensor, name: &str) -> CResult<Tensor> {
-        x.matmul(&self.p(&format!("{name}.weight")).t()?)?.broadcast_add(self.p(&format!("{name}.bias")))
+        x.matmul(&self.p(&format!("{name}.weight")).t()?)?
+            .broadcast_add(self.p(&format!("{name}.bias")))
     }
 
     /// LayerNorm of each row of (N, d): (x - mean) / sqrt(var + eps) * gamma + beta.
@@ -198,13 +257,24 @@ impl Network {
         let centred = x.broadcast_sub(&mean)?; // (N, d)
         let var = centred.sqr()?.mean_keepdim(D::Minus1)?; // (N, 1)
         let standard = centred.broadcast_div(&(var + self.config.norm_eps as f64)?.sqrt()?)?; // (N, d)
-        standard.broadcast_mul(self.p(&format!("{name}.gamma")))?.broadcast_add(self.p(&format!("{name}.beta")))
+        standard
+            .broadcast_mul(self.p(&format!("{name}.gamma")))?
+            .broadcast_add(self.p(&format!("{name}.beta")))
     }
 
     /// Queries from `x` (B*T, d), keys and values from `memory` (B*S, d), through the
     /// projections under `name`; `masked` hides later keys (T = S then). Returns (B*T, d).
     #[allow(clippy::too_many_arguments)]
-    fn attend(&self, x: &Tensor, memory: &Tensor, b: usize, t: usize, s: usize, name: &str, masked: bool) -> CResult<Tensor> {
+    fn attend(
+        &self,
+        x: &Tensor,
+        memory: &Tensor,
+        b: usize,
+        t: usize,
+        s: usize,
+        name: &str,
+        masked: bool,
+    ) -> CResult<Tensor> {
         let (h, hd) = (self.config.n_heads, self.config.head_dim);
         let heads = |input: &Tensor, rows: usize, which: &str| -> CResult<Tensor> {
             self.linear(input, &format!("{name}.{which}"))? // (B*rows, d)
@@ -212,10 +282,15 @@ impl Network {
                 .transpose(1, 2)? // (B, H, rows, hd)
                 .contiguous()
         };
-        let (q, k, v) = (heads(x, t, "query")?, heads(memory, s, "key")?, heads(memory, s, "value")?);
+        let (q, k, v) = (
+            heads(x, t, "query")?,
+            heads(memory, s, "key")?,
+            heads(memory, s, "value")?,
+        );
         let mut scores = (q.matmul(&k.t()?)? / (hd as f64).sqrt())?; // (B, H, T, S)
         if masked {
-            scores = scores.broadcast_add(&self.mask.narrow(0, 0, t)?.narrow(1, 0, s)?)?; // (B, H, T, T)
+            scores = scores.broadcast_add(&self.mask.narrow(0, 0, t)?.narrow(1, 0, s)?)?;
+            // (B, H, T, T)
         }
         let weights = candle_nn::ops::softmax(&scores, D::Minus1)?; // (B, H, T, S)
         let mixed = weights.matmul(&v)?; // (B, H, T, hd)
@@ -227,7 +302,8 @@ impl Network {
     fn embed(&self, ids: &Tensor) -> CResult<Tensor> {
         let (b, t) = ids.dims2()?;
         let embedding = self.p("token_embedding"); // (V, d)
-        let tokens = (embedding.index_select(&ids.flatten_all()?, 0)? * self.config.embedding_scale as f64)?; // (B*T, d): sqrt(d) E[t]
+        let tokens =
+            (embedding.index_select(&ids.flatten_all()?, 0)? * self.config.embedding_scale as f64)?; // (B*T, d): sqrt(d) E[t]
         let positions = self.position_table.narrow(0, 0, t)?.repeat((b, 1))?; // (B*T, d)
         tokens + positions // (B*T, d)
     }
@@ -235,22 +311,38 @@ impl Network {
     /// One layer under `prefix` on x (B*T, d): self-attention (masked if `masked`), then, with
     /// `memory` (B*S, d), cross-attention to it, then the FFN; each sublayer's residual and
     /// norm where the config puts them. The engine's `layer_forward`, step for step.
-    fn layer(&self, x: &Tensor, b: usize, t: usize, prefix: &str, masked: bool, memory: Option<(&Tensor, usize)>) -> CResult<Tensor> {
+    fn layer(
+        &self,
+        x: &Tensor,
+        b: usize,
+        t: usize,
+        prefix: &str,
+        masked: bool,
+        memory: Option<(&Tensor, usize)>,
+    ) -> CResult<Tensor> {
         let p = prefix;
-        let self_attend = |h: &Tensor| self.attend(h, h, b, t, t, &format!("{p}.attention"), masked);
-        let cross = |h: &Tensor, (m, s): (&Tensor, usize)| self.attend(h, m, b, t, s, &format!("{p}.cross_attention"), false);
+        let self_attend =
+            |h: &Tensor| self.attend(h, h, b, t, t, &format!("{p}.attention"), masked);
+        let cross = |h: &Tensor, (m, s): (&Tensor, usize)| {
+            self.attend(h, m, b, t, s, &format!("{p}.cross_attention"), false)
+        };
         match self.config.norm_place {
             NormPlace::Post => {
-                let mut x = self.layer_norm(&(x + self_attend(x)?)?, &format!("{p}.attention_norm"))?; // (B*T, d)
+                let mut x =
+                    self.layer_norm(&(x + self_attend(x)?)?, &format!("{p}.attention_norm"))?; // (B*T, d)
                 if let Some(m) = memory {
-                    x = self.layer_norm(&(&x + cross(&x, m)?)?, &format!("{p}.cross_norm"))?; // (B*T, d)
+                    x = self.layer_norm(&(&x + cross(&x, m)?)?, &format!("{p}.cross_norm"))?;
+                    // (B*T, d)
                 }
-                self.layer_norm(&(&x + self.feed_forward(&x, p)?)?, &format!("{p}.ffn_norm")) // (B*T, d)
+                self.layer_norm(&(&x + self.feed_forward(&x, p)?)?, &format!("{p}.ffn_norm"))
+                // (B*T, d)
             }
             NormPlace::Pre => {
-                let mut x = (x + self_attend(&self.layer_norm(x, &format!("{p}.attention_norm"))?)?)?; // (B*T, d)
+                let mut x =
+                    (x + self_attend(&self.layer_norm(x, &format!("{p}.attention_norm"))?)?)?; // (B*T, d)
                 if let Some(m) = memory {
-                    x = (&x + cross(&self.layer_norm(&x, &format!("{p}.cross_norm"))?, m)?)?; // (B*T, d)
+                    x = (&x + cross(&self.layer_norm(&x, &format!("{p}.cross_norm"))?, m)?)?;
+                    // (B*T, d)
                 }
                 let h = self.layer_norm(&x, &format!("{p}.ffn_norm"))?; // (B*T, d)
                 &x + self.feed_forward(&h, p)? // (B*T, d)
@@ -267,14 +359,16 @@ impl Network {
         let (_, t) = target.dims2()?;
         let mut memory = self.embed(source)?; // (B*S, d)
         for i in 0..c.encoder_layers {
-            memory = self.layer(&memory, b, s, &format!("encoder.layers.{i}"), false, None)?; // (B*S, d)
+            memory = self.layer(&memory, b, s, &format!("encoder.layers.{i}"), false, None)?;
+            // (B*S, d)
         }
         if c.norm_place == NormPlace::Pre {
             memory = self.layer_norm(&memory, "encoder.final_norm")?; // (B*S, d)
         }
         let mut x = self.embed(target)?; // (B*T, d)
         for i in 0..c.n_layers {
-            x = self.layer(&x, b, t, &format!("layers.{i}"), true, Some((&memory, s)))?; // (B*T, d)
+            x = self.layer(&x, b, t, &format!("layers.{i}"), true, Some((&memory, s)))?;
+            // (B*T, d)
         }
         if c.norm_place == NormPlace::Pre {
             x = self.layer_norm(&x, "final_norm")?; // (B*T, d)
@@ -284,7 +378,12 @@ impl Network {
 
     /// Mean cross-entropy of an encoder-decoder predicting `labels` (B, T) from the source
     /// (B, S) and the target inputs (B, T).
-    pub fn seq2seq_loss(&self, source: &Tensor, target: &Tensor, labels: &Tensor) -> CResult<Tensor> {
+    pub fn seq2seq_loss(
+        &self,
+        source: &Tensor,
+        target: &Tensor,
+        labels: &Tensor,
+    ) -> CResult<Tensor> {
         let logits = self.seq2seq_logits(source, target)?; // (B*T, V)
         candle_nn::loss::cross_entropy(&logits, &labels.flatten_all()?)
     }

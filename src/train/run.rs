@@ -59,14 +59,22 @@ pub struct Optimised {
 
 /// One optimiser step on a batch's `loss`: backward, clipping to `s.clip_norm`, AdamW at the
 /// scheduled rate for `step`. A loss that is not finite ends the run with an error.
-pub fn optimise(loss: &Tensor, vars: &[Var], opt: &mut AdamW, s: &Settings, step: usize) -> Result<Optimised> {
+pub fn optimise(
+    loss: &Tensor,
+    vars: &[Var],
+    opt: &mut AdamW,
+    s: &Settings,
+    step: usize,
+) -> Result<Optimised> {
     let mut grads = loss.backward().map_err(candle_err)?;
     let norm = clip_gradients(&mut grads, vars, s.clip_norm).map_err(candle_err)?;
     let rate = learning_rate(s, step);
     opt.step(&grads, rate).map_err(candle_err)?;
     let loss = loss.to_scalar::<f32>().map_err(candle_err)? as f64;
     if !loss.is_finite() {
-        return Err(VizError::Training(format!("the loss became {loss} at step {step}: lower the learning rate")));
+        return Err(VizError::Training(format!(
+            "the loss became {loss} at step {step}: lower the learning rate"
+        )));
     }
     Ok(Optimised { loss, norm, rate })
 }
@@ -89,11 +97,23 @@ impl RunLog {
     /// Opens `dir/train.log` (appending, or afresh) and a bar of `steps` (hidden unless `shown`).
     pub fn open(dir: &Path, steps: usize, shown: bool, append: bool) -> Result<Self> {
         let path = dir.join("train.log");
-        let file = std::fs::OpenOptions::new().create(true).write(true).append(append).truncate(!append).open(&path).map_err(io(&path))?;
-        let bar = if shown { indicatif::ProgressBar::new(steps as u64) } else { indicatif::ProgressBar::hidden() };
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .write(true)
+            .append(append)
+            .truncate(!append)
+            .open(&path)
+            .map_err(io(&path))?;
+        let bar = if shown {
+            indicatif::ProgressBar::new(steps as u64)
+        } else {
+            indicatif::ProgressBar::hidden()
+        };
         bar.set_style(
-            indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} steps · {msg} · {elapsed_precise} (~{eta} left)")
-                .expect("a valid template"),
+            indicatif::ProgressStyle::with_template(
+                "{bar:30} {pos}/{len} steps · {msg} · {elapsed_precise} (~{eta} left)",
+            )
+            .expect("a valid template"),
         );
         Ok(RunLog { bar, file })
     }
@@ -122,7 +142,10 @@ pub struct Outcome {
 }
 
 pub(crate) fn io(path: &Path) -> impl Fn(std::io::Error) -> VizError + '_ {
-    move |e| VizError::Io { path: path.display().to_string(), reason: e.to_string() }
+    move |e| VizError::Io {
+        path: path.display().to_string(),
+        reason: e.to_string(),
+    }
 }
 
 /// Mean loss over fixed windows, in batches.
@@ -131,7 +154,10 @@ pub fn evaluate(net: &Network, windows: &[Vec<u32>], batch: usize) -> Result<f64
     for chunk in windows.chunks(batch) {
         let inputs: Vec<Vec<u32>> = chunk.iter().map(|w| w[..w.len() - 1].to_vec()).collect();
         let targets: Vec<Vec<u32>> = chunk.iter().map(|w| w[1..].to_vec()).collect();
-        let loss = net.loss(&id_tensor(&inputs)?, &id_tensor(&targets)?).and_then(|l| l.to_scalar::<f32>()).map_err(candle_err)?;
+        let loss = net
+            .loss(&id_tensor(&inputs)?, &id_tensor(&targets)?)
+            .and_then(|l| l.to_scalar::<f32>())
+            .map_err(candle_err)?;
         total += loss as f64 * chunk.len() as f64;
     }
     Ok(total / windows.len() as f64)
@@ -168,17 +194,31 @@ fn save_checkpoint(dir: &Path, net: &Network, opt: &AdamW, state: &CheckpointSta
     let path = dir.join("checkpoint.safetensors");
     candle_core::safetensors::save(&tensors.into_iter().collect(), &path).map_err(candle_err)?;
     let json = dir.join("checkpoint.json");
-    std::fs::write(&json, serde_json::to_string_pretty(state).expect("serialises")).map_err(io(&json))
+    std::fs::write(
+        &json,
+        serde_json::to_string_pretty(state).expect("serialises"),
+    )
+    .map_err(io(&json))
 }
 
 impl Run<'_> {
     pub fn train(self) -> Result<Outcome> {
         let s = &self.settings;
-        if s.sequence > self.config.context || s.sequence < 16 || s.steps == 0 || s.batch == 0 || s.warmup_steps > s.steps {
-            return Err(VizError::Training(format!("settings out of range: sequence {} (16..={}), steps {}, batch {}, warm-up {}", s.sequence, self.config.context, s.steps, s.batch, s.warmup_steps)));
+        if s.sequence > self.config.context
+            || s.sequence < 16
+            || s.steps == 0
+            || s.batch == 0
+            || s.warmup_steps > s.steps
+        {
+            return Err(VizError::Training(format!(
+                "settings out of range: sequence {} (16..={}), steps {}, batch {}, warm-up {}",
+                s.sequence, self.config.context, s.steps, s.batch, s.warmup_steps
+            )));
         }
         if self.train.len() < 2 * s.sequence + 2 || self.held_out.len() < s.sequence + 2 {
-            return Err(VizError::Training("the corpus is too small for one sequence".into()));
+            return Err(VizError::Training(
+                "the corpus is too small for one sequence".into(),
+            ));
         }
         std::fs::create_dir_all(&self.out).map_err(io(&self.out))?;
         let mut net = Network::init(&self.config, s.seed)?;
@@ -190,21 +230,39 @@ impl Run<'_> {
         let mut seconds_before = 0.0;
         if self.resume && self.out.join("checkpoint.json").exists() {
             let json_path = self.out.join("checkpoint.json");
-            let state: CheckpointState = serde_json::from_str(&std::fs::read_to_string(&json_path).map_err(io(&json_path))?)
-                .map_err(|e| VizError::Training(format!("checkpoint.json: {e}")))?;
+            let state: CheckpointState =
+                serde_json::from_str(&std::fs::read_to_string(&json_path).map_err(io(&json_path))?)
+                    .map_err(|e| VizError::Training(format!("checkpoint.json: {e}")))?;
             if &state.settings != s {
-                return Err(VizError::Training("the checkpoint was made with other settings: start afresh without --resume".into()));
+                return Err(VizError::Training(
+                    "the checkpoint was made with other settings: start afresh without --resume"
+                        .into(),
+                ));
             }
-            let saved = candle_core::safetensors::load(self.out.join("checkpoint.safetensors"), &Device::Cpu).map_err(candle_err)?;
+            let saved = candle_core::safetensors::load(
+                self.out.join("checkpoint.safetensors"),
+                &Device::Cpu,
+            )
+            .map_err(candle_err)?;
             for ((name, var), (_, m, v)) in net.params.iter().zip(opt.state.iter_mut()) {
-                let get = |key: &str| saved.get(key).cloned().ok_or_else(|| VizError::Training(format!("the checkpoint lacks `{key}`")));
+                let get = |key: &str| {
+                    saved
+                        .get(key)
+                        .cloned()
+                        .ok_or_else(|| VizError::Training(format!("the checkpoint lacks `{key}`")))
+                };
                 var.set(&get(name)?).map_err(candle_err)?;
                 *m = get(&format!("adam.m.{name}"))?;
                 *v = get(&format!("adam.v.{name}"))?;
             }
             opt.step = state.step;
             first_step = state.step;
-            rng.set_word_pos(state.rng_word_pos.parse().map_err(|_| VizError::Training("checkpoint.json: bad rng_word_pos".into()))?);
+            rng.set_word_pos(
+                state
+                    .rng_word_pos
+                    .parse()
+                    .map_err(|_| VizError::Training("checkpoint.json: bad rng_word_pos".into()))?,
+            );
             history = state.history;
             seconds_before = state.seconds;
         }
@@ -212,16 +270,14 @@ impl Run<'_> {
         // A resumed run's log goes on where it stopped.
         let mut log = RunLog::open(&self.out, s.steps, self.progress, true)?;
         log.bar.set_position(first_step as u64);
-        log.say(
-            format!(
-                "{}: {} parameters, {} training tokens, {} held-out; {}",
-                self.name,
-                net.parameter_count(),
-                self.train.len(),
-                self.held_out.len(),
-                serde_json::to_string(s).expect("serialises")
-            )
-        );
+        log.say(format!(
+            "{}: {} parameters, {} training tokens, {} held-out; {}",
+            self.name,
+            net.parameter_count(),
+            self.train.len(),
+            self.held_out.len(),
+            serde_json::to_string(s).expect("serialises")
+        ));
         if first_step > 0 {
             log.say(format!("resumed from the checkpoint at step {first_step}"));
         }
@@ -230,17 +286,22 @@ impl Run<'_> {
         let tokens_per_step = (s.batch * s.sequence) as f64;
         let vars = net.vars();
         for step in first_step..s.steps {
-            let seqs: Vec<Vec<u32>> = (0..s.batch).map(|_| sample_sequence(&mut rng, self.train, s.sequence, self.bos, s.repeats)).collect();
+            let seqs: Vec<Vec<u32>> = (0..s.batch)
+                .map(|_| sample_sequence(&mut rng, self.train, s.sequence, self.bos, s.repeats))
+                .collect();
             let inputs: Vec<Vec<u32>> = seqs.iter().map(|q| q[..s.sequence].to_vec()).collect();
             let targets: Vec<Vec<u32>> = seqs.iter().map(|q| q[1..].to_vec()).collect();
-            let loss = net.loss(&id_tensor(&inputs)?, &id_tensor(&targets)?).map_err(candle_err)?; // ()
+            let loss = net
+                .loss(&id_tensor(&inputs)?, &id_tensor(&targets)?)
+                .map_err(candle_err)?; // ()
             let Optimised { loss, norm, rate } = optimise(&loss, &vars, &mut opt, s, step)?;
             let done = step + 1;
             let seen = done as f64 * tokens_per_step;
             let elapsed = started.elapsed().as_secs_f64();
             let speed = (done - first_step) as f64 * tokens_per_step / elapsed.max(1e-9);
             log.bar.set_position(done as u64);
-            log.bar.set_message(format!("loss {loss:.3} · {:.1}k tokens/s", speed / 1e3));
+            log.bar
+                .set_message(format!("loss {loss:.3} · {:.1}k tokens/s", speed / 1e3));
             if done % 10 == 0 || done == s.steps {
                 history.train.push((done, seen, loss));
             }
@@ -248,7 +309,10 @@ impl Run<'_> {
                 let held = evaluate(&net, &windows, s.batch)?;
                 history.held_out.push((done, seen, held));
                 let heads = match self.probe {
-                    Some(probe) => probe.measure_network(&net)?.map(|r| format!(" · {}", r.summary())).unwrap_or_default(),
+                    Some(probe) => probe
+                        .measure_network(&net)?
+                        .map(|r| format!(" · {}", r.summary()))
+                        .unwrap_or_default(),
                     None => String::new(),
                 };
                 log.say(
@@ -263,12 +327,22 @@ impl Run<'_> {
             }
             let interrupted = self.stop_after == Some(done);
             if (done % s.checkpoint_every == 0 || interrupted) && done < s.steps {
-                let state = CheckpointState { step: done, rng_word_pos: rng.get_word_pos().to_string(), settings: s.clone(), history: history.clone(), seconds: seconds_before + elapsed };
+                let state = CheckpointState {
+                    step: done,
+                    rng_word_pos: rng.get_word_pos().to_string(),
+                    settings: s.clone(),
+                    history: history.clone(),
+                    seconds: seconds_before + elapsed,
+                };
                 save_checkpoint(&self.out, &net, &opt, &state)?;
             }
             if interrupted {
                 let final_held_out = history.held_out.last().map(|h| h.2).unwrap_or(f64::NAN);
-                return Ok(Outcome { network: net, history, final_held_out });
+                return Ok(Outcome {
+                    network: net,
+                    history,
+                    final_held_out,
+                });
             }
         }
         log.bar.finish_and_clear();
@@ -276,16 +350,40 @@ impl Run<'_> {
         let model_path = self.out.join("model.safetensors");
         std::fs::write(&model_path, net.to_safetensors()?).map_err(io(&model_path))?;
         let config_path = self.out.join("config.json");
-        std::fs::write(&config_path, serde_json::to_string_pretty(&self.config).expect("serialises")).map_err(io(&config_path))?;
-        let points = |v: &[(usize, f64, f64)]| v.iter().map(|&(_, tokens, loss)| CurvePoint { tokens, loss }).collect::<Vec<_>>();
-        let svg = loss_curve_svg(&format!("{}: loss while training", self.name), &points(&history.train), &points(&history.held_out), self.baseline)?;
+        std::fs::write(
+            &config_path,
+            serde_json::to_string_pretty(&self.config).expect("serialises"),
+        )
+        .map_err(io(&config_path))?;
+        let points = |v: &[(usize, f64, f64)]| {
+            v.iter()
+                .map(|&(_, tokens, loss)| CurvePoint { tokens, loss })
+                .collect::<Vec<_>>()
+        };
+        let svg = loss_curve_svg(
+            &format!("{}: loss while training", self.name),
+            &points(&history.train),
+            &points(&history.held_out),
+            self.baseline,
+        )?;
         let svg_path = self.out.join("loss.svg");
         std::fs::write(&svg_path, svg).map_err(io(&svg_path))?;
         for stale in ["checkpoint.safetensors", "checkpoint.json"] {
             let _ = std::fs::remove_file(self.out.join(stale));
         }
-        log.say(format!("done: held-out loss {final_held_out:.4} after {} steps, {:.0} s", s.steps, seconds_before + started.elapsed().as_secs_f64()));
-        net = Network::from_safetensors(&self.config, &std::fs::read(&model_path).map_err(io(&model_path))?)?;
-        Ok(Outcome { network: net, history, final_held_out })
+        log.say(format!(
+            "done: held-out loss {final_held_out:.4} after {} steps, {:.0} s",
+            s.steps,
+            seconds_before + started.elapsed().as_secs_f64()
+        ));
+        net = Network::from_safetensors(
+            &self.config,
+            &std::fs::read(&model_path).map_err(io(&model_path))?,
+        )?;
+        Ok(Outcome {
+            network: net,
+            history,
+            final_held_out,
+        })
     }
 }

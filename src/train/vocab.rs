@@ -21,10 +21,18 @@ type Pair = (u32, u32);
 /// `documents`. Ties between equally frequent pairs go to the smaller pair of ids, so the
 /// result depends on the text alone.
 pub fn learn_vocab(documents: &[String], vocab_size: usize) -> Result<VocabFile> {
-    assert!(vocab_size > 257, "a byte-level vocabulary needs the 256 bytes, a start token and some merges");
+    assert!(
+        vocab_size > 257,
+        "a byte-level vocabulary needs the 256 bytes, a start token and some merges"
+    );
     let to_char = byte_to_char();
     let bytes_only: Vec<String> = to_char.iter().map(|c| c.to_string()).collect();
-    let splitter = ByteLevelBpe::new(bytes_only.clone(), vec![], SpecialTokens::default(), PreTokenizer::Gpt2)?;
+    let splitter = ByteLevelBpe::new(
+        bytes_only.clone(),
+        vec![],
+        SpecialTokens::default(),
+        PreTokenizer::Gpt2,
+    )?;
 
     // Distinct pieces and how often each occurs (BTreeMap: a fixed order).
     let mut counts: BTreeMap<&str, u64> = BTreeMap::new();
@@ -33,7 +41,10 @@ pub fn learn_vocab(documents: &[String], vocab_size: usize) -> Result<VocabFile>
             *counts.entry(piece).or_default() += 1;
         }
     }
-    let mut words: Vec<(Vec<u32>, u64)> = counts.iter().map(|(p, &n)| (p.bytes().map(u32::from).collect(), n)).collect();
+    let mut words: Vec<(Vec<u32>, u64)> = counts
+        .iter()
+        .map(|(p, &n)| (p.bytes().map(u32::from).collect(), n))
+        .collect();
 
     let mut pair_counts: HashMap<Pair, i64> = HashMap::new();
     let mut where_pair: HashMap<Pair, HashSet<usize>> = HashMap::new();
@@ -44,11 +55,19 @@ pub fn learn_vocab(documents: &[String], vocab_size: usize) -> Result<VocabFile>
         }
     }
 
-    let mut ids: HashMap<String, u32> = bytes_only.iter().enumerate().map(|(i, t)| (t.clone(), i as u32)).collect();
+    let mut ids: HashMap<String, u32> = bytes_only
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.clone(), i as u32))
+        .collect();
     let mut tokens = bytes_only;
     let mut merges = Vec::new();
     while tokens.len() < vocab_size - 1 {
-        let Some((&best, &count)) = pair_counts.iter().filter(|(_, &c)| c > 0).max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0))) else {
+        let Some((&best, &count)) = pair_counts
+            .iter()
+            .filter(|(_, &c)| c > 0)
+            .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
+        else {
             break; // every word is a single token
         };
         if count < 2 {
@@ -56,12 +75,18 @@ pub fn learn_vocab(documents: &[String], vocab_size: usize) -> Result<VocabFile>
         }
         // Two pairs can spell the same string ("ab c", "a bc"): they share one token.
         let text = format!("{}{}", tokens[best.0 as usize], tokens[best.1 as usize]);
-        merges.push(format!("{} {}", tokens[best.0 as usize], tokens[best.1 as usize]));
+        merges.push(format!(
+            "{} {}",
+            tokens[best.0 as usize], tokens[best.1 as usize]
+        ));
         let merged = *ids.entry(text.clone()).or_insert_with(|| {
             tokens.push(text);
             tokens.len() as u32 - 1
         });
-        let holders: Vec<usize> = where_pair.remove(&best).map(|s| s.into_iter().collect()).unwrap_or_default();
+        let holders: Vec<usize> = where_pair
+            .remove(&best)
+            .map(|s| s.into_iter().collect())
+            .unwrap_or_default();
         for w in holders {
             let (symbols, n) = &mut words[w];
             let n = *n as i64;
@@ -89,5 +114,10 @@ pub fn learn_vocab(documents: &[String], vocab_size: usize) -> Result<VocabFile>
     }
     let bos = tokens.len() as u32;
     tokens.push(BOS_TEXT.to_string());
-    Ok(VocabFile { kind: KIND.to_string(), tokens, merges, bos })
+    Ok(VocabFile {
+        kind: KIND.to_string(),
+        tokens,
+        merges,
+        bos,
+    })
 }

@@ -26,8 +26,9 @@ pub fn minilm_dir() -> PathBuf {
 pub fn minilm() -> &'static Transformer {
     static MODEL: OnceLock<Transformer> = OnceLock::new();
     MODEL.get_or_init(|| {
-        load_named(&models_dir(), "minilm-l6", WeightPrecision::F32)
-            .unwrap_or_else(|e| panic!("{e}\n(run scripts/fetch-models.sh first; the README's test command does)"))
+        load_named(&models_dir(), "minilm-l6", WeightPrecision::F32).unwrap_or_else(|e| {
+            panic!("{e}\n(run scripts/fetch-models.sh first; the README's test command does)")
+        })
     })
 }
 
@@ -55,7 +56,12 @@ pub fn reference(mode: &str, model_dir: &Path, input: &serde_json::Value) -> ser
         .stderr(Stdio::inherit())
         .spawn()
         .expect("start the Python reference");
-    child.stdin.take().unwrap().write_all(input.to_string().as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.to_string().as_bytes())
+        .unwrap();
     let out = child.wait_with_output().expect("run the Python reference");
     assert!(out.status.success(), "the Python reference failed");
     serde_json::from_slice(&out.stdout).expect("reference output is JSON")
@@ -72,8 +78,15 @@ pub fn max_abs_diff(json: &serde_json::Value, values: &[f32]) -> f64 {
         }
     }
     walk(json, &mut flat);
-    assert_eq!(flat.len(), values.len(), "reference and engine disagree on the number of values");
-    flat.iter().zip(values).map(|(a, &b)| (a - b as f64).abs()).fold(0.0, f64::max)
+    assert_eq!(
+        flat.len(),
+        values.len(),
+        "reference and engine disagree on the number of values"
+    );
+    flat.iter()
+        .zip(values)
+        .map(|(a, &b)| (a - b as f64).abs())
+        .fold(0.0, f64::max)
 }
 
 /// Sentences that exercise the tokenizer and the model: punctuation, case, numbers,
@@ -98,7 +111,9 @@ pub const SENTENCES: &[&str] = &[
 /// its absence a failure.
 pub fn smollm2() -> Option<&'static Transformer> {
     static MODEL: OnceLock<Result<Transformer, String>> = OnceLock::new();
-    let loaded = MODEL.get_or_init(|| load_named(&models_dir(), "smollm2-135m", WeightPrecision::F32).map_err(|e| e.to_string()));
+    let loaded = MODEL.get_or_init(|| {
+        load_named(&models_dir(), "smollm2-135m", WeightPrecision::F32).map_err(|e| e.to_string())
+    });
     match loaded {
         Ok(m) => Some(m),
         Err(e) if std::env::var("TVIZ_REQUIRE_SMOLLM2").is_ok_and(|v| v == "1") => panic!("{e}"),

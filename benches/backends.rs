@@ -1,21 +1,28 @@
 //! The traced forward pass on each backend: the CPU and the first GPU adapter wgpu finds (on a
 //! machine without a GPU, lavapipe: a software adapter, whose figures say nothing about a real
 //! GPU). MiniLM at 32 and 256 tokens, the lecture decoder at 32 and 128 (its context), SmolLM2
-//! at 32 and 256 when asked for (`BACKENDS_SMOLLM2=1`), the same `trace_with` on both so only
+//! at 32 and 256 when asked for (`BACKENDS_SMOLLM2=1`), the same `Transformer::pass` (every step kept) on both so only
 //! the backend differs. The adapter is printed first. The GPU also
 //! runs the pass untraced (`gpu, untraced`: only the output comes back), the peer that shows
 //! what reading back every step the trace keeps costs. A causal model's pass of its last token
-//! through the KV cache (`gpu, last token cached`, `Transformer::continue_trace_with` after a
-//! pass on the others) is the peer that shows what the cache saves a student typing on.
+//! through the KV cache (`gpu, last token cached`, `Transformer::pass` continuing one on
+//! the others) is the peer that shows what the cache saves a student typing on.
 //! Needs the model files: run scripts/fetch-models.sh first.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use transformer_viz::checkpoints::{load_named, WeightPrecision};
 use transformer_viz::gpu::{GpuBackend, GpuContext};
-use transformer_viz::model::backend::{on_cpu, Cpu};
+use transformer_viz::model::backend::on_cpu;
+use transformer_viz::model::cpu::Cpu;
 use transformer_viz::model::forward::{forward_with, Logits};
 use transformer_viz::model::kv_cache::KvCache;
 use transformer_viz::trace::{NoRecorder, Readback};
+use transformer_viz::transformer::{Keep, PassRequest};
+
+/// A pass on `text` keeping every step, on whichever backend runs it.
+fn every_step<H>(text: &str) -> PassRequest<'_, H> {
+    PassRequest::text(text).keeping(Keep::Steps(Readback::Everything))
+}
 
 fn text_of(tokens: usize) -> String {
     // One-token words for both tokenizers, about `tokens` of them.
@@ -53,10 +60,10 @@ fn backends(c: &mut Criterion) {
         for tokens in lengths {
             let text = text_of(tokens);
             group.bench_with_input(BenchmarkId::new("cpu", tokens), &text, |b, text| {
-                b.iter(|| on_cpu(model.trace_with(&Cpu, text)).expect("trace"))
+                b.iter(|| on_cpu(model.pass(&Cpu, every_step(text))).expect("trace"))
             });
             group.bench_with_input(BenchmarkId::new("gpu", tokens), &text, |b, text| {
-                b.iter(|| pollster::block_on(model.trace_with(&gpu, text)).expect("trace"))
+                b.iter(|| pollster::block_on(model.pass(&gpu, every_step(text))).expect("trace"))
             });
             let ids = model.encode(&text).expect("tokens").ids();
             group.bench_with_input(BenchmarkId::new("gpu, untraced", tokens), &ids, |b, ids| {
@@ -85,26 +92,19 @@ fn backends(c: &mut Criterion) {
                         let mut head = encoding.clone();
                         head.tokens.pop();
                         let mut cached = KvCache::new();
-                        let first = pollster::block_on(model.continue_trace_with(
-                            &gpu,
-                            head,
-                            &text,
-                            None,
-                            &mut cached,
-                            Readback::Everything,
-                        ))
-                        .expect("trace");
+                        let request = PassRequest::tokens(head, &text)
+                            .continuing(None, &mut cached)
+                            .keeping(Keep::Steps(Readback::Everything));
+                        let first = pollster::block_on(model.pass(&gpu, request))
+                            .expect("trace")
+                            .into_trace();
                         b.iter(|| {
                             let mut cache = cached.clone();
-                            let next = pollster::block_on(model.continue_trace_with(
-                                &gpu,
-                                encoding.clone(),
-                                &text,
-                                Some(&first.trace),
-                                &mut cache,
-                                Readback::Everything,
-                            ))
-                            .expect("trace");
+                            let request = PassRequest::tokens(encoding.clone(), &text)
+                                .continuing(Some(&first), &mut cache)
+                                .keeping(Keep::Steps(Readback::Everything));
+                            let next =
+                                pollster::block_on(model.pass(&gpu, request)).expect("trace");
                             assert_eq!(next.reused, encoding.tokens.len() - 1);
                             next
                         })

@@ -31,7 +31,7 @@ fn forward(c: &mut Criterion) {
             b.iter(|| model.run_ids(ids))
         });
         group.bench_with_input(BenchmarkId::new("traced", tokens), &encoding, |b, enc| {
-            b.iter(|| model.trace_ids(enc.clone(), ""))
+            b.iter(|| model.trace_tokens(enc.clone(), ""))
         });
     }
     group.finish();

@@ -5,8 +5,12 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use transformer_viz::checkpoints::{load_named, WeightPrecision};
+use transformer_viz::model::backend::on_cpu;
+use transformer_viz::model::cpu::Cpu;
 use transformer_viz::model::kv_cache::KvCache;
 use transformer_viz::tokenize::Encoding;
+use transformer_viz::trace::Trace;
+use transformer_viz::transformer::{Pass, PassRequest, Transformer};
 
 fn first_tokens(model: &transformer_viz::Transformer, n: usize) -> Encoding {
     let text = "The quick brown fox jumps over the lazy dog while the children watch and laugh. "
@@ -16,6 +20,17 @@ fn first_tokens(model: &transformer_viz::Transformer, n: usize) -> Encoding {
         tokens: encoding.tokens[..n].to_vec(),
         truncated: None,
     }
+}
+
+/// The page's traced pass on `encoding` on the CPU, continuing `previous` through `cache`.
+fn traced(
+    model: &Transformer,
+    encoding: Encoding,
+    previous: Option<&Trace>,
+    cache: &mut KvCache,
+) -> Pass {
+    let request = PassRequest::tokens(encoding, "").continuing(previous, cache);
+    on_cpu(model.pass(&Cpu, request)).expect("a pass on the CPU")
 }
 
 fn smollm2(c: &mut Criterion) {
@@ -29,7 +44,7 @@ fn smollm2(c: &mut Criterion) {
         group.bench_with_input(
             BenchmarkId::new("traced from scratch", tokens),
             &encoding,
-            |b, enc| b.iter(|| model.trace_ids(enc.clone(), "")),
+            |b, enc| b.iter(|| traced(&model, enc.clone(), None, &mut KvCache::new())),
         );
     }
     // A word appended (the last token new), and a generated token, after 32 and 256.
@@ -41,14 +56,14 @@ fn smollm2(c: &mut Criterion) {
             truncated: None,
         };
         let mut cache = KvCache::new();
-        let previous = model.continue_trace(prefix, "", None, &mut cache).trace;
+        let previous = traced(&model, prefix, None, &mut cache).into_trace();
         group.bench_with_input(
             BenchmarkId::new("traced, one new token through the cache", tokens),
             &encoding,
             |b, enc| {
                 b.iter(|| {
                     let mut cache = cache.clone();
-                    model.continue_trace(enc.clone(), "", Some(&previous), &mut cache)
+                    traced(&model, enc.clone(), Some(&previous), &mut cache)
                 })
             },
         );

@@ -15,6 +15,7 @@ pub mod error;
 pub mod formats;
 pub mod gpu;
 pub mod model;
+pub mod tensor;
 pub mod tokenize;
 pub mod trace;
 #[cfg(not(target_arch = "wasm32"))]

@@ -6,20 +6,21 @@ use serde::Serialize;
 use wasm_bindgen::prelude::*;
 use web_sys::HtmlCanvasElement;
 
+use crate::analysis::generation::{draw_token, GeneratedToken};
 use crate::analysis::heads::{head_scores, heads_from};
-use crate::analysis::sampling::{Sampler, SamplingSettings, SamplingStages};
-use crate::analysis::translation::{DecodedToken, Decoding};
+use crate::analysis::sampling::{Sampler, SamplingSettings};
 use crate::checkpoints::{lecture, minilm, smollm2};
 use crate::draw::compare::{draw_compare_view, CompareView};
 use crate::draw::draw_err;
 use crate::draw::view::{draw_view, view_svg, Drawn, View};
 use crate::error::VizError;
-use crate::model::backend::{on_cpu, Cpu};
+use crate::model::backend::on_cpu;
+use crate::model::cpu::Cpu;
 use crate::model::kv_cache::KvCache;
 use crate::model::{threads, ModelConfig};
 use crate::trace::{Op, Readback, TokenInfo, Trace, Truncation};
+use crate::transformer::{DecodedToken, Decoding, Keep, Kind, PassRequest, Transformer};
 use crate::web_canvas::FastCanvas;
-use crate::Transformer;
 
 fn js_err(e: VizError) -> JsError {
     JsError::new(&e.to_string())
@@ -92,13 +93,12 @@ struct TranslationSummary<'a> {
     finished: bool,
 }
 
+/// A generated token as the page shows it: the token drawn (`draw_token`, as the CLI draws
+/// it) and the text so far.
 #[derive(Serialize)]
 pub(crate) struct Generated {
-    id: u32,
-    token: String,
-    /// The probability it was drawn with (after temperature, top-k, top-p) and the model's own.
-    probability: f32,
-    model_probability: f32,
+    #[serde(flatten)]
+    token: GeneratedToken,
     /// The text so far: the prompt and every token generated since `start_generation`.
     text: String,
 }
@@ -257,20 +257,32 @@ impl Viz {
         threads::threads()
     }
 
-    /// A causal model's traced pass on `encoding`, continuing the last one through the KV
-    /// cache.
-    fn continue_pass(&mut self, encoding: crate::tokenize::Encoding, text: &str) {
-        let previous = self.trace.take();
-        let continued =
-            self.model
-                .continue_trace(encoding, text, previous.as_ref(), &mut self.cache);
+    /// The traced pass on `encoding` on the CPU (`Transformer::pass`): a causal model's
+    /// continues the last one through the KV cache; another model's starts from the first
+    /// token, the last pass dropped first (WebAssembly memory never shrinks, so two traces
+    /// alive at once would pin both for good).
+    fn pass_on_cpu(
+        &mut self,
+        encoding: crate::tokenize::Encoding,
+        text: &str,
+    ) -> Result<(), JsError> {
+        let mut previous = self.trace.take();
+        if self.model.kind() != Kind::Causal {
+            previous = None;
+        }
+        let request =
+            PassRequest::tokens(encoding, text).continuing(previous.as_ref(), &mut self.cache);
+        let pass = on_cpu(self.model.pass(&Cpu, request));
         drop(previous);
-        self.reused = continued.reused;
+        let pass = pass.map_err(js_err)?;
+        self.reused = pass.reused;
         self.device_cache = None;
         // The page computes on the CPU now: no GPU pass to check.
         self.shadow = None;
         self.shadow_cache = KvCache::new();
-        self.trace = Some(continued.trace);
+        self.translation = pass.decoding.clone();
+        self.trace = Some(pass.into_trace());
+        Ok(())
     }
 
     /// Opens the GPU backend (WebGPU through wgpu) on this model: a promise of a
@@ -285,7 +297,7 @@ impl Viz {
     /// unread_steps}`, attention absolute, every other value relative, over the values that
     /// have come back from the device (`unread_steps` are still on it).
     /// A causal model's CPU pass continues the last one compared through its own KV cache
-    /// (`Transformer::continue_trace_with` on the CPU, every step recorded): typing a word or
+    /// (`Transformer::pass` on the CPU, every step recorded): typing a word or
     /// generating a token costs the comparison the new tokens only.
     pub fn largest_difference(&mut self) -> Result<JsValue, JsError> {
         let Viz {
@@ -302,24 +314,15 @@ impl Viz {
             tokens: gpu.tokens.clone(),
             truncated: gpu.truncated.clone(),
         };
-        let cpu = match &gpu.source {
-            // An encoder-decoder's CPU pass starts again from the source text.
-            Some(source) => model.translate(&source.text).map_err(js_err)?.trace,
-            None if model.config.causal => {
-                let previous = shadow.take();
-                let continued = on_cpu(model.continue_trace_with(
-                    &Cpu,
-                    encoding,
-                    &gpu.text,
-                    previous.as_ref(),
-                    shadow_cache,
-                    Readback::Everything,
-                ));
-                drop(previous);
-                continued.map_err(js_err)?.trace
-            }
-            None => on_cpu(model.trace_encoding_with(&Cpu, encoding, &gpu.text)).map_err(js_err)?,
-        };
+        // An encoder-decoder's pass starts again from its source text.
+        let text = gpu.source.as_ref().map_or(&gpu.text, |source| &source.text);
+        let previous = shadow.take();
+        let request = PassRequest::tokens(encoding, text)
+            .continuing(previous.as_ref(), shadow_cache)
+            .keeping(Keep::Steps(Readback::Everything));
+        let cpu = on_cpu(model.pass(&Cpu, request));
+        drop(previous);
+        let cpu = cpu.map_err(js_err)?.into_trace();
         let difference = cpu.largest_difference(gpu).map_err(js_err)?;
         if model.config.causal && gpu.source.is_none() {
             *shadow = Some(cpu);
@@ -357,49 +360,23 @@ impl Viz {
     /// last pass: its numbers would be the same.
     pub fn set_text(&mut self, text: &str) -> Result<JsValue, JsError> {
         let start = now_ms();
-        if self.model.config.is_encoder_decoder() {
-            // The text is the source: encoded once, decoded greedily, the last pass traced.
-            let unchanged = self
-                .trace
-                .as_ref()
-                .is_some_and(|t| t.source.as_ref().is_some_and(|s| s.text == text));
-            if !unchanged {
-                self.trace = None;
-                let (trace, decoding) = self.model.translate(text).map_err(js_err)?.into_parts();
-                self.trace = Some(trace);
-                self.translation = Some(decoding);
-            }
-            return self.summary(now_ms() - start, !unchanged, None);
-        }
         let encoding = self.model.encode_within(text, self.limit).map_err(js_err)?;
-        let recomputed = match self.trace.as_mut() {
-            Some(last)
-                if !self.recompute
-                    && last.tokens == encoding.tokens
-                    && last.truncated == encoding.truncated =>
-            {
-                last.text = text.to_string();
-                false
+        let unchanged = !self.recompute
+            && self.trace.as_ref().is_some_and(|last| match &last.source {
+                // An encoder-decoder's text is its source.
+                Some(source) => source.text == text,
+                None => last.tokens == encoding.tokens && last.truncated == encoding.truncated,
+            });
+        match self.trace.as_mut() {
+            Some(last) if unchanged => {
+                if last.source.is_none() {
+                    last.text = text.to_string();
+                }
             }
-            _ if self.model.config.causal => {
-                // A causal model continues its last pass: the tokens before the first change
-                // keep their keys, values and trace rows.
-                self.continue_pass(encoding, text);
-                true
-            }
-            _ => {
-                // Drop the last pass before computing the next: WebAssembly memory never
-                // shrinks, so two traces alive at once would pin both for good.
-                self.trace = None;
-                self.trace = Some(self.model.trace_ids(encoding, text));
-                self.reused = 0;
-                self.device_cache = None;
-                true
-            }
-        };
+            _ => self.pass_on_cpu(encoding, text)?,
+        }
         self.recompute = false;
-        let milliseconds = now_ms() - start;
-        self.summary(milliseconds, recomputed, None)
+        self.summary(now_ms() - start, !unchanged, None)
     }
 
     /// Starts generating from the current text: a new random stream from `seed` (a whole
@@ -431,7 +408,7 @@ impl Viz {
         let start = now_ms();
         let next = self.draw_next_token(settings)?;
         // One new token: one new row of keys and values a layer.
-        self.continue_pass(next.encoding, &next.text);
+        self.pass_on_cpu(next.encoding, &next.text)?;
         self.summary(now_ms() - start, true, Some(next.generated))
     }
 
@@ -455,14 +432,16 @@ impl Viz {
                 context: self.limit,
             }));
         }
-        let stages =
-            SamplingStages::new(trace.next_token_probabilities().map_err(js_err)?, &settings)
-                .map_err(js_err)?;
-        let id = stages.sample(sampler);
-        let stage = stages.tokens.iter().find(|t| t.id == id).copied();
-        let info = self.model.tokenizer.token_info(id).ok_or_else(|| {
+        let drawn = draw_token(
+            self.model.tokenizer.as_ref(),
+            trace.next_token_probabilities().map_err(js_err)?,
+            &settings,
+            sampler,
+        )
+        .map_err(js_err)?;
+        let info = self.model.tokenizer.token_info(drawn.id).ok_or_else(|| {
             js_err(VizError::UnknownTokenId {
-                id,
+                id: drawn.id,
                 vocab_size: self.model.config.vocab_size,
             })
         })?;
@@ -483,10 +462,7 @@ impl Viz {
                 .map_err(js_err)?
         );
         let generated = Generated {
-            id,
-            token: info.text,
-            probability: stage.map_or(0.0, |s| s.renormalised),
-            model_probability: stage.map_or(0.0, |s| s.before),
+            token: drawn,
             text: text.clone(),
         };
         Ok(NextToken {
@@ -502,34 +478,6 @@ impl Viz {
     /// Ends the generation under way (the text stays as generated).
     pub fn end_generation(&mut self) {
         self.generation = None;
-    }
-
-    /// The decoding stages of the current prediction under `settings`, for the page's
-    /// controls: the `top` most likely tokens with their probabilities at each stage.
-    pub fn sampling_stages(&self, settings: JsValue, top: usize) -> Result<JsValue, JsError> {
-        let settings: SamplingSettings = serde_wasm_bindgen::from_value(settings)
-            .map_err(|e| JsError::new(&format!("sampling settings: {e}")))?;
-        let stages = SamplingStages::new(
-            self.current()?.next_token_probabilities().map_err(js_err)?,
-            &settings,
-        )
-        .map_err(js_err)?;
-        #[derive(Serialize)]
-        struct Stages<'a> {
-            tokens: Vec<(crate::analysis::sampling::TokenStage, &'a str)>,
-            kept: usize,
-            kept_mass: f32,
-        }
-        let tokens = stages
-            .top(top)
-            .iter()
-            .map(|t| (*t, self.model.tokenizer.token_text(t.id).unwrap_or("")))
-            .collect();
-        to_js(&Stages {
-            tokens,
-            kept: stages.kept,
-            kept_mass: stages.kept_mass,
-        })
     }
 
     /// What the page learns of the current pass (see `set_text`).
@@ -781,7 +729,7 @@ impl Viz {
             }
             _ => {
                 self.compare = None; // dropped first: two traces alive at once would pin both
-                self.compare = Some(self.model.trace_ids(encoding, text));
+                self.compare = Some(self.model.trace_tokens(encoding, text).map_err(js_err)?);
                 true
             }
         };

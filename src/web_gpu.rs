@@ -8,13 +8,12 @@ use std::rc::Rc;
 
 use wasm_bindgen::prelude::*;
 
-use crate::analysis::translation::Decoding;
 use crate::gpu::{GpuBackend, GpuContext, GpuValue};
 use crate::model::kv_cache::KvCache;
 use crate::tokenize::Encoding;
 use crate::trace::{Readback, Trace};
+use crate::transformer::{Decoding, Keep, Kind, PassRequest, Transformer};
 use crate::web::{Generated, NextToken};
-use crate::Transformer;
 
 /// A GPU device with this model's weights on it (uploaded on the first pass).
 #[wasm_bindgen]
@@ -104,29 +103,26 @@ impl Inner {
         // would find neither and start from the first token.
         let previous = self.last.borrow_mut().take();
         let mut cache = std::mem::take(&mut *self.cache.borrow_mut());
-        let continued = self
+        let request = PassRequest::tokens(encoding, text)
+            .continuing(previous.as_ref(), &mut cache)
+            .keeping(Keep::Steps(readback));
+        let pass = self
             .model
-            .continue_trace_with(
-                &self.backend,
-                encoding,
-                text,
-                previous.as_ref(),
-                &mut cache,
-                readback,
-            )
+            .pass(&self.backend, request)
             .await
             .map_err(rejection)?;
         drop(previous);
         let cached = (cache.len(), cache.bytes());
-        if self.backend.failure().is_none() {
-            *self.last.borrow_mut() = Some(continued.trace.clone());
+        let trace = pass.trace.expect("a pass that keeps its steps has a trace");
+        if self.backend.failure().is_none() && self.model.kind() == Kind::Causal {
+            *self.last.borrow_mut() = Some(trace.clone());
             *self.cache.borrow_mut() = cache;
         }
         let parts = GpuPassParts {
-            trace: continued.trace,
+            trace,
             milliseconds: crate::web::now_ms() - start,
-            translation: None,
-            reused: continued.reused,
+            translation: pass.decoding,
+            reused: pass.reused,
             cache: cached,
             generated,
         };
@@ -195,51 +191,13 @@ impl GpuSession {
     pub fn trace(&self, text: String, read: Option<Vec<String>>) -> js_sys::Promise {
         let inner = self.inner.clone();
         wasm_bindgen_futures::future_to_promise(async move {
-            let start = crate::web::now_ms();
             let readback = readback_of(read, &inner.model);
-            let config = &inner.model.config;
-            if config.is_encoder_decoder() {
-                // The text is the source: encoded once, decoded greedily, every pass on the GPU.
-                let (trace, decoding) = inner
-                    .model
-                    .translate_reading(&inner.backend, &text, readback)
-                    .await
-                    .map_err(rejection)?
-                    .into_parts();
-                let parts = GpuPassParts {
-                    trace,
-                    milliseconds: crate::web::now_ms() - start,
-                    translation: Some(decoding),
-                    reused: 0,
-                    cache: (0, 0),
-                    generated: None,
-                };
-                return Ok(GpuPass { parts }.into());
-            }
             let encoding = inner
                 .model
                 .encode_within(&text, inner.limit)
                 .map_err(rejection)?;
-            if config.causal {
-                return Ok(inner
-                    .continued(encoding, &text, readback, None)
-                    .await?
-                    .into());
-            }
-            let trace = inner
-                .model
-                .trace_reading(&inner.backend, encoding, &text, readback)
-                .await
-                .map_err(rejection)?;
-            let parts = GpuPassParts {
-                trace,
-                milliseconds: crate::web::now_ms() - start,
-                translation: None,
-                reused: 0,
-                cache: (0, 0),
-                generated: None,
-            };
-            Ok(GpuPass { parts }.into())
+            let pass = inner.continued(encoding, &text, readback, None).await?;
+            Ok(pass.into())
         })
     }
 

@@ -6,8 +6,9 @@
 use ndarray::{Array2, Axis};
 use transformer_viz::checkpoints::generic;
 use transformer_viz::checkpoints::lecture;
-use transformer_viz::model::backend::{on_cpu, Cpu};
+use transformer_viz::model::backend::on_cpu;
 use transformer_viz::model::config::{ModelConfig, NormPlace};
+use transformer_viz::model::cpu::Cpu;
 use transformer_viz::model::forward::{decode, encode_source, Logits};
 use transformer_viz::trace::{NoRecorder, Op};
 use transformer_viz::train::network::{id_tensor, Network};

@@ -178,7 +178,7 @@ fn tiny_generic() -> &'static (ModelConfig, Vec<u8>) {
 /// Runs a loaded model on a short text: whatever a config let through must compute.
 fn run_briefly(model: &Transformer) {
     if let Some(encoding) = ok_or_short(model.encode("the cat sat. a cat")) {
-        let out = model.run_ids(&encoding.ids());
+        let out = model.run_ids(&encoding.ids()).unwrap();
         assert_eq!(out.hidden.dim().0, encoding.tokens.len());
     }
 }
@@ -520,7 +520,7 @@ proptest! {
     fn any_text_runs_through_a_small_model(text in nasty_text()) {
         let model = fixture::fixture(fixture::encoder_config(), 5).unwrap();
         if let Ok(encoding) = model.encode(&text) {
-            let out = model.run_ids(&encoding.ids());
+            let out = model.run_ids(&encoding.ids()).unwrap();
             prop_assert!(out.hidden.iter().all(|v| v.is_finite()));
         }
     }

@@ -1,5 +1,5 @@
-//! A causal model's traced pass through the KV cache on the GPU (`Transformer::
-//! continue_trace_with`): the tokens before the first change keep their cached keys and
+//! A causal model's traced pass through the KV cache on the GPU (`Transformer::pass`
+//! continuing one): the tokens before the first change keep their cached keys and
 //! values on the device and their rows of the earlier trace; only the new tokens are
 //! computed. Checked on lavapipe (see `tests/gpu_kernels.rs`): as the text grows, is cut and
 //! grows again, every continued trace is the trace of a pass from the start on the GPU, step
@@ -11,7 +11,8 @@ mod common;
 
 use transformer_viz::checkpoints::{load_named, WeightPrecision};
 use transformer_viz::gpu::{GpuBackend, GpuContext};
-use transformer_viz::model::backend::{on_cpu, Cpu};
+use transformer_viz::model::backend::on_cpu;
+use transformer_viz::model::cpu::Cpu;
 use transformer_viz::model::kv_cache::KvCache;
 use transformer_viz::trace::{describe, Op, Readback, Trace};
 use transformer_viz::Transformer;
@@ -127,14 +128,15 @@ fn a_pass_through_the_gpus_kv_cache_continues_the_trace_a_pass_from_the_start_wo
         let mut before: Option<&str> = None;
         for &text in typed {
             let encoding = model.encode(text).unwrap();
-            let continued = pollster::block_on(model.continue_trace_with(
+            let continued = common::passes::continued(
+                &model,
                 &gpu,
                 encoding.clone(),
                 text,
                 previous.as_ref(),
                 &mut cache,
                 Readback::Everything,
-            ))
+            )
             .unwrap();
             assert_eq!(
                 gpu.failure(),
@@ -152,8 +154,7 @@ fn a_pass_through_the_gpus_kv_cache_continues_the_trace_a_pass_from_the_start_wo
                 "{name}: the cache holds every token"
             );
             let whole =
-                pollster::block_on(model.trace_encoding_with(&fresh, encoding.clone(), text))
-                    .unwrap();
+                common::passes::every_step_of(&model, &fresh, encoding.clone(), text).unwrap();
             assert_same_trace(
                 &whole,
                 &continued.trace,
@@ -165,7 +166,7 @@ fn a_pass_through_the_gpus_kv_cache_continues_the_trace_a_pass_from_the_start_wo
                 ),
             );
             // And the CPU's pass on the same tokens, within the parity bounds.
-            let cpu = on_cpu(model.trace_encoding_with(&Cpu, encoding.clone(), text)).unwrap();
+            let cpu = common::passes::every_step_of(&model, &Cpu, encoding.clone(), text).unwrap();
             let d = cpu.largest_difference(&continued.trace).unwrap();
             assert!(
                 d.attention < 1e-4 && d.other < 1e-3 && d.unread_steps == 0,
@@ -191,23 +192,25 @@ fn a_continued_pass_reads_back_what_the_views_read_and_the_earlier_passes_rest_w
     let mut left = vec![];
     for &text in &TYPED {
         let encoding = model.encode(text).unwrap();
-        let partial = pollster::block_on(model.continue_trace_with(
+        let partial = common::passes::continued(
+            &model,
             &gpu,
             encoding.clone(),
             text,
             previous.as_ref(),
             &mut cache,
             readback(),
-        ))
+        )
         .unwrap();
-        let whole = pollster::block_on(model.continue_trace_with(
+        let whole = common::passes::continued(
+            &model,
             &everything,
             encoding,
             text,
             previous_all.as_ref(),
             &mut cache_all,
             Readback::Everything,
-        ))
+        )
         .unwrap();
         assert_eq!(partial.reused, whole.reused);
         let trace = &partial.trace;
@@ -268,25 +271,27 @@ fn a_device_lost_before_a_continued_pass_gives_the_cpus_trace_from_the_start() {
     let model = lecture("lecture-post-ln");
     let gpu = GpuBackend::new(gpu_context(), &model.weights);
     let mut cache = KvCache::new();
-    let first = pollster::block_on(model.continue_trace_with(
+    let first = common::passes::continued(
+        &model,
         &gpu,
         model.encode(TYPED[0]).unwrap(),
         TYPED[0],
         None,
         &mut cache,
         Readback::Everything,
-    ))
+    )
     .unwrap();
     gpu.lose_device();
     let encoding = model.encode(TYPED[1]).unwrap();
-    let next = pollster::block_on(model.continue_trace_with(
+    let next = common::passes::continued(
+        &model,
         &gpu,
         encoding.clone(),
         TYPED[1],
         Some(&first.trace),
         &mut cache,
         Readback::Everything,
-    ))
+    )
     .unwrap();
     assert!(gpu.failure().is_some(), "the GPU says why it stopped");
     assert_eq!(
@@ -294,9 +299,7 @@ fn a_device_lost_before_a_continued_pass_gives_the_cpus_trace_from_the_start() {
         (0, 0),
         "nothing is taken from the lost device"
     );
-    let cpu = model
-        .continue_trace(encoding, TYPED[1], None, &mut KvCache::new())
-        .trace;
+    let cpu = model.trace_tokens(encoding, TYPED[1]).unwrap();
     let d = cpu.largest_difference(&next.trace).unwrap();
     assert_eq!(
         (d.attention, d.other, d.unread_steps),

@@ -12,7 +12,8 @@ use std::process::Command;
 
 use transformer_viz::checkpoints::{load_named, WeightPrecision};
 use transformer_viz::gpu::{GpuBackend, GpuContext};
-use transformer_viz::model::backend::{on_cpu, Backend, Cpu};
+use transformer_viz::model::backend::{on_cpu, Backend};
+use transformer_viz::model::cpu::Cpu;
 use transformer_viz::trace::{Op, Trace};
 use transformer_viz::Transformer;
 
@@ -60,9 +61,9 @@ fn gaps(cpu: &Trace, gpu: &Trace) -> (f32, f32) {
 /// Checks the model's GPU trace against its CPU one and returns the bytes of weights the GPU
 /// holds after the pass.
 fn check_model(model: &Transformer, ctx: GpuContext) -> u64 {
-    let cpu = on_cpu(model.trace_with(&Cpu, TEXT)).expect("cpu trace");
+    let cpu = common::passes::every_step(&model, &Cpu, TEXT).expect("cpu trace");
     let gpu_backend = GpuBackend::new(ctx, &model.weights);
-    let gpu = pollster::block_on(model.trace_with(&gpu_backend, TEXT)).expect("gpu trace");
+    let gpu = common::passes::every_step(&model, &gpu_backend, TEXT).expect("gpu trace");
     assert_eq!(
         gpu_backend.failure(),
         None,
@@ -87,7 +88,7 @@ fn check_model(model: &Transformer, ctx: GpuContext) -> u64 {
     // The page's "largest difference" line computes the same two figures.
     let said = cpu.largest_difference(&gpu).expect("comparable traces");
     assert_eq!((said.attention, said.other), (attention, other));
-    // The CPU's own traced pass (the one the page shows) agrees with trace_with(&Cpu).
+    // The CPU's own traced pass (the one the page shows) agrees with every step kept on the CPU.
     let page = model.trace(TEXT).expect("trace");
     let last = |t: &Trace| {
         t.find(Op::Softmax, Some(model.config.n_layers - 1))
@@ -156,8 +157,8 @@ fn the_encoder_decoder_decodes_on_the_gpu_as_on_the_cpu() {
     let source = "gpu reads this";
     let cpu = model.translate(source).expect("cpu translation");
     let gpu_backend = GpuBackend::new(gpu_context(), &model.weights);
-    let gpu =
-        pollster::block_on(model.translate_with(&gpu_backend, source)).expect("gpu translation");
+    let gpu = common::passes::translation(&model, &gpu_backend, source, Readback::Everything)
+        .expect("gpu translation");
     assert_eq!(
         gpu_backend.failure(),
         None,
@@ -190,19 +191,19 @@ fn the_encoder_decoder_decodes_on_the_gpu_as_on_the_cpu() {
         (said.attention, said.other),
         (attention.max(encoder_attention), other.max(encoder_other))
     );
-    // trace_with gives the translation's trace.
-    let traced = pollster::block_on(model.trace_with(&gpu_backend, source)).expect("trace");
+    // A pass keeping every step gives the translation's trace.
+    let traced = common::passes::every_step(&model, &gpu_backend, source).expect("trace");
     assert_eq!(traced.text, cpu.output);
 }
 
 #[test]
 fn a_lost_device_hands_the_pass_to_the_cpu_with_the_same_numbers() {
     let model = common::minilm();
-    let cpu = on_cpu(model.trace_with(&Cpu, TEXT)).expect("cpu trace");
+    let cpu = common::passes::every_step(&model, &Cpu, TEXT).expect("cpu trace");
     let backend = GpuBackend::new(gpu_context(), &model.weights);
     backend.lose_device();
     let fallen_back =
-        pollster::block_on(model.trace_with(&backend, TEXT)).expect("the pass finishes");
+        common::passes::every_step(&model, &backend, TEXT).expect("the pass finishes");
     let failure = backend.failure().expect("the loss is reported");
     assert!(backend.name().starts_with("cpu"), "{}", backend.name());
     eprintln!("reported: {failure}");

@@ -14,7 +14,8 @@ use transformer_viz::checkpoints::{load_named, WeightPrecision};
 use transformer_viz::draw::reads::{steps_read, waits_for_device};
 use transformer_viz::draw::view::{draw_view, view_svg, View};
 use transformer_viz::gpu::{GpuBackend, GpuContext};
-use transformer_viz::model::backend::{on_cpu, Cpu};
+use transformer_viz::model::backend::on_cpu;
+use transformer_viz::model::cpu::Cpu;
 use transformer_viz::trace::{describe, Op, Readback, Trace, SOURCE_STEP};
 use transformer_viz::Transformer;
 
@@ -54,7 +55,7 @@ fn values(trace: &Trace) -> usize {
 #[test]
 fn drawing_a_view_finds_exactly_the_steps_it_reads() {
     let model = common::minilm();
-    let trace = on_cpu(model.trace_with(&Cpu, TEXT)).expect("cpu trace");
+    let trace = common::passes::every_step(&model, &Cpu, TEXT).expect("cpu trace");
     let name = |op, layer| describe(op, layer, &model.config).name;
     // One head large reads its layer's attention weights, nothing else.
     assert_eq!(
@@ -104,9 +105,8 @@ fn check_views(model: &Transformer, specs: &[serde_json::Value]) {
     transformer_viz::draw::files::register_fonts();
     let backend = GpuBackend::new(gpu_context(), &model.weights);
     let encoding = || model.encode(TEXT).expect("tokens");
-    let whole =
-        pollster::block_on(model.trace_reading(&backend, encoding(), TEXT, Readback::Everything))
-            .expect("whole pass");
+    let whole = common::passes::reading(&model, &backend, encoding(), TEXT, Readback::Everything)
+        .expect("whole pass");
     assert_eq!(
         backend.values_left(),
         0,
@@ -115,13 +115,9 @@ fn check_views(model: &Transformer, specs: &[serde_json::Value]) {
     for spec in specs {
         let v = view(spec.clone());
         let names = names_read(model, &whole, &v);
-        let partial = pollster::block_on(model.trace_reading(
-            &backend,
-            encoding(),
-            TEXT,
-            readback(model, &names),
-        ))
-        .expect("partial pass");
+        let partial =
+            common::passes::reading(model, &backend, encoding(), TEXT, readback(model, &names))
+                .expect("partial pass");
         assert_eq!(backend.failure(), None);
         let waiting = partial
             .steps
@@ -231,8 +227,8 @@ fn an_encoder_decoders_passes_read_back_what_its_views_read_and_the_rest_togethe
     .expect("committed model");
     let backend = GpuBackend::new(gpu_context(), &model.weights);
     let source = "the rest comes back";
-    let whole =
-        pollster::block_on(model.translate_with(&backend, source)).expect("whole translation");
+    let whole = common::passes::translation(&model, &backend, source, Readback::Everything)
+        .expect("whole translation");
     assert_eq!(
         backend.values_left(),
         0,
@@ -252,9 +248,8 @@ fn an_encoder_decoders_passes_read_back_what_its_views_read_and_the_rest_togethe
         names,
         vec![describe(Op::CrossSoftmax, Some(1), &model.config).name]
     );
-    let partial =
-        pollster::block_on(model.translate_reading(&backend, source, readback(&model, &names)))
-            .expect("partial translation");
+    let partial = common::passes::translation(&model, &backend, source, readback(&model, &names))
+        .expect("partial translation");
     assert_eq!(backend.failure(), None);
     assert_eq!(
         partial.output,
@@ -320,10 +315,9 @@ fn an_encoder_decoders_passes_read_back_what_its_views_read_and_the_rest_togethe
         describe(Op::Softmax, Some(0), &model.config.encoder_config()).name
     );
     let asked = vec![encoder_attention.clone()];
-    let partial =
-        pollster::block_on(model.translate_reading(&backend, source, readback(&model, &asked)))
-            .expect("partial translation")
-            .trace;
+    let partial = common::passes::translation(&model, &backend, source, readback(&model, &asked))
+        .expect("partial translation")
+        .trace;
     assert!(
         partial
             .named_steps()
@@ -341,12 +335,13 @@ fn a_device_lost_before_the_rest_is_read_says_so() {
     let model = common::minilm();
     let backend = GpuBackend::new(gpu_context(), &model.weights);
     let names = vec![describe(Op::Softmax, Some(0), &model.config).name];
-    let partial = pollster::block_on(model.trace_reading(
+    let partial = common::passes::reading(
+        model,
         &backend,
         model.encode(TEXT).expect("tokens"),
         TEXT,
         readback(model, &names),
-    ))
+    )
     .expect("partial pass");
     backend.lose_device();
     assert!(

@@ -5,13 +5,13 @@
 mod common;
 
 use transformer_viz::checkpoints::fixture::{decoder_config, fixture};
-use transformer_viz::model::backend::{on_cpu, Cpu};
+use transformer_viz::model::backend::on_cpu;
+use transformer_viz::model::cpu::Cpu;
 use transformer_viz::model::kv_cache::KvCache;
 use transformer_viz::model::{forward, ModelConfig};
 use transformer_viz::tokenize::Encoding;
 use transformer_viz::trace::{token_axis, Readback, Trace, TraceRecorder};
-use transformer_viz::transformer::Continued;
-use transformer_viz::Transformer;
+use transformer_viz::transformer::{Keep, Pass, PassRequest, Transformer};
 
 /// The trace of a pass from scratch that keeps every step (MiniLM's kind of trace).
 fn kept_trace(model: &Transformer, text: &str) -> Trace {
@@ -106,7 +106,7 @@ const EDITS: [&str; 7] = [
 /// cache holds every token, and the trace agrees with `scratch`'s pass on the same tokens.
 fn check_edits(
     model: &Transformer,
-    continued: impl Fn(Encoding, &str, Option<&Trace>, &mut KvCache) -> Continued,
+    continued: impl Fn(Encoding, &str, Option<&Trace>, &mut KvCache) -> Pass,
     scratch: impl Fn(Encoding, &str) -> Trace,
 ) {
     let mut cache = KvCache::new();
@@ -128,8 +128,9 @@ fn check_edits(
             "{text}: reuses the unchanged tokens but the last"
         );
         assert_eq!(cache.len(), t, "{text}: the cache holds every token");
-        assert_traces_agree(&next.trace, &scratch(encoding, text), 1e-5, text);
-        previous = Some(next.trace);
+        let trace = next.into_trace();
+        assert_traces_agree(&trace, &scratch(encoding, text), 1e-5, text);
+        previous = Some(trace);
     }
 }
 
@@ -138,31 +139,33 @@ fn continuing_a_trace_gives_the_numbers_of_a_pass_from_scratch() {
     let model = decoder();
     check_edits(
         &model,
-        |encoding, text, previous, cache| model.continue_trace(encoding, text, previous, cache),
+        |encoding, text, previous, cache| {
+            let request = PassRequest::tokens(encoding, text).continuing(previous, cache);
+            on_cpu(model.pass(&Cpu, request)).unwrap()
+        },
         |_, text| kept_trace(&model, text),
     );
 }
 
 #[test]
 fn continuing_a_trace_that_records_every_step_gives_the_steps_of_a_pass_from_scratch() {
-    // `continue_trace_with` (the GPU's way, here on the CPU, as the page checks a GPU pass):
+    // Every step kept (the GPU's way, here on the CPU, as the page checks a GPU pass):
     // each step the earlier trace's rows then the new ones, the scores and head outputs
     // derived from the joined steps, every step as a pass from the first token records it.
     let model = decoder();
     check_edits(
         &model,
         |encoding, text, previous, cache| {
-            on_cpu(model.continue_trace_with(
-                &Cpu,
-                encoding,
-                text,
-                previous,
-                cache,
-                Readback::Everything,
-            ))
-            .unwrap()
+            let request = PassRequest::tokens(encoding, text)
+                .continuing(previous, cache)
+                .keeping(Keep::Steps(Readback::Everything));
+            on_cpu(model.pass(&Cpu, request)).unwrap()
         },
-        |encoding, text| on_cpu(model.trace_encoding_with(&Cpu, encoding, text)).unwrap(),
+        |encoding, text| {
+            let request =
+                PassRequest::tokens(encoding, text).keeping(Keep::Steps(Readback::Everything));
+            on_cpu(model.pass(&Cpu, request)).unwrap().into_trace()
+        },
     );
 }
 
@@ -180,17 +183,12 @@ fn joins_of_continued_traces_never_nest_however_long_the_typing() {
     let mut reused_passes = 0;
     for text in &states {
         let encoding = model.encode(text).unwrap();
-        let continued = on_cpu(model.continue_trace_with(
-            &Cpu,
-            encoding,
-            text,
-            previous.as_ref(),
-            &mut cache,
-            Readback::Everything,
-        ))
-        .unwrap();
+        let request = PassRequest::tokens(encoding, text)
+            .continuing(previous.as_ref(), &mut cache)
+            .keeping(Keep::Steps(Readback::Everything));
+        let continued = on_cpu(model.pass(&Cpu, request)).unwrap();
         reused_passes += usize::from(continued.reused > 0);
-        previous = Some(continued.trace);
+        previous = Some(continued.into_trace());
     }
     assert!(
         reused_passes > states.len() / 2,
@@ -238,7 +236,7 @@ fn next_logits_through_the_cache_equal_the_logits_of_a_whole_pass() {
         .encode("generating one token at a time")
         .unwrap()
         .ids();
-    let whole = model.run_ids(&ids).logits.unwrap(); // (T, vocab)
+    let whole = model.run_ids(&ids).unwrap().logits.unwrap(); // (T, vocab)
     let mut cache = KvCache::new();
     // The first two tokens in one go, then one at a time.
     let mut logits = model.next_logits(&ids[..2], &mut cache).unwrap();
@@ -261,33 +259,26 @@ fn smollm2_cached_passes_agree_with_passes_from_scratch() {
         return;
     };
     let mut cache = KvCache::new();
-    let first = model.continue_trace(
-        model.encode("The capital of France is").unwrap(),
-        "",
-        None,
-        &mut cache,
-    );
+    let request = PassRequest::tokens(model.encode("The capital of France is").unwrap(), "")
+        .continuing(None, &mut cache);
+    let first = on_cpu(model.pass(&Cpu, request)).unwrap().into_trace();
     let text = "The capital of France is Paris, and the capital of Italy is";
-    let continued = model.continue_trace(
-        model.encode(text).unwrap(),
-        text,
-        Some(&first.trace),
-        &mut cache,
-    );
-    assert_eq!(
-        continued.reused, 5,
-        "the five tokens of the first text are reused"
-    );
+    let request =
+        PassRequest::tokens(model.encode(text).unwrap(), text).continuing(Some(&first), &mut cache);
+    let continued = on_cpu(model.pass(&Cpu, request)).unwrap();
+    let reused = continued.reused;
+    let continued = continued.into_trace();
+    assert_eq!(reused, 5, "the five tokens of the first text are reused");
     let scratch = model.trace(text).unwrap();
     let (a, b) = (
-        continued.trace.next_token_probabilities().unwrap(),
+        continued.next_token_probabilities().unwrap(),
         scratch.next_token_probabilities().unwrap(),
     );
     let d = max_diff(a.as_slice().unwrap(), b.as_slice().unwrap());
     assert!(d < 1e-4, "next-token probabilities differ by {d}");
     // Logits: through the cache one token at a time, and in one pass.
     let ids = model.encode(text).unwrap().ids();
-    let whole = model.run_ids(&ids).logits.unwrap(); // (T, vocab)
+    let whole = model.run_ids(&ids).unwrap().logits.unwrap(); // (T, vocab)
     let mut cache = KvCache::new();
     model
         .next_logits(&ids[..ids.len() - 3], &mut cache)
@@ -303,7 +294,7 @@ fn smollm2_cached_passes_agree_with_passes_from_scratch() {
     // Attention of a layer in the middle, read from both traces.
     for layer in [0, 14, 29] {
         let (a, b) = (
-            continued.trace.attention_layer(layer).unwrap(),
+            continued.attention_layer(layer).unwrap(),
             scratch.attention_layer(layer).unwrap(),
         );
         let d = max_diff(
@@ -330,7 +321,7 @@ fn smollm2_trace_at_256_tokens_keeps_what_the_views_need() {
         truncated: None,
     };
     let started = std::time::Instant::now();
-    let trace = model.trace_ids(encoding, &text);
+    let trace = model.trace_tokens(encoding, &text).unwrap();
     eprintln!(
         "SmolLM2 traced pass at 256 tokens: {:.2} s natively",
         started.elapsed().as_secs_f64()

@@ -8,7 +8,13 @@ use transformer_viz::analysis::pooling::{cosine, mean_pool};
 use transformer_viz::Op;
 
 fn embedding(text: &str) -> ndarray::Array1<f32> {
-    mean_pool(minilm().run(text).unwrap().hidden.view())
+    let m = minilm();
+    mean_pool(
+        m.run_ids(&m.encode(text).unwrap().ids())
+            .unwrap()
+            .hidden
+            .view(),
+    )
 }
 
 #[test]
@@ -52,7 +58,7 @@ fn traced_and_untraced_passes_agree_exactly() {
     let m = minilm();
     let text = "Tracing must not change a single number.";
     let trace = m.trace(text).unwrap();
-    let plain = m.run(text).unwrap();
+    let plain = m.run_ids(&m.encode(text).unwrap().ids()).unwrap();
     assert_eq!(trace.final_hidden().unwrap(), plain.hidden.view());
 }
 

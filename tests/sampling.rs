@@ -168,7 +168,7 @@ fn greedy_generation_through_the_cache_is_the_argmax_of_whole_passes() {
     let out = generate(&model, "abc", 6, &SamplingSettings::greedy()).unwrap();
     let mut ids = model.encode("abc").unwrap().ids();
     for g in &out.generated {
-        let logits = model.run_ids(&ids).logits.unwrap(); // (T, vocab)
+        let logits = model.run_ids(&ids).unwrap().logits.unwrap(); // (T, vocab)
         let last = logits.row(ids.len() - 1);
         let argmax = (0..last.len())
             .max_by(|&a, &b| last[a].total_cmp(&last[b]).then(b.cmp(&a)))

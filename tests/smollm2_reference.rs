@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 
 use serde_json::{json, Value};
 use transformer_viz::analysis::heads::head_scores;
-use transformer_viz::analysis::prediction::top_ids;
+use transformer_viz::tensor::top_ids;
 use transformer_viz::tokenize::Encoding;
 use transformer_viz::Transformer;
 
@@ -84,7 +84,7 @@ fn assert_matches(model: &Transformer, ids: &[u32], r: &Value, what: &str) -> (f
         .map(|x| x.as_u64().unwrap() as u32)
         .collect();
     assert_eq!(ids, want_ids.as_slice(), "{what}: token ids");
-    let out = model.run_ids(ids);
+    let out = model.run_ids(ids).unwrap();
     let logits = out.logits.unwrap(); // (T, vocab)
     let last = logits.row(ids.len() - 1).to_vec();
     let want = floats(&r["last_logits"]);
@@ -109,7 +109,7 @@ fn assert_matches(model: &Transformer, ids: &[u32], r: &Value, what: &str) -> (f
             .collect(),
         truncated: None,
     };
-    let trace = model.trace_ids(encoding, what);
+    let trace = model.trace_tokens(encoding, what).unwrap();
     let mut attention_diff = 0.0f32;
     for (layer, head) in HEADS {
         let a = trace.attention(layer, head).unwrap(); // (T, T)
@@ -193,7 +193,7 @@ fn smollm2_predicts_what_the_notes_say_and_copies_a_repeated_sequence() {
     let ids = repeated_random_tokens(model, 7);
     let r = reference(&[], std::slice::from_ref(&ids));
     assert_matches(model, &ids, &r["ids"][0], "40 random tokens twice");
-    let logits = model.run_ids(&ids).logits.unwrap(); // (80, vocab)
+    let logits = model.run_ids(&ids).unwrap().logits.unwrap(); // (80, vocab)
     let loss = |i: usize| {
         let row = logits.row(i);
         let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
@@ -222,7 +222,7 @@ fn smollm2_predicts_what_the_notes_say_and_copies_a_repeated_sequence() {
             .collect(),
         truncated: None,
     };
-    let trace = model.trace_ids(encoding, "");
+    let trace = model.trace_tokens(encoding, "").unwrap();
     let mut best = (0.0f32, 0, 0);
     for layer in 0..model.config.n_layers {
         for head in 0..model.config.n_heads {

@@ -5,9 +5,12 @@
 
 mod common;
 
+use transformer_viz::model::backend::on_cpu;
+use transformer_viz::model::cpu::Cpu;
 use transformer_viz::model::kv_cache::KvCache;
 use transformer_viz::model::threads;
 use transformer_viz::trace::Trace;
+use transformer_viz::transformer::PassRequest;
 
 fn pool(threads: usize) -> rayon::ThreadPool {
     rayon::ThreadPoolBuilder::new()
@@ -65,14 +68,11 @@ fn a_quantized_causal_model_continuing_through_its_cache_gives_one_threads_numbe
             let mut previous: Option<Trace> = None;
             let mut traces = Vec::new();
             for text in texts {
-                let continued = model.continue_trace(
-                    model.encode(text).unwrap(),
-                    text,
-                    previous.as_ref(),
-                    &mut cache,
-                );
-                traces.push(continued.trace.clone());
-                previous = Some(continued.trace);
+                let request = PassRequest::tokens(model.encode(text).unwrap(), text)
+                    .continuing(previous.as_ref(), &mut cache);
+                let trace = on_cpu(model.pass(&Cpu, request)).unwrap().into_trace();
+                traces.push(trace.clone());
+                previous = Some(trace);
             }
             // Generation's path: one token at a time through the cache.
             let logits = model.next_logits(&[1, 2], &mut cache).unwrap();

@@ -178,7 +178,7 @@ fn committed_decoders_agree_with_the_trainer_within_1e_4() {
         let candle = net
             .logits(&id_tensor(std::slice::from_ref(&ids)).unwrap())
             .unwrap();
-        let engine = model.run_ids(&ids).logits.unwrap();
+        let engine = model.run_ids(&ids).unwrap().logits.unwrap();
         let (diff, size) = compare(&candle, &engine);
         assert!(
             diff <= 1e-4 * size.max(1.0),
@@ -445,7 +445,7 @@ fn the_committed_reverser_reverses_held_out_text_along_the_anti_diagonal() {
         .unwrap();
     let memory =
         transformer_viz::model::backend::on_cpu(transformer_viz::model::forward::encode_source(
-            &transformer_viz::model::backend::Cpu,
+            &transformer_viz::model::cpu::Cpu,
             &source,
             &model.weights,
             c,
@@ -453,7 +453,7 @@ fn the_committed_reverser_reverses_held_out_text_along_the_anti_diagonal() {
         ))
         .expect("the CPU never fails");
     let engine = transformer_viz::model::backend::on_cpu(transformer_viz::model::forward::decode(
-        &transformer_viz::model::backend::Cpu,
+        &transformer_viz::model::cpu::Cpu,
         &target,
         memory.view(),
         &model.weights,

@@ -2,11 +2,15 @@
 //! cache (one new row of attention per layer), untraced. The choice of each token (greedy or
 //! sampled) is the caller's: `analysis::sampling` makes it.
 
-use ndarray::Array1;
+use ndarray::{Array1, ArrayView1};
+use serde::Serialize;
 
+pub use super::sampling::SamplingSettings;
+use super::sampling::{Sampler, SamplingStages};
 use crate::error::{Result, VizError};
-use crate::model::attention::softmax_rows;
+use crate::model::attention::probabilities_of;
 use crate::model::kv_cache::KvCache;
+use crate::tokenize::Tokenizer;
 use crate::Transformer;
 
 pub struct Generator<'m> {
@@ -15,13 +19,6 @@ pub struct Generator<'m> {
     ids: Vec<u32>,
     /// Next-token probabilities after `ids` (vocab).
     probabilities: Array1<f32>,
-}
-
-/// Softmax of one row of logits.
-pub fn probabilities_of(logits: Array1<f32>) -> Array1<f32> {
-    let mut row = logits.insert_axis(ndarray::Axis(0)); // (1, vocab)
-    softmax_rows(row.view_mut());
-    row.remove_axis(ndarray::Axis(0)) // (vocab)
 }
 
 impl<'m> Generator<'m> {
@@ -71,19 +68,51 @@ impl<'m> Generator<'m> {
     }
 }
 
-pub use super::sampling::SamplingSettings;
-use super::sampling::{Sampler, SamplingStages};
-use serde::Serialize;
-
+/// A token generation adds: drawn from the model's next-token probabilities, the same way in
+/// the CLI and the page (`draw_token`).
 #[derive(Debug, Clone, Serialize)]
 pub struct GeneratedToken {
     pub id: u32,
     /// The token's text as it reads.
     pub token: String,
     /// The probability it was drawn with (after temperature, top-k and top-p).
-    pub prob: f32,
+    pub probability: f32,
     /// The model's own probability for it (temperature 1, nothing removed).
-    pub model_prob: f32,
+    pub model_probability: f32,
+    /// Set when generation ends with this token, and why: the model ended the text (a
+    /// special token such as an end-of-text token).
+    pub stopped: Option<String>,
+}
+
+/// Draws the next token from `probabilities` (vocab) under `settings` with `sampler`'s
+/// random stream: the one sampling step of every generation.
+pub fn draw_token(
+    tokenizer: &dyn Tokenizer,
+    probabilities: ArrayView1<f32>,
+    settings: &SamplingSettings,
+    sampler: &mut Sampler,
+) -> Result<GeneratedToken> {
+    let stages = SamplingStages::new(probabilities, settings)?;
+    let id = stages.sample(sampler);
+    let (probability, model_probability) = stages
+        .tokens
+        .iter()
+        .find(|t| t.id == id)
+        .map_or((0.0, 0.0), |t| (t.renormalised, t.before));
+    let token = tokenizer.token_text(id).unwrap_or("").to_string();
+    let stopped = tokenizer.is_special(id).then(|| {
+        format!(
+            "the model ended the text with {}",
+            tokenizer.token_text(id).unwrap_or("a special token")
+        )
+    });
+    Ok(GeneratedToken {
+        id,
+        token,
+        probability,
+        model_probability,
+        stopped,
+    })
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -128,24 +157,17 @@ pub fn generate(
             ));
             break;
         }
-        let stages = SamplingStages::new(generator.probabilities().view(), settings)?;
-        let id = stages.sample(&mut sampler);
-        let (prob, model_prob) = stages
-            .tokens
-            .iter()
-            .find(|t| t.id == id)
-            .map_or((0.0, 0.0), |t| (t.renormalised, t.before));
-        generated.push(GeneratedToken {
-            id,
-            token: model.tokenizer.token_text(id).unwrap_or("").to_string(),
-            prob,
-            model_prob,
-        });
-        if model.tokenizer.is_special(id) {
-            stopped = Some(format!(
-                "the model ended the text with {}",
-                model.tokenizer.token_text(id).unwrap_or("a special token")
-            ));
+        let token = draw_token(
+            model.tokenizer.as_ref(),
+            generator.probabilities().view(),
+            settings,
+            &mut sampler,
+        )?;
+        let id = token.id;
+        let ends = token.stopped.clone();
+        generated.push(token);
+        if ends.is_some() {
+            stopped = ends;
             break;
         }
         generator.push(id)?;

@@ -6,11 +6,11 @@
 use ndarray::{s, Array2, ArrayView2};
 use serde::Serialize;
 
-use super::prediction::top_ids;
 use crate::error::{Result, VizError};
 use crate::model::attention::softmax_rows;
 use crate::model::config::NormPlace;
 use crate::model::norm;
+use crate::tensor::top_ids;
 use crate::trace::{Op, Trace};
 use crate::Transformer;
 

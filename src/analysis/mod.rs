@@ -7,4 +7,3 @@ pub mod pooling;
 pub mod position;
 pub mod prediction;
 pub mod sampling;
-pub mod translation;

@@ -13,7 +13,8 @@ use crate::analysis::generation::{generate, SamplingSettings};
 use crate::analysis::pooling::{cosine, mean_pool};
 use crate::checkpoints::{load_named, read_file, WeightPrecision};
 use crate::error::{Result, VizError};
-use crate::trace::Trace;
+use crate::trace::{Readback, Trace};
+use crate::transformer::{Keep, PassRequest};
 use crate::Transformer;
 
 #[derive(Parser)]
@@ -215,7 +216,9 @@ fn run(cli: Cli) -> Result<()> {
                         pollster::block_on(crate::gpu::GpuContext::new())?,
                         &m.weights,
                     );
-                    let trace = pollster::block_on(m.trace_with(&gpu, &text))?;
+                    let request =
+                        PassRequest::text(&text).keeping(Keep::Steps(Readback::Everything));
+                    let trace = pollster::block_on(m.pass(&gpu, request))?.into_trace();
                     match gpu.failure() {
                         None => {
                             eprintln!("ran on the GPU: {}", gpu.context().adapter_description())
@@ -278,7 +281,10 @@ fn run(cli: Cli) -> Result<()> {
             let m = model.load()?;
             let pooled: Vec<_> = text
                 .iter()
-                .map(|t| m.run(t).map(|o| mean_pool(o.hidden.view())))
+                .map(|t| {
+                    m.run_ids(&m.encode(t)?.ids())
+                        .map(|o| mean_pool(o.hidden.view()))
+                })
                 .collect::<Result<_>>()?;
             print_stdout(|out| {
                 for i in 0..text.len() {

@@ -1,5 +1,5 @@
 //! Host of `residual_add.wgsl`: a residual connection, x (T, d) + r (T, d).
-//! CPU twin: ndarray's `+=` in `crate::model::backend::Cpu::add`.
+//! CPU twin: ndarray's `+=` in `crate::model::cpu::Cpu::add`.
 
 use super::context::GpuContext;
 use super::error::GpuError;

@@ -6,9 +6,9 @@ use ndarray::{s, Array2, Array3, ArrayView3, ArrayViewD, ArrayViewMut2, Axis, Ix
 use super::backend::{Backend, Shaped};
 use super::config::{ModelConfig, Position};
 use super::kv_cache::KvCache;
+use super::record::{Op, Recorder};
 use super::threads;
 use super::weights::AttentionWeights;
-use crate::trace::{Op, Recorder};
 
 /// (T, heads * head_dim) -> (heads, T, head_dim)
 pub fn split_heads(x: Array2<f32>, heads: usize, head_dim: usize) -> Array3<f32> {
@@ -115,6 +115,13 @@ pub(super) fn as_heads<'a>(x: &ArrayViewD<'a, f32>) -> ArrayView3<'a, f32> {
         .expect("per-head steps are recorded as (heads, rows, columns)")
 }
 
+/// Softmax of one row of logits: the next token's probabilities.
+pub fn probabilities_of(logits: ndarray::Array1<f32>) -> ndarray::Array1<f32> {
+    let mut row = logits.insert_axis(Axis(0)); // (1, vocab)
+    softmax_rows(row.view_mut());
+    row.remove_axis(Axis(0)) // (vocab)
+}
+
 /// Softmax of each row in place, stable against large scores and exact zeros for -inf.
 pub fn softmax_rows(mut x: ArrayViewMut2<f32>) {
     for mut row in x.rows_mut() {
@@ -181,90 +188,59 @@ pub fn self_attention<B: Backend, R: Recorder>(
         None => (k, v), // (kv_heads, T, hd) each
     };
     let total = keys.dims()[1]; // first + T keys
-                                // Steps computed from earlier steps on read need those steps to hold every key; after a
-                                // cached start they hold only the new ones (unless the recorder joins an earlier trace's
-                                // rows ahead of them), so such a pass keeps its values instead.
-    let derivable = first == 0 || rec.holds_every_token();
 
     let scale = 1.0 / (hd as f32).sqrt();
     let group = c.group_size();
     let causal = c.causal.then_some(first);
     let (weights, head_out) = backend.attend(&q, &keys, &values, group, scale, causal); // (heads, T, first + T), (heads, T, hd)
-                                                                                        // `attend` does not hand out the scores (a GPU keeps them on the device): the trace
-                                                                                        // computes them from the queries and keys it keeps, as the CPU computes them.
+                                                                                        // `attend` does not hand out the scores (a GPU keeps them on the device), and they and the
+                                                                                        // mask are the largest tensors of a pass: the recorder decides whether to keep how to
+                                                                                        // compute them again from the queries and keys (`derive`) or their values (`make`).
     let tt = [heads, t, total];
-    if derivable {
-        // The (heads, T, T) scores and mask are the largest tensors of a pass and cheap to
-        // compute again: the trace keeps how, not them (a recorder that keeps values anyway
-        // has the backend compute them here).
+    rec.derived_step(
+        Op::Scores,
+        l,
+        &[q_op, k_op],
+        &tt,
+        || backend.trace_heads(&backend.scores(&q, &keys, group, scale, None)),
+        move |qk| {
+            scaled_scores(as_heads(&qk[0]), as_heads(&qk[1]), group, scale).into_dyn()
+            // (heads, T, T)
+        },
+    );
+    if c.causal {
         rec.derived_step(
-            Op::Scores,
+            Op::Mask,
             l,
-            &[q_op, k_op],
+            &[Op::Scores],
             &tt,
-            || backend.trace_heads(&backend.scores(&q, &keys, group, scale, None)),
-            move |qk| {
-                scaled_scores(as_heads(&qk[0]), as_heads(&qk[1]), group, scale).into_dyn()
-                // (heads, T, T)
+            || backend.trace_heads(&backend.scores(&q, &keys, group, scale, Some(first))),
+            |s| {
+                let mut masked = as_heads(&s[0]).to_owned(); // (heads, T, T)
+                apply_causal_mask(&mut masked);
+                masked.into_dyn()
             },
         );
-        if c.causal {
-            rec.derived_step(
-                Op::Mask,
-                l,
-                &[Op::Scores],
-                &tt,
-                || backend.trace_heads(&backend.scores(&q, &keys, group, scale, Some(0))),
-                |s| {
-                    let mut masked = as_heads(&s[0]).to_owned(); // (heads, T, T)
-                    apply_causal_mask(&mut masked);
-                    masked.into_dyn()
-                },
-            );
-        } else {
-            rec.unchanged_step(Op::Mask, l, Op::Scores, || {
-                backend.trace_heads(&backend.scores(&q, &keys, group, scale, None))
-            }); // nothing is hidden
-        }
     } else {
-        // After a cached start the steps keep their values: the scores are computed once.
-        let scores = backend.scores(&q, &keys, group, scale, None); // (heads, T, first + T)
-        rec.step(Op::Scores, l, &[q_op, k_op], || {
-            backend.trace_heads(&scores)
-        });
-        if c.causal {
-            let masked = backend.mask(scores, first); // (heads, T, first + T)
-            rec.step(Op::Mask, l, &[Op::Scores], || {
-                backend.heads_into_trace(masked)
-            });
-        } else {
-            rec.unchanged_step(Op::Mask, l, Op::Scores, || backend.heads_into_trace(scores));
-            // nothing is hidden
-        }
+        rec.unchanged_step(Op::Mask, l, Op::Scores, || {
+            backend.trace_heads(&backend.scores(&q, &keys, group, scale, None))
+        }); // nothing is hidden
     }
     // Moved into the trace, not copied: the pass is done with the weights.
     rec.step(Op::Softmax, l, &[Op::Mask], || {
         backend.heads_into_trace(weights)
     });
-    // Head outputs and their concatenation are computed again from the weights and values
-    // when read.
-    if derivable {
-        rec.derived_step(
-            Op::WeightedSum,
-            l,
-            &[Op::Softmax, Op::Value],
-            &[heads, t, hd],
-            || backend.trace_heads(&head_out),
-            move |av| {
-                weighted_values(as_heads(&av[0]), as_heads(&av[1]), group).into_dyn()
-                // (heads, T, hd)
-            },
-        );
-    } else {
-        rec.step(Op::WeightedSum, l, &[Op::Softmax, Op::Value], || {
-            backend.trace_heads(&head_out)
-        });
-    }
+    rec.derived_step(
+        Op::WeightedSum,
+        l,
+        &[Op::Softmax, Op::Value],
+        &[heads, t, hd],
+        || backend.trace_heads(&head_out),
+        move |av| {
+            weighted_values(as_heads(&av[0]), as_heads(&av[1]), group).into_dyn()
+            // (heads, T, hd)
+        },
+    );
     let concat = backend.merge_heads(head_out); // (T, heads * hd)
     rec.derived_step(
         Op::Concat,

@@ -6,8 +6,8 @@
 use super::attention::{as_heads, scaled_scores};
 use super::backend::{Backend, Shaped};
 use super::config::ModelConfig;
+use super::record::{Op, Recorder};
 use super::weights::AttentionWeights;
-use crate::trace::{Op, Recorder};
 
 /// Cross-attention of one layer: `x` (T, d_model) is the decoder's stream (read from op
 /// `input`), `memory` (S, d_model) the encoder's output. Returns the (T, d_model) output

@@ -5,8 +5,9 @@ use ndarray::Array2;
 
 use super::config::{ModelConfig, Position};
 use super::position::sinusoidal_rows;
+use super::record::{Op, Recorder};
 use super::weights::Weights;
-use crate::trace::{Op, Recorder, Tensor};
+use crate::tensor::Tensor;
 
 /// Returns the (T, d_model) stream before any layer (before the embedding norm) and the op
 /// that produced it. The tokens sit at positions `first`, `first + 1`, ... (`first` > 0 when

@@ -4,8 +4,8 @@ use ndarray::{Array, Array2, ArrayView, ArrayView2, Dimension, Zip};
 
 use super::backend::{Backend, Shaped};
 use super::config::Activation;
+use super::record::{Op, Recorder};
 use super::weights::FfnWeights;
-use crate::trace::{Op, Recorder};
 
 /// x * Phi(x) with the exact error function, as BERT's "gelu".
 pub fn gelu(x: f32) -> f32 {

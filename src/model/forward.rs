@@ -3,14 +3,16 @@
 use ndarray::{s, Array1, Array2, ArrayView2, ArrayViewD, Ix2};
 
 use super::attention::{self_attention, softmax_rows};
-use super::backend::{on_cpu, Backend, Cpu, Shaped};
+use super::backend::{on_cpu, Backend, Shaped};
 use super::config::{ModelConfig, NormPlace};
+use super::cpu::Cpu;
 use super::cross_attention::cross_attention;
 use super::embed::embed;
 use super::ffn::feed_forward;
 use super::kv_cache::KvCache;
+use super::record::{NormRows, Op, Recorder};
 use super::weights::{LayerWeights, NormWeights, Weights};
-use crate::trace::{row_major, NormRows, Op, Recorder, Tensor, TensorData};
+use crate::tensor::{row_major, Tensor, TensorData};
 
 pub struct ForwardOutput {
     /// (T, d_model): the last layer's output (after the final norm for pre-LN models).
@@ -339,6 +341,7 @@ fn pass<B: Backend, R: Recorder>(
     if !c.causal {
         cache = None;
     }
+    rec.pass_starts_at(first);
     rec.step(Op::Tokenize, None, &[], || {
         Tensor::from_array(Array1::from_iter(ids.iter().map(|&i| i as f32)).into_dyn())
     });

@@ -3,6 +3,7 @@
 pub mod attention;
 pub mod backend;
 pub mod config;
+pub mod cpu;
 pub mod cross_attention;
 pub mod embed;
 pub mod ffn;
@@ -12,6 +13,7 @@ pub mod linear;
 pub mod matrix;
 pub mod norm;
 pub mod position;
+pub mod record;
 pub mod simd_exp;
 #[cfg(any(not(target_arch = "wasm32"), feature = "threads"))]
 mod spinning_helpers;

@@ -13,8 +13,8 @@ use std::collections::HashMap;
 use regex::Regex;
 
 use super::{Encoding, Tokenizer};
+use super::{TokenInfo, Truncation};
 use crate::error::{Result, VizError};
-use crate::trace::{TokenInfo, Truncation};
 
 /// How text is cut into pieces before merging; named as llama.cpp names them in a GGUF file's
 /// `tokenizer.ggml.pre`.

@@ -2,8 +2,8 @@
 //! random-weight fixture models in tests: it accepts any text.
 
 use super::{Encoding, Tokenizer};
+use super::{TokenInfo, Truncation};
 use crate::error::{Result, VizError};
-use crate::trace::{TokenInfo, Truncation};
 
 pub struct ByteTokenizer {
     names: Vec<String>,

@@ -7,7 +7,7 @@ pub mod vocab_file;
 pub mod wordpiece;
 
 use crate::error::Result;
-use crate::trace::{TokenInfo, Truncation};
+use serde::{Deserialize, Serialize};
 
 /// The tokens of one sentence, special tokens included, cut to the model's context.
 #[derive(Debug, Clone, PartialEq)]
@@ -50,4 +50,18 @@ pub trait Tokenizer: Send + Sync {
     fn decode(&self, ids: &[u32]) -> Result<String> {
         Ok(ids.iter().filter_map(|&id| self.token_text(id)).collect())
     }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TokenInfo {
+    pub id: u32,
+    pub text: String,
+    pub special: bool,
+}
+
+/// Set when the sentence had more tokens than the model's context.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Truncation {
+    pub original_tokens: usize,
+    pub kept_tokens: usize,
 }

@@ -8,8 +8,8 @@ use serde_json::Value;
 
 use super::bert_normalizer::{pre_tokenize, BertNormalizer};
 use super::{Encoding, Tokenizer};
+use super::{TokenInfo, Truncation};
 use crate::error::{Result, VizError};
-use crate::trace::{TokenInfo, Truncation};
 
 #[derive(Debug, Clone)]
 struct AddedToken {

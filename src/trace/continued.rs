@@ -6,15 +6,17 @@
 //! every token, as a pass from the start derives them.
 //!
 //! (The CPU's page path continues its traces with `LayeredRecorder`, which keeps less and
-//! computes a layer again on read; on a GPU that would compute those steps on the CPU.)
+//! computes a layer again on read; on a GPU that would compute those steps on the CPU. It
+//! joins its kept steps with `join` too, then keeps each as one array.)
 
 use ndarray::{ArrayD, ArrayViewD};
 
-use super::joined::token_axis;
 use super::{
-    NormRecord, NormRows, Op, Readback, Recorder, Step, Tensor, TensorData, Trace, TraceRecorder,
+    NormRecord, NormRows, NormStats, Op, Readback, Recorder, Step, Tensor, TensorData, Trace,
+    TraceRecorder,
 };
 use crate::model::config::ModelConfig;
+use crate::tensor::token_axis;
 
 pub struct ContinuedRecorder<'a> {
     inner: TraceRecorder<'a>,
@@ -47,14 +49,7 @@ impl<'a> ContinuedRecorder<'a> {
         let (steps, mut norms) = self.inner.into_parts();
         if let Some((trace, p)) = self.prefix {
             for (norm, old) in norms.iter_mut().zip(&trace.norms) {
-                let stats = &mut norm.stats;
-                let join = |old: &[f32], new: &mut Vec<f32>| {
-                    *new = old[..p].iter().chain(new.iter()).copied().collect()
-                };
-                join(&old.stats.input_mean, &mut stats.input_mean);
-                join(&old.stats.input_std, &mut stats.input_std);
-                join(&old.stats.output_mean, &mut stats.output_mean);
-                join(&old.stats.output_std, &mut stats.output_std);
+                join_stats(&old.stats, p, &mut norm.stats);
             }
         }
         (steps, norms)
@@ -67,8 +62,26 @@ fn has_token_rows(op: Op) -> bool {
     !matches!(op, Op::Unembed | Op::NextTokenProbabilities)
 }
 
-/// The earlier trace's first `p` rows of `op`'s result, then `new`'s rows.
-fn join(prefix: Option<(&Trace, usize)>, op: Op, layer: Option<usize>, new: Tensor) -> Tensor {
+/// A norm's statistics: the earlier trace's first `p` tokens' (`old`), then the new ones.
+pub(super) fn join_stats(old: &NormStats, p: usize, new: &mut NormStats) {
+    let join = |old: &[f32], new: &mut Vec<f32>| {
+        *new = old[..p].iter().chain(new.iter()).copied().collect()
+    };
+    join(&old.input_mean, &mut new.input_mean);
+    join(&old.input_std, &mut new.input_std);
+    join(&old.output_mean, &mut new.output_mean);
+    join(&old.output_std, &mut new.output_std);
+}
+
+/// The earlier trace's first `p` rows of `op`'s result, then `new`'s rows (a join, read
+/// lazily: neither part need have come back from a device yet). The one way a continued
+/// pass's step is joined to its earlier trace's.
+pub(super) fn join(
+    prefix: Option<(&Trace, usize)>,
+    op: Op,
+    layer: Option<usize>,
+    new: Tensor,
+) -> Tensor {
     let Some((trace, p)) = prefix.filter(|_| has_token_rows(op)) else {
         return new;
     };
@@ -149,7 +162,7 @@ impl Recorder for ContinuedRecorder<'_> {
         self.inner.norm_stats(layer, make);
     }
 
-    fn holds_every_token(&self) -> bool {
-        true
-    }
+    /// Its steps hold every token (the earlier trace's rows ahead of the new ones), so steps
+    /// are derived from them however many tokens the pass took from the cache.
+    fn pass_starts_at(&mut self, _first: usize) {}
 }

@@ -5,19 +5,21 @@
 //! tokens would take ~12 MB a layer, ~400 MB in all; this keeps ~3.5 MB a layer.
 //!
 //! It also continues a causal model's earlier trace: when a pass computes only the tokens
-//! after a cached prefix (`model::forward_cached`), each kept step is the earlier trace's
-//! first rows followed by the new rows, so the trace covers the whole text.
+//! after a cached prefix, each kept step is the earlier trace's first rows followed by the
+//! new rows (joined as `ContinuedRecorder` joins them), so the trace covers the whole text.
 
 use std::sync::Arc;
 
-use ndarray::{s, ArrayD, ArrayViewD, Axis};
+use ndarray::{ArrayD, ArrayViewD};
 
-use super::record::row_major;
+use super::continued::{join, join_stats};
 use super::{NormRows, Op, Recorder, Tensor, TensorData, Trace, TraceRecorder};
-use crate::model::backend::Cpu;
 use crate::model::config::{ModelConfig, NormPlace};
+use crate::model::cpu::Cpu;
 use crate::model::forward::layer_forward;
 use crate::model::Weights;
+use crate::tensor::join_rows;
+use crate::tensor::row_major;
 
 /// The earlier trace whose first `rows` tokens this pass did not compute again.
 struct Prefix<'p> {
@@ -76,56 +78,20 @@ impl<'a> LayeredRecorder<'a> {
         }
     }
 
-    /// The earlier trace's first rows of this step, then the new rows (`new`).
-    fn continue_prefix(&self, op: Op, layer: Option<usize>, new: ArrayD<f32>) -> ArrayD<f32> {
-        let Some(prefix) = &self.prefix else {
-            return new;
-        };
-        if op == Op::NextTokenProbabilities {
-            return new; // the last position's, not a row per token
+    /// The earlier trace's first rows of this step, then the new rows (`new`), joined as a
+    /// continued pass joins them (`continued::join`), kept as one array: the page reads these
+    /// steps on every keystroke, and a join once read keeps its values beside its parts.
+    fn continue_prefix(&self, op: Op, layer: Option<usize>, new: Tensor) -> Tensor {
+        let prefix = self.prefix.as_ref().map(|p| (p.trace, p.rows));
+        let joined = join(prefix, op, layer, new);
+        let parts = joined.data.joined_parts();
+        if parts.is_empty() {
+            return joined;
         }
-        let old = prefix
-            .trace
-            .find(op, layer)
-            .expect("the earlier trace is of the same model")
-            .tensor
-            .view();
-        let p = prefix.rows;
-        // Written into one new row-major array: the trace keeps values row-major, and a
-        // concatenation's layout would need a slow element-by-element copy to become so.
-        let token_axis = if new.ndim() == 3 { 1 } else { 0 };
-        let mut shape = new.shape().to_vec();
-        shape[token_axis] += p;
-        let mut out = ArrayD::<f32>::zeros(shape.clone());
-        let rows = new.shape()[token_axis];
-        match new.ndim() {
-            1 | 2 => {
-                out.slice_axis_mut(Axis(0), (..p).into())
-                    .assign(&old.slice_axis(Axis(0), (..p).into()));
-                out.slice_axis_mut(Axis(0), (p..p + rows).into())
-                    .assign(&new);
-            }
-            _ => {
-                // Attention weights (heads, queries, keys): the earlier queries saw only the
-                // earlier keys, so their weights on the new keys stay zero, as the causal mask
-                // makes them.
-                let old = old
-                    .into_dimensionality::<ndarray::Ix3>()
-                    .expect("per-head steps have three axes");
-                let mut out3 = out
-                    .view_mut()
-                    .into_dimensionality::<ndarray::Ix3>()
-                    .expect("three axes");
-                out3.slice_mut(s![.., ..p, ..p])
-                    .assign(&old.slice(s![.., ..p, ..p]));
-                out3.slice_mut(s![.., p.., ..]).assign(
-                    &new.view()
-                        .into_dimensionality::<ndarray::Ix3>()
-                        .expect("three axes"),
-                );
-            }
+        Tensor {
+            data: join_rows(parts, &joined.shape).into(),
+            shape: joined.shape,
         }
-        out
     }
 
     /// A step computed on read: layer `layer` run again from its input, keeping only `op`.
@@ -195,8 +161,8 @@ impl Recorder for Pick {
     fn norm_stats<F: FnOnce() -> NormRows>(&mut self, _: Option<usize>, _: F) {}
 }
 
-// Only the CPU's passes are recorded this way (`Transformer::continue_trace`): every `make`
-// gives values at once.
+// Only passes on a backend whose values are ready at once are recorded this way (the CPU's:
+// `Keep::Layers` in `Transformer::pass`): every `make` gives values at once.
 impl Recorder for LayeredRecorder<'_> {
     fn step<F: FnOnce() -> Tensor>(
         &mut self,
@@ -244,9 +210,8 @@ impl Recorder for LayeredRecorder<'_> {
                 );
             }
             _ => {
-                let array = self.continue_prefix(op, layer, make().into_array());
-                self.inner
-                    .step(op, layer, inputs, || Tensor::from_array(array));
+                let tensor = self.continue_prefix(op, layer, make());
+                self.inner.step(op, layer, inputs, || tensor);
             }
         }
     }
@@ -292,15 +257,11 @@ impl Recorder for LayeredRecorder<'_> {
     fn norm_stats<F: FnOnce() -> NormRows>(&mut self, layer: Option<usize>, make: F) {
         let mut stats = make().stats();
         if let Some(prefix) = &mut self.prefix {
-            let old = &prefix.trace.norms[prefix.norm_index].stats;
-            let p = prefix.rows;
-            let join = |old: &[f32], new: &[f32]| {
-                old[..p].iter().chain(new).copied().collect::<Vec<f32>>()
-            };
-            stats.input_mean = join(&old.input_mean, &stats.input_mean);
-            stats.input_std = join(&old.input_std, &stats.input_std);
-            stats.output_mean = join(&old.output_mean, &stats.output_mean);
-            stats.output_std = join(&old.output_std, &stats.output_std);
+            join_stats(
+                &prefix.trace.norms[prefix.norm_index].stats,
+                prefix.rows,
+                &mut stats,
+            );
             prefix.norm_index += 1;
         }
         self.inner.push_norm(layer, stats);

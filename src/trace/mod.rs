@@ -4,70 +4,24 @@
 mod continued;
 mod describe;
 mod difference;
-mod joined;
 mod layered;
 mod record;
-mod tensor;
 
+pub use crate::model::record::{NoRecorder, NormRows, NormStats, Op, Recorder};
+pub use crate::tensor::{token_axis, RowsPart};
+pub use crate::tensor::{Fill, ReadLog, Recipe, Tensor, TensorData};
+pub use crate::tokenize::{TokenInfo, Truncation};
 pub use continued::ContinuedRecorder;
 pub use describe::{describe, StepText};
 pub use difference::Difference;
-pub use joined::{token_axis, RowsPart};
 pub use layered::LayeredRecorder;
-pub(crate) use record::row_major;
-pub use record::{NoRecorder, NormRows, NormStats, Readback, Recorder, TraceRecorder};
-pub use tensor::{Fill, ReadLog, Recipe, Tensor, TensorData};
+pub use record::{Readback, TraceRecorder};
 
 use ndarray::{ArrayView1, ArrayView2, ArrayView3};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, VizError};
 use crate::model::config::{ModelConfig, NormPlace};
-
-/// The operations of a forward pass, in the order they can happen.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Op {
-    Tokenize,
-    TokenEmbedding,
-    SegmentEmbedding,
-    PositionEncoding,
-    AddPosition,
-    EmbeddingNorm,
-    AttentionNorm,
-    Query,
-    Key,
-    Value,
-    RotaryQuery,
-    RotaryKey,
-    Scores,
-    Mask,
-    Softmax,
-    WeightedSum,
-    Concat,
-    OutputProjection,
-    AttentionResidual,
-    /// The encoder's output (S, d_model), which every cross-attention of an encoder-decoder reads.
-    EncoderOutput,
-    CrossNorm,
-    CrossQuery,
-    CrossKey,
-    CrossValue,
-    CrossScores,
-    CrossSoftmax,
-    CrossWeightedSum,
-    CrossConcat,
-    CrossOutput,
-    CrossResidual,
-    FfnNorm,
-    FfnUp,
-    FfnGate,
-    FfnActivation,
-    FfnDown,
-    FfnResidual,
-    FinalNorm,
-    Unembed,
-    NextTokenProbabilities,
-}
 
 /// One operation of the forward pass with its result.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -97,20 +51,6 @@ pub struct NormRecord {
     pub layer: Option<usize>,
     #[serde(flatten)]
     pub stats: NormStats,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TokenInfo {
-    pub id: u32,
-    pub text: String,
-    pub special: bool,
-}
-
-/// Set when the sentence had more tokens than the model's context.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Truncation {
-    pub original_tokens: usize,
-    pub kept_tokens: usize,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

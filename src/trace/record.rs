@@ -6,123 +6,10 @@
 use std::collections::HashSet;
 
 use ndarray::{ArrayD, ArrayViewD};
-use serde::{Deserialize, Serialize};
 
-use super::{describe, NormRecord, Op, Step, Tensor, TensorData};
+use super::{describe, NormRecord, NormRows, NormStats, Op, Recorder, Step, Tensor, TensorData};
 use crate::model::config::ModelConfig;
-
-/// Statistics of a norm, per token, with the norm's learned parameters; computed only when
-/// someone records them.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct NormStats {
-    pub input_mean: Vec<f32>,
-    pub input_std: Vec<f32>,
-    pub output_mean: Vec<f32>,
-    pub output_std: Vec<f32>,
-    pub gamma: Vec<f32>,
-    /// Absent for RMSNorm.
-    pub beta: Option<Vec<f32>>,
-}
-
-impl NormStats {
-    /// The statistics of `rows` (T, 4): each row's input mean and standard deviation, then
-    /// its output's.
-    fn from_rows(rows: &Tensor, gamma: Vec<f32>, beta: Option<Vec<f32>>) -> Self {
-        let column = |c: usize| {
-            rows.data
-                .chunks_exact(4)
-                .map(|r| r[c])
-                .collect::<Vec<f32>>()
-        };
-        NormStats {
-            input_mean: column(0),
-            input_std: column(1),
-            output_mean: column(2),
-            output_std: column(3),
-            gamma,
-            beta,
-        }
-    }
-}
-
-/// What a norm's statistics are read from: `rows` (T, 4), each row's input mean and standard
-/// deviation then its output's (a GPU's arrive with the pass's readback), and the norm's
-/// learned parameters.
-pub struct NormRows {
-    pub rows: Tensor,
-    pub gamma: Vec<f32>,
-    /// Absent for RMSNorm.
-    pub beta: Option<Vec<f32>>,
-}
-
-impl NormRows {
-    pub fn stats(self) -> NormStats {
-        NormStats::from_rows(&self.rows, self.gamma, self.beta)
-    }
-}
-
-/// The recorder's side of a pass: each step's values come from `make`, called only by a
-/// recorder that keeps them. They are a `Tensor`, whose data a GPU fills after the pass (its
-/// one readback): a recorder reads no values before the pass has ended, except on the CPU.
-pub trait Recorder {
-    /// Records the result of `op`. `inputs` name the ops whose latest results it reads.
-    fn step<F: FnOnce() -> Tensor>(&mut self, op: Op, layer: Option<usize>, inputs: &[Op], make: F);
-
-    /// Records the result of `op`, of `shape`, which `derive` computes again from the latest
-    /// results of `inputs` (in that order). `derive` must be the computation the pass ran, so
-    /// that it gives the same numbers; a recorder may keep `make()` or `derive` instead.
-    fn derived_step<F, D>(
-        &mut self,
-        op: Op,
-        layer: Option<usize>,
-        inputs: &[Op],
-        shape: &[usize],
-        make: F,
-        derive: D,
-    ) where
-        F: FnOnce() -> Tensor,
-        D: Fn(&[ArrayViewD<f32>]) -> ArrayD<f32> + Send + Sync + 'static,
-    {
-        let _ = (shape, derive);
-        self.step(op, layer, inputs, make);
-    }
-
-    /// Records the result of `op`, which is exactly the latest result of `input` (the mask of
-    /// a model that hides nothing).
-    fn unchanged_step<F: FnOnce() -> Tensor>(
-        &mut self,
-        op: Op,
-        layer: Option<usize>,
-        input: Op,
-        make: F,
-    ) {
-        self.step(op, layer, &[input], make);
-    }
-
-    /// Records per-token statistics of the norm whose output was just recorded.
-    fn norm_stats<F: FnOnce() -> NormRows>(&mut self, layer: Option<usize>, make: F);
-
-    /// Says that layer `layer` begins, reading the latest result of `input` (the residual
-    /// stream): a recorder that computes a layer's steps again on read starts from there.
-    fn layer_input(&mut self, layer: usize, input: Op) {
-        let _ = (layer, input);
-    }
-
-    /// True when the latest results this recorder holds cover every token even in a pass
-    /// through a KV cache (it puts an earlier trace's rows ahead of the new ones): steps can
-    /// then be derived from them (`derived_step`) after a cached start too.
-    fn holds_every_token(&self) -> bool {
-        false
-    }
-}
-
-/// Keeps nothing: the plain, untraced forward pass.
-pub struct NoRecorder;
-
-impl Recorder for NoRecorder {
-    fn step<F: FnOnce() -> Tensor>(&mut self, _: Op, _: Option<usize>, _: &[Op], _: F) {}
-    fn norm_stats<F: FnOnce() -> NormRows>(&mut self, _: Option<usize>, _: F) {}
-}
+use crate::tensor::row_major;
 
 /// Which of a pass's values a device's readback brings back with the pass (a GPU keeps the
 /// pass's tensors on the device until its end). The CPU computes every value where it is
@@ -174,6 +61,9 @@ pub struct TraceRecorder<'c> {
     /// Norms whose statistics a device has not read back yet, by their index in `norms`.
     norms_later: Vec<(usize, NormRows)>,
     readback: Readback,
+    /// The first token the pass computes (`Recorder::pass_starts_at`): after a cached start
+    /// the steps hold only the new tokens' rows, so derived steps keep their values.
+    first: usize,
 }
 
 impl<'c> TraceRecorder<'c> {
@@ -189,6 +79,7 @@ impl<'c> TraceRecorder<'c> {
             norms: Vec::new(),
             norms_later: Vec::new(),
             readback,
+            first: 0,
         }
     }
 
@@ -243,15 +134,6 @@ impl<'c> TraceRecorder<'c> {
     }
 }
 
-/// Row-major values of an array in any layout.
-pub(crate) fn row_major(array: ArrayD<f32>) -> Vec<f32> {
-    if array.is_standard_layout() {
-        array.into_raw_vec_and_offset().0
-    } else {
-        array.iter().copied().collect()
-    }
-}
-
 impl Recorder for TraceRecorder<'_> {
     fn step<F: FnOnce() -> Tensor>(
         &mut self,
@@ -280,8 +162,8 @@ impl Recorder for TraceRecorder<'_> {
             .iter()
             .map(|&o| self.latest(o).map(|s| s.tensor.clone()))
             .collect();
-        let Some(sources) = sources else {
-            return self.step(op, layer, inputs, make); // nothing to derive from: keep the values
+        let Some(sources) = sources.filter(|_| self.first == 0) else {
+            return self.step(op, layer, inputs, make); // nothing to derive from (or only the new rows): keep the values
         };
         let data = sources.iter().map(|t| t.data.clone()).collect();
         let recipe = Box::new(move || {
@@ -311,6 +193,10 @@ impl Recorder for TraceRecorder<'_> {
             Some(tensor) => self.push(op, layer, &[input], tensor),
             None => self.step(op, layer, &[input], make),
         }
+    }
+
+    fn pass_starts_at(&mut self, first: usize) {
+        self.first = first;
     }
 
     fn norm_stats<F: FnOnce() -> NormRows>(&mut self, layer: Option<usize>, make: F) {

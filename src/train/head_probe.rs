@@ -6,10 +6,11 @@
 
 use crate::analysis::heads::head_scores;
 use crate::error::{Result, VizError};
+use crate::model::backend::on_cpu;
+use crate::model::cpu::Cpu;
 use crate::tokenize::vocab_file::VocabFile;
-use crate::tokenize::Encoding;
 use crate::train::network::Network;
-use crate::transformer::Transformer;
+use crate::transformer::{Keep, PassRequest, Transformer};
 
 /// Sentences taken from the held-out documents.
 pub const SENTENCES: usize = 40;
@@ -141,30 +142,14 @@ impl HeadProbe {
         let mut copy_loss = [0f64; 2];
         let per_copy = (RUN_LENGTH - 1) as f64 * self.repeated.len() as f64;
         for ids in &self.repeated {
-            let tokens = ids
-                .iter()
-                .map(|&id| {
-                    model.tokenizer.token_info(id).ok_or_else(|| {
-                        VizError::Training(format!("id {id} is outside the vocabulary"))
-                    })
-                })
-                .collect::<Result<Vec<_>>>()?;
-            let trace = model.trace_ids(
-                Encoding {
-                    tokens,
-                    truncated: None,
-                },
-                "",
-            );
+            let request = PassRequest::ids(ids).keeping(Keep::Layers);
+            let trace = on_cpu(model.pass(&Cpu, request))?.into_trace();
             for (i, h) in head_scores(&trace)?.iter().enumerate() {
                 induction[i] += h.induction.unwrap_or(0.0) / self.repeated.len() as f32;
             }
             // Row t predicts id t + 1: the first copy's predictions are rows 1..L (the first
             // token of a run cannot be known), the second copy's rows L+1..2L.
-            let logits = model
-                .run_ids(ids)
-                .logits
-                .expect("a language model has logits"); // (1 + 2L, V)
+            let logits = model.run_ids(ids)?.logits.ok_or(VizError::NoLmHead)?; // (1 + 2L, V)
             for (copy, rows) in [(0, 1..RUN_LENGTH), (1, RUN_LENGTH + 1..2 * RUN_LENGTH)] {
                 for t in rows {
                     let row = logits.row(t);

@@ -2,6 +2,8 @@
 //! live, and how to call the reference.
 #![allow(dead_code)]
 
+pub mod passes;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

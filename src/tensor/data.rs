@@ -14,7 +14,7 @@ use ndarray::{ArrayD, ArrayView1, ArrayView2, ArrayView3, ArrayViewD, Ix1, Ix2, 
 use serde::{Deserialize, Serialize};
 
 use super::joined::{join_rows, RowsPart};
-use super::record::row_major;
+use super::row_major;
 use crate::error::{Result, VizError};
 
 /// Computes a tensor's values (row-major) from the steps it was derived from.

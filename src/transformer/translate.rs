@@ -5,13 +5,15 @@
 
 use ndarray::Axis;
 
-use super::generation::probabilities_of;
-use super::prediction::top_ids;
+use super::pass::{Keep, Pass};
+use super::Transformer;
 use crate::error::{Result, VizError};
-use crate::model::backend::{on_cpu, Backend, Cpu};
+use crate::model::attention::probabilities_of;
+use crate::model::backend::{on_cpu, Backend};
+use crate::model::cpu::Cpu;
 use crate::model::forward::{decode, encode_source, Logits};
+use crate::tensor::top_ids;
 use crate::trace::{NoRecorder, Readback, TokenInfo, Trace, TraceRecorder};
-use crate::Transformer;
 
 /// One decoding step: the token the decoder chose and how sure it was.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -89,32 +91,32 @@ impl Transformer {
         shown.join(" ")
     }
 
-    /// Encodes the source, decodes greedily and traces the final pass (see the module).
-    pub fn translate(&self, source: &str) -> Result<Translation> {
-        on_cpu(self.translate_with(&Cpu, source))
-    }
-
-    /// `translate` with every operation of every pass computed by `backend` (the GPU's, say).
-    pub async fn translate_with<B: Backend>(
+    /// The pass of an encoder-decoder (`Transformer::pass` decides): encodes the source,
+    /// decodes greedily and, unless `keep` asks for the output only, traces the final passes:
+    /// the encoder's over the source, the decoder's over what it wrote. A device brings back
+    /// with them what `Keep::Steps` names (the decoder's steps by their names, the encoder's
+    /// behind `SOURCE_STEP`: as `Trace::named_steps` names them); the rest of both stays on
+    /// the device until asked for (`GpuBackend::read_rest`), in one readback. The greedy
+    /// steps need only their logits, which always come back.
+    pub(super) async fn translate_pass<B: Backend>(
         &self,
         backend: &B,
         source: &str,
-    ) -> Result<Translation> {
-        self.translate_reading(backend, source, Readback::Everything)
-            .await
-    }
-
-    /// `translate_with`, whose traced passes bring back from a device what `readback` names
-    /// (the decoder's steps by their names, the encoder's behind `SOURCE_STEP`: as
-    /// `Trace::named_steps` names them); the rest of both stays on the device until asked
-    /// for (`GpuBackend::read_rest`), in one readback. The greedy steps need only their
-    /// logits, which always come back.
-    pub async fn translate_reading<B: Backend>(
-        &self,
-        backend: &B,
-        source: &str,
-        readback: Readback,
-    ) -> Result<Translation> {
+        keep: Keep,
+    ) -> Result<Pass> {
+        let readback = match keep {
+            Keep::Output(_) => None,
+            Keep::Steps(readback) => Some(readback),
+            Keep::Layers => Some(Readback::Everything),
+        };
+        // A backend that fails during a pass (a GPU's lost device, say; it says why) leaves the
+        // translation to the CPU.
+        let on_the_cpu = |keep: Keep| on_cpu(self.translate_boxed(source, keep));
+        let traced = readback.is_some();
+        let retry = || match traced {
+            false => Keep::Output(Logits::Last),
+            true => Keep::Layers,
+        };
         let c = &self.config;
         if !c.is_encoder_decoder() {
             return Err(VizError::NotEncoderDecoder);
@@ -143,7 +145,7 @@ impl Transformer {
         let Some(memory) =
             encode_source(backend, &source_ids, &self.weights, c, &mut NoRecorder).await
         else {
-            return self.translate(source);
+            return on_the_cpu(retry());
         }; // (S, d)
         let info = |id: u32| {
             self.tokenizer
@@ -168,7 +170,7 @@ impl Transformer {
             )
             .await
             else {
-                return self.translate(source);
+                return on_the_cpu(retry());
             };
             let logits = out.logits.ok_or(VizError::NoLmHead)?; // (1, vocab)
             let probabilities = probabilities_of(logits.index_axis(Axis(0), 0).to_owned()); // (vocab)
@@ -191,6 +193,14 @@ impl Transformer {
             target.push(best);
         }
         let output = self.tokenizer.decode(&target[1..])?;
+        let Some(readback) = readback else {
+            return Ok(Pass {
+                trace: None,
+                output: None,
+                reused: 0,
+                decoding: Some((output, steps, finished)),
+            });
+        };
 
         // The traced passes: the encoder's over the source, the decoder's over the output.
         let encoder_config = c.encoder_config();
@@ -198,7 +208,7 @@ impl Transformer {
         let Some(memory) =
             encode_source(backend, &source_ids, &self.weights, c, &mut source_rec).await
         else {
-            return self.translate(source);
+            return on_the_cpu(retry());
         }; // (S, d)
         let mut rec = TraceRecorder::with_readback(c, readback);
         // The encoder's values left on the device stay there beside the decoder's.
@@ -215,7 +225,7 @@ impl Transformer {
         .await
         .is_none()
         {
-            return self.translate(source);
+            return on_the_cpu(retry());
         }
         let (steps_of_source, norms_of_source) = source_rec.into_parts();
         let (decoder_steps, decoder_norms) = rec.into_parts();
@@ -243,11 +253,20 @@ impl Transformer {
             norms: decoder_norms,
             source: Some(Box::new(source_trace)),
         };
-        Ok(Translation {
-            trace,
-            output,
-            steps,
-            finished,
+        Ok(Pass {
+            trace: Some(trace),
+            output: None,
+            reused: 0,
+            decoding: Some((output, steps, finished)),
         })
+    }
+
+    /// `translate_pass` on the CPU, boxed (it runs inside another backend's failed one).
+    fn translate_boxed<'s>(
+        &'s self,
+        source: &'s str,
+        keep: Keep,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Pass>> + 's>> {
+        Box::pin(self.translate_pass(&Cpu, source, keep))
     }
 }

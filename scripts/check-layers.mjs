@@ -3,7 +3,8 @@
 // never from a layer above, and no modules import each other in a circle. Checks
 //   --js    the page's modules (www/js/*.js): import cycles, the layers of JS_LAYERS below, the
 //           names each import asks for (the module must export them), and that only
-//           test-hook.js writes the browser tests' `window.__tviz`;
+//           testing-hook.js writes the browser tests' `window.__tviz`; and that no script
+//           (scripts/**/*.mjs) imports from tests/;
 //   --rust  the crate (src/): each file's `use crate::...`, `crate::X::` paths and `super::`
 //           paths, by top-level module, against RUST_LAYERS below; and, inside each
 //           directory, cycles among its files (a mod.rs, the directory's face, is left out).
@@ -17,7 +18,7 @@ import { fileURLToPath } from 'node:url';
 
 /** The page's layers, lowest first: a module may import from its own layer or one below. */
 export const JS_LAYERS = [
-  ['foundations', ['dom.js', 'messages.js', 'math.js', 'threads.js', 'url-state.js', 'models.js', 'loading.js', 'model-files.js', 'test-hook.js']],
+  ['foundations', ['dom.js', 'messages.js', 'math.js', 'threads.js', 'url-state.js', 'models.js', 'loading.js', 'model-files.js', 'testing-hook.js']],
   ['state', ['state.js', 'session.js']],
   ['engine', ['applicable.js', 'backend-status.js', 'cpu-threads.js', 'gpu-backend.js', 'gpu-readback.js']],
   ['charts', ['charts.js', 'hover.js', 'export.js']],
@@ -155,6 +156,16 @@ export function jsExports(source) {
   return names;
 }
 
+/** Every file under `dir` (none when it does not exist) whose name passes `keep`. */
+function listFiles(dir, keep) {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const path = join(dir, e.name);
+    if (e.isDirectory()) return e.name === 'node_modules' ? [] : listFiles(path, keep);
+    return keep(e.name) ? [path] : [];
+  });
+}
+
 export function checkJs(root) {
   const dir = join(root, 'www/js');
   const problems = [];
@@ -167,8 +178,8 @@ export function checkJs(root) {
     const where = `www/js/${file}`;
     if (!layerOf.has(file)) problems.push(`${where}: not in any layer (place it in JS_LAYERS, scripts/check-layers.mjs)`);
     const source = sources.get(file);
-    if (file !== 'test-hook.js' && /\bwindow\s*(?:\.\s*__tviz|\[\s*['"`]__tviz)/.test(stripJsComments(source))) {
-      problems.push(`${where}: writes window.__tviz itself; only test-hook.js does (publish through it)`);
+    if (file !== 'testing-hook.js' && /\bwindow\s*(?:\.\s*__tviz|\[\s*['"`]__tviz)/.test(stripJsComments(source))) {
+      problems.push(`${where}: writes window.__tviz itself; only testing-hook.js does (publish through it)`);
     }
     for (const imp of jsImports(source)) {
       if (!imp.from.startsWith('.')) continue; // the page imports nothing from outside
@@ -195,6 +206,16 @@ export function checkJs(root) {
         const exported = jsExports(sources.get(target));
         const missing = exported && imp.names.filter((n) => !exported.has(n));
         if (missing?.length) problems.push(`${at}: it exports no ${missing.join(', ')}`);
+      }
+    }
+  }
+  // Scripts (benchmarks, tools) may share code with each other, never import the tests.
+  for (const file of listFiles(join(root, 'scripts'), (f) => /\.m?js$/.test(f))) {
+    for (const imp of jsImports(readFileSync(file, 'utf8'))) {
+      if (!imp.from.startsWith('.')) continue;
+      const target = relative(root, resolve(dirname(file), imp.from));
+      if (target === 'tests' || target.startsWith('tests/')) {
+        problems.push(`${relative(root, file)}:${imp.line} imports '${imp.from}': a script imports no test (move what it shares into scripts/)`);
       }
     }
   }

@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { cpSync, mkdtempSync, rmSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, rmSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -60,6 +60,15 @@ test('a page module asking for a name its import does not export, or writing win
   assert.equal(status, 1, out);
   assert.match(out, /www\/js\/attention\.js:1 imports '\.\/charts\.js': it exports no redraw/);
   assert.match(out, /www\/js\/state\.js: writes window\.__tviz itself/);
+});
+
+test('a script importing from tests/ fails', () => {
+  const { status, out } = check((dir) => {
+    mkdirSync(join(dir, 'scripts'));
+    writeFileSync(join(dir, 'scripts/bench.mjs'), "import { openPage } from '../tests/e2e/helpers.mjs';\nexport { openPage };\n");
+  });
+  assert.equal(status, 1, out);
+  assert.match(out, /scripts\/bench\.mjs:1 imports '\.\.\/tests\/e2e\/helpers\.mjs': a script imports no test/);
 });
 
 test('a page module in no layer fails', () => {

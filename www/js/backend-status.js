@@ -4,7 +4,7 @@
 import { $ } from './dom.js';
 import { state } from './state.js';
 import { session } from './session.js';
-import { publish } from './test-hook.js';
+import { publish } from './testing-hook.js';
 
 /** The GPU backend's state (gpu-backend.js changes it; passes and charts read it). */
 export const gpu = {

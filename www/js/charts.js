@@ -5,7 +5,7 @@
 import { session } from './session.js';
 import { whyNotShown, showWhyNotShown } from './applicable.js';
 import { readback, waitsForDevice, chartWaits, readRest } from './gpu-readback.js';
-import { testHook, publish, record, exposeForTests } from './test-hook.js';
+import { testHook, publish, record, exposeForTests } from './testing-hook.js';
 
 /** Every chart by its canvas's `data-chart` name: what it asks Rust to draw. Filled in by the
  * sections that own the charts (registerChart), which import this module, never the reverse. */

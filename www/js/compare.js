@@ -7,7 +7,7 @@ import { session } from './session.js';
 import { draw, registerChart } from './charts.js';
 import { attachHover } from './hover.js';
 import { attachExport } from './export.js';
-import { count } from './test-hook.js';
+import { count } from './testing-hook.js';
 
 export const COMPARE_CHARTS = ['compare-a', 'compare-b', 'compare-diff'];
 for (const name of COMPARE_CHARTS) registerChart(name, { spec: () => compareSpec(name), shape: [0.9, 340] });

@@ -5,7 +5,7 @@
 // the page loads after; until it is ready a pass uses one thread. The status line that tells
 // them is backend-status.js's.
 import { threadsPlan, showBackend } from './backend-status.js';
-import { publish } from './test-hook.js';
+import { publish } from './testing-hook.js';
 
 /**
  * Starts the threaded build's pool once (later calls do nothing); the status line follows.

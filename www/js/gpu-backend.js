@@ -12,7 +12,7 @@ import { state, writeUrl } from './state.js';
 import { session } from './session.js';
 import { showNotice } from './messages.js';
 import { gpu, showBackend, renderGpuStatus } from './backend-status.js';
-import { publish } from './test-hook.js';
+import { publish } from './testing-hook.js';
 
 /** Closes the session (before its model is replaced): its weights are given back. */
 export function closeGpu() {

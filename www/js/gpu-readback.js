@@ -9,7 +9,7 @@
 // picture until they arrive.
 import { session } from './session.js';
 import { gpu } from './backend-status.js';
-import { testHook, publishReadback } from './test-hook.js';
+import { testHook, publishReadback } from './testing-hook.js';
 
 export const readback = {
   waiting: new Set(), // charts not drawn because their values are still on the device

@@ -12,7 +12,7 @@
 //   state.js (choices + URL)   session.js (model + last pass)
 //   models.js (which models, their files: src/checkpoints/models.json)  model-files.js (Cache
 //     API, downloads)  url-state.js (link format)  threads.js  loading.js  messages.js  math.js
-//     dom.js  test-hook.js (window.__tviz, for the browser tests)
+//     dom.js  testing-hook.js (window.__tviz, for the browser tests)
 import { $ } from './dom.js';
 import { state, fromLink, readUrl, checkAgainst, onHistoryMove, keepLinksOutOfHistory, writeUrl } from './state.js';
 import { session } from './session.js';
@@ -38,7 +38,7 @@ import { showBackend } from './backend-status.js';
 import { openGpu, wireBackendChoice } from './gpu-backend.js';
 import { wirePresenter } from './presenter.js';
 import { openFirstModel, wirePicker, switchModel } from './model-picker.js';
-import { publish } from './test-hook.js';
+import { publish } from './testing-hook.js';
 
 // Back/Forward landed on another view: show it.
 function showHistoryView(before) {

@@ -12,7 +12,7 @@ import { MODELS, DEFAULT_MODEL, modelNamed, labelOf, downloadBytes, megabytes } 
 import { loadModelFiles, isCached, cacheAvailable } from './model-files.js';
 import { closeGpu } from './gpu-backend.js';
 import { renderModelText } from './applicable.js';
-import { testHook, publish, record } from './test-hook.js';
+import { testHook, publish, record } from './testing-hook.js';
 
 const mb = (bytes) => megabytes(bytes, 1);
 

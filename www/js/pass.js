@@ -20,7 +20,7 @@ import { renderTranslation } from './translation.js';
 import { fallBack } from './gpu-backend.js';
 import { gpu, showBackend, renderGpuStatus } from './backend-status.js';
 import { readback, stepsToRead } from './gpu-readback.js';
-import { testHook, publish, publishReadback, count, record } from './test-hook.js';
+import { testHook, publish, publishReadback, count, record } from './testing-hook.js';
 
 let pending = false;
 let inputAt = null;

@@ -10,7 +10,7 @@ import { showError, clearError } from './messages.js';
 import { isEncoderDecoder } from './applicable.js';
 import { gpu, renderGpuStatus } from './backend-status.js';
 import { stepsToRead } from './gpu-readback.js';
-import { exposeForTests } from './test-hook.js';
+import { exposeForTests } from './testing-hook.js';
 
 registerChart('prediction', { spec: predictionSpec, shape: [0.6, 520] });
 // The logit lens reads the stream through the same final norm and unembedding. It unembeds

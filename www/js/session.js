@@ -1,6 +1,6 @@
 // The loaded model and the latest forward pass: what every section reads to draw itself.
 // Set by model-picker.js (model) and pass.js (each pass); read everywhere else.
-import { exposeForTests } from './test-hook.js';
+import { exposeForTests } from './testing-hook.js';
 
 export const session = {
   viz: null, // the wasm `Viz`: model, last trace, drawing

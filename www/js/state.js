@@ -5,7 +5,7 @@ import { $ } from './dom.js';
 import { showNotice, setLinkNote } from './messages.js';
 import { parseLink, clampToLimits, textFragment, queryFor, shorten, parseDims as parseDimsText } from './url-state.js';
 import { MODELS, DEFAULT_MODEL, modelNamed } from './models.js';
-import { exposeForTests } from './test-hook.js';
+import { exposeForTests } from './testing-hook.js';
 // Sines and cosines of ever longer periods in the sinusoidal table (6, 6, 16, 43 and 112 positions).
 export const DEFAULT_DIMS = [0, 1, 40, 80, 120];
 

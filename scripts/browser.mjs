@@ -1,0 +1,18 @@
+// Launches Debian's Chromium for the browser tests and benchmarks (no browser download is
+// possible here). The flags keep it off the (closed) network and enable WebGPU.
+import { chromium } from 'playwright-core';
+import { existsSync } from 'node:fs';
+
+export const CHROMIUM = ['/usr/lib/chromium/chromium', '/usr/bin/chromium'].find((p) => existsSync(p));
+
+export function launchChromium() {
+  if (!CHROMIUM) throw new Error('Chromium is not installed: run scripts/test.sh, which installs Debian\'s chromium');
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      '--no-sandbox', '--disable-quic', '--no-first-run', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync', '--enable-unsafe-webgpu', '--disable-gpu-sandbox',
+    ],
+  });
+}

@@ -13,7 +13,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { serve } from './static-server.mjs';
-import { launchChromium } from '../tests/e2e/browser.mjs';
+import { launchChromium } from './browser.mjs';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 const PASSES = Number(process.env.PASSES ?? 5);

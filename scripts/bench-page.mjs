@@ -20,7 +20,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { serve } from './static-server.mjs';
-import { launchChromium } from '../tests/e2e/browser.mjs';
+import { launchChromium } from './browser.mjs';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 const KEYSTROKES = Number(process.env.KEYSTROKES ?? 20); // KEYSTROKES=60 for a steadier p95

@@ -5,7 +5,7 @@
 // adapter (SwiftShader here: the volumes, not the times, are what this measures). Run scripts/build-page.sh first; DIST=dir for another build.
 import { join } from 'node:path';
 import { serve } from './static-server.mjs';
-import { launchChromium } from '../tests/e2e/browser.mjs';
+import { launchChromium } from './browser.mjs';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 const WORDS = 'the people of our great nation have made many new laws for all men and who work in this country with their own hands every day since the first year when we went to see what they had done'.split(' ');

@@ -6,7 +6,7 @@
 import { join } from 'node:path';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { serve } from '../static-server.mjs';
-import { launchChromium } from '../../tests/e2e/browser.mjs';
+import { launchChromium } from '../browser.mjs';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
 const SITE = join(ROOT, '.tools/onnx/site'); // site/ + ort/ + minilm-l6.onnx (run.sh)

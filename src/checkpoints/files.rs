@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::catalog::{self, ModelFile};
 use crate::error::{Result, VizError};
 use crate::transformer::Transformer;
 
@@ -35,38 +36,28 @@ fn read_text(path: &Path) -> Result<String> {
     })
 }
 
-/// Loads a model the setup step prepared, by its short name.
+/// Loads a model the setup step prepared (or the repository holds), by its short name: the
+/// files the catalog lists, read natively. `models/NAME/FILE` in the catalog is
+/// `root/NAME/FILE` here, or `trained/NAME/FILE` for a model committed with the repository;
+/// with `F32`, the full-precision weights where the catalog names them.
 pub fn load_named(root: &Path, name: &str, precision: WeightPrecision) -> Result<Transformer> {
-    let dir = model_dir(root, name);
-    match name {
-        "minilm-l6" => {
-            let weights = match precision {
-                WeightPrecision::F32 => "model.safetensors",
-                WeightPrecision::F16 => "model.f16.safetensors",
-            };
-            super::minilm::from_bytes(
-                name,
-                &read_text(&dir.join("config.json"))?,
-                &read_text(&dir.join("tokenizer.json"))?,
-                &read_file(&dir.join(weights))?,
-            )
-        }
-        "smollm2-135m" => {
-            super::smollm2::from_gguf_file(name, read_file(&dir.join(super::SMOLLM2_FILE))?)
-        }
-        // Committed with the repository rather than fetched: `trained/NAME/`.
-        lecture if super::lecture::ALL.contains(&lecture) => {
-            let dir = Path::new(super::lecture::TRAINED_DIR).join(lecture);
-            super::lecture::from_bytes(
-                name,
-                &read_text(&dir.join("config.json"))?,
-                &read_text(&dir.join("tokenizer.json"))?,
-                &read_file(&dir.join("model.safetensors"))?,
-            )
-        }
-        other => Err(VizError::UnknownModel(
-            other.into(),
-            super::KNOWN_MODELS.join(", "),
-        )),
-    }
+    let model = catalog::named(name)
+        .ok_or_else(|| VizError::UnknownModel(name.into(), catalog::known()))?;
+    let base = if model.committed {
+        Path::new(super::lecture::TRAINED_DIR)
+    } else {
+        root
+    };
+    let local = |path: &str| base.join(path.strip_prefix("models/").unwrap_or(path));
+    let text = |file: Option<&ModelFile>| match file {
+        Some(f) => read_text(&local(&f.path)),
+        None => Ok(String::new()), // in the weights' file (GGUF)
+    };
+    let weights = match (precision, &model.full_precision) {
+        (WeightPrecision::F32, Some(path)) => path.as_str(),
+        _ => model.files.weights.path.as_str(),
+    };
+    let config = text(model.files.config.as_ref())?;
+    let tokenizer = text(model.files.tokenizer.as_ref())?;
+    catalog::build(name, &config, &tokenizer, read_file(&local(weights))?)
 }

@@ -30,8 +30,12 @@ struct Cli {
 
 #[derive(clap::Args)]
 struct ModelArgs {
-    /// Model name (known: minilm-l6, smollm2-135m).
-    #[arg(long, default_value = "minilm-l6")]
+    /// Model name (the catalog's: src/checkpoints/models.json).
+    #[arg(
+        long,
+        default_value = crate::checkpoints::catalog::default_model().name.as_str(),
+        value_parser = clap::builder::PossibleValuesParser::new(crate::checkpoints::catalog::names().iter().copied())
+    )]
     model: String,
     /// Where the setup step put the model files.
     #[arg(long, default_value = "models")]

@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { usePage, openPage as open, ARTIFACTS, CHARTS } from './helpers.mjs';
+import { usePage, openPage as open, drawn as drawnOf, ARTIFACTS, CHARTS, MINILM } from './helpers.mjs';
 
 
 const SIXTEEN = ['[CLS]', 'the', 'animal', 'didn', "'", 't', 'cross', 'the', 'street', 'because', 'it', 'was', 'too', 'tired', '.', '[SEP]'];
@@ -15,9 +15,11 @@ const LONG = 'The committee, after weeks of long and often heated debate about t
 
 const env = usePage();
 
-// The shared openPage, with the screen's pixel density as an option, once every chart is drawn.
+// The shared openPage on MiniLM (these tests name its tokens, [CLS] and [SEP], its learned
+// position table and its steps), with the screen's pixel density as an option, once every
+// chart is drawn.
 async function openPage(query = '', viewport = { width: 1280, height: 720 }, deviceScaleFactor = 1) {
-  const opened = await open(env, `${env.base}${query}`, { viewport, deviceScaleFactor });
+  const opened = await open(env, `${env.base}${query}`, { viewport, deviceScaleFactor, model: MINILM });
   await opened.page.waitForFunction(() => window.__tvizSettled());
   return opened;
 }
@@ -34,8 +36,6 @@ async function centre(page, selector) {
   await page.evaluate((sel) => document.querySelector(sel).scrollIntoView({ block: 'center' }), selector);
   await page.evaluate(() => window.__tvizFlush());
 }
-
-const drawnOf = (page, name) => page.evaluate((n) => JSON.parse(JSON.stringify(window.__tvizDrawn[n])), name);
 
 function overlaps(a, b) {
   return a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
@@ -234,7 +234,7 @@ test('screenshots of the attention heatmap at classroom sizes', async () => {
     await page.locator('#step-canvas').screenshot({ path: join(ARTIFACTS, `step-${name}.png`) });
     if (name === '1280x720') {
       // A long sentence, a clipped colour scale and the position table, as a student sees them.
-      await page.goto(`${env.base}?model=minilm-l6&step=19`);
+      await page.goto(`${env.base}?model=${MINILM}&step=19`);
       await page.evaluate(() => window.__tviz.ready);
       await typeSentence(page, LONG);
       for (const [chart, file] of [['attention', 'attention-71-tokens'], ['step', 'step-ffn-down'], ['pos-table', 'position-table']]) {

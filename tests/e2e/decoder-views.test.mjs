@@ -2,20 +2,10 @@
 // the head's real queries and follow the pair box and the link; MiniLM says why it has neither.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { usePage, openPage as open, typeSentence } from './helpers.mjs';
+import { usePage, openPage as open, typeSentence, drawn, MINILM } from './helpers.mjs';
 
 const env = usePage();
 const openPage = (url, options) => open(env, url, options);
-
-/** What Rust reported for `chart` once drawn (scrolled into view first, so it is drawn). */
-async function drawn(page, chart, ready = (d) => d) {
-  await page.locator(`canvas[data-chart="${chart}"]`).scrollIntoViewIfNeeded();
-  await page.waitForFunction(([c, test]) => {
-    const d = window.__tvizDrawn[c];
-    return d && new Function('d', `return (${test})(d)`)(d);
-  }, [chart, ready.toString()]);
-  return page.evaluate((c) => window.__tvizDrawn[c], chart);
-}
 
 test('SmolLM2: the logit lens and the rotary views', async () => {
   const { page, context, problems } = await openPage(`${env.base}?model=smollm2-135m&pair=3`);
@@ -51,7 +41,7 @@ test('SmolLM2: the logit lens and the rotary views', async () => {
 });
 
 test('MiniLM has no logit lens and no rotary charts, and says why', async () => {
-  const { page, context, problems } = await openPage(env.base);
+  const { page, context, problems } = await openPage(env.base, { model: MINILM });
   await page.locator('#lens-heading').scrollIntoViewIfNeeded();
   await page.waitForFunction(() => document.querySelector('#lens-section .not-shown:not([hidden])'));
   assert.match(await page.textContent('#lens-section .not-shown'), /no language-model head/);

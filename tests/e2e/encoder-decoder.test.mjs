@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { usePage, openPage, typeSentence, ARTIFACTS } from './helpers.mjs';
+import { usePage, openPage, typeSentence, drawn, ARTIFACTS } from './helpers.mjs';
 
 const env = usePage();
 
@@ -33,13 +33,9 @@ function heldOutSources(n) {
   return out;
 }
 
-async function crossDrawn(page, rows, cols) {
-  await page.locator('canvas[data-chart="cross"]').scrollIntoViewIfNeeded();
-  await page.waitForFunction(([r, c]) => {
-    const d = window.__tvizDrawn.cross;
-    return d && d.values?.length === r * c && d.row_labels.length === r && d.col_labels.length === c;
-  }, [rows, cols]);
-  return page.evaluate(() => window.__tvizDrawn.cross);
+/** The cross-attention chart once it shows `rows` target and `cols` source tokens. */
+function crossDrawn(page, rows, cols) {
+  return drawn(page, 'cross', (d, [r, c]) => d.values?.length === r * c && d.row_labels.length === r && d.col_labels.length === c, [rows, cols]);
 }
 
 /** Mean weight on the anti-diagonal: row r reads source column n - r (column 0: start token). */
@@ -51,7 +47,7 @@ function antiDiagonal(values, n) {
 }
 
 test('the encoder-decoder decodes held-out sources step by step and its cross-attention follows the anti-diagonal', async () => {
-  const { page, context, problems } = await openPage(env, env.base, { model: null });
+  const { page, context, problems } = await openPage(env, env.base); // the page's default model
   await page.waitForFunction(() => window.__tviz.model === 'lecture-post-ln');
   assert.equal(await page.isVisible('#translation-section'), false, 'a decoder-only model has no encoder-decoder section');
   await page.selectOption('#model', 'lecture-reverse');
@@ -112,7 +108,7 @@ test('the encoder-decoder decodes held-out sources step by step and its cross-at
 
 test('the encoder-decoder refuses characters it cannot spell, and a link reopens its view', async () => {
   const url = `${env.base}?model=lecture-reverse&layer=1&head=2&text=${encodeURIComponent('hello world')}`;
-  const { page, context, problems } = await openPage(env, url, { model: null });
+  const { page, context, problems } = await openPage(env, url);
   await page.waitForFunction(() => window.__tviz.model === 'lecture-reverse');
   await page.waitForFunction(() => document.querySelector('#translation-output').textContent === 'dlrow olleh');
   assert.equal(await page.inputValue('#cross-layer'), '1');

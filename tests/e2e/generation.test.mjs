@@ -3,19 +3,16 @@
 // stops, the status line says what the cache gave), and the status line after typing.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { usePage, openPage as open, typeSentence } from './helpers.mjs';
+import { usePage, openPage as open, typeSentence, drawn, MINILM } from './helpers.mjs';
 
 const env = usePage();
 const openPage = (url, options) => open(env, url, options);
 const PROMPT = 'The capital of France is';
 
+/** What the prediction chart plotted, once `ready(plotted)` holds (it runs in the page). */
 async function prediction(page, ready) {
-  await page.locator('canvas[data-chart="prediction"]').scrollIntoViewIfNeeded();
-  await page.waitForFunction((test) => {
-    const d = window.__tvizDrawn.prediction;
-    return d?.plotted && new Function('d', `return (${test})(d)`)(d.plotted);
-  }, ready.toString());
-  return page.evaluate(() => window.__tvizDrawn.prediction.plotted);
+  const plotted = (d, test) => d.plotted && new Function('p', `return (${test})(p)`)(d.plotted);
+  return (await drawn(page, 'prediction', plotted, ready.toString())).plotted;
 }
 
 async function openSmol(query = '') {
@@ -98,7 +95,7 @@ test('generation: greedy repeats, a seed repeats, the cache is reported, Stop st
 });
 
 test('MiniLM cannot generate and says why', async () => {
-  const { page, context, problems } = await openPage(env.base);
+  const { page, context, problems } = await openPage(env.base, { model: MINILM });
   assert.equal(await page.isVisible('#generate'), false, 'the decoding controls are for decoders');
   assert.match(await page.textContent('#prediction'), /no next-token prediction/);
   assert.deepEqual(problems, []);
@@ -112,7 +109,7 @@ test('SmolLM2 on two threads gives the numbers of one thread: a pass, a cached p
     await page.waitForFunction(() => !['pending', 'starting'].includes(window.__tviz.cpuThreads), null, { timeout: 120_000 });
     const threads = await page.evaluate(() => window.__tviz.cpuThreads);
     const backend = await page.textContent('#backend');
-    const drawn = async () => {
+    const views = async () => {
       await page.evaluate(() => window.__tvizFlush());
       return page.evaluate(() => ({
         attention: Array.from(window.__tvizDrawn.attention.values),
@@ -120,12 +117,12 @@ test('SmolLM2 on two threads gives the numbers of one thread: a pass, a cached p
       }));
     };
     await typeSentence(page, PROMPT); // from scratch
-    const pass = await drawn();
+    const pass = await views();
     await typeSentence(page, `${PROMPT} a city`); // continued through the KV cache
     const timing = await page.textContent('#timing');
-    const cached = await drawn();
+    const cached = await views();
     const text = await generate(page, 5);
-    const generated = await drawn();
+    const generated = await views();
     assert.deepEqual(problems, []);
     await context.close();
     return { threads, backend, timing, pass, cached, text, generated };

@@ -4,12 +4,14 @@
 //   node --test tests/e2e/heads.test.mjs
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { usePage, openPage as open, writtenUrl } from './helpers.mjs';
+import { usePage, openPage as open, writtenUrl, MINILM } from './helpers.mjs';
 
 const DEFAULT = "The animal didn't cross the street because it was too tired.";
 
 const env = usePage();
-const openPage = (url = env.base, viewport = { width: 1280, height: 720 }) => open(env, url, { viewport });
+// MiniLM: these tests know its heads (3/1 and 5/11 read "it" -> "animal"; layer 0's
+// previous-token head, layer 1's next-token head) and its 16 tokens of the example sentence.
+const openPage = (url = env.base, viewport = { width: 1280, height: 720 }) => open(env, url, { viewport, model: MINILM });
 
 /** The entries of a finder list: layer, head and text. */
 function entries(page, list) {

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { serve } from '../../scripts/static-server.mjs';
-import { launchChromium } from './browser.mjs';
+import { launchChromium } from '../../scripts/browser.mjs';
 
 export const ROOT = new URL('../..', import.meta.url).pathname;
 export const ARTIFACTS = join(ROOT, 'tests/artifacts');
@@ -33,11 +33,14 @@ export function usePage() {
   return env;
 }
 
+/** The model most tests written before the lecture decoder was the default ask for, by name
+ * (`openPage(env, url, { model: MINILM })`): their assertions are MiniLM's (12 heads, 6
+ * layers, [CLS] and [SEP], a context of 512 tokens). */
+export const MINILM = 'minilm-l6';
+
 /**
- * `url` asking for `model` when it names none. Most tests were written for MiniLM, which was
- * the page's default before the lecture decoder: they ask for it by name (`model: null` opens
- * the page's own default). The query is edited as text, so a hostile raw query stays as the
- * test wrote it.
+ * `url` asking for `model` when it names none (null: as it is, the page's own default). The
+ * query is edited as text, so a hostile raw query stays as the test wrote it.
  */
 export function withModel(url, model) {
   if (!model || /[?&]model=/.test(url.split('#')[0])) return url;
@@ -49,10 +52,11 @@ export function withModel(url, model) {
 /**
  * Opens `url` (default: the page) in a new browser context (or in `context`, a second visit
  * that shares the first one's storage) and waits until the model is loaded and the first pass
- * drawn. `problems` collects what must never happen; each test ends with
+ * drawn. `model`: the model to ask for when the url names none (default: none, so the page's
+ * default model, the lecture decoder). `problems` collects what must never happen; each test ends with
  * `assert.deepEqual(problems, [])`.
  */
-export async function openPage(env, url = env.base, { viewport = { width: 1280, height: 720 }, deviceScaleFactor = 1, route = null, context: reuse = null, model = 'minilm-l6' } = {}) {
+export async function openPage(env, url = env.base, { viewport = { width: 1280, height: 720 }, deviceScaleFactor = 1, route = null, context: reuse = null, model = null } = {}) {
   url = withModel(url, model);
   const context = reuse ?? await env.browser.newContext({ viewport, deviceScaleFactor, acceptDownloads: true });
   const page = await context.newPage();
@@ -80,7 +84,6 @@ export async function openPage(env, url = env.base, { viewport = { width: 1280, 
   return { page, context, problems };
 }
 
-/** Replaces the sentence and waits until the page has handled it (a pass or an error). */
 /**
  * The address bar once the page has written every change made so far into it (the page
  * compresses the text asynchronously and updates the current entry when changes pause).
@@ -90,6 +93,7 @@ export async function writtenUrl(page) {
   return page.url();
 }
 
+/** Replaces the sentence and waits until the page has handled it (a pass or an error). */
 export async function typeSentence(page, text) {
   const before = await page.evaluate(() => window.__tviz.renders);
   await page.fill('#text', text);
@@ -99,4 +103,26 @@ export async function typeSentence(page, text) {
 /** Whether a canvas was never drawn on (it encodes to a tiny PNG). */
 export async function isBlank(page, chart) {
   return page.evaluate((name) => document.querySelector(`canvas[data-chart="${name}"]`).toDataURL().length < 3000, chart);
+}
+
+/** Whether chart `chart` is shown (not replaced by a sentence saying why) and was never drawn on. */
+export async function isShownAndBlank(page, chart) {
+  return page.evaluate((name) => {
+    const canvas = document.querySelector(`canvas[data-chart="${name}"]`);
+    return !canvas.hidden && canvas.toDataURL().length < 3000;
+  }, chart);
+}
+
+/**
+ * What Rust reported when it drew `chart` (`window.__tvizDrawn[chart]`), once `ready(drawn,
+ * arg)` holds; the chart is scrolled into view first, as a student would, so that it is drawn.
+ * `ready` runs in the page: it may use only its two arguments (`arg` is sent with it).
+ */
+export async function drawn(page, chart, ready = (d) => d, arg = null) {
+  await page.locator(`canvas[data-chart="${chart}"]`).scrollIntoViewIfNeeded();
+  await page.waitForFunction(([c, test, a]) => {
+    const d = window.__tvizDrawn[c];
+    return d && new Function('d', 'arg', `return (${test})(d, arg)`)(d, a);
+  }, [chart, ready.toString(), arg]);
+  return page.evaluate((c) => window.__tvizDrawn[c], chart);
 }

@@ -6,19 +6,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { usePage, openPage as open, ARTIFACTS } from './helpers.mjs';
+import { usePage, openPage as open, drawn, ARTIFACTS } from './helpers.mjs';
 
 const env = usePage();
-const openDefault = (query = '') => open(env, `${env.base}${query}`, { model: null });
-
-async function drawn(page, chart, ready = (d) => d) {
-  await page.locator(`canvas[data-chart="${chart}"]`).scrollIntoViewIfNeeded();
-  await page.waitForFunction(([c, test]) => {
-    const d = window.__tvizDrawn[c];
-    return d && new Function('d', `return (${test})(d)`)(d);
-  }, [chart, ready.toString()]);
-  return page.evaluate((c) => window.__tvizDrawn[c], chart);
-}
+const openDefault = (query = '') => open(env, `${env.base}${query}`); // no model asked for
 
 /** The chart's pixels once it is drawn (scrolled into view first, as a student would). */
 async function pixels(page, chart) {

@@ -6,7 +6,7 @@
 // TVIZ_DIST=dir measures another build (e.g. an older one); the figures are printed.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { usePage, openPage as open } from './helpers.mjs';
+import { usePage, openPage as open, MINILM } from './helpers.mjs';
 
 const MB = 1e6;
 // The page's WebAssembly memory after a 512-token pass. Measured: 472 MB when the trace kept
@@ -16,12 +16,13 @@ const MAX_WASM_BYTES_AFTER_512 = 340 * MB;
 
 const env = usePage(); // TVIZ_DIST=dir serves another build
 
+/** MiniLM (its 512-token context, [CLS] and [SEP]), once the first pass is drawn in full. */
 async function openPage(url = env.base) {
   // The page's loader announces the instantiated module with its exports, memory among them.
   const watchMemory = (page) => page.addInitScript(() => {
     addEventListener('TrunkApplicationStarted', (e) => { window.__wasmMemory = e.detail.wasm.memory; });
   });
-  const opened = await open(env, url, { route: watchMemory });
+  const opened = await open(env, url, { route: watchMemory, model: MINILM });
   await waitForDrawn(opened.page, 0);
   return opened;
 }

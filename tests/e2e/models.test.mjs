@@ -5,15 +5,18 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { statSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { usePage, openPage as open, typeSentence, ROOT, writtenUrl } from './helpers.mjs';
+import { usePage, openPage as open, typeSentence, ROOT, writtenUrl, MINILM } from './helpers.mjs';
 import { MODELS, DEFAULT_MODEL, labelOf, downloadBytes } from '../../www/js/models.js';
 import { CACHE_NAME } from '../../www/js/model-files.js';
 
 const env = usePage();
 const openPage = (url, options) => open(env, url, options);
+/** MiniLM, the model these tests pick SmolLM2 from (a download it offers first, then back). */
+const openMiniLM = (url, options) => open(env, url, { ...options, model: MINILM });
 const SMOLLM2 = MODELS['smollm2-135m'];
 const GGUF = SMOLLM2.files.weights.path;
-const MINILM_WEIGHTS = MODELS['minilm-l6'].files.weights.path;
+const DEFAULT = MODELS[DEFAULT_MODEL];
+const DEFAULT_WEIGHTS = DEFAULT.files.weights.path;
 
 /** Opens `url`, recording the page's requests for model files in `requests`. */
 function recording(requests) {
@@ -97,7 +100,7 @@ test('the registry names every model file with its true size, and the build ship
 
 test('picking SmolLM2 says its size first, then shows the download\'s progress to 100%, then the model, and back', async () => {
   const requests = [];
-  const { page, context, problems } = await openPage(env.base, { route: recording(requests) });
+  const { page, context, problems } = await openMiniLM(env.base, { route: recording(requests) });
   assert.equal(await page.inputValue('#model'), 'minilm-l6');
   assert.deepEqual(await page.locator('#model option').allTextContents(), Object.values(MODELS).map(labelOf));
   assert.equal(await modelInUrl(page), 'minilm-l6');
@@ -174,7 +177,8 @@ test('picking SmolLM2 says its size first, then shows the download\'s progress t
 
 test('declining the download keeps the model shown; the picker works from the keyboard', async () => {
   const requests = [];
-  const { page, context, problems } = await openPage(env.base, { route: recording(requests) });
+  // From MiniLM, the next model down the picker is SmolLM2, which asks first.
+  const { page, context, problems } = await openMiniLM(env.base, { route: recording(requests) });
   await page.focus('#model');
   await page.keyboard.press('ArrowDown');
   await page.waitForFunction(() => window.__tviz.picker === 'offer');
@@ -211,13 +215,13 @@ test('Cancel stops a download under way and keeps the model shown', async () => 
   await page.click('#loading-cancel');
   await page.waitForFunction(() => window.__tviz.picker === 'idle' && document.getElementById('loading').hidden);
   release();
-  assert.equal(await page.inputValue('#model'), 'minilm-l6');
-  assert.equal(await page.evaluate(() => window.__tviz.model), 'minilm-l6');
+  assert.equal(await page.inputValue('#model'), DEFAULT_MODEL);
+  assert.equal(await page.evaluate(() => window.__tviz.model), DEFAULT_MODEL);
   assert.equal(await page.isVisible('#error'), false, 'a cancelled download is no error');
   assert.equal(await page.isVisible('#model-source'), true);
   assert.equal(await cachedSize(page, GGUF), null, 'nothing half-downloaded is kept');
-  await typeSentence(page, 'Still MiniLM.');
-  assert.equal(await modelInUrl(page), 'minilm-l6');
+  await typeSentence(page, 'Still the same model.');
+  assert.equal(await modelInUrl(page), DEFAULT_MODEL);
   assert.deepEqual(problems, []);
   await context.close();
 });
@@ -252,7 +256,7 @@ test('a truncated copy in the cache is discarded and downloaded again', async ()
   await visit1.page.click('#model-download');
   await loadSettled(visit1.page);
   await cacheWritten(visit1.page);
-  await truncateCached(visit1.page, MINILM_WEIGHTS, 1_000_000);
+  await truncateCached(visit1.page, DEFAULT_WEIGHTS, 1_000_000);
   await truncateCached(visit1.page, GGUF, 5_000_000);
   assert.equal(await cachedSize(visit1.page, GGUF), 5_000_000);
   await visit1.page.close();
@@ -260,12 +264,12 @@ test('a truncated copy in the cache is discarded and downloaded again', async ()
   // The default model: its label says it was downloaded again.
   const requests = [];
   const visit2 = await openPage(env.base, { route: recording(requests), context: visit1.context });
-  assert.deepEqual(requests.filter((r) => r === MINILM_WEIGHTS), [MINILM_WEIGHTS]);
+  assert.deepEqual(requests.filter((r) => r === DEFAULT_WEIGHTS), [DEFAULT_WEIGHTS]);
   await cacheWritten(visit2.page);
   assert.match(await visit2.page.textContent('#model-source'), /^downloaded again \(the cached copy was incomplete\), now cached$/);
-  assert.equal(await cachedSize(visit2.page, MINILM_WEIGHTS), MODELS['minilm-l6'].files.weights.bytes);
-  const minilm = await visit2.page.evaluate(() => window.__tviz.loads.at(-1));
-  assert.deepEqual(minilm.discarded, [MINILM_WEIGHTS]);
+  assert.equal(await cachedSize(visit2.page, DEFAULT_WEIGHTS), DEFAULT.files.weights.bytes);
+  const reloaded = await visit2.page.evaluate(() => window.__tviz.loads.at(-1));
+  assert.deepEqual(reloaded.discarded, [DEFAULT_WEIGHTS]);
 
   // SmolLM2, picked: the picker offers the download again (its cached copy is not whole).
   await visit2.page.selectOption('#model', 'smollm2-135m');
@@ -288,7 +292,7 @@ test('a damaged SmolLM2 file is reported in plain words and the page keeps MiniL
     // A GGUF header that ends in the middle of its metadata.
     await page.route(`**/${GGUF}`, (route) => route.fulfill({ status: 200, body: Buffer.concat([Buffer.from('GGUF'), Buffer.from([3, 0, 0, 0]), Buffer.alloc(40, 0xff)]) }));
   };
-  const picked = await openPage(env.base, { route: damaged });
+  const picked = await openMiniLM(env.base, { route: damaged });
   await picked.page.selectOption('#model', 'smollm2-135m');
   await picked.page.waitForFunction(() => window.__tviz.picker === 'offer');
   await picked.page.click('#model-download');
@@ -315,10 +319,10 @@ test('without a Cache API the page just downloads, and says the next visit will 
     await page.addInitScript(() => Object.defineProperty(window, 'caches', { value: undefined }));
   };
   const { page, context, problems } = await openPage(env.base, { route: hideCaches });
-  assert.deepEqual(requests.filter((r) => r === MINILM_WEIGHTS), [MINILM_WEIGHTS]);
+  assert.deepEqual(requests.filter((r) => r === DEFAULT_WEIGHTS), [DEFAULT_WEIGHTS]);
   await cacheWritten(page);
   assert.match(await page.textContent('#model-source'), /no Cache API/);
-  assert.equal(await page.evaluate(() => window.__tviz.model), 'minilm-l6');
+  assert.equal(await page.evaluate(() => window.__tviz.model), DEFAULT_MODEL);
   assert.deepEqual(problems, []);
   await context.close();
 });

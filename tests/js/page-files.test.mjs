@@ -22,3 +22,14 @@ test('every preloaded module is imported by another page module', () => {
     assert.match(sources, new RegExp(`from '\\./${f.replace('.', '\\.')}'`), `${f} is preloaded but nothing imports it`);
   }
 });
+
+test('the page reads the crate\'s model catalog itself: www/js/models.json links to src/checkpoints/models.json', async () => {
+  const { realpathSync } = await import('node:fs');
+  const { fileURLToPath } = await import('node:url');
+  const linked = realpathSync(fileURLToPath(new URL('js/models.json', WWW)));
+  assert.equal(linked, realpathSync(fileURLToPath(new URL('../src/checkpoints/models.json', WWW))));
+  const { MODELS, DEFAULT_MODEL } = await import('../../www/js/models.js');
+  const catalog = JSON.parse(readFileSync(linked, 'utf8'));
+  assert.deepEqual(Object.keys(MODELS), catalog.map((m) => m.name));
+  assert.deepEqual(catalog.filter((m) => m.default).map((m) => m.name), [DEFAULT_MODEL]);
+});

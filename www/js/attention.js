@@ -4,7 +4,29 @@
 import { $, fillSelect } from './dom.js';
 import { state, writeUrl } from './state.js';
 import { session } from './session.js';
-import { canvasOf, draw } from './charts.js';
+import { canvasOf, draw, registerChart } from './charts.js';
+
+registerChart('attention', {
+  spec: attentionSpec,
+  shape: [0.9, 340],
+  // The lines view gives each token a row of its own.
+  height: (width, height) => (state.mode === 'lines' ? Math.max(height, session.summary.tokens.length * 22 + 90) : height),
+});
+registerChart('grid', {
+  spec: () => ({ kind: 'grid', layer: state.layer, head: state.head }),
+  shape: [0.62, 240],
+  // Square thumbnails that fill the width (the grid leaves room for its labels). A deep model
+  // (SmolLM2: 30 layers) gets smaller thumbnails, so the grid stays about a screen tall; a
+  // click still opens any head large.
+  height: (width) => {
+    const { config } = session;
+    const font = width < 400 ? 10 : 12;
+    const fitWidth = Math.floor((width - (font * 3 + 6) - 4) / config.n_heads);
+    const fitHeight = Math.floor(Math.max(640, width * 0.9) / config.n_layers);
+    const side = Math.max(12, Math.min(fitWidth, fitHeight));
+    return font * 2 + 8 + side * config.n_layers + 4;
+  },
+});
 
 const MAX_LINE_HEADS = 8; // the colour-blind-safe palette has eight colours
 

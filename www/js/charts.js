@@ -2,49 +2,31 @@
 // Charts on screen are drawn at once after a pass; the others too when they are quick to
 // draw, else in the next task (giving way to pending input), or sooner when they scroll into
 // view or are exported.
-import { state } from './state.js';
 import { session } from './session.js';
-import { attentionSpec } from './attention.js';
-import { compareSpec } from './compare.js';
-import { predictionSpec } from './prediction.js';
-import { crossSpec } from './translation.js';
 import { whyNotShown, showWhyNotShown } from './applicable.js';
 import { readback, waitsForDevice, chartWaits, readRest } from './gpu-readback.js';
+import { testHook, publish, record, exposeForTests } from './testing-hook.js';
 
-export const charts = {
-  attention: attentionSpec,
-  grid: () => ({ kind: 'grid', layer: state.layer, head: state.head }),
-  'pos-table': () => ({ kind: 'position_table' }),
-  'pos-waves': () => ({ kind: 'position_waves', dims: state.dims }),
-  'pos-sin-table': () => ({ kind: 'sinusoidal_table' }),
-  'pos-sin-waves': () => ({ kind: 'sinusoidal_waves', dims: state.dims }),
-  'pos-sim': () => ({ kind: 'position_similarity' }),
-  'pos-sin': () => ({ kind: 'sinusoidal_similarity' }),
-  norm: () => ({ kind: 'norm', index: state.norm }),
-  'norm-params': () => ({ kind: 'norm_parameters', index: state.norm }),
-  residual: () => ({ kind: 'residual', tokens: state.residualTokens }),
-  step: () => ({ kind: 'step', index: state.step, head: state.stepHead }),
-  'compare-a': () => compareSpec('compare-a'),
-  'compare-b': () => compareSpec('compare-b'),
-  'compare-diff': () => compareSpec('compare-diff'),
-  'rotary-freq': () => ({ kind: 'rotary_frequencies' }),
-  'rotary-pair': () => ({ kind: 'rotary_pair', layer: state.layer, head: state.head, pair: state.rotaryPair }),
-  'rotary-distance': () => ({ kind: 'rotary_distance', layer: state.layer, head: state.head }),
-  lens: () => ({ kind: 'logit_lens' }),
-  prediction: predictionSpec,
-  'head-grid': () => ({ kind: 'head_grid', pattern: state.gridPattern }),
-  cross: crossSpec,
-};
+/** Every chart by its canvas's `data-chart` name: what it asks Rust to draw. Filled in by the
+ * sections that own the charts (registerChart), which import this module, never the reverse. */
+export const charts = {};
 
-// Height as a fraction of width, and a floor, per chart.
-const shapes = {
-  attention: [0.9, 340], grid: [0.62, 240], 'pos-table': [0.72, 300], 'pos-waves': [0.72, 340],
-  'pos-sin-table': [0.72, 300], 'pos-sin-waves': [0.72, 340], 'pos-sim': [0.9, 340], 'pos-sin': [0.9, 340],
-  norm: [0.5, 460], 'norm-params': [0.32, 300], residual: [0.62, 520], step: [0.55, 340],
-  'compare-a': [0.9, 340], 'compare-b': [0.9, 340], 'compare-diff': [0.9, 340],
-  'rotary-freq': [0.5, 300], 'rotary-pair': [1.0, 340], 'rotary-distance': [0.92, 340], lens: [0.78, 560], prediction: [0.6, 520], 'head-grid': [0.8, 420],
-  cross: [0.9, 340],
-};
+// Each chart's layout and drawing options, as registered.
+const options = {};
+
+/**
+ * Registers chart `name` (a section's, at its module's start):
+ *   spec: () => what the chart asks Rust to draw (`Viz::draw`'s spec), from the state;
+ *   shape: [height as a fraction of width, least height] in layout pixels;
+ *   height(width, height): the section's own height for that width, when the shape is not enough;
+ *   modelOnly: the chart depends on the model alone while the sentence is under 64 tokens;
+ *   heldWhileGenerating: too slow to redraw after each generated token (drawn when it stops).
+ */
+export function registerChart(name, { spec, shape, height = null, modelOnly = false, heldWhileGenerating = false }) {
+  if (Object.hasOwn(charts, name)) throw new Error(`the chart "${name}" is registered twice`);
+  charts[name] = spec;
+  options[name] = { shape, height, modelOnly, heldWhileGenerating };
+}
 
 // The page's canvases, looked up once each (a chart's drawing asks for its canvas often).
 const canvases = new Map();
@@ -85,32 +67,14 @@ function cssWidthOf(canvas) {
 // marks) and drawn at the screen's pixel density: the backing store has devicePixelRatio x zoom
 // pixels a layout pixel (data-scale tells Rust), so charts are sharp on 2x and 3x screens.
 function sizeCanvas(name) {
-  const { summary, config } = session;
   const canvas = canvasOf(name);
   const zoom = chartZoom();
   const scale = (window.devicePixelRatio || 1) * zoom;
   const cssWidth = cssWidthOf(canvas) || canvas.width / scale;
   const width = Math.max(300, Math.round(cssWidth / zoom));
-  const [ratio, floor] = shapes[name];
+  const { shape: [ratio, floor], height: ownHeight } = options[name];
   let height = Math.max(floor, Math.round(width * ratio));
-  if (name === 'attention' && state.mode === 'lines') height = Math.max(height, summary.tokens.length * 22 + 90);
-  if (name === 'step') {
-    // A 1-D step (the token ids) is one row of cells: keep it short.
-    const rows = summary.steps[state.step].shape.length === 1 ? 1 : summary.tokens.length;
-    height = Math.min(height, Math.max(220, rows * 26 + 150));
-  }
-  // On a narrow screen the three stages of a norm stack vertically.
-  if (name === 'norm' && width < 640) height = Math.max(height, 960);
-  if (name === 'grid') {
-    // Square thumbnails that fill the width (the grid leaves room for its labels).
-    const font = width < 400 ? 10 : 12;
-    // A deep model (SmolLM2: 30 layers) gets smaller thumbnails, so the grid stays about a
-    // screen tall; a click still opens any head large.
-    const fitWidth = Math.floor((width - (font * 3 + 6) - 4) / config.n_heads);
-    const fitHeight = Math.floor(Math.max(640, width * 0.9) / config.n_layers);
-    const side = Math.max(12, Math.min(fitWidth, fitHeight));
-    height = font * 2 + 8 + side * config.n_layers + 4;
-  }
+  if (ownHeight) height = ownHeight(width, height);
   const [backingWidth, backingHeight] = [Math.round(width * scale), Math.round(height * scale)];
   if (canvas.width !== backingWidth) canvas.width = backingWidth;
   if (canvas.height !== backingHeight) canvas.height = backingHeight;
@@ -119,16 +83,15 @@ function sizeCanvas(name) {
   if (canvas.style.height !== cssHeight) canvas.style.height = cssHeight;
 }
 
-// Charts depend on the sentence, except the position views while it is under 64 tokens and
-// the norm's learned parameters.
-const MODEL_ONLY = new Set(['pos-table', 'pos-waves', 'pos-sin-table', 'pos-sin-waves', 'pos-sim', 'pos-sin', 'norm-params']);
+// Charts depend on the sentence, except those registered `modelOnly` (the position views while
+// it is under 64 tokens, the norm's learned parameters).
 const drawnKey = {};
 const dirty = new Set();
 
 function keyOf(name) {
   const { summary } = session;
   const canvas = canvasOf(name);
-  const sentence = MODEL_ONLY.has(name) ? Math.max(64, summary.tokens.length) : summary;
+  const sentence = options[name].modelOnly ? Math.max(64, summary.tokens.length) : summary;
   return [session.modelName, JSON.stringify(charts[name]()), canvas.width, canvas.height, canvas.dataset.scale, sentence];
 }
 
@@ -138,7 +101,7 @@ export const afterDraw = {};
 /** Draws chart `name` now, unless nothing it shows has changed. */
 // How long each chart's last drawing took, for the benchmarks.
 const drawMilliseconds = {};
-window.__tvizDrawMilliseconds = drawMilliseconds;
+exposeForTests('DrawMilliseconds', drawMilliseconds);
 const drawTimes = {}; // each chart's last five drawing times (ms)
 
 /** How long chart `name` takes to draw: the quickest of its last five drawings, or Infinity
@@ -232,18 +195,17 @@ const timing = { passStartedAt: null, passPending: () => false, afterFirstView: 
 export const drawTiming = timing; // set by pass.js, main.js and prediction.js
 
 function settled() { // once a pass has drawn every chart (a second call changes nothing)
-  if (window.__tviz.firstSettledAt === undefined) {
-    window.__tviz.firstSettledAt = performance.now();
+  if (testHook.firstSettledAt === undefined) {
+    publish({ firstSettledAt: performance.now() });
     setTimeout(() => timing.afterFirstView?.(), 0);
   }
-  if (timing.passStartedAt !== null) window.__tviz.settledLatencies.push(performance.now() - timing.passStartedAt);
+  if (timing.passStartedAt !== null) record('settledLatencies', performance.now() - timing.passStartedAt);
   timing.passStartedAt = null;
 }
 
-// While a generation runs, each new token redraws only the charts on screen, except these
-// (the logit lens unembeds every layer's stream: hundreds of milliseconds a token); the rest
-// are drawn when it stops (prediction.js calls drawAll).
-const HELD_WHILE_GENERATING = new Set(['lens']);
+// While a generation runs, each new token redraws only the charts on screen, except those
+// registered `heldWhileGenerating` (the logit lens unembeds every layer's stream: hundreds of
+// milliseconds a token); the rest are drawn when it stops (prediction.js calls drawAll).
 
 /** The specs of the charts on screen (for the GPU's readback: `stepsToRead`). */
 export function specsOnScreen() {
@@ -261,7 +223,7 @@ export function drawAll() {
   for (const name of Object.keys(charts)) dirty.add(name);
   clearTimeout(background);
   if (timing.generating()) {
-    for (const name of [...dirty]) if (onScreen(name) && !HELD_WHILE_GENERATING.has(name)) draw(name);
+    for (const name of [...dirty]) if (onScreen(name) && !options[name].heldWhileGenerating) draw(name);
     return;
   }
   drawVisible();
@@ -308,10 +270,10 @@ function drawPending() {
   for (const name of [...dirty]) draw(name);
   settled();
 }
-window.__tvizFlush = drawPending;
+exposeForTests('Flush', drawPending);
 // For the tests: brings back what a GPU pass left on the device, then draws every chart.
-window.__tvizReadAll = async () => {
+exposeForTests('ReadAll', async () => {
   await readRest();
   drawPending();
-};
-window.__tvizSettled = () => dirty.size === 0;
+});
+exposeForTests('Settled', () => dirty.size === 0);

@@ -4,11 +4,13 @@
 import { $ } from './dom.js';
 import { state } from './state.js';
 import { session } from './session.js';
-import { draw } from './charts.js';
+import { draw, registerChart } from './charts.js';
 import { attachHover } from './hover.js';
 import { attachExport } from './export.js';
+import { count } from './testing-hook.js';
 
 export const COMPARE_CHARTS = ['compare-a', 'compare-b', 'compare-diff'];
+for (const name of COMPARE_CHARTS) registerChart(name, { spec: () => compareSpec(name), shape: [0.9, 340] });
 
 // The second sentence's tokens once its pass ran (null while the box is closed or its text
 // cannot be read), and how many times it changed (so unchanged charts are not redrawn).
@@ -64,7 +66,7 @@ function runCompare() {
     $('compare-status').classList.add('warning');
   }
   drawCompare();
-  window.__tviz.compareRuns = (window.__tviz.compareRuns ?? 0) + 1;
+  count('compareRuns');
 }
 
 /** Another model was loaded: sentence B's pass is run again in it (when the comparison is open). */

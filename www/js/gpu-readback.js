@@ -8,7 +8,8 @@
 // Nothing is ever drawn from values still on the device: such a chart keeps its last
 // picture until they arrive.
 import { session } from './session.js';
-import { gpu } from './gpu-backend.js';
+import { gpu } from './backend-status.js';
+import { testHook, publishReadback } from './testing-hook.js';
 
 export const readback = {
   waiting: new Set(), // charts not drawn because their values are still on the device
@@ -34,7 +35,7 @@ export function stepsToRead(specs) {
     const names = new Set(viz.steps_read(specs));
     for (const step of summary.steps) if (step.op === 'Softmax' || step.op === 'CrossSoftmax') names.add(step.name);
     Object.assign(read, { key, viz, names: [...names] });
-    window.__tviz.gpuReadback.stepsRead = names.size;
+    publishReadback({ stepsRead: names.size });
     return read.names;
   } catch {
     return null;
@@ -85,12 +86,10 @@ export function readRest() {
         readback.lost?.(result);
         return;
       }
-      window.__tviz.gpuReadback.restReads += 1;
       session.unread = viz.awaits_device();
-      window.__tviz.gpuReadback.valuesLeft = opened.values_left();
       const waited = [...readback.waiting];
       readback.waiting.clear();
-      window.__tviz.gpuReadback.waitingCharts = [];
+      publishReadback({ restReads: testHook.gpuReadback.restReads + 1, valuesLeft: opened.values_left(), waitingCharts: [] });
       for (const then of readback.arrived) then(waited);
     });
   return readback.inFlight;
@@ -99,7 +98,7 @@ export function readRest() {
 /** A chart is waiting for values on the device: asks for them if it is on screen. */
 export function chartWaits(name, onScreen) {
   readback.waiting.add(name);
-  window.__tviz.gpuReadback.waitingCharts = [...readback.waiting];
+  publishReadback({ waitingCharts: [...readback.waiting] });
   if (onScreen) readRest();
 }
 

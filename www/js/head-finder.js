@@ -7,8 +7,10 @@ import { $, fillSelect, syncChildren, setIfChanged } from './dom.js';
 import { state } from './state.js';
 import { session } from './session.js';
 import { selectHead, renderLinesControls } from './attention.js';
-import { draw, canvasOf } from './charts.js';
+import { draw, canvasOf, registerChart } from './charts.js';
 import { chartPoint, cellAt } from './hover.js';
+
+registerChart('head-grid', { spec: () => ({ kind: 'head_grid', pattern: state.gridPattern }), shape: [0.8, 420] });
 
 const SHOWN = 8; // entries per list
 

@@ -1,12 +1,18 @@
 // transformer-viz page: wires the inputs to the wasm API (`Viz`) and the canvases.
 // All model work and all chart drawing happen in Rust; these modules only keep state, ask for
-// views by name, and handle hover, export, the URL and the keyboard. One module a section:
-//   state.js (choices + URL)   session.js (model + last pass)   pass.js (text -> pass -> views)
-//   charts.js (sizes, when to draw)   tokens.js  attention.js  head-finder.js  compare.js  position.js
-//   norm.js  residual.js  stepper.js  prediction.js  translation.js (encoder-decoder)  hover.js  export.js  cpu-threads.js  presenter.js
-//   models.js (which models, their files)  model-picker.js (choosing and loading one)
-//   model-files.js (Cache API, downloads)  applicable.js (views a model does not have)
-//   url-state.js (link format)  loading.js  messages.js  math.js  dom.js
+// views by name, and handle hover, export, the URL and the keyboard. Imports go one way, from
+// the top of this list down (scripts/check-layers.mjs checks it):
+//   main.js (wiring)   pass.js (text -> pass -> views)   model-picker.js (choosing and loading one)
+//   sections, one module each, each registering its charts with charts.js: tokens.js
+//     attention.js  head-finder.js  compare.js  position.js  norm.js  residual.js  rotary.js
+//     stepper.js  prediction.js (and the logit lens)  translation.js (encoder-decoder)  presenter.js
+//   charts.js (sizes, when to draw)  hover.js  export.js
+//   gpu-backend.js  cpu-threads.js  backend-status.js (the status line, the GPU's state)
+//     gpu-readback.js  applicable.js (views a model does not have)
+//   state.js (choices + URL)   session.js (model + last pass)
+//   models.js (which models, their files: src/checkpoints/models.json)  model-files.js (Cache
+//     API, downloads)  url-state.js (link format)  threads.js  loading.js  messages.js  math.js
+//     dom.js  testing-hook.js (window.__tviz, for the browser tests)
 import { $ } from './dom.js';
 import { state, fromLink, readUrl, checkAgainst, onHistoryMove, keepLinksOutOfHistory, writeUrl } from './state.js';
 import { session } from './session.js';
@@ -27,10 +33,12 @@ import { wireStepper } from './stepper.js';
 import { wireTranslation } from './translation.js';
 import { attachHover } from './hover.js';
 import { attachExport } from './export.js';
-import { showBackend, startThreads } from './cpu-threads.js';
+import { startThreads } from './cpu-threads.js';
+import { showBackend } from './backend-status.js';
 import { openGpu, wireBackendChoice } from './gpu-backend.js';
 import { wirePresenter } from './presenter.js';
 import { openFirstModel, wirePicker, switchModel } from './model-picker.js';
+import { publish } from './testing-hook.js';
 
 // Back/Forward landed on another view: show it.
 function showHistoryView(before) {
@@ -124,8 +132,10 @@ async function main() {
   $('loading').hidden = true;
 }
 
-window.__tviz.ready = main().catch((err) => {
-  $('loading').hidden = true;
-  showError(`The model could not be loaded: ${err.message ?? err}`);
-  window.__tviz.failed = String(err.message ?? err);
+publish({
+  ready: main().catch((err) => {
+    $('loading').hidden = true;
+    showError(`The model could not be loaded: ${err.message ?? err}`);
+    publish({ failed: String(err.message ?? err) });
+  }),
 });

@@ -12,6 +12,7 @@ import { MODELS, DEFAULT_MODEL, modelNamed, labelOf, downloadBytes, megabytes } 
 import { loadModelFiles, isCached, cacheAvailable } from './model-files.js';
 import { closeGpu } from './gpu-backend.js';
 import { renderModelText } from './applicable.js';
+import { testHook, publish, record } from './testing-hook.js';
 
 const mb = (bytes) => megabytes(bytes, 1);
 
@@ -23,9 +24,9 @@ function setProgress(model, done, total) {
   bar.max = total;
   bar.value = done;
   $('loading-amount').textContent = `${mb(done)} of ${mb(total)} MB`;
-  const p = window.__tviz.progress;
-  if (p?.model === model.name) Object.assign(p, { done, total, updates: p.updates + 1 });
-  else window.__tviz.progress = { model: model.name, done, total, updates: 1 };
+  const p = testHook.progress;
+  if (p?.model === model.name) publish({ progress: { ...p, done, total, updates: p.updates + 1 } });
+  else publish({ progress: { model: model.name, done, total, updates: 1 } });
 }
 
 /**
@@ -70,7 +71,7 @@ async function fetchAndBuild(name, bindingsReady, { signal, why = '' } = {}) {
   await nextPaint();
   signal?.throwIfAborted();
   const load = { model: name, source: files.source, discarded: files.discarded, stored: null, error: null };
-  window.__tviz.loads.push(load);
+  record('loads', load);
   files.stored.then((stored) => {
     load.stored = stored;
     if (shownLoad === load) showSource(load);
@@ -109,8 +110,7 @@ function install({ name, viz, load }) {
     state.text = model.example;
     $('text').value = model.example;
   }
-  window.__tviz.model = name;
-  window.__tviz.modelError = null;
+  publish({ model: name, modelError: null });
 }
 
 /** The post-LN / pre-LN switch, for a model trained with a twin that differs only there. */
@@ -139,7 +139,7 @@ function fillPicker() {
 export async function openFirstModel() {
   // What the tests read: the model shown, each load's outcome, the last download's progress,
   // and what the picker is doing (idle, checking the cache, offering a download, loading).
-  Object.assign(window.__tviz, { model: null, picker: 'idle', modelError: null, loads: [], progress: null });
+  publish({ model: null, picker: 'idle', modelError: null, loads: [], progress: null });
   fillPicker();
   const bindings = wasmBindings();
   const asked = state.model;
@@ -151,7 +151,7 @@ export async function openFirstModel() {
     showError(`${err.message}. ${modelNamed(DEFAULT_MODEL).short} is shown instead.`);
     loaded = await fetchAndBuild(DEFAULT_MODEL, bindings);
     install(loaded);
-    window.__tviz.modelError = err.message;
+    publish({ modelError: err.message });
     return;
   }
   install(loaded);
@@ -164,7 +164,7 @@ let afterSwitch = () => {};
 
 function hideOffer() {
   $('model-offer').hidden = true;
-  if (window.__tviz.picker === 'offer') window.__tviz.picker = 'idle';
+  if (testHook.picker === 'offer') publish({ picker: 'idle' });
 }
 
 function cancelSwitch() {
@@ -173,7 +173,7 @@ function cancelSwitch() {
   switching = null;
   $('loading').hidden = true;
   $('loading-cancel').hidden = true;
-  window.__tviz.picker = 'idle';
+  publish({ picker: 'idle' });
 }
 
 /** Shows the model the page has in the picker again (a download declined, cancelled or failed). */
@@ -193,7 +193,7 @@ function offer(model) {
   $('model-keep').textContent = `Keep ${shown.short}`;
   $('model-offer').hidden = false;
   $('model-source').hidden = true; // it describes the model shown, not the one picked
-  window.__tviz.picker = 'offer';
+  publish({ picker: 'offer' });
 }
 
 /**
@@ -207,7 +207,7 @@ export async function switchModel(name) {
   const seq = ++switchSeq;
   const controller = new AbortController();
   switching = { seq, controller };
-  window.__tviz.picker = 'loading';
+  publish({ picker: 'loading' });
   $('loading-cancel').hidden = false;
   $('model-source').hidden = true;
   try {
@@ -222,13 +222,13 @@ export async function switchModel(name) {
     switching = null;
     const message = err instanceof ModelLoadError ? err.message : `${modelNamed(name).short} could not be loaded: ${err.message ?? err}`;
     showError(`${message}. The page still shows ${modelNamed(session.modelName).short}.`);
-    window.__tviz.modelError = message;
+    publish({ modelError: message });
     keepShownModel();
   } finally {
     if (seq === switchSeq) {
       $('loading').hidden = true;
       $('loading-cancel').hidden = true;
-      if (window.__tviz.picker === 'loading') window.__tviz.picker = 'idle';
+      if (testHook.picker === 'loading') publish({ picker: 'idle' });
     }
   }
 }
@@ -240,14 +240,14 @@ async function pick(name) {
   cancelSwitch();
   if (!model || name === session.modelName) {
     $('model-source').hidden = false; // back on the model shown
-    window.__tviz.picker = 'idle';
+    publish({ picker: 'idle' });
     return;
   }
   const seq = ++switchSeq;
-  window.__tviz.picker = 'checking';
+  publish({ picker: 'checking' });
   const cached = await isCached(model);
   if (seq !== switchSeq || $('model').value !== name) return; // chose again meanwhile
-  window.__tviz.picker = 'idle';
+  publish({ picker: 'idle' });
   // A small model (the lecture's own, a few MB) loads at once; a big one says its size first.
   if (cached || downloadBytes(model) < SMALL_MODEL_BYTES) switchModel(name);
   else offer(model);

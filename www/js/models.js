@@ -3,82 +3,38 @@
 // so that Node's tests read the same registry and check each size against the file itself
 // (tests/e2e/models.test.mjs).
 //
-// The engine builds a model as `new Viz(name, configJson, tokenizerJson, weightsBytes)`. A file
-// a model does not have is passed as "" (SmolLM2's GGUF holds its config and vocabulary).
+// The list itself is the crate's catalog, src/checkpoints/models.json (read by Rust too:
+// src/checkpoints/catalog.rs); ./models.json is a link to it, copied into dist/js/ with this
+// folder. The engine builds a model as `new Viz(name, configJson, tokenizerJson, weightsBytes)`.
+// A file a model does not have is passed as "" (SmolLM2's GGUF holds its config and vocabulary).
+import catalog from './models.json' with { type: 'json' };
 
 /** @typedef {{ path: string, bytes: number }} ModelFile */
+/**
+ * @typedef {{ name: string, kind: string, short: string, title: string, description: string,
+ *   files: { config?: ModelFile, tokenizer?: ModelFile, weights: ModelFile }, twin?: string,
+ *   committed?: boolean, example?: string, accepts?: RegExp }} Model
+ * `title` is the checkpoint's own name (export captions, messages); `twin` the model trained
+ * alongside that differs only in where its norms sit; `committed`: in the repository's
+ * trained/, not fetched by the set-up; `example`: what the text box holds when this model is
+ * chosen from the picker, for a model that `accepts` only some characters.
+ */
 
-export const MODELS = {
-  'lecture-post-ln': {
-    name: 'lecture-post-ln',
-    short: 'Lecture decoder (post-LN)',
-    title: 'the lecture decoder (post-LN)',
-    kind: 'decoder',
-    description: 'The notes\' own transformer, trained by this project on public-domain English: 3 layers, 4 heads, d_model 128, sinusoidal positions, LayerNorm after each sublayer, ReLU feed-forward, tied embeddings, a 512-token vocabulary (0.66M parameters).',
-    files: {
-      config: { path: 'models/lecture-post-ln/config.json', bytes: 455 },
-      tokenizer: { path: 'models/lecture-post-ln/tokenizer.json', bytes: 4774 },
-      weights: { path: 'models/lecture-post-ln/model.safetensors', bytes: 2645968 },
-    },
-    twin: 'lecture-pre-ln',
-    committed: true, // in the repository's trained/, not fetched by the set-up
-  },
-  'lecture-pre-ln': {
-    name: 'lecture-pre-ln',
-    short: 'Lecture decoder (pre-LN)',
-    title: 'the lecture decoder (pre-LN)',
-    kind: 'decoder',
-    description: 'The post-LN lecture decoder\'s twin, trained on the same data with the same seed, with LayerNorm before each sublayer and one final norm (as GPT-2).',
-    files: {
-      config: { path: 'models/lecture-pre-ln/config.json', bytes: 453 },
-      tokenizer: { path: 'models/lecture-pre-ln/tokenizer.json', bytes: 4774 },
-      weights: { path: 'models/lecture-pre-ln/model.safetensors', bytes: 2647144 },
-    },
-    twin: 'lecture-post-ln',
-    committed: true,
-  },
-  'lecture-reverse': {
-    name: 'lecture-reverse',
-    short: 'Lecture encoder-decoder (reverses)',
-    title: 'the lecture encoder-decoder',
-    kind: 'encoder-decoder',
-    description: 'The notes\' encoder-decoder, trained by this project to write its source backwards: 2 encoder and 2 decoder layers, 4 heads, d_model 64, sinusoidal positions, pre-LN, ReLU, cross-attention in every decoder layer (0.24M parameters). Lowercase letters and spaces, up to 20 characters.',
-    files: {
-      config: { path: 'models/lecture-reverse/config.json', bytes: 445 },
-      tokenizer: { path: 'models/lecture-reverse/tokenizer.json', bytes: 182 },
-      weights: { path: 'models/lecture-reverse/model.safetensors', bytes: 950496 },
-    },
-    committed: true,
-    // What the text box holds when this model is chosen from the picker (a sentence of
-    // another kind would be refused: it knows only lowercase letters and spaces).
-    example: 'attention heads',
-    accepts: /^[a-z ]*$/, // the characters its vocabulary spells
-  },
-  'minilm-l6': {
-    name: 'minilm-l6',
-    short: 'MiniLM-L6',
-    title: 'all-MiniLM-L6-v2', // the checkpoint's own name: export captions, messages
-    kind: 'encoder',
-    description: 'A 6-layer encoder (22.7M parameters) that reads the whole sentence at once and outputs one vector per token; it predicts no words.',
-    files: {
-      config: { path: 'models/minilm-l6/config.json', bytes: 612 },
-      tokenizer: { path: 'models/minilm-l6/tokenizer.json', bytes: 466247 },
-      weights: { path: 'models/minilm-l6/model.f16.safetensors', bytes: 45441912 },
-    },
-  },
-  'smollm2-135m': {
-    name: 'smollm2-135m',
-    short: 'SmolLM2-135M',
-    title: 'SmolLM2-135M-Instruct',
-    kind: 'decoder',
-    description: 'A 30-layer decoder (135M parameters, stored in 4-bit blocks) trained to predict the next token from the ones before it.',
-    files: {
-      weights: { path: 'models/smollm2-135m/model.Q4_1.gguf', bytes: 98362432 },
-    },
-  },
-};
+/** The page's view of a catalog entry (the catalog's `accepts` is a regular expression's text). */
+function pageModel({ name, kind, short, title, description, files, twin, committed, example, accepts }) {
+  const model = { name, short, title, kind, description, files };
+  if (twin) model.twin = twin;
+  if (committed) model.committed = true;
+  if (example !== undefined) model.example = example;
+  if (accepts !== undefined) model.accepts = new RegExp(accepts);
+  return model;
+}
 
-export const DEFAULT_MODEL = 'lecture-post-ln';
+/** Every model by name, in the picker's order. @type {Record<string, Model>} */
+export const MODELS = Object.fromEntries(catalog.map((m) => [m.name, pageModel(m)]));
+
+/** The model the page opens with when a link names none. */
+export const DEFAULT_MODEL = catalog.find((m) => m.default).name;
 
 /** The model called `name`, or undefined. */
 export function modelNamed(name) {

@@ -3,7 +3,14 @@
 import { $, fillSelect } from './dom.js';
 import { state, writeUrl } from './state.js';
 import { session } from './session.js';
-import { draw } from './charts.js';
+import { draw, registerChart } from './charts.js';
+
+registerChart('norm', {
+  spec: () => ({ kind: 'norm', index: state.norm }),
+  shape: [0.5, 460],
+  height: (width, height) => (width < 640 ? Math.max(height, 960) : height), // the three stages stack
+});
+registerChart('norm-params', { spec: () => ({ kind: 'norm_parameters', index: state.norm }), shape: [0.32, 300], modelOnly: true });
 
 // The same words as the charts' titles (src/draw/layer_norm.rs `norm_place_words`).
 function normLabel(n) {

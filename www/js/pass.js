@@ -13,16 +13,14 @@ import { renderNormOptions } from './norm.js';
 import { renderResidualPicker } from './residual.js';
 import { renderStep } from './stepper.js';
 import { renderPrediction } from './prediction.js';
-import { showBackend } from './cpu-threads.js';
 import { renderHeadFinder } from './head-finder.js';
 import { resetLinesFocus } from './attention.js';
 import { renderCompare } from './compare.js';
 import { renderTranslation } from './translation.js';
-import { gpu, fallBack, renderGpuStatus } from './gpu-backend.js';
+import { fallBack } from './gpu-backend.js';
+import { gpu, showBackend, renderGpuStatus } from './backend-status.js';
 import { readback, stepsToRead } from './gpu-readback.js';
-
-// For tests and the benchmark: how many updates ran and how long input took to be drawn.
-window.__tviz = { gpuPasses: 0, gpuPassText: null, gpuReadback: { restReads: 0, valuesLeft: 0, stepsRead: null, waitingCharts: [] }, renders: 0, latencies: [], settledLatencies: [], passes: [], ready: null, backend: null, cpuThreads: 'pending' };
+import { testHook, publish, publishReadback, count, record } from './testing-hook.js';
 
 let pending = false;
 let inputAt = null;
@@ -58,7 +56,7 @@ function showTextError(err) {
   $('token-count').textContent = 'No tokens. The charts below still show the last sentence.';
   $('truncated').hidden = true;
   document.body.classList.add('stale');
-  window.__tviz.renders += 1;
+  count('renders');
   inputAt = null;
 }
 
@@ -88,10 +86,10 @@ export async function passOnGpuWith(makePass, { compare = true } = {}) {
     }
     const failure = opened.failure();
     const summary = viz.install_pass(pass);
-    window.__tviz.gpuReadback.valuesLeft = opened.values_left();
+    publishReadback({ valuesLeft: opened.values_left() });
     if (failure) fallBack(failure);
     else gpu.difference = compare ? differenceFromCpu(viz) : null;
-    window.__tviz.gpuPasses += 1;
+    count('gpuPasses');
     clearError('text-error');
     document.body.classList.remove('stale');
     showBackend();
@@ -125,7 +123,7 @@ async function passOnGpu() {
     // Read back with the pass what the charts on screen draw; the rest when asked.
     const summary = await passOnGpuWith((opened) => opened.trace(text, stepsToRead(specsOnScreen())));
     if (summary) {
-      window.__tviz.gpuPassText = text;
+      publish({ gpuPassText: text });
       showSummary(summary, started);
     }
   } catch (err) {
@@ -196,18 +194,18 @@ export function showSummary(summary, started = performance.now()) {
   drawAll();
   renderStep();
   renderPrediction();
-  if (summary.threads !== window.__tviz.threads) showBackend(); // the threads started
+  if (summary.threads !== testHook.threads) showBackend(); // the threads started
   $('timing').textContent = timingText(summary);
   writeUrlSoon();
   const done = performance.now();
-  window.__tviz.renders += 1;
+  count('renders');
   if (inputAt !== null) {
-    window.__tviz.latencies.push(done - inputAt);
-    if (summary.recomputed) window.__tviz.passes.push(summary.milliseconds);
+    record('latencies', done - inputAt);
+    if (summary.recomputed) record('passes', summary.milliseconds);
   }
   inputAt = null;
   lastPassEnd = done;
-  if (window.__tviz.firstViewAt === undefined) window.__tviz.firstViewAt = done;
+  if (testHook.firstViewAt === undefined) publish({ firstViewAt: done });
 }
 
 export function scheduleUpdate(event) {

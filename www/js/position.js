@@ -4,7 +4,18 @@
 import { $ } from './dom.js';
 import { state, writeUrl, DEFAULT_DIMS } from './state.js';
 import { session } from './session.js';
-import { draw } from './charts.js';
+import { draw, registerChart } from './charts.js';
+
+// The model's own table (learned) beside the paper's sinusoidal one at the model's width. They
+// depend on the model alone while the sentence is under 64 tokens.
+for (const [name, spec, shape] of [
+  ['pos-table', () => ({ kind: 'position_table' }), [0.72, 300]],
+  ['pos-waves', () => ({ kind: 'position_waves', dims: state.dims }), [0.72, 340]],
+  ['pos-sin-table', () => ({ kind: 'sinusoidal_table' }), [0.72, 300]],
+  ['pos-sin-waves', () => ({ kind: 'sinusoidal_waves', dims: state.dims }), [0.72, 340]],
+  ['pos-sim', () => ({ kind: 'position_similarity' }), [0.9, 340]],
+  ['pos-sin', () => ({ kind: 'sinusoidal_similarity' }), [0.9, 340]],
+]) registerChart(name, { spec, shape, modelOnly: true });
 
 export const MAX_DIMS = 8; // one colour each
 

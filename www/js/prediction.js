@@ -5,11 +5,17 @@ import { $, setIfChanged } from './dom.js';
 import { state, writeUrl } from './state.js';
 import { session } from './session.js';
 import { modelNamed } from './models.js';
-import { draw, drawAll, drawTiming, specsOnScreen } from './charts.js';
+import { draw, drawAll, drawTiming, specsOnScreen, registerChart } from './charts.js';
 import { showError, clearError } from './messages.js';
 import { isEncoderDecoder } from './applicable.js';
-import { gpu, renderGpuStatus } from './gpu-backend.js';
+import { gpu, renderGpuStatus } from './backend-status.js';
 import { stepsToRead } from './gpu-readback.js';
+import { exposeForTests } from './testing-hook.js';
+
+registerChart('prediction', { spec: predictionSpec, shape: [0.6, 520] });
+// The logit lens reads the stream through the same final norm and unembedding. It unembeds
+// every layer's stream: hundreds of milliseconds, held while a generation runs.
+registerChart('lens', { spec: () => ({ kind: 'logit_lens' }), shape: [0.78, 560], heldWhileGenerating: true });
 
 /** The decoding settings as the engine reads them. */
 export function samplingSettings() {
@@ -65,7 +71,7 @@ function readControl(input, key, lo, hi, whole) {
 
 // ---------- generation ----------
 const generation = { running: false, stop: false };
-window.__tvizGeneration = generation; // read by the browser tests
+exposeForTests('Generation', generation); // read by the browser tests
 
 function say(text) {
   $('generation-status').textContent = text;

@@ -3,7 +3,9 @@
 import { $, syncChildren, setIfChanged } from './dom.js';
 import { state, writeUrl } from './state.js';
 import { session } from './session.js';
-import { draw, afterDraw } from './charts.js';
+import { draw, afterDraw, registerChart } from './charts.js';
+
+registerChart('residual', { spec: () => ({ kind: 'residual', tokens: state.residualTokens }), shape: [0.62, 520] });
 
 export const MAX_FOLLOWED = 8; // the chart's palette has 8 colours; none repeats
 

@@ -3,7 +3,11 @@
 import { $ } from './dom.js';
 import { state, writeUrl } from './state.js';
 import { session } from './session.js';
-import { draw } from './charts.js';
+import { draw, registerChart } from './charts.js';
+
+registerChart('rotary-freq', { spec: () => ({ kind: 'rotary_frequencies' }), shape: [0.5, 300] });
+registerChart('rotary-pair', { spec: () => ({ kind: 'rotary_pair', layer: state.layer, head: state.head, pair: state.rotaryPair }), shape: [1.0, 340] });
+registerChart('rotary-distance', { spec: () => ({ kind: 'rotary_distance', layer: state.layer, head: state.head }), shape: [0.92, 340] });
 
 /** Pairs in one head of the loaded model (0 for a model without rotary positions). */
 export function pairCount() {

@@ -1,5 +1,7 @@
 // The loaded model and the latest forward pass: what every section reads to draw itself.
 // Set by model-picker.js (model) and pass.js (each pass); read everywhere else.
+import { exposeForTests } from './testing-hook.js';
+
 export const session = {
   viz: null, // the wasm `Viz`: model, last trace, drawing
   modelName: null, // which model `viz` holds (models.js)
@@ -9,4 +11,4 @@ export const session = {
   drawn: {}, // chart name -> what Rust reported when drawing it (geometry, values, labels)
   unread: false, // the pass came from the GPU and some of its values are still on the device
 };
-window.__tvizDrawn = session.drawn; // read by the browser tests to click a given thumbnail
+exposeForTests('Drawn', session.drawn); // read by the browser tests to click a given thumbnail

@@ -5,6 +5,7 @@ import { $ } from './dom.js';
 import { showNotice, setLinkNote } from './messages.js';
 import { parseLink, clampToLimits, textFragment, queryFor, shorten, parseDims as parseDimsText } from './url-state.js';
 import { MODELS, DEFAULT_MODEL, modelNamed } from './models.js';
+import { exposeForTests } from './testing-hook.js';
 // Sines and cosines of ever longer periods in the sinusoidal table (6, 6, 16, 43 and 112 positions).
 export const DEFAULT_DIMS = [0, 1, 40, 80, 120];
 
@@ -108,7 +109,7 @@ export function writeUrlSoon() {
   }, typing ? TYPING_PAUSE_MS : 0);
 }
 /** For tests: true once the address bar shows every change made so far. */
-window.__tvizUrlWritten = () => writing === 0 && pendingReplace === null;
+exposeForTests('UrlWritten', () => writing === 0 && pendingReplace === null);
 
 async function writeUrlNow() {
   const seq = ++linkSeq;

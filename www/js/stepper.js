@@ -4,7 +4,18 @@ import { $, fillSelect, setIfChanged } from './dom.js';
 import { state, writeUrl } from './state.js';
 import { session } from './session.js';
 import { renderTex } from './math.js';
-import { draw } from './charts.js';
+import { draw, registerChart } from './charts.js';
+
+registerChart('step', {
+  spec: () => ({ kind: 'step', index: state.step, head: state.stepHead }),
+  shape: [0.55, 340],
+  // A 1-D step (the token ids) is one row of cells: kept short.
+  height: (width, height) => {
+    const { summary } = session;
+    const rows = summary.steps[state.step].shape.length === 1 ? 1 : summary.tokens.length;
+    return Math.min(height, Math.max(220, rows * 26 + 150));
+  },
+});
 
 const DIAGRAM = [
   ['Tokenize'], ['TokenEmbedding', 'SegmentEmbedding'], ['PositionEncoding', 'AddPosition'], ['EmbeddingNorm'],

@@ -7,6 +7,9 @@ import { state } from './state.js';
 import { session } from './session.js';
 import { selectHead } from './attention.js';
 import { isEncoderDecoder } from './applicable.js';
+import { registerChart } from './charts.js';
+
+registerChart('cross', { spec: crossSpec, shape: [0.9, 340] });
 
 export function crossSpec() {
   return { kind: 'cross_attention', layer: state.layer, head: state.head };

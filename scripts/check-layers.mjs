@@ -31,17 +31,18 @@ export const JS_LAYERS = [
 /** The crate's layers, lowest first, by top-level module (src/NAME.rs or src/NAME/). */
 export const RUST_LAYERS = [
   ['error'],
+  ['tensor'],
   ['formats', 'tokenize'],
   ['model'],
-  ['checkpoints'],
-  ['trace'],
   ['gpu'],
-  ['analysis'],
+  ['trace'],
   ['transformer'],
+  ['checkpoints'],
+  ['analysis'],
   ['draw'],
   ['train'],
   ['cli'],
-  ['web', 'web_canvas', 'web_gpu'],
+  ['web'],
 ];
 
 // ---------------------------------------------------------------- shared

@@ -24,10 +24,6 @@ pub mod transformer;
 
 #[cfg(target_arch = "wasm32")]
 pub mod web;
-#[cfg(target_arch = "wasm32")]
-mod web_canvas;
-#[cfg(target_arch = "wasm32")]
-pub mod web_gpu;
 
 pub use error::{Result, VizError};
 pub use trace::{Op, Trace};

@@ -155,7 +155,7 @@ impl Cells {
 
 /// A drawing backend that can show `Cells`. By default it is given the enlarged image; a
 /// browser canvas overrides this and lets the canvas enlarge the small one
-/// (`web_canvas::FastCanvas`), which on a keystroke saves building, copying and uploading
+/// (`web::canvas::FastCanvas`), which on a keystroke saves building, copying and uploading
 /// a full-size image for every heatmap on the page.
 pub trait Canvas: DrawingBackend {
     fn blit_cells(

@@ -27,7 +27,7 @@ use crate::model::config::{Activation, NormKind};
 use crate::model::linear::Linear;
 use crate::model::matrix::Matrix;
 use crate::model::weights::{NormWeights, Weights};
-use crate::trace::{Fill, Tensor, TensorData};
+use crate::tensor::{Fill, Tensor, TensorData};
 
 /// A tensor of a pass on the GPU: its buffer, or none once the GPU has failed (the shape is
 /// kept, so that the pass's shapes stay right while it runs to its end).

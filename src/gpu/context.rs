@@ -5,8 +5,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use super::error::GpuError;
-use super::kernel::Kernel;
-use super::tensor::{GpuDtype, GpuTensor};
 
 pub struct GpuContext {
     pub(crate) device: wgpu::Device,
@@ -166,81 +164,39 @@ impl GpuContext {
             self.queue.submit([encoder.finish()]);
         }
     }
+}
 
-    /// Copies a tensor back to the CPU. Asynchronous, as WebGPU requires; natively this waits
-    /// for the device to finish.
-    pub async fn read(&self, t: &GpuTensor) -> Result<Vec<f32>, GpuError> {
-        Ok(self.read_all(&[t]).await?.pop().expect("one tensor read"))
-    }
+/// A compiled compute pipeline (dispatched by `kernel.rs`).
+pub(crate) struct Kernel {
+    pub(super) name: &'static str,
+    pub(super) pipeline: wgpu::ComputePipeline,
+}
 
-    /// Copies tensors back to the CPU in one submission and one wait: each readback is a round
-    /// trip to the device (in a browser, to its GPU process), so tensors needed together are
-    /// read together.
-    pub async fn read_all(&self, tensors: &[&GpuTensor]) -> Result<Vec<Vec<f32>>, GpuError> {
-        self.check()?;
-        if let Some(t) = tensors.iter().find(|t| t.dtype() != GpuDtype::F32) {
-            return Err(GpuError::Readback(format!(
-                "only f32 tensors are read back, not {:?} weights",
-                t.dtype()
-            )));
-        }
-        let staging: Vec<wgpu::Buffer> = tensors
-            .iter()
-            .map(|t| {
-                let buffer = self.device.create_buffer(&wgpu::BufferDescriptor {
-                    label: Some("readback"),
-                    size: t.bytes(),
-                    usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                    mapped_at_creation: false,
-                });
-                self.record(|encoder| {
-                    encoder.copy_buffer_to_buffer(&t.buffer, 0, &buffer, 0, t.bytes())
-                });
-                buffer
-            })
-            .collect();
-        // The commands that compute the tensors and the copies out, in one submission.
-        self.flush();
-        let receivers: Vec<_> = staging
-            .iter()
-            .map(|buffer| {
-                let (sender, receiver) = futures_channel::oneshot::channel();
-                buffer
-                    .slice(..)
-                    .map_async(wgpu::MapMode::Read, move |result| {
-                        let _ = sender.send(result);
-                    });
-                receiver
-            })
-            .collect();
-        #[cfg(not(target_arch = "wasm32"))]
-        self.device
-            .poll(wgpu::PollType::wait_indefinitely())
-            .map_err(|e| GpuError::Readback(e.to_string()))?;
-        let mut all = Vec::with_capacity(tensors.len());
-        for ((receiver, buffer), t) in receivers.into_iter().zip(&staging).zip(tensors) {
-            receiver
-                .await
-                .map_err(|_| {
-                    GpuError::Readback("the device was lost before the copy finished".into())
-                })?
-                .map_err(|e| GpuError::Readback(e.to_string()))?;
-            let values = {
-                let view = buffer
-                    .slice(..)
-                    .get_mapped_range()
-                    .map_err(|e| GpuError::Readback(e.to_string()))?;
-                let mut values: Vec<f32> = view
-                    .chunks_exact(4)
-                    .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                    .collect();
-                values.truncate(t.len());
-                values
-            };
-            buffer.unmap();
-            all.push(values);
-        }
-        self.check()?;
-        Ok(all)
+impl Kernel {
+    /// Compiles `source`. A compilation error is caught by the error scope the caller has
+    /// pushed (`GpuBackend` pushes one for each pass), or else marks the context broken.
+    pub(crate) fn compile(
+        ctx: &GpuContext,
+        name: &'static str,
+        source: &'static str,
+    ) -> Result<Self, GpuError> {
+        ctx.check()?;
+        let module = ctx
+            .device
+            .create_shader_module(wgpu::ShaderModuleDescriptor {
+                label: Some(name),
+                source: wgpu::ShaderSource::Wgsl(source.into()),
+            });
+        let pipeline = ctx
+            .device
+            .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(name),
+                layout: None,
+                module: &module,
+                entry_point: Some("main"),
+                compilation_options: Default::default(),
+                cache: None,
+            });
+        Ok(Kernel { name, pipeline })
     }
 }

@@ -2,17 +2,12 @@
 //! the kernel's sizes and settings, bindings 1, 2, ... its tensors in the order the WGSL
 //! declares them.
 
-use super::context::GpuContext;
+use super::context::{GpuContext, Kernel};
 use super::error::GpuError;
 use super::tensor::GpuTensor;
 
 /// WebGPU's guaranteed limit on workgroups along one dimension of a dispatch.
 const MAX_WORKGROUPS_PER_DIMENSION: u32 = 65_535;
-
-pub(crate) struct Kernel {
-    name: &'static str,
-    pipeline: wgpu::ComputePipeline,
-}
 
 /// One uniform value: sizes and flags as u32, scales and epsilons as f32 (both 4 bytes).
 #[derive(Clone, Copy)]
@@ -22,33 +17,6 @@ pub(crate) enum Param {
 }
 
 impl Kernel {
-    /// Compiles `source`. A compilation error is caught by the error scope the caller has
-    /// pushed (`GpuBackend` pushes one for each pass), or else marks the context broken.
-    pub(crate) fn compile(
-        ctx: &GpuContext,
-        name: &'static str,
-        source: &'static str,
-    ) -> Result<Self, GpuError> {
-        ctx.check()?;
-        let module = ctx
-            .device
-            .create_shader_module(wgpu::ShaderModuleDescriptor {
-                label: Some(name),
-                source: wgpu::ShaderSource::Wgsl(source.into()),
-            });
-        let pipeline = ctx
-            .device
-            .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                label: Some(name),
-                layout: None,
-                module: &module,
-                entry_point: Some("main"),
-                compilation_options: Default::default(),
-                cache: None,
-            });
-        Ok(Kernel { name, pipeline })
-    }
-
     /// Records one run of the kernel over `workgroups`, reading and writing `tensors`, for the
     /// next submission (`GpuContext::flush`, which a readback does first). Nothing waits for
     /// it: an error is caught by the caller's error scope (one for each pass: waiting for a

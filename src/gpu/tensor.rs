@@ -308,3 +308,84 @@ impl GpuTensor {
         })
     }
 }
+
+/// The readback: how a tensor's values cross back from the device to the CPU (here, beside
+/// the tensor, so that the context below knows nothing of tensors).
+impl GpuContext {
+    /// Copies a tensor back to the CPU. Asynchronous, as WebGPU requires; natively this waits
+    /// for the device to finish.
+    pub async fn read(&self, t: &GpuTensor) -> Result<Vec<f32>, GpuError> {
+        Ok(self.read_all(&[t]).await?.pop().expect("one tensor read"))
+    }
+
+    /// Copies tensors back to the CPU in one submission and one wait: each readback is a round
+    /// trip to the device (in a browser, to its GPU process), so tensors needed together are
+    /// read together.
+    pub async fn read_all(&self, tensors: &[&GpuTensor]) -> Result<Vec<Vec<f32>>, GpuError> {
+        self.check()?;
+        if let Some(t) = tensors.iter().find(|t| t.dtype() != GpuDtype::F32) {
+            return Err(GpuError::Readback(format!(
+                "only f32 tensors are read back, not {:?} weights",
+                t.dtype()
+            )));
+        }
+        let staging: Vec<wgpu::Buffer> = tensors
+            .iter()
+            .map(|t| {
+                let buffer = self.device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("readback"),
+                    size: t.bytes(),
+                    usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                });
+                self.record(|encoder| {
+                    encoder.copy_buffer_to_buffer(&t.buffer, 0, &buffer, 0, t.bytes())
+                });
+                buffer
+            })
+            .collect();
+        // The commands that compute the tensors and the copies out, in one submission.
+        self.flush();
+        let receivers: Vec<_> = staging
+            .iter()
+            .map(|buffer| {
+                let (sender, receiver) = futures_channel::oneshot::channel();
+                buffer
+                    .slice(..)
+                    .map_async(wgpu::MapMode::Read, move |result| {
+                        let _ = sender.send(result);
+                    });
+                receiver
+            })
+            .collect();
+        #[cfg(not(target_arch = "wasm32"))]
+        self.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| GpuError::Readback(e.to_string()))?;
+        let mut all = Vec::with_capacity(tensors.len());
+        for ((receiver, buffer), t) in receivers.into_iter().zip(&staging).zip(tensors) {
+            receiver
+                .await
+                .map_err(|_| {
+                    GpuError::Readback("the device was lost before the copy finished".into())
+                })?
+                .map_err(|e| GpuError::Readback(e.to_string()))?;
+            let values = {
+                let view = buffer
+                    .slice(..)
+                    .get_mapped_range()
+                    .map_err(|e| GpuError::Readback(e.to_string()))?;
+                let mut values: Vec<f32> = view
+                    .chunks_exact(4)
+                    .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                    .collect();
+                values.truncate(t.len());
+                values
+            };
+            buffer.unmap();
+            all.push(values);
+        }
+        self.check()?;
+        Ok(all)
+    }
+}

@@ -4,11 +4,9 @@
 //! records into these, the trace keeps them, the views read them.
 
 mod data;
-mod joined;
 mod top;
 
-pub use data::{Fill, ReadLog, Recipe, Tensor, TensorData};
-pub use joined::{join_rows, token_axis, RowsPart};
+pub use data::{join_rows, token_axis, Fill, ReadLog, Recipe, RowsPart, Tensor, TensorData};
 pub use top::top_ids;
 
 use ndarray::ArrayD;

@@ -3,14 +3,16 @@
 //! conveniences over it on the CPU.
 
 pub mod pass;
+pub mod request;
 pub mod translate;
 
 use std::sync::Arc;
 
 use ndarray::Array1;
 
-pub use pass::{Continue, Input, Keep, Kind, Pass, PassRequest};
-pub use translate::{DecodedToken, Decoding, Translation};
+pub use request::{
+    Continue, DecodedToken, Decoding, Input, Keep, Kind, Pass, PassRequest, Translation,
+};
 
 use crate::error::{Result, VizError};
 use crate::model::backend::on_cpu;

@@ -5,7 +5,7 @@
 
 use ndarray::Axis;
 
-use super::pass::{Keep, Pass};
+use super::request::{DecodedToken, Keep, Pass};
 use super::Transformer;
 use crate::error::{Result, VizError};
 use crate::model::attention::probabilities_of;
@@ -13,40 +13,7 @@ use crate::model::backend::{on_cpu, Backend};
 use crate::model::cpu::Cpu;
 use crate::model::forward::{decode, encode_source, Logits};
 use crate::tensor::top_ids;
-use crate::trace::{NoRecorder, Readback, TokenInfo, Trace, TraceRecorder};
-
-/// One decoding step: the token the decoder chose and how sure it was.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct DecodedToken {
-    pub token: TokenInfo,
-    pub probability: f32,
-    /// The second most likely token and its probability.
-    pub runner_up: Option<(TokenInfo, f32)>,
-}
-
-/// What the page keeps of a translation beside its trace: the decoded text, each step's
-/// choice, and whether the decoder predicted the end token.
-pub type Decoding = (String, Vec<DecodedToken>, bool);
-
-#[derive(Debug)]
-pub struct Translation {
-    /// The decoder's traced pass over the start token and the output (its `source` holds the
-    /// encoder's pass over the source).
-    pub trace: Trace,
-    /// The decoded text (without the start and end tokens).
-    pub output: String,
-    /// Each step's choice, the last one the end token when `finished`.
-    pub steps: Vec<DecodedToken>,
-    /// Whether the decoder predicted the end token before the context filled.
-    pub finished: bool,
-}
-
-impl Translation {
-    /// The trace, and what the page keeps beside it.
-    pub fn into_parts(self) -> (Trace, Decoding) {
-        (self.trace, (self.output, self.steps, self.finished))
-    }
-}
+use crate::trace::{NoRecorder, Readback, Trace, TraceRecorder};
 
 impl Transformer {
     /// Characters of `text` this model's vocabulary cannot spell (a byte-level vocabulary

@@ -144,6 +144,11 @@ async function generate(pass) {
       const seconds = (performance.now() - started) / 1000;
       generation.tokensPerSecond = generation.tokens.length / seconds;
       say(`Generated ${generation.tokens.length} of ${count} tokens, ${generation.tokensPerSecond.toFixed(1)} tokens/s. Last: “${generated.token}” (drawn with probability ${(generated.probability * 100).toFixed(1)}%, the model's own ${(generated.model_probability * 100).toFixed(1)}%). KV cache: ${summary.cached_tokens} tokens, ${formatBytes(summary.cache_bytes)}.`);
+      if (generated.stopped) {
+        // The model ended the text (a special token), as the command-line tool stops.
+        say(`Generated ${generation.tokens.length} of ${count} tokens: ${generated.stopped}.`);
+        break;
+      }
       // Let the browser draw, and a click on Stop or a keystroke arrive, before the next token:
       // the next token waits behind every task already queued (a message, not a timer: nested
       // timers wait at least 4 ms each; not scheduler.yield, whose continuation goes first).

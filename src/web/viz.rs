@@ -1,198 +1,57 @@
-//! The browser API: the only code that touches wasm-bindgen and web-sys. The page creates
-//! one `Viz` from the model's files, calls `set_text` as the student types, and asks for
-//! views by name (`View`) on its canvases or as SVG text.
+//! `Viz`: one model in the page, its current pass (computed on the CPU here, or installed
+//! from the GPU session), a second sentence to compare, and a generation under way.
 
-use serde::Serialize;
 use wasm_bindgen::prelude::*;
-use web_sys::HtmlCanvasElement;
 
-use crate::analysis::generation::{draw_token, GeneratedToken};
-use crate::analysis::heads::{head_scores, heads_from};
+use super::generated::{Generated, NextToken, Prompt};
+use super::gpu_session::GpuPass;
+use super::js::{js_err, now_ms, to_js};
+use super::summary::{CompareSummary, NormInfo, StepInfo, Summary, TranslationSummary};
+use crate::analysis::generation::draw_token;
 use crate::analysis::sampling::{Sampler, SamplingSettings};
-use crate::checkpoints::{lecture, minilm, smollm2};
-use crate::draw::compare::{draw_compare_view, CompareView};
-use crate::draw::draw_err;
-use crate::draw::view::{draw_view, view_svg, Drawn, View};
+use crate::checkpoints::catalog;
 use crate::error::VizError;
 use crate::model::backend::on_cpu;
 use crate::model::cpu::Cpu;
 use crate::model::kv_cache::KvCache;
 use crate::model::{threads, ModelConfig};
-use crate::trace::{Op, Readback, TokenInfo, Trace, Truncation};
-use crate::transformer::{DecodedToken, Decoding, Keep, Kind, PassRequest, Transformer};
-use crate::web_canvas::FastCanvas;
-
-fn js_err(e: VizError) -> JsError {
-    JsError::new(&e.to_string())
-}
-
-fn to_js<T: Serialize>(value: &T) -> Result<JsValue, JsError> {
-    value
-        .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
-        .map_err(|e| JsError::new(&e.to_string()))
-}
-
-#[derive(Serialize, Hash)]
-struct StepInfo<'a> {
-    index: usize,
-    op: Op,
-    layer: Option<usize>,
-    name: &'a str,
-    title: &'a str,
-    equation: &'a str,
-    explanation: &'a str,
-    axes: &'a [String],
-    inputs: &'a [String],
-}
-
-#[derive(Serialize)]
-struct NormInfo<'a> {
-    index: usize,
-    step: &'a str,
-    layer: Option<usize>,
-}
-
-#[derive(Serialize)]
-struct Summary<'a> {
-    tokens: &'a [TokenInfo],
-    truncated: &'a Option<Truncation>,
-    // `steps` (the StepInfo of each step) is set on the object afterwards (`Viz::steps_js`);
-    // the page gives each its shape from `shapes`.
-    /// Each step's tensor shape (T changes it).
-    shapes: Vec<&'a [usize]>,
-    norms: Vec<NormInfo<'a>>,
-    milliseconds: f64,
-    /// False when the new text gave the same tokens as the last one, so the last forward
-    /// pass (the same numbers) was kept.
-    recomputed: bool,
-    /// Threads that computed the pass (`model::threads`).
-    threads: usize,
-    /// The most tokens a pass takes: the model's context, or less (`PAGE_TOKENS`).
-    token_limit: usize,
-    /// Tokens taken from the last pass (a causal model's KV cache and trace rows) rather
-    /// than computed again; 0 for an encoder, whose every token sees every other.
-    reused: usize,
-    /// Tokens whose keys and values the KV cache holds now, and its size in bytes.
-    cached_tokens: usize,
-    cache_bytes: usize,
-    /// The token `generate_next` just added, and the whole text with it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    generated: Option<Generated>,
-    /// An encoder-decoder's pass: the text is its source, `tokens` what it wrote.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    translation: Option<TranslationSummary<'a>>,
-}
-
-#[derive(Serialize)]
-struct TranslationSummary<'a> {
-    source_tokens: &'a [TokenInfo],
-    source_truncated: &'a Option<Truncation>,
-    output: &'a str,
-    /// Each decoding step's choice (the last the end token when `finished`).
-    steps: &'a [DecodedToken],
-    finished: bool,
-}
-
-/// A generated token as the page shows it: the token drawn (`draw_token`, as the CLI draws
-/// it) and the text so far.
-#[derive(Serialize)]
-pub(crate) struct Generated {
-    #[serde(flatten)]
-    token: GeneratedToken,
-    /// The text so far: the prompt and every token generated since `start_generation`.
-    text: String,
-}
-
-/// The token a generation adds next, drawn from the current prediction
-/// (`Viz::draw_next_token`), with the tokens and text it makes: its pass is the GPU's
-/// (`GpuSession::generate`).
-#[wasm_bindgen]
-pub struct NextToken {
-    pub(crate) encoding: crate::tokenize::Encoding,
-    pub(crate) text: String,
-    pub(crate) generated: Generated,
-}
-
-/// The text a generation started from, and its token count.
-struct Prompt {
-    text: String,
-    tokens: usize,
-}
-
-/// Starts `count` threads (the page's own among them) that share every matrix product on
-/// this module's memory: the threaded build only. Resolves to the count.
-#[cfg(feature = "threads")]
-#[wasm_bindgen]
-pub async fn start_threads(count: usize) -> Result<usize, JsError> {
-    threads::start(count).await.map_err(|e| JsError::new(&e))
-}
-
-#[wasm_bindgen]
-extern "C" {
-    /// The page's clock in milliseconds, to a few microseconds on a cross-origin isolated page
-    /// (`Date.now()` counts whole milliseconds: too coarse for a pass of 15 ms).
-    #[wasm_bindgen(js_namespace = performance, js_name = now)]
-    fn performance_now() -> f64;
-}
-
-pub(crate) fn now_ms() -> f64 {
-    performance_now()
-}
+use crate::trace::{Readback, Trace};
+use crate::transformer::{Decoding, Keep, Kind, PassRequest, Transformer};
 
 #[wasm_bindgen]
 pub struct Viz {
-    /// Shared with the GPU session (`web_gpu`), which computes on the same weights.
-    model: std::rc::Rc<Transformer>,
-    trace: Option<Trace>,
+    /// Shared with the GPU session (`gpu_session`), which computes on the same weights.
+    pub(super) model: std::rc::Rc<Transformer>,
+    pub(super) trace: Option<Trace>,
     /// A causal model's keys and values of `trace`'s tokens.
-    cache: KvCache,
+    pub(super) cache: KvCache,
     /// Tokens the last pass took from the one before.
-    reused: usize,
+    pub(super) reused: usize,
     /// The seeded random stream and the prompt of the generation under way.
-    generation: Option<(Sampler, Prompt)>,
+    pub(super) generation: Option<(Sampler, Prompt)>,
     /// A second sentence's pass, to compare with the first (same model, same weights).
-    compare: Option<Trace>,
+    pub(super) compare: Option<Trace>,
     /// The most tokens a pass takes (`PAGE_TOKENS`, or the model's context if shorter).
-    limit: usize,
+    pub(super) limit: usize,
     /// The tokens and bytes of the GPU's KV cache when the current pass is a GPU's
     /// (`install_pass`); `cache` is the CPU's.
-    device_cache: Option<(usize, usize)>,
+    pub(super) device_cache: Option<(usize, usize)>,
     /// A causal model's last CPU pass computed to check a GPU pass (`largest_difference`),
     /// and its KV cache: the next check continues it.
-    shadow: Option<Trace>,
-    shadow_cache: KvCache,
+    pub(super) shadow: Option<Trace>,
+    pub(super) shadow_cache: KvCache,
     /// An encoder-decoder's output, decoding steps and whether it ended, for `trace`.
-    translation: Option<Decoding>,
+    pub(super) translation: Option<Decoding>,
     /// The next `set_text` computes even for unchanged tokens (`recompute_next`).
-    recompute: bool,
+    pub(super) recompute: bool,
     /// The summary's `steps` as last sent, and a hash of what they said (`steps_js`).
-    steps_sent: std::cell::RefCell<Option<(u64, JsValue)>>,
+    pub(super) steps_sent: std::cell::RefCell<Option<(u64, JsValue)>>,
 }
 
 /// The most tokens the page traces. The trace keeps every layer's attention weights for the
 /// views: SmolLM2's 30 layers of 9 heads at 512 tokens are 283 MB of them, at its full context
 /// of 8,192 tokens they would be 72 GB. MiniLM's context is 512.
 pub const PAGE_TOKENS: usize = 512;
-
-/// The canvas size a view is drawn at to find what it reads (`Viz::steps_read`): a chart's
-/// reads do not depend on its size.
-const PROBE_SIZE: (u32, u32) = (1000, 700);
-
-/// Any chart the page can ask for: one of the sentence's views, or a compare chart that also
-/// reads the second sentence.
-#[derive(serde::Deserialize)]
-#[serde(untagged)]
-enum AnyView {
-    Compare(CompareView),
-    Single(View),
-}
-
-#[derive(Serialize)]
-struct CompareSummary<'a> {
-    tokens: &'a [TokenInfo],
-    truncated: &'a Option<Truncation>,
-    recomputed: bool,
-}
 
 #[wasm_bindgen]
 impl Viz {
@@ -204,22 +63,7 @@ impl Viz {
         tokenizer_json: &str,
         weights: Vec<u8>,
     ) -> Result<Viz, JsError> {
-        let model = match name {
-            "minilm-l6" => {
-                minilm::from_bytes(name, config_json, tokenizer_json, &weights).map_err(js_err)?
-            }
-            // The GGUF file holds the config and the vocabulary too.
-            "smollm2-135m" => smollm2::from_gguf_file(name, weights).map_err(js_err)?,
-            lecture if lecture::ALL.contains(&lecture) => {
-                lecture::from_bytes(name, config_json, tokenizer_json, &weights).map_err(js_err)?
-            }
-            other => {
-                return Err(js_err(VizError::UnknownModel(
-                    other.into(),
-                    crate::checkpoints::KNOWN_MODELS.join(", "),
-                )))
-            }
-        };
+        let model = catalog::build(name, config_json, tokenizer_json, weights).map_err(js_err)?;
         let limit = model.config.context.min(PAGE_TOKENS);
         Ok(Viz {
             model: std::rc::Rc::new(model),
@@ -289,7 +133,7 @@ impl Viz {
     /// `GpuSession`, rejected with the reason when the browser has no adapter or the device
     /// request fails (the page then stays on the CPU and says why).
     pub fn open_gpu(&self) -> js_sys::Promise {
-        crate::web_gpu::open(self.model.clone(), self.limit)
+        super::gpu_session::open(self.model.clone(), self.limit)
     }
 
     /// The largest differences between the current pass (a GPU's, `install_pass`) and the
@@ -334,7 +178,7 @@ impl Viz {
     /// `set_text` does (a generated token's pass, as `generate_next` does). The CPU's KV
     /// cache is emptied: the GPU's keys and values stay on the device (its session's cache),
     /// so the next CPU pass of a causal model computes every token.
-    pub fn install_pass(&mut self, pass: crate::web_gpu::GpuPass) -> Result<JsValue, JsError> {
+    pub fn install_pass(&mut self, pass: GpuPass) -> Result<JsValue, JsError> {
         let parts = pass.into_parts();
         if self.model.config.is_encoder_decoder() != parts.translation.is_some() {
             return Err(JsError::new("this pass is not of the model shown"));
@@ -577,140 +421,10 @@ impl Viz {
         Ok(value)
     }
 
-    fn current(&self) -> Result<&Trace, JsError> {
+    pub(super) fn current(&self) -> Result<&Trace, JsError> {
         self.trace
             .as_ref()
             .ok_or_else(|| js_err(VizError::EmptyText))
-    }
-
-    /// Read as JSON first: `AnyView` is untagged, so serde tries `Compare` before `Single`,
-    /// and each failed try read straight from JS would build a JS `Error` (a stack trace).
-    fn view(spec: JsValue) -> Result<AnyView, JsError> {
-        let spec: serde_json::Value = serde_wasm_bindgen::from_value(spec)
-            .map_err(|e| JsError::new(&format!("unknown view: {e}")))?;
-        serde_json::from_value(spec).map_err(|e| JsError::new(&format!("unknown view: {e}")))
-    }
-
-    fn draw_any<DB: crate::draw::Canvas>(
-        &self,
-        area: &plotters::drawing::DrawingArea<DB, plotters::coord::Shift>,
-        view: &AnyView,
-        vector: bool,
-    ) -> Result<Drawn, JsError> {
-        let trace = self.current()?;
-        match view {
-            AnyView::Single(view) => draw_view(area, &self.model, trace, view, vector),
-            AnyView::Compare(view) => {
-                draw_compare_view(area, trace, self.compare.as_ref(), view, vector)
-            }
-        }
-        .map_err(js_err)
-    }
-
-    /// Draws a view on a canvas; returns where its cells and labels are (in CSS pixels) and
-    /// their values, for hover. A canvas whose `data-scale` attribute is 2 has two backing
-    /// pixels a CSS pixel (a HiDPI screen, or a PNG export at twice the size): the view is
-    /// laid out at its CSS size and drawn at the full resolution.
-    pub fn draw(&self, canvas: HtmlCanvasElement, spec: JsValue) -> Result<JsValue, JsError> {
-        let view = Self::view(spec)?;
-        let scale = canvas
-            .get_attribute("data-scale")
-            .and_then(|s| s.parse::<f64>().ok())
-            .unwrap_or(1.0);
-        let backend = FastCanvas::new(canvas, scale)
-            .ok_or_else(|| JsError::new("the canvas has no 2D context"))?;
-        let area = plotters::drawing::IntoDrawingArea::into_drawing_area(backend);
-        let mut drawn = self.draw_any(&area, &view, false)?;
-        area.present().map_err(|e| JsError::new(&e.to_string()))?;
-        drawn.scale = scale;
-        to_js(&drawn)
-    }
-
-    /// A view as SVG text, for export: text stays text; large heatmaps are one embedded PNG.
-    pub fn svg(&self, spec: JsValue, width: u32, height: u32) -> Result<String, JsError> {
-        match Self::view(spec)? {
-            AnyView::Single(view) => {
-                view_svg(&self.model, self.current()?, &view, (width, height)).map_err(js_err)
-            }
-            compare => {
-                let mut out = String::new();
-                {
-                    let area = plotters::drawing::IntoDrawingArea::into_drawing_area(
-                        plotters::prelude::SVGBackend::with_string(&mut out, (width, height)),
-                    );
-                    self.draw_any(&area, &compare, true)?;
-                    area.present().map_err(|e| js_err(draw_err(e)))?;
-                }
-                Ok(out)
-            }
-        }
-    }
-
-    /// The whole trace as JSON, for export. Refused while some of a GPU pass's values are
-    /// still on the device (they would be written as zeros): `GpuSession::read_rest` first.
-    pub fn trace_json(&self) -> Result<String, JsError> {
-        let trace = self.current()?;
-        if trace.awaits_device() {
-            return Err(JsError::new("some of the pass's values are still on the GPU: read them back first (GpuSession::read_rest)"));
-        }
-        serde_json::to_string(trace).map_err(|e| JsError::new(&e.to_string()))
-    }
-
-    /// The names of the steps the views `specs` (an array of chart specs, as `draw` takes)
-    /// read, found by drawing each once on a canvas that keeps nothing: what a GPU pass reads
-    /// back with the pass for the views on screen (`GpuSession::trace`).
-    pub fn steps_read(&self, specs: JsValue) -> Result<Vec<String>, JsError> {
-        let specs: Vec<serde_json::Value> = serde_wasm_bindgen::from_value(specs)
-            .map_err(|e| JsError::new(&format!("views: {e}")))?;
-        let trace = self.current()?;
-        let mut read = std::collections::BTreeSet::new();
-        for spec in specs {
-            let view: AnyView = serde_json::from_value(spec)
-                .map_err(|e| JsError::new(&format!("unknown view: {e}")))?;
-            read.extend(crate::draw::reads::steps_read(trace, PROBE_SIZE, |area| {
-                self.draw_any(area, &view, false)
-            }));
-        }
-        Ok(read.into_iter().collect())
-    }
-
-    /// True while some of the current pass's values are still on the GPU (its readback
-    /// brought back what the views on screen read; `GpuSession::read_rest` brings the rest).
-    pub fn awaits_device(&self) -> bool {
-        self.trace.as_ref().is_some_and(Trace::awaits_device)
-    }
-
-    /// True when one of the steps `names` (`steps_read` of a chart) still waits for its values
-    /// on the GPU: the page then keeps the chart as it is and asks for them
-    /// (`GpuSession::read_rest`) before drawing it.
-    pub fn steps_wait(&self, names: Vec<String>) -> bool {
-        self.trace
-            .as_ref()
-            .is_some_and(|t| crate::draw::reads::waits_for_device(t, &names))
-    }
-
-    /// Softmax weights of one head, row-major (T x T).
-    pub fn attention(&self, layer: usize, head: usize) -> Result<Vec<f32>, JsError> {
-        Ok(self
-            .current()?
-            .attention(layer, head)
-            .map_err(js_err)?
-            .iter()
-            .copied()
-            .collect())
-    }
-
-    /// What every head of the current sentence does: for each (layer, head), its
-    /// previous-token, next-token, first-token and final-[SEP] scores (mean weights).
-    pub fn head_scores(&self) -> Result<JsValue, JsError> {
-        to_js(&head_scores(self.current()?).map_err(js_err)?)
-    }
-
-    /// The heads that attend most strongly from token `token` to another ordinary token,
-    /// strongest first: layer, head, key and weight. `beyond_neighbours` leaves out the
-    /// tokens right before and after it (the previous/next-token heads' targets).
-    pub fn heads_from(&self, token: usize, beyond_neighbours: bool) -> Result<JsValue, JsError> {
-        to_js(&heads_from(self.current()?, token, beyond_neighbours).map_err(js_err)?)
     }
 
     /// Runs the traced pass on a second sentence, kept beside the first for the compare

@@ -8,12 +8,13 @@ use std::rc::Rc;
 
 use wasm_bindgen::prelude::*;
 
+use super::generated::{Generated, NextToken};
+use super::js::now_ms;
 use crate::gpu::{GpuBackend, GpuContext, GpuValue};
 use crate::model::kv_cache::KvCache;
 use crate::tokenize::Encoding;
 use crate::trace::{Readback, Trace};
 use crate::transformer::{Decoding, Keep, Kind, PassRequest, Transformer};
-use crate::web::{Generated, NextToken};
 
 /// A GPU device with this model's weights on it (uploaded on the first pass).
 #[wasm_bindgen]
@@ -98,7 +99,7 @@ impl Inner {
         readback: Readback,
         generated: Option<Generated>,
     ) -> Result<GpuPass, JsValue> {
-        let start = crate::web::now_ms();
+        let start = now_ms();
         // Taken for the pass (the page runs one GPU pass at a time): a pass started meanwhile
         // would find neither and start from the first token.
         let previous = self.last.borrow_mut().take();
@@ -120,7 +121,7 @@ impl Inner {
         }
         let parts = GpuPassParts {
             trace,
-            milliseconds: crate::web::now_ms() - start,
+            milliseconds: now_ms() - start,
             translation: pass.decoding,
             reused: pass.reused,
             cache: cached,

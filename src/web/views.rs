@@ -1,0 +1,160 @@
+//! The views of the current pass: drawn on a canvas or as SVG, the trace as JSON, what a view
+//! reads (for a GPU's readback), and the numbers hover and the head finder ask for.
+
+use wasm_bindgen::prelude::*;
+use web_sys::HtmlCanvasElement;
+
+use super::canvas::FastCanvas;
+use super::js::{js_err, to_js};
+use super::viz::Viz;
+use crate::analysis::heads::{head_scores, heads_from};
+use crate::draw::compare::{draw_compare_view, CompareView};
+use crate::draw::draw_err;
+use crate::draw::view::{draw_view, view_svg, Drawn, View};
+use crate::trace::Trace;
+
+/// The canvas size a view is drawn at to find what it reads (`Viz::steps_read`): a chart's
+/// reads do not depend on its size.
+const PROBE_SIZE: (u32, u32) = (1000, 700);
+
+/// Any chart the page can ask for: one of the sentence's views, or a compare chart that also
+/// reads the second sentence.
+#[derive(serde::Deserialize)]
+#[serde(untagged)]
+enum AnyView {
+    Compare(CompareView),
+    Single(View),
+}
+
+#[wasm_bindgen]
+impl Viz {
+    /// Read as JSON first: `AnyView` is untagged, so serde tries `Compare` before `Single`,
+    /// and each failed try read straight from JS would build a JS `Error` (a stack trace).
+    fn view(spec: JsValue) -> Result<AnyView, JsError> {
+        let spec: serde_json::Value = serde_wasm_bindgen::from_value(spec)
+            .map_err(|e| JsError::new(&format!("unknown view: {e}")))?;
+        serde_json::from_value(spec).map_err(|e| JsError::new(&format!("unknown view: {e}")))
+    }
+
+    fn draw_any<DB: crate::draw::Canvas>(
+        &self,
+        area: &plotters::drawing::DrawingArea<DB, plotters::coord::Shift>,
+        view: &AnyView,
+        vector: bool,
+    ) -> Result<Drawn, JsError> {
+        let trace = self.current()?;
+        match view {
+            AnyView::Single(view) => draw_view(area, &self.model, trace, view, vector),
+            AnyView::Compare(view) => {
+                draw_compare_view(area, trace, self.compare.as_ref(), view, vector)
+            }
+        }
+        .map_err(js_err)
+    }
+
+    /// Draws a view on a canvas; returns where its cells and labels are (in CSS pixels) and
+    /// their values, for hover. A canvas whose `data-scale` attribute is 2 has two backing
+    /// pixels a CSS pixel (a HiDPI screen, or a PNG export at twice the size): the view is
+    /// laid out at its CSS size and drawn at the full resolution.
+    pub fn draw(&self, canvas: HtmlCanvasElement, spec: JsValue) -> Result<JsValue, JsError> {
+        let view = Self::view(spec)?;
+        let scale = canvas
+            .get_attribute("data-scale")
+            .and_then(|s| s.parse::<f64>().ok())
+            .unwrap_or(1.0);
+        let backend = FastCanvas::new(canvas, scale)
+            .ok_or_else(|| JsError::new("the canvas has no 2D context"))?;
+        let area = plotters::drawing::IntoDrawingArea::into_drawing_area(backend);
+        let mut drawn = self.draw_any(&area, &view, false)?;
+        area.present().map_err(|e| JsError::new(&e.to_string()))?;
+        drawn.scale = scale;
+        to_js(&drawn)
+    }
+
+    /// A view as SVG text, for export: text stays text; large heatmaps are one embedded PNG.
+    pub fn svg(&self, spec: JsValue, width: u32, height: u32) -> Result<String, JsError> {
+        match Self::view(spec)? {
+            AnyView::Single(view) => {
+                view_svg(&self.model, self.current()?, &view, (width, height)).map_err(js_err)
+            }
+            compare => {
+                let mut out = String::new();
+                {
+                    let area = plotters::drawing::IntoDrawingArea::into_drawing_area(
+                        plotters::prelude::SVGBackend::with_string(&mut out, (width, height)),
+                    );
+                    self.draw_any(&area, &compare, true)?;
+                    area.present().map_err(|e| js_err(draw_err(e)))?;
+                }
+                Ok(out)
+            }
+        }
+    }
+
+    /// The whole trace as JSON, for export. Refused while some of a GPU pass's values are
+    /// still on the device (they would be written as zeros): `GpuSession::read_rest` first.
+    pub fn trace_json(&self) -> Result<String, JsError> {
+        let trace = self.current()?;
+        if trace.awaits_device() {
+            return Err(JsError::new("some of the pass's values are still on the GPU: read them back first (GpuSession::read_rest)"));
+        }
+        serde_json::to_string(trace).map_err(|e| JsError::new(&e.to_string()))
+    }
+
+    /// The names of the steps the views `specs` (an array of chart specs, as `draw` takes)
+    /// read, found by drawing each once on a canvas that keeps nothing: what a GPU pass reads
+    /// back with the pass for the views on screen (`GpuSession::trace`).
+    pub fn steps_read(&self, specs: JsValue) -> Result<Vec<String>, JsError> {
+        let specs: Vec<serde_json::Value> = serde_wasm_bindgen::from_value(specs)
+            .map_err(|e| JsError::new(&format!("views: {e}")))?;
+        let trace = self.current()?;
+        let mut read = std::collections::BTreeSet::new();
+        for spec in specs {
+            let view: AnyView = serde_json::from_value(spec)
+                .map_err(|e| JsError::new(&format!("unknown view: {e}")))?;
+            read.extend(crate::draw::reads::steps_read(trace, PROBE_SIZE, |area| {
+                self.draw_any(area, &view, false)
+            }));
+        }
+        Ok(read.into_iter().collect())
+    }
+
+    /// True while some of the current pass's values are still on the GPU (its readback
+    /// brought back what the views on screen read; `GpuSession::read_rest` brings the rest).
+    pub fn awaits_device(&self) -> bool {
+        self.trace.as_ref().is_some_and(Trace::awaits_device)
+    }
+
+    /// True when one of the steps `names` (`steps_read` of a chart) still waits for its values
+    /// on the GPU: the page then keeps the chart as it is and asks for them
+    /// (`GpuSession::read_rest`) before drawing it.
+    pub fn steps_wait(&self, names: Vec<String>) -> bool {
+        self.trace
+            .as_ref()
+            .is_some_and(|t| crate::draw::reads::waits_for_device(t, &names))
+    }
+
+    /// Softmax weights of one head, row-major (T x T).
+    pub fn attention(&self, layer: usize, head: usize) -> Result<Vec<f32>, JsError> {
+        Ok(self
+            .current()?
+            .attention(layer, head)
+            .map_err(js_err)?
+            .iter()
+            .copied()
+            .collect())
+    }
+
+    /// What every head of the current sentence does: for each (layer, head), its
+    /// previous-token, next-token, first-token and final-[SEP] scores (mean weights).
+    pub fn head_scores(&self) -> Result<JsValue, JsError> {
+        to_js(&head_scores(self.current()?).map_err(js_err)?)
+    }
+
+    /// The heads that attend most strongly from token `token` to another ordinary token,
+    /// strongest first: layer, head, key and weight. `beyond_neighbours` leaves out the
+    /// tokens right before and after it (the previous/next-token heads' targets).
+    pub fn heads_from(&self, token: usize, beyond_neighbours: bool) -> Result<JsValue, JsError> {
+        to_js(&heads_from(self.current()?, token, beyond_neighbours).map_err(js_err)?)
+    }
+}

@@ -9,6 +9,34 @@
 #   3. the release page built with Trunk, driven end to end in headless Chromium.
 source "$(dirname "$0")/lib.sh"
 
+# Every step's time, printed when it ends and again, with the total, when the run ends (also
+# when a step fails), so a run's log shows where the time goes. lib.sh's own steps count too.
+STEP_NAME=""
+STEP_START=$SECONDS
+STEP_TIMES=()
+end_step() {
+  if [[ -n $STEP_NAME ]]; then
+    local took=$((SECONDS - STEP_START))
+    printf '<== %s: %d s\n' "$STEP_NAME" "$took"
+    STEP_TIMES+=("$(printf '%6d s  %s' "$took" "$STEP_NAME")")
+    STEP_NAME=""
+  fi
+}
+step() {
+  end_step
+  STEP_NAME="$*"
+  STEP_START=$SECONDS
+  printf '\n==> %s\n' "$*"
+}
+report_times() {
+  local status=$?
+  end_step
+  printf '\n==> time per step%s\n' "$([[ $status -eq 0 ]] || echo " (the run FAILED, exit status $status)")"
+  printf '%s\n' "${STEP_TIMES[@]}"
+  printf '%6d s  total\n' "$SECONDS"
+}
+trap report_times EXIT
+
 step "set-up"
 ensure_wasm_target
 ensure_wasm_bindgen
@@ -19,9 +47,34 @@ ensure_chromium
 ensure_vulkan
 ensure_models
 
-step "native tests"
+step "format (cargo fmt --check)"
+rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt
+cargo fmt --check
+
+step "dependencies point one way (scripts/check-layers.mjs: the crate's modules, the page's)"
+node scripts/check-layers.mjs
+
+step "lints (cargo clippy --all-targets -- -D warnings)"
+rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy
+cargo clippy --all-targets -- -D warnings
+
+# The native test binaries: each directory tests/NAME/main.rs (engine: one module per topic), and any tests/NAME.rs that is not wasm-only (wasm_parity and web_api run further down).
+# Named, so the wasm-only ones are not built natively as empty binaries; with the library's and
+# the binary's unit tests (the library has no doc tests: `cargo test --doc` would run them).
+native_tests=()
+for main in tests/*/main.rs; do
+  native_tests+=(--test "$(basename "$(dirname "$main")")")
+done
+for file in tests/*.rs; do
+  grep -qx '#!\[cfg(target_arch = "wasm32")\]' "$file" || native_tests+=(--test "$(basename "$file" .rs)")
+done
+
+step "native tests: build (${native_tests[*]})"
+cargo test --release --lib --bins "${native_tests[@]}" --no-run
+
+step "native tests: run"
 # The set-up fetched SmolLM2's GGUF: tests that read it must not skip.
-TVIZ_REQUIRE_SMOLLM2=1 cargo test --release
+TVIZ_REQUIRE_SMOLLM2=1 cargo test --release --lib --bins "${native_tests[@]}"
 
 step "property tests of the page's link format (Node.js, fast-check)"
 node --test tests/js/
@@ -34,7 +87,7 @@ cargo build --release --target wasm32-unknown-unknown
 
 step "wasm-bindgen test: the forward passes in WebAssembly (Node.js) against native numbers"
 mkdir -p target/parity
-cargo run --quiet --release --bin transformer-viz -- trace \
+cargo run --quiet --release --bin transformer-viz -- trace --model minilm-l6 \
   --text "The quick brown fox jumps over the lazy dog." > target/parity/native-trace.json
 cargo run --quiet --release --bin transformer-viz -- predict --model smollm2-135m \
   --text "The capital of France is" --top 20 > target/parity/native-smollm2.json

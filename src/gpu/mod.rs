@@ -1,6 +1,6 @@
 //! The GPU backend's kernels: WGSL compute shaders run through `wgpu`, one kernel a file
 //! (`dense.wgsl`) beside its Rust host (`dense.rs`), whose doc names the CPU twin in
-//! `crate::model` that it must agree with (`tests/gpu_kernels.rs` checks each pair on random
+//! `crate::model` that it must agree with (`tests/engine/gpu_kernels.rs` checks each pair on random
 //! shapes).
 //!
 //! Natively wgpu finds Vulkan, Metal or DX12 (on a machine without a GPU, Mesa's lavapipe,

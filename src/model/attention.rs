@@ -68,9 +68,8 @@ pub fn scaled_scores(
 }
 
 /// What the softmax of one score costs (its share of the row's maximum and sum, its exp and
-/// division), in multiply-adds of a product: in the page, MiniLM's 12 heads of 32 x 32 scores
-/// took about 40 microseconds a layer on one thread, as long as some 48 multiply-adds a score.
-/// So they are shared among the threads from 32 tokens on.
+/// division), in multiply-adds of a product, as measured in the page (docs/benchmarks.md,
+/// thresholds): with it, MiniLM's heads are shared among the threads from 32 tokens on.
 const SOFTMAX_COST_PER_SCORE: usize = 48;
 
 /// Softmax of every row of every head, in place, the heads shared among the threads.

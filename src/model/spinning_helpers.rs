@@ -5,12 +5,12 @@
 //! sleeps and wake-ups when the work is short: rayon's workers fall asleep within microseconds
 //! of running out of work, the page's thread wakes one for every product, and then blocks
 //! until that worker has come, even when it did all the runs itself in the meantime. In a
-//! browser a wake-up through `memory.atomic.wait` takes a large fraction of a 30 ms pass's
-//! share of a product, so at 32 tokens two threads were no faster than one.
+//! browser a wake-up through `memory.atomic.wait` costs a large fraction of a short product,
+//! so two threads gained nothing on short texts (docs/benchmarks.md, threads' scaling).
 //!
 //! Here the threads are still rayon's (natively its pool, in the page the wasm-bindgen-rayon
 //! workers), but a product's work is handed to *helpers*: rayon jobs that, once started,
-//! spin on an atomic generation counter for a millisecond or so after their last piece of work,
+//! spin on an atomic generation counter for a while after their last piece of work (`SPINS`),
 //! taking the next product's runs as soon as it is published. The calling thread never waits
 //! for a helper that has not started: it takes runs itself, then waits only for the runs a
 //! helper has under way. No kept crate offers this (rayon's workers cannot be told to spin
@@ -25,7 +25,8 @@ use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering::SeqCst};
 use std::sync::{Mutex, TryLockError};
 
 /// How long a helper spins for new work after its last, in checks of the generation counter:
-/// about a millisecond (a wasm check is a load, ~1-2 ns; a native one also pauses the core).
+/// long enough to span the gap between one product and the next of a pass (a wasm check is
+/// one load; a native one also pauses the core, so it needs fewer).
 const SPINS: u32 = if cfg!(target_arch = "wasm32") {
     1 << 20
 } else {
@@ -184,7 +185,7 @@ mod tests {
 
     #[test]
     fn helpers_take_part() {
-        // Pieces of ~20 microseconds: a helper that has started takes some of them. The first
+        // Pieces long enough that a helper that has started takes some of them. The first
         // rounds may find rayon's workers still asleep, so rounds go on until one did (a
         // busy machine only makes that take longer).
         let caller = std::thread::current().id();

@@ -12,11 +12,10 @@
 
 use ndarray::{Array2, ArrayViewMut2, Axis};
 
-/// Below this many multiply-adds (about 25 microseconds on one core in a browser here) a product
-/// is computed whole: waking the other threads would cost about what they save. Measured in the
-/// page: SmolLM2's one-token products (331k and 885k multiply-adds) gain from being shared (an
-/// appended word's pass 31 ms with a bound of 2^20, 24 ms with 2^18); the lecture decoder's
-/// 1 ms pass neither gains nor loses.
+/// Below this many multiply-adds a product is computed whole: waking the other threads would
+/// cost about what they save. SmolLM2's one-token products (331k and 885k multiply-adds) gain
+/// from being shared; the lecture decoder's short pass neither gains nor loses (measured in the
+/// page: docs/benchmarks.md, thresholds).
 const PARALLEL_MIN_MACS: usize = 1 << 18;
 
 #[cfg(all(target_arch = "wasm32", feature = "threads"))]
@@ -67,8 +66,7 @@ pub async fn start(threads: usize) -> Result<usize, String> {
 /// with something else) finds the runs already taken by the others.
 const RUNS_PER_THREAD: usize = 4;
 
-/// The shortest run, in multiply-adds (about 5 microseconds on one core in a browser here):
-/// besides its work, each run costs taking it (an atomic counter, a lock no one waits for) and
+/// The shortest run, in multiply-adds (docs/benchmarks.md, thresholds): besides its work, each run costs taking it (an atomic counter, a lock no one waits for) and
 /// the kernel's start on a fresh block of weight rows.
 const MIN_RUN_MACS: usize = 1 << 16;
 

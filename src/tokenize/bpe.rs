@@ -6,7 +6,7 @@
 //! Built from plain `tokens` and `merges` lists (a GGUF file's `tokenizer.ggml.tokens` and
 //! `tokenizer.ggml.merges`, or a `tokenizer.json`'s vocabulary and merges), so any reader can
 //! feed it. Matches Hugging Face `tokenizers` configured as the model's `tokenizer.json` is
-//! (`tests/bpe.rs` checks the ids).
+//! (`tests/engine/bpe.rs` checks the ids).
 
 use std::collections::HashMap;
 

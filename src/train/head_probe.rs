@@ -2,7 +2,7 @@
 //! previous-token head on held-out sentences, the strongest induction head on a random run
 //! of tokens shown twice, and the loss on each copy of that run (a model that copies predicts
 //! the second copy far better than the first). The trainer logs it at every evaluation, so a
-//! run shows when the heads form; `tests/trainer.rs` asks it of the committed models.
+//! run shows when the heads form; `tests/engine/trainer.rs` asks it of the committed models.
 
 use crate::analysis::heads::head_scores;
 use crate::error::{Result, VizError};

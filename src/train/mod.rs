@@ -2,7 +2,7 @@
 //! small transformers (sinusoidal positions, post-LN or pre-LN, ReLU FFN, tied embeddings) on
 //! public-domain English, with candle's automatic differentiation on the CPU. The weights it
 //! saves are the engine's own format, so the page and the CLI run them through the one
-//! inference engine (`tests/trainer.rs` checks the two forward passes agree).
+//! inference engine (`tests/engine/trainer.rs` checks the two forward passes agree).
 
 pub mod adamw;
 pub mod batches;

@@ -4,7 +4,7 @@
 //! here: token embedding plus the sinusoidal table, LayerNorm before or after each sublayer,
 //! multi-head attention with biases (causal or not), a ReLU FFN and a tied unembedding.
 //! Inference never runs through this file: the saved weights go through the engine, and
-//! `tests/trainer.rs` checks both passes agree.
+//! `tests/engine/trainer.rs` checks both passes agree.
 
 use std::collections::BTreeMap;
 

@@ -19,7 +19,7 @@ pub(super) fn to_js<T: Serialize>(value: &T) -> Result<JsValue, JsError> {
 #[wasm_bindgen]
 extern "C" {
     /// The page's clock in milliseconds, to a few microseconds on a cross-origin isolated page
-    /// (`Date.now()` counts whole milliseconds: too coarse for a pass of 15 ms).
+    /// (`Date.now()` counts whole milliseconds: too coarse for a short pass).
     #[wasm_bindgen(js_namespace = performance, js_name = now)]
     fn performance_now() -> f64;
 }

@@ -38,13 +38,23 @@ pub fn minilm_f16() -> Transformer {
     load_named(&models_dir(), "minilm-l6", WeightPrecision::F16).unwrap_or_else(|e| panic!("{e}"))
 }
 
-fn python() -> PathBuf {
+/// The Python of the reference environment: `TVIZ_PYTHON` when set, else the checkout's
+/// `.venv` (made by scripts/test.sh's set-up, `ensure_python_env` in scripts/lib.sh).
+pub fn python() -> PathBuf {
     if let Ok(p) = std::env::var("TVIZ_PYTHON") {
         return PathBuf::from(p);
     }
     let venv = root().join(".venv/bin/python");
-    assert!(venv.exists(), "no Python reference environment at {}: run scripts/setup-python.sh (the README's test command does)", venv.display());
+    assert!(venv.exists(), "no Python reference environment at {}: run scripts/test.sh, whose set-up makes it (ensure_python_env in scripts/lib.sh)", venv.display());
     venv
+}
+
+/// A GPU adapter's context for the GPU tests (on a machine without a GPU, lavapipe).
+pub fn gpu_context() -> transformer_viz::gpu::GpuContext {
+    std::env::set_var("XDG_RUNTIME_DIR", std::env::temp_dir());
+    pollster::block_on(transformer_viz::gpu::GpuContext::new()).unwrap_or_else(|e| {
+        panic!("{e}: the GPU tests need a Vulkan adapter; on Debian `apt-get install mesa-vulkan-drivers libvulkan1` gives lavapipe (the README's test command installs it)")
+    })
 }
 
 /// Runs tests/reference/reference.py in `mode` on `input` (JSON) and parses its output.

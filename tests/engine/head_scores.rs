@@ -1,8 +1,7 @@
 //! Head scores (src/analysis/heads.rs): exact values on hand-built attention patterns, and the
 //! heads the notes describe in the real MiniLM.
 
-mod common;
-
+use crate::common;
 use common::*;
 use ndarray::Array2;
 use transformer_viz::analysis::heads::{head_scores, heads_from, pattern_scores};

@@ -1,8 +1,7 @@
 //! Bad input gives a typed error, never a panic: empty or oversized text, any Unicode,
 //! missing, truncated or corrupt files, and configs that do not match the weights.
 
-mod common;
-
+use crate::common;
 use common::*;
 use transformer_viz::checkpoints::{load_named, minilm, WeightPrecision};
 use transformer_viz::VizError;

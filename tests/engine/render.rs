@@ -1,7 +1,6 @@
 //! `render` draws every view as valid SVG and PNG, and the pictures depend on the sentence.
 
-mod common;
-
+use crate::common;
 use std::path::Path;
 
 use common::*;

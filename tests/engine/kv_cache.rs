@@ -2,8 +2,7 @@
 //! numbers of a pass from scratch; a layer's detailed steps, computed again from the layer's
 //! stored input when read, equal the steps of a trace that kept everything.
 
-mod common;
-
+use crate::common;
 use transformer_viz::checkpoints::fixture::{decoder_config, fixture};
 use transformer_viz::model::backend::on_cpu;
 use transformer_viz::model::cpu::Cpu;

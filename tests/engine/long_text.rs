@@ -2,8 +2,7 @@
 //! Hugging Face `tokenizers` gives for the whole text, and the reported length is its full
 //! count, while the tokens past the context are only counted.
 
-mod common;
-
+use crate::common;
 use common::*;
 use serde_json::json;
 

@@ -3,8 +3,7 @@
 //! the committed lecture decoders do what the README says of them (beat a bigram model on
 //! held-out text, have previous-token heads).
 
-mod common;
-
+use crate::common;
 use std::path::PathBuf;
 
 use candle_core::Tensor;

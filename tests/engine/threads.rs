@@ -3,8 +3,7 @@
 //! thread, whatever the number of threads, for an f32 encoder and a quantized causal model
 //! continuing its passes through the KV cache.
 
-mod common;
-
+use crate::common;
 use transformer_viz::model::backend::on_cpu;
 use transformer_viz::model::cpu::Cpu;
 use transformer_viz::model::kv_cache::KvCache;

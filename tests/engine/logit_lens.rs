@@ -2,8 +2,7 @@
 //! last layer it is the pass's own prediction; on SmolLM2 " Paris" appears in the last layers.
 //! Head grids and the induction score.
 
-mod common;
-
+use crate::common;
 use ndarray::arr2;
 use transformer_viz::analysis::heads::{induction_score, induction_targets};
 use transformer_viz::analysis::logit_lens::logit_lens;

@@ -2,8 +2,7 @@
 //! is allocated, and the error names the field; error messages built from a file's contents
 //! stay short however large the file's names, shapes or values are.
 
-mod common;
-
+use crate::common;
 use std::sync::OnceLock;
 
 use common::*;

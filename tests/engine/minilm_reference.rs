@@ -1,8 +1,7 @@
 //! The engine against an independent numpy implementation on the real all-MiniLM-L6-v2
 //! weights: same tokens, every attention weight within 1e-4, final hidden states within 1e-3.
 
-mod common;
-
+use crate::common;
 use common::*;
 use serde_json::json;
 

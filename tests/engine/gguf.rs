@@ -53,12 +53,7 @@ fn smollm2_bytes() -> Option<&'static [u8]> {
     bytes
 }
 
-fn python() -> PathBuf {
-    match std::env::var("TVIZ_PYTHON") {
-        Ok(p) => PathBuf::from(p),
-        Err(_) => root().join(".venv/bin/python"),
-    }
-}
+use crate::common::python;
 
 /// Runs the numpy GGUF reader on the real file with `request` (see its docstring).
 fn reference(request: &Value) -> Value {

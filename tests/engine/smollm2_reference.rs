@@ -4,8 +4,7 @@
 //! attention within 1e-3, the same top-5 tokens, on several prompts; and the behaviour the
 //! notes describe (" Paris", " time", induction on a repeated random sequence).
 
-mod common;
-
+use crate::common;
 use std::io::Write;
 use std::process::{Command, Stdio};
 
@@ -20,8 +19,7 @@ const GGUF: &str = "smollm2-135m/model.Q4_1.gguf";
 const HEADS: [(usize, usize); 5] = [(0, 0), (0, 5), (11, 3), (17, 8), (29, 2)];
 
 fn python(args: &[&str], stdin: &str) -> Vec<u8> {
-    let py = common::root().join(".venv/bin/python");
-    let mut child = Command::new(&py)
+    let mut child = Command::new(common::python())
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

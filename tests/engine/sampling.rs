@@ -2,8 +2,7 @@
 //! repeat, greedy = temperature 0, and draws whose frequencies follow the renormalised
 //! probabilities; generation through the cache equals the argmax of whole passes.
 
-mod common;
-
+use crate::common;
 use ndarray::{arr1, Array1};
 use proptest::prelude::*;
 use transformer_viz::analysis::generation::{generate, Generator};

@@ -2,19 +2,17 @@
 //! finds a view's reads by drawing it once on a canvas that keeps nothing (`draw::reads`),
 //! the pass's readback brings those steps (`trace::Readback::Steps`), the others stay on the
 //! device (`TensorData::awaits_device`) until `GpuBackend::read_rest`. Checked on lavapipe
-//! (Mesa's CPU Vulkan driver; see `tests/gpu_kernels.rs`): each view drawn from the partial
+//! (Mesa's CPU Vulkan driver; see `tests/engine/gpu_kernels.rs`): each view drawn from the partial
 //! trace is the view drawn from the whole one, what it reads has all come back, the rest
 //! arrives with `read_rest` equal to a pass that read everything, and a device lost before
 //! then says so.
 
-mod common;
-
+use crate::common;
 use serde_json::json;
 use transformer_viz::checkpoints::{load_named, WeightPrecision};
 use transformer_viz::draw::reads::{steps_read, waits_for_device};
 use transformer_viz::draw::view::{draw_view, view_svg, View};
-use transformer_viz::gpu::{GpuBackend, GpuContext};
-use transformer_viz::model::backend::on_cpu;
+use transformer_viz::gpu::GpuBackend;
 use transformer_viz::model::cpu::Cpu;
 use transformer_viz::trace::{describe, Op, Readback, Trace, SOURCE_STEP};
 use transformer_viz::Transformer;
@@ -22,11 +20,7 @@ use transformer_viz::Transformer;
 const TEXT: &str = "The quick brown fox jumps over the lazy dog, and the dog sleeps on.";
 const SIZE: (u32, u32) = (900, 640);
 
-fn gpu_context() -> GpuContext {
-    std::env::set_var("XDG_RUNTIME_DIR", std::env::temp_dir());
-    pollster::block_on(GpuContext::new())
-        .unwrap_or_else(|e| panic!("{e}: the GPU tests need a Vulkan adapter (`apt-get install mesa-vulkan-drivers libvulkan1`; the README's test command installs it)"))
-}
+use common::gpu_context;
 
 fn view(spec: serde_json::Value) -> View {
     serde_json::from_value(spec).expect("a view the page draws")
@@ -55,7 +49,7 @@ fn values(trace: &Trace) -> usize {
 #[test]
 fn drawing_a_view_finds_exactly_the_steps_it_reads() {
     let model = common::minilm();
-    let trace = common::passes::every_step(&model, &Cpu, TEXT).expect("cpu trace");
+    let trace = common::passes::every_step(model, &Cpu, TEXT).expect("cpu trace");
     let name = |op, layer| describe(op, layer, &model.config).name;
     // One head large reads its layer's attention weights, nothing else.
     assert_eq!(
@@ -105,7 +99,7 @@ fn check_views(model: &Transformer, specs: &[serde_json::Value]) {
     transformer_viz::draw::files::register_fonts();
     let backend = GpuBackend::new(gpu_context(), &model.weights);
     let encoding = || model.encode(TEXT).expect("tokens");
-    let whole = common::passes::reading(&model, &backend, encoding(), TEXT, Readback::Everything)
+    let whole = common::passes::reading(model, &backend, encoding(), TEXT, Readback::Everything)
         .expect("whole pass");
     assert_eq!(
         backend.values_left(),

@@ -4,26 +4,21 @@
 //! JSON from both backends, and the fallback: a device lost before a pass leaves the CPU to
 //! compute it, with the same numbers, and says so. A pass through the KV cache kept on the
 //! GPU, and attention's core (`attend`) on random shapes.
-//! On lavapipe (Mesa's CPU Vulkan driver) here; see `tests/gpu_kernels.rs`.
+//! On lavapipe (Mesa's CPU Vulkan driver) here; see `tests/engine/gpu_kernels.rs`.
 
-mod common;
-
+use crate::common;
 use std::process::Command;
 
 use transformer_viz::checkpoints::{load_named, WeightPrecision};
 use transformer_viz::gpu::{GpuBackend, GpuContext};
-use transformer_viz::model::backend::{on_cpu, Backend};
+use transformer_viz::model::backend::Backend;
 use transformer_viz::model::cpu::Cpu;
-use transformer_viz::trace::{Op, Trace};
+use transformer_viz::trace::{Op, Readback, Trace};
 use transformer_viz::Transformer;
 
 const TEXT: &str = "The quick brown fox jumps over the lazy dog, and the dog sleeps on.";
 
-fn gpu_context() -> GpuContext {
-    std::env::set_var("XDG_RUNTIME_DIR", std::env::temp_dir());
-    pollster::block_on(GpuContext::new())
-        .unwrap_or_else(|e| panic!("{e}: the GPU tests need a Vulkan adapter (`apt-get install mesa-vulkan-drivers libvulkan1`; the README's test command installs it)"))
-}
+use common::gpu_context;
 
 /// Largest gaps between two traces of one text: (attention weights, absolute; every other
 /// step, |gpu - cpu| / max(1, |cpu|)), after checking they hold the same steps.
@@ -61,9 +56,9 @@ fn gaps(cpu: &Trace, gpu: &Trace) -> (f32, f32) {
 /// Checks the model's GPU trace against its CPU one and returns the bytes of weights the GPU
 /// holds after the pass.
 fn check_model(model: &Transformer, ctx: GpuContext) -> u64 {
-    let cpu = common::passes::every_step(&model, &Cpu, TEXT).expect("cpu trace");
+    let cpu = common::passes::every_step(model, &Cpu, TEXT).expect("cpu trace");
     let gpu_backend = GpuBackend::new(ctx, &model.weights);
-    let gpu = common::passes::every_step(&model, &gpu_backend, TEXT).expect("gpu trace");
+    let gpu = common::passes::every_step(model, &gpu_backend, TEXT).expect("gpu trace");
     assert_eq!(
         gpu_backend.failure(),
         None,
@@ -199,11 +194,10 @@ fn the_encoder_decoder_decodes_on_the_gpu_as_on_the_cpu() {
 #[test]
 fn a_lost_device_hands_the_pass_to_the_cpu_with_the_same_numbers() {
     let model = common::minilm();
-    let cpu = common::passes::every_step(&model, &Cpu, TEXT).expect("cpu trace");
+    let cpu = common::passes::every_step(model, &Cpu, TEXT).expect("cpu trace");
     let backend = GpuBackend::new(gpu_context(), &model.weights);
     backend.lose_device();
-    let fallen_back =
-        common::passes::every_step(&model, &backend, TEXT).expect("the pass finishes");
+    let fallen_back = common::passes::every_step(model, &backend, TEXT).expect("the pass finishes");
     let failure = backend.failure().expect("the loss is reported");
     assert!(backend.name().starts_with("cpu"), "{}", backend.name());
     eprintln!("reported: {failure}");

@@ -1,8 +1,7 @@
 //! The real model behaves like the trained sentence model it is, and its trace has the
 //! structure the stepper and the views rely on.
 
-mod common;
-
+use crate::common;
 use common::*;
 use transformer_viz::analysis::pooling::{cosine, mean_pool};
 use transformer_viz::Op;

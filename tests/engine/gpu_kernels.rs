@@ -5,6 +5,8 @@
 
 use std::sync::OnceLock;
 
+use crate::common;
+
 use ndarray::{Array, Array1, Array2, Array3, ArrayD, Axis, Dimension, ShapeBuilder};
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -24,10 +26,7 @@ use transformer_viz::model::weights::NormWeights;
 fn context() -> &'static GpuContext {
     static CONTEXT: OnceLock<GpuContext> = OnceLock::new();
     CONTEXT.get_or_init(|| {
-        std::env::set_var("XDG_RUNTIME_DIR", std::env::temp_dir());
-        let ctx = pollster::block_on(GpuContext::new()).unwrap_or_else(|e| {
-            panic!("{e}: the GPU tests need a Vulkan adapter; on Debian `apt-get install mesa-vulkan-drivers libvulkan1` gives lavapipe (the README's test command installs it)")
-        });
+        let ctx = common::gpu_context();
         eprintln!("GPU kernels run on {}", ctx.adapter_description());
         ctx
     })

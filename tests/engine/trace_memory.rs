@@ -3,8 +3,7 @@
 //! themselves. Read, every step must give the numbers the pass computed, as a trace that
 //! kept every value does; and the trace must hold far less memory than that one.
 
-mod common;
-
+use crate::common;
 use ndarray::{ArrayD, ArrayViewD};
 use transformer_viz::checkpoints::fixture::{decoder_config, encoder_config, fixture};
 use transformer_viz::model::config::Activation;

@@ -14,8 +14,9 @@ use half::f16;
 use serde_json::{json, Value};
 use transformer_viz::formats::gguf::{
     dequantize_row, dot_q4_1, dot_q8_0, GgmlType, Gguf, GgufTensor, GgufValue, GgufValueType,
-    GgufWriter, GgufWriterTensor, Q4_1_BLOCK_BYTES, Q8_0_BLOCK_BYTES, QK,
+    Q4_1_BLOCK_BYTES, Q8_0_BLOCK_BYTES, QK,
 };
+use transformer_viz::formats::gguf_writer::{GgufWriter, GgufWriterTensor};
 use transformer_viz::VizError;
 
 // ---------------------------------------------------------------------------------------------

@@ -3,7 +3,8 @@
 //! byte for byte. Nothing in the library calls it; it is public (and hidden from the docs)
 //! only because integration tests see nothing else.
 
-use super::gguf::{GgmlType, GgufValue, DEFAULT_ALIGNMENT, GGUF_MAGIC, GGUF_VERSION};
+use super::gguf::{GgufValue, DEFAULT_ALIGNMENT, GGUF_MAGIC, GGUF_VERSION};
+use crate::model::quantized::GgmlType;
 
 /// One tensor for `GgufWriter`, written as given: dimensions innermost first (`ne`), any type
 /// code, and an offset that is laid out automatically unless one is forced.

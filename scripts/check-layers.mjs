@@ -32,8 +32,9 @@ export const JS_LAYERS = [
 export const RUST_LAYERS = [
   ['error'],
   ['tensor'],
-  ['formats', 'tokenize'],
+  ['tokenize'],
   ['model'],
+  ['formats'],
   ['gpu'],
   ['trace'],
   ['transformer'],

@@ -10,7 +10,9 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use proptest::prelude::*;
-use transformer_viz::formats::gguf::{GgmlType, Gguf, GgufValue, GgufValueType, GgufWriter};
+use transformer_viz::formats::gguf::{Gguf, GgufValue, GgufValueType};
+use transformer_viz::formats::gguf_writer::GgufWriter;
+use transformer_viz::model::quantized::GgmlType;
 use transformer_viz::VizError;
 
 /// The system allocator, recording the largest single allocation since the last reset.

@@ -201,11 +201,11 @@ fn smollm2_quantized_pass_in_wasm_matches_native() {
     assert_eq!(next[0]["token"], " Paris");
 }
 
-/// The WebAssembly SIMD block kernels (`gguf::simd128`, which generation and a typed word use)
+/// The WebAssembly SIMD block kernels (`quantized::simd128`, which generation and a typed word use)
 /// against dequantize-then-multiply summed in f64, on random Q8_0 and Q4_1 rows.
 #[wasm_bindgen_test]
 fn wasm_block_dot_products_equal_dequantize_then_multiply() {
-    use transformer_viz::formats::gguf::{dequantize_row, dot_q4_1, dot_q8_0, GgmlType};
+    use transformer_viz::model::quantized::{dequantize_row, dot_q4_1, dot_q8_0, GgmlType};
     let mut state = 0x2545_F491_4F6C_DD1Du64;
     let mut next = move || {
         state ^= state << 13;

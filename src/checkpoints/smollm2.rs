@@ -12,12 +12,13 @@ use std::sync::Arc;
 use ndarray::Array1;
 
 use crate::error::{Result, VizError};
-use crate::formats::gguf::{GgmlType, Gguf, GgufTensor};
+use crate::formats::gguf::Gguf;
 use crate::model::config::{
     Activation, LmHead, ModelConfig, NormKind, NormPlace, Position, CONFIG_NAME,
 };
 use crate::model::linear::Linear;
 use crate::model::matrix::Matrix;
+use crate::model::quantized::{GgmlType, GgufTensor};
 use crate::model::weights::{AttentionWeights, FfnWeights, LayerWeights, NormWeights, Weights};
 use crate::tokenize::bpe::{ByteLevelBpe, PreTokenizer, SpecialTokens};
 use crate::transformer::Transformer;

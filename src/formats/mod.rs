@@ -1,6 +1,9 @@
 //! Checkpoint file formats: bytes in, named f32 tensors out, every size and offset checked.
 
 pub mod gguf;
+/// Writes GGUF files: for tests and fixtures only (the library never calls it).
+#[doc(hidden)]
+pub mod gguf_writer;
 pub mod safetensors;
 
 use std::collections::BTreeMap;

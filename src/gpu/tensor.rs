@@ -5,7 +5,7 @@
 
 use super::context::GpuContext;
 use super::error::GpuError;
-use crate::formats::gguf::{GgmlType, QK};
+use crate::model::quantized::{GgmlType, QK};
 
 /// How a tensor's values are stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,18 +6,18 @@
 
 use ndarray::{s, Array2, ArrayView1, ArrayView2, ArrayViewMut2};
 
-use super::threads;
-use crate::error::{Result, VizError};
-use crate::formats::gguf::{
+use super::quantized::{
     block_sums, dequantize_row, dot_q4_1_summed, dot_row, GgmlType, GgufTensor, SharedBytes,
 };
+use super::threads;
+use crate::error::{Result, VizError};
 
 /// Rows dequantized at a time: 32 rows of 576 values are 72 KB of f32, which stay in the
 /// cache while every token's dot products with them are taken.
 const PANEL_ROWS: usize = 32;
 
 /// Up to this many tokens, quantized rows are multiplied block by block as they are read
-/// (`gguf::dot_row`) rather than dequantized into a panel first: with so few tokens there is
+/// (`quantized::dot_row`) rather than dequantized into a panel first: with so few tokens there is
 /// no one to share a dequantized row with.
 const FUSED_MAX_TOKENS: usize = 2;
 

@@ -13,6 +13,7 @@ pub mod linear;
 pub mod matrix;
 pub mod norm;
 pub mod position;
+pub mod quantized;
 pub mod record;
 pub mod simd_exp;
 #[cfg(any(not(target_arch = "wasm32"), feature = "threads"))]

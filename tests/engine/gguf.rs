@@ -12,9 +12,11 @@ use std::sync::OnceLock;
 
 use half::f16;
 use serde_json::{json, Value};
-use transformer_viz::formats::gguf::{
-    dequantize_row, dot_q4_1, dot_q8_0, GgmlType, Gguf, GgufTensor, GgufValue, GgufValueType,
-    GgufWriter, GgufWriterTensor, Q4_1_BLOCK_BYTES, Q8_0_BLOCK_BYTES, QK,
+use transformer_viz::formats::gguf::{Gguf, GgufValue, GgufValueType};
+use transformer_viz::formats::gguf_writer::{GgufWriter, GgufWriterTensor};
+use transformer_viz::model::quantized::{
+    dequantize_row, dot_q4_1, dot_q8_0, GgmlType, GgufTensor, Q4_1_BLOCK_BYTES, Q8_0_BLOCK_BYTES,
+    QK,
 };
 use transformer_viz::VizError;
 

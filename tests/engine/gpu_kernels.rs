@@ -10,7 +10,6 @@ use crate::common;
 use ndarray::{Array, Array1, Array2, Array3, ArrayD, Axis, Dimension, ShapeBuilder};
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use transformer_viz::formats::gguf::{GgmlType, GgufTensor, QK};
 use transformer_viz::gpu::{self, GpuContext, GpuDtype, GpuError, GpuTensor};
 use transformer_viz::model::attention::{
     apply_causal_mask_from, scaled_scores, softmax_rows, weighted_values,
@@ -21,6 +20,7 @@ use transformer_viz::model::linear::Linear;
 use transformer_viz::model::matrix::Matrix;
 use transformer_viz::model::norm::{self, row_mean_std};
 use transformer_viz::model::position::apply_rotary_from;
+use transformer_viz::model::quantized::{GgmlType, GgufTensor, QK};
 use transformer_viz::model::weights::NormWeights;
 
 fn context() -> &'static GpuContext {

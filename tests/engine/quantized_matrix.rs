@@ -3,9 +3,9 @@
 
 use half::f16;
 use ndarray::Array2;
-use transformer_viz::formats::gguf::{GgmlType, GgufTensor, QK};
 use transformer_viz::model::linear::Linear;
 use transformer_viz::model::matrix::Matrix;
+use transformer_viz::model::quantized::{GgmlType, GgufTensor, QK};
 
 struct Lcg(u64);
 impl Lcg {
@@ -129,7 +129,7 @@ fn quantized_embedding_rows_are_the_dequantized_rows() {
 fn the_inlined_f16_conversion_equals_half_for_every_value() {
     for bits in 0..=u16::MAX {
         let (ours, theirs) = (
-            transformer_viz::formats::gguf::f16_bits_to_f32(bits),
+            transformer_viz::model::quantized::f16_bits_to_f32(bits),
             f16::from_bits(bits).to_f32(),
         );
         assert!(

@@ -107,22 +107,27 @@ test('jargon links to the glossary, and every glossary link has an entry', async
   await context.close();
 });
 
-test('empty text: the message sits beside the text box and the chips go', async () => {
-  const { page, context, problems } = await openPage();
-  const renders = await page.evaluate(() => window.__tviz.renders);
-  await page.fill('#text', '   ');
-  await page.waitForFunction((n) => window.__tviz.renders > n, renders);
-  await page.waitForFunction(() => !document.getElementById('text-error').hidden);
-  const [text, error] = [await page.locator('#text').boundingBox(), await page.locator('#text-error').boundingBox()];
-  assert.ok(error.y >= text.y + text.height - 1 && error.y - (text.y + text.height) < 40, 'the error is right under the text box');
-  assert.match(await page.textContent('#text-error'), /empty/i);
-  assert.equal(await page.locator('#tokens li').count(), 0);
-  assert.match(await page.textContent('#token-count'), /No tokens/);
-  assert.equal(await page.isVisible('#error'), false, 'nothing in the box at the top');
-  const again = await page.evaluate(() => window.__tviz.renders);
-  await page.fill('#text', 'Back to a real sentence.');
-  await page.waitForFunction((n) => window.__tviz.renders > n, again);
-  await page.waitForFunction(() => document.getElementById('text-error').hidden && document.querySelectorAll('#tokens li').length > 3);
-  assert.deepEqual(problems, []);
-  await context.close();
+// Text the model reads as no tokens at all: nothing on the decoder (its bytes make a space a
+// token), nothing but spaces on MiniLM (its normalizer drops them).
+test('text with no tokens: the message sits beside the text box and the chips go', async () => {
+  for (const [model, typed] of [[null, ''], [MINILM, '   ']]) {
+    const where = `${model ?? 'default'} with ${JSON.stringify(typed)}`;
+    const { page, context, problems } = await open(env, env.base, { model });
+    const renders = await page.evaluate(() => window.__tviz.renders);
+    await page.fill('#text', typed);
+    await page.waitForFunction((n) => window.__tviz.renders > n, renders);
+    await page.waitForFunction(() => !document.getElementById('text-error').hidden);
+    const [text, error] = [await page.locator('#text').boundingBox(), await page.locator('#text-error').boundingBox()];
+    assert.ok(error.y >= text.y + text.height - 1 && error.y - (text.y + text.height) < 40, `${where}: the error is right under the text box`);
+    assert.match(await page.textContent('#text-error'), /empty/i, where);
+    assert.equal(await page.locator('#tokens li').count(), 0, where);
+    assert.match(await page.textContent('#token-count'), /No tokens/, where);
+    assert.equal(await page.isVisible('#error'), false, `${where}: nothing in the box at the top`);
+    const again = await page.evaluate(() => window.__tviz.renders);
+    await page.fill('#text', 'Back to a real sentence.');
+    await page.waitForFunction((n) => window.__tviz.renders > n, again);
+    await page.waitForFunction(() => document.getElementById('text-error').hidden && document.querySelectorAll('#tokens li').length > 3);
+    assert.deepEqual(problems, [], where);
+    await context.close();
+  }
 });

@@ -242,110 +242,170 @@ pub fn draw_lines<DB: Canvas>(
     area.draw(&Text::new(title, (8, 4), title_style))
         .map_err(draw_err)?;
     let mut top = font_px as i32 * 2 + 14;
-    let colour_of = |i: usize| {
-        if heads.len() == 1 {
-            CATEGORICAL[0]
-        } else {
-            CATEGORICAL[HEAD_COLOURS[i]]
-        }
-    };
     if heads.len() > 1 {
-        // The legend: one short line and "head N" per head, in a row under the title.
-        let y = top - 4;
-        let mut x = 8;
-        for (i, head) in heads.iter().enumerate() {
-            area.draw(&PathElement::new(
-                vec![(x, y), (x + 18, y)],
-                colour_of(i).stroke_width(3),
-            ))
-            .map_err(draw_err)?;
-            let label = format!("head {head}");
-            area.draw(&Text::new(
-                label.clone(),
-                (x + 22, y),
-                anchored_text(font_px, HPos::Left, VPos::Center),
-            ))
-            .map_err(draw_err)?;
-            x += 22 + (label.len() as i32 * font_px as i32 * 62 / 100) + 14;
-        }
+        draw_head_legend(area, heads, top - 4, font_px)?;
         top += font_px as i32 + 6;
     }
-    let row_h = ((h as i32 - top - 8) as f32 / t as f32).max(1.0);
     let text_w = (w as i32 / 4).min(120);
-    let (xl, xr) = (8 + text_w, w as i32 - 8 - text_w);
-    let labels = trace.token_texts();
-    let show_every = ((font_px as f32 + 1.0) / row_h).ceil().max(1.0) as usize;
-    let row_y = |i: usize| top + (row_h * (i as f32 + 0.5)) as i32;
-    for (i, label) in labels.iter().enumerate() {
-        if i % show_every == 0 {
-            let text = short_label(label, 12);
-            // The focused token is marked with a bar beside its label.
-            let (from, to) = (focus == LineFocus::From(i), focus == LineFocus::To(i));
-            if from || to {
-                let x = if from { xl - 3 } else { xr + 1 };
-                area.draw(&Rectangle::new(
-                    [
-                        (x, row_y(i) - font_px as i32 / 2 - 2),
-                        (x + 2, row_y(i) + font_px as i32 / 2 + 2),
-                    ],
-                    BLACK.filled(),
-                ))
-                .map_err(draw_err)?;
-            }
-            area.draw(&Text::new(
-                text.clone(),
-                (xl - 6, row_y(i)),
-                anchored_text(font_px, HPos::Right, VPos::Center),
-            ))
-            .map_err(draw_err)?;
-            area.draw(&Text::new(
-                text,
-                (xr + 6, row_y(i)),
-                anchored_text(font_px, HPos::Left, VPos::Center),
-            ))
-            .map_err(draw_err)?;
-        }
-    }
+    let columns = Columns {
+        xl: 8 + text_w,
+        xr: w as i32 - 8 - text_w,
+        top,
+        row_h: ((h as i32 - top - 8) as f32 / t as f32).max(1.0),
+    };
+    draw_token_columns(area, &trace.token_texts(), &columns, focus, font_px)?;
     let mut drawn = Vec::new();
-    for (i, (a, &head)) in patterns.iter().zip(heads).enumerate() {
-        for q in 0..t {
-            for k in 0..t {
-                let keep = match focus {
-                    LineFocus::All => true,
-                    LineFocus::From(f) => q == f,
-                    LineFocus::To(f) => k == f,
-                };
-                let weight = a[[q, k]];
-                if !keep || weight < MIN_WEIGHT {
-                    continue;
-                }
-                let style = ShapeStyle {
-                    color: colour_of(i).mix(weight as f64),
-                    filled: false,
-                    stroke_width: 2,
-                };
-                area.draw(&PathElement::new(
-                    vec![(xl, row_y(q)), (xr, row_y(k))],
-                    style,
-                ))
-                .map_err(draw_err)?;
-                drawn.push(DrawnLine {
-                    head,
-                    query: q,
-                    key: k,
-                    weight,
-                });
-            }
-        }
+    for (i, (&a, &head)) in patterns.iter().zip(heads).enumerate() {
+        let colour = line_colour(heads.len(), i);
+        drawn.extend(draw_head_lines(area, a, head, colour, &columns, focus)?);
     }
     Ok(LinesGeometry {
-        left_x: xl,
-        right_x: xr,
+        left_x: columns.xl,
+        right_x: columns.xr,
         label_width: text_w,
         top: top as f32,
-        row_height: row_h,
+        row_height: columns.row_h,
         tokens: t,
         heads: heads.to_vec(),
         lines: drawn,
     })
+}
+
+/// The `i`-th of `heads` heads' colour: the palette's blue for one head alone.
+fn line_colour(heads: usize, i: usize) -> RGBColor {
+    if heads == 1 {
+        CATEGORICAL[0]
+    } else {
+        CATEGORICAL[HEAD_COLOURS[i]]
+    }
+}
+
+/// The legend: one short line and "head N" per head, in a row at height `y`.
+fn draw_head_legend<DB: Canvas>(
+    area: &DrawingArea<DB, Shift>,
+    heads: &[usize],
+    y: i32,
+    font_px: u32,
+) -> Result<()> {
+    let mut x = 8;
+    for (i, head) in heads.iter().enumerate() {
+        area.draw(&PathElement::new(
+            vec![(x, y), (x + 18, y)],
+            line_colour(heads.len(), i).stroke_width(3),
+        ))
+        .map_err(draw_err)?;
+        let label = format!("head {head}");
+        area.draw(&Text::new(
+            label.clone(),
+            (x + 22, y),
+            anchored_text(font_px, HPos::Left, VPos::Center),
+        ))
+        .map_err(draw_err)?;
+        x += 22 + (label.len() as i32 * font_px as i32 * 62 / 100) + 14;
+    }
+    Ok(())
+}
+
+/// The lines view's two columns: query labels end at `xl`, key labels start at `xr`, and
+/// token i's row is centred at `top + row_h * (i + 0.5)`.
+struct Columns {
+    xl: i32,
+    xr: i32,
+    top: i32,
+    row_h: f32,
+}
+
+impl Columns {
+    fn row_y(&self, i: usize) -> i32 {
+        self.top + (self.row_h * (i as f32 + 0.5)) as i32
+    }
+}
+
+/// Every token's label in both columns (every n-th when the rows are too low for them all),
+/// the focused token's marked with a bar beside it.
+fn draw_token_columns<DB: Canvas>(
+    area: &DrawingArea<DB, Shift>,
+    labels: &[String],
+    columns: &Columns,
+    focus: LineFocus,
+    font_px: u32,
+) -> Result<()> {
+    let Columns { xl, xr, row_h, .. } = *columns;
+    let show_every = ((font_px as f32 + 1.0) / row_h).ceil().max(1.0) as usize;
+    for (i, label) in labels.iter().enumerate().step_by(show_every) {
+        let y = columns.row_y(i);
+        let text = short_label(label, 12);
+        let (from, to) = (focus == LineFocus::From(i), focus == LineFocus::To(i));
+        if from || to {
+            let x = if from { xl - 3 } else { xr + 1 };
+            area.draw(&Rectangle::new(
+                [
+                    (x, y - font_px as i32 / 2 - 2),
+                    (x + 2, y + font_px as i32 / 2 + 2),
+                ],
+                BLACK.filled(),
+            ))
+            .map_err(draw_err)?;
+        }
+        area.draw(&Text::new(
+            text.clone(),
+            (xl - 6, y),
+            anchored_text(font_px, HPos::Right, VPos::Center),
+        ))
+        .map_err(draw_err)?;
+        area.draw(&Text::new(
+            text,
+            (xr + 6, y),
+            anchored_text(font_px, HPos::Left, VPos::Center),
+        ))
+        .map_err(draw_err)?;
+    }
+    Ok(())
+}
+
+/// One head's lines, query to key, its weights `a` (T, T) as their opacity; those `focus`
+/// leaves out and those too light to see are not drawn.
+fn draw_head_lines<DB: Canvas>(
+    area: &DrawingArea<DB, Shift>,
+    a: ArrayView2<f32>,
+    head: usize,
+    colour: RGBColor,
+    columns: &Columns,
+    focus: LineFocus,
+) -> Result<Vec<DrawnLine>> {
+    let t = a.nrows();
+    let mut drawn = Vec::new();
+    for q in 0..t {
+        for k in 0..t {
+            let keep = match focus {
+                LineFocus::All => true,
+                LineFocus::From(f) => q == f,
+                LineFocus::To(f) => k == f,
+            };
+            let weight = a[[q, k]];
+            if !keep || weight < MIN_WEIGHT {
+                continue;
+            }
+            let style = ShapeStyle {
+                color: colour.mix(weight as f64),
+                filled: false,
+                stroke_width: 2,
+            };
+            area.draw(&PathElement::new(
+                vec![
+                    (columns.xl, columns.row_y(q)),
+                    (columns.xr, columns.row_y(k)),
+                ],
+                style,
+            ))
+            .map_err(draw_err)?;
+            drawn.push(DrawnLine {
+                head,
+                query: q,
+                key: k,
+                weight,
+            });
+        }
+    }
+    Ok(drawn)
 }

@@ -62,89 +62,114 @@ pub fn draw_compare_view<DB: Canvas>(
             } else {
                 (b, "B")
             };
-            let weights = trace.attention(layer, head)?; // (T, T)
-            let labels = trace.token_texts();
-            let title = format!("Sentence {name}: layer {layer}, head {head}");
-            let drawn = draw_token_matrix(
-                area,
-                weights,
-                &labels,
-                &title,
-                Scale::Sequential { min: 0.0, max: 1.0 },
-                "weight",
-                vector,
-            )?;
-            Ok(Drawn::heatmap(
-                drawn,
-                weights.iter().copied().collect(),
-                labels.clone(),
-                labels,
-            ))
+            draw_sentence_head(area, trace, name, layer, head, vector)
         }
         CompareView::CompareDifference { layer, head } => {
-            if a.len() != b.len() {
-                // Position i holds different words in the two sentences: a cell-by-cell
-                // difference would compare unrelated tokens, so none is drawn.
-                message(
-                    area,
-                    &[
-                        &format!(
-                            "Sentence A has {} tokens and sentence B {}.",
-                            a.len(),
-                            b.len()
-                        ),
-                        "Their positions do not line up, so no difference is drawn.",
-                        "Swap one word for another that is one token too",
-                        "(tired → wide) to see A − B.",
-                    ],
-                )?;
-                return Ok(Drawn {
-                    note: Some(format!(
-                        "different token counts ({} and {}): no difference",
-                        a.len(),
-                        b.len()
-                    )),
-                    ..Drawn::plain()
-                });
-            }
-            let (wa, wb) = (a.attention(layer, head)?, b.attention(layer, head)?); // (T, T) each
-            let difference: Array2<f32> = &wa - &wb; // (T, T)
-                                                     // A token that differs between the sentences is labelled with both: "tired/wide".
-            let labels: Vec<String> = a
-                .tokens
-                .iter()
-                .zip(&b.tokens)
-                .map(|(x, y)| {
-                    if x.text == y.text {
-                        x.text.clone()
-                    } else {
-                        format!("{}/{}", x.text, y.text)
-                    }
-                })
-                .collect();
-            let largest = difference.iter().fold(0.0f32, |m, v| m.max(v.abs()));
-            let title = format!("A − B: layer {layer}, head {head}");
-            // Scaled to the largest change, so small shifts stay visible; the colour bar gives the numbers.
-            let scale = Scale::Diverging {
-                limit: largest.max(0.01),
-            };
-            let drawn = draw_token_matrix(
-                area,
-                difference.view(),
-                &labels,
-                &title,
-                scale,
-                "A − B",
-                vector,
-            )?;
-            Ok(Drawn::heatmap(
-                drawn,
-                difference.iter().copied().collect(),
-                labels.clone(),
-                labels,
-            ))
+            draw_difference(area, a, b, layer, head, vector)
         }
     }
+}
+
+/// One head's weights on sentence `name`.
+fn draw_sentence_head<DB: Canvas>(
+    area: &DrawingArea<DB, Shift>,
+    trace: &Trace,
+    name: &str,
+    layer: usize,
+    head: usize,
+    vector: bool,
+) -> Result<Drawn> {
+    let weights = trace.attention(layer, head)?; // (T, T)
+    let labels = trace.token_texts();
+    let title = format!("Sentence {name}: layer {layer}, head {head}");
+    let drawn = draw_token_matrix(
+        area,
+        weights,
+        &labels,
+        &title,
+        Scale::Sequential { min: 0.0, max: 1.0 },
+        "weight",
+        vector,
+    )?;
+    Ok(Drawn::heatmap(
+        drawn,
+        weights.iter().copied().collect(),
+        labels.clone(),
+        labels,
+    ))
+}
+
+/// A − B for one head, cell by cell, or why there is none.
+fn draw_difference<DB: Canvas>(
+    area: &DrawingArea<DB, Shift>,
+    a: &Trace,
+    b: &Trace,
+    layer: usize,
+    head: usize,
+    vector: bool,
+) -> Result<Drawn> {
+    if a.len() != b.len() {
+        // Position i holds different words in the two sentences: a cell-by-cell
+        // difference would compare unrelated tokens, so none is drawn.
+        message(
+            area,
+            &[
+                &format!(
+                    "Sentence A has {} tokens and sentence B {}.",
+                    a.len(),
+                    b.len()
+                ),
+                "Their positions do not line up, so no difference is drawn.",
+                "Swap one word for another that is one token too",
+                "(tired → wide) to see A − B.",
+            ],
+        )?;
+        return Ok(Drawn {
+            note: Some(format!(
+                "different token counts ({} and {}): no difference",
+                a.len(),
+                b.len()
+            )),
+            ..Drawn::plain()
+        });
+    }
+    let (wa, wb) = (a.attention(layer, head)?, b.attention(layer, head)?); // (T, T) each
+    let difference: Array2<f32> = &wa - &wb; // (T, T)
+
+    // A token that differs between the sentences is labelled with both: "tired/wide".
+    let labels: Vec<String> = a
+        .tokens
+        .iter()
+        .zip(&b.tokens)
+        .map(|(x, y)| {
+            if x.text == y.text {
+                x.text.clone()
+            } else {
+                format!("{}/{}", x.text, y.text)
+            }
+        })
+        .collect();
+    let largest = difference.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+    let title = format!("A − B: layer {layer}, head {head}");
+    // Scaled to the largest change, so small shifts stay visible; the colour bar gives the numbers.
+    let scale = Scale::Diverging {
+        limit: largest.max(0.01),
+    };
+    let drawn = draw_token_matrix(
+        area,
+        difference.view(),
+        &labels,
+        &title,
+        scale,
+        "A − B",
+        vector,
+    )?;
+    Ok(Drawn::heatmap(
+        drawn,
+        difference.iter().copied().collect(),
+        labels.clone(),
+        labels,
+    ))
 }
 
 /// A few centred lines of text on an otherwise empty chart.

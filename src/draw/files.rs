@@ -40,6 +40,17 @@ struct Job {
     size: (u32, u32),
 }
 
+impl Job {
+    fn new(dir: &Path, name: impl Into<String>, view: View, size: (u32, u32)) -> Self {
+        Job {
+            dir: dir.to_path_buf(),
+            name: name.into(),
+            view,
+            size,
+        }
+    }
+}
+
 /// Draws one view as SVG (vector text; cells as rectangles, or one embedded image when there
 /// are many) and as PNG (blitted cells).
 fn svg_and_png(model: &Transformer, trace: &Trace, job: &Job) -> Result<()> {
@@ -64,208 +75,30 @@ pub fn render_all(
     only_layer: Option<usize>,
 ) -> Result<usize> {
     register_fonts();
-    let c = &trace.config;
-    if let Some(l) = only_layer {
-        if l >= c.n_layers {
-            return Err(VizError::OutOfRange {
-                layer: l,
-                head: 0,
-                layers: c.n_layers,
-                heads: c.n_heads,
-            });
-        }
-    }
-    let layers: Vec<usize> = only_layer
-        .map(|l| vec![l])
-        .unwrap_or_else(|| (0..c.n_layers).collect());
-    let t = trace.len() as u32;
-    let side = (t * 24 + 220).clamp(480, 1400);
+    let layers = chosen_layers(trace, only_layer)?;
     let (attention_dir, norm_dir) = (out.join("attention"), out.join("layer_norm"));
-    let job = |dir: &Path, name: String, view: View, size: (u32, u32)| Job {
-        dir: dir.to_path_buf(),
-        name,
-        view,
-        size,
-    };
-
-    let mut jobs = Vec::new();
-    for &layer in &layers {
-        for head in 0..c.n_heads {
-            jobs.push(job(
-                &attention_dir,
-                format!("layer{layer}_head{head}"),
-                View::Head { layer, head },
-                (side + 70, side),
-            ));
-            let lines = View::Lines {
-                layer,
-                head,
-                focus: None,
-                focus_key: None,
-                heads: Vec::new(),
-            };
-            jobs.push(job(
-                &attention_dir,
-                format!("lines_layer{layer}_head{head}"),
-                lines,
-                (640, (t * 20 + 80).clamp(300, 1400)),
-            ));
-            if trace.source.is_some() {
-                jobs.push(job(
-                    &attention_dir,
-                    format!("cross_layer{layer}_head{head}"),
-                    View::CrossAttention { layer, head },
-                    (side + 70, side),
-                ));
-            }
-        }
-    }
-    let grid_size = (c.n_heads as u32 * 60 + 60, c.n_layers as u32 * 60 + 40);
-    jobs.push(job(
+    let mut jobs = attention_jobs(trace, &layers, out, &attention_dir);
+    jobs.extend(position_jobs(trace, out));
+    jobs.extend(norm_jobs(trace, &layers, &norm_dir));
+    jobs.push(Job::new(
         out,
-        "attention_grid".into(),
-        View::Grid {
-            layer: layers[0],
-            head: 0,
-        },
-        grid_size,
-    ));
-    if matches!(c.position, Position::Learned | Position::Sinusoidal) {
-        jobs.push(job(
-            out,
-            "position_table".into(),
-            View::PositionTable,
-            (1100, 700),
-        ));
-        jobs.push(job(
-            out,
-            "position_waves".into(),
-            View::PositionWaves {
-                dims: vec![0, 1, 40, 80, 120],
-            },
-            (1000, 480),
-        ));
-        jobs.push(job(
-            out,
-            "position_similarity".into(),
-            View::PositionSimilarity,
-            (760, 700),
-        ));
-        if c.position == Position::Learned {
-            jobs.push(job(
-                out,
-                "position_sinusoidal_comparison".into(),
-                View::SinusoidalSimilarity,
-                (760, 700),
-            ));
-        }
-    }
-    // The notes' sinusoidal table at this model's width, whatever the model uses.
-    jobs.push(job(
-        out,
-        "sinusoidal_table".into(),
-        View::SinusoidalTable,
-        (1100, 700),
-    ));
-    jobs.push(job(
-        out,
-        "sinusoidal_waves".into(),
-        View::SinusoidalWaves {
-            dims: vec![0, 1, 40, 80, 120],
-        },
-        (1000, 480),
-    ));
-    for (index, rec) in trace.norms.iter().enumerate() {
-        if rec.layer.is_none_or(|l| layers.contains(&l)) {
-            jobs.push(job(
-                &norm_dir,
-                rec.step.replace('.', "_"),
-                View::Norm { index },
-                (1100, 560),
-            ));
-            jobs.push(job(
-                &norm_dir,
-                format!("{}_parameters", rec.step.replace('.', "_")),
-                View::NormParameters { index },
-                (1000, 420),
-            ));
-        }
-    }
-    jobs.push(job(
-        out,
-        "residual_stream".into(),
+        "residual_stream",
         View::Residual { tokens: None },
         (1100, 760),
     ));
-    if let Position::Rotary { .. } = model.config.position {
-        jobs.push(job(
-            out,
-            "rotary_frequencies".into(),
-            View::RotaryFrequencies,
-            (1000, 480),
-        ));
-        let layer = layers[0];
-        jobs.push(job(
-            out,
-            "rotary_pair".into(),
-            View::RotaryPair {
-                layer,
-                head: 0,
-                pair: 0,
-            },
-            (700, 700),
-        ));
-        jobs.push(job(
-            out,
-            "rotary_distance".into(),
-            View::RotaryDistance { layer, head: 0 },
-            (760, 700),
-        ));
-    }
+    jobs.extend(rotary_jobs(model, layers[0], out));
     for (name, pattern) in [
         ("previous", HeadPattern::Previous),
         ("first", HeadPattern::First),
     ] {
-        jobs.push(job(
+        jobs.push(Job::new(
             out,
             format!("head_grid_{name}"),
             View::HeadGrid { pattern },
             (760, 820),
         ));
     }
-    if model.config.has_lm_head() {
-        let model_own = crate::analysis::sampling::SamplingSettings::default();
-        jobs.push(job(
-            out,
-            "prediction".into(),
-            View::Prediction {
-                top: 20,
-                settings: model_own,
-            },
-            (900, 640),
-        ));
-        let shaped = crate::analysis::sampling::SamplingSettings {
-            temperature: 0.7,
-            top_k: 10,
-            top_p: 0.9,
-            seed: 0,
-        };
-        jobs.push(job(
-            out,
-            "prediction_t0.7_k10_p0.9".into(),
-            View::Prediction {
-                top: 20,
-                settings: shaped,
-            },
-            (900, 640),
-        ));
-        jobs.push(job(
-            out,
-            "logit_lens".into(),
-            View::LogitLens { positions: None },
-            (1100, 820),
-        ));
-    }
+    jobs.extend(prediction_jobs(model, out));
 
     for dir in [out, &attention_dir, &norm_dir] {
         std::fs::create_dir_all(dir).map_err(|e| VizError::Io {
@@ -277,4 +110,211 @@ pub fn render_all(
         svg_and_png(model, trace, j)?;
     }
     Ok(jobs.len() * 2)
+}
+
+/// `only_layer`, when the model has it, or every layer.
+fn chosen_layers(trace: &Trace, only_layer: Option<usize>) -> Result<Vec<usize>> {
+    let c = &trace.config;
+    match only_layer {
+        Some(l) if l >= c.n_layers => Err(VizError::OutOfRange {
+            layer: l,
+            head: 0,
+            layers: c.n_layers,
+            heads: c.n_heads,
+        }),
+        Some(l) => Ok(vec![l]),
+        None => Ok((0..c.n_layers).collect()),
+    }
+}
+
+/// Each head of `layers` as a heatmap, as lines and (an encoder-decoder's) as
+/// cross-attention; then the grid of every head.
+fn attention_jobs(trace: &Trace, layers: &[usize], out: &Path, dir: &Path) -> Vec<Job> {
+    let c = &trace.config;
+    let t = trace.len() as u32;
+    let side = (t * 24 + 220).clamp(480, 1400);
+    let mut jobs = Vec::new();
+    for &layer in layers {
+        for head in 0..c.n_heads {
+            jobs.push(Job::new(
+                dir,
+                format!("layer{layer}_head{head}"),
+                View::Head { layer, head },
+                (side + 70, side),
+            ));
+            let lines = View::Lines {
+                layer,
+                head,
+                focus: None,
+                focus_key: None,
+                heads: Vec::new(),
+            };
+            jobs.push(Job::new(
+                dir,
+                format!("lines_layer{layer}_head{head}"),
+                lines,
+                (640, (t * 20 + 80).clamp(300, 1400)),
+            ));
+            if trace.source.is_some() {
+                jobs.push(Job::new(
+                    dir,
+                    format!("cross_layer{layer}_head{head}"),
+                    View::CrossAttention { layer, head },
+                    (side + 70, side),
+                ));
+            }
+        }
+    }
+    let grid_size = (c.n_heads as u32 * 60 + 60, c.n_layers as u32 * 60 + 40);
+    jobs.push(Job::new(
+        out,
+        "attention_grid",
+        View::Grid {
+            layer: layers[0],
+            head: 0,
+        },
+        grid_size,
+    ));
+    jobs
+}
+
+/// The model's position table (when it adds one), and the notes' sinusoidal table at this
+/// model's width, whatever the model uses.
+fn position_jobs(trace: &Trace, out: &Path) -> Vec<Job> {
+    let position = trace.config.position;
+    let mut jobs = Vec::new();
+    if matches!(position, Position::Learned | Position::Sinusoidal) {
+        jobs.push(Job::new(
+            out,
+            "position_table",
+            View::PositionTable,
+            (1100, 700),
+        ));
+        jobs.push(Job::new(
+            out,
+            "position_waves",
+            View::PositionWaves {
+                dims: vec![0, 1, 40, 80, 120],
+            },
+            (1000, 480),
+        ));
+        jobs.push(Job::new(
+            out,
+            "position_similarity",
+            View::PositionSimilarity,
+            (760, 700),
+        ));
+        if position == Position::Learned {
+            jobs.push(Job::new(
+                out,
+                "position_sinusoidal_comparison",
+                View::SinusoidalSimilarity,
+                (760, 700),
+            ));
+        }
+    }
+    jobs.push(Job::new(
+        out,
+        "sinusoidal_table",
+        View::SinusoidalTable,
+        (1100, 700),
+    ));
+    jobs.push(Job::new(
+        out,
+        "sinusoidal_waves",
+        View::SinusoidalWaves {
+            dims: vec![0, 1, 40, 80, 120],
+        },
+        (1000, 480),
+    ));
+    jobs
+}
+
+/// Each norm of `layers` (and those outside any layer): its stages and its parameters.
+fn norm_jobs(trace: &Trace, layers: &[usize], dir: &Path) -> Vec<Job> {
+    let mut jobs = Vec::new();
+    for (index, rec) in trace.norms.iter().enumerate() {
+        if rec.layer.is_none_or(|l| layers.contains(&l)) {
+            let name = rec.step.replace('.', "_");
+            jobs.push(Job::new(dir, &name, View::Norm { index }, (1100, 560)));
+            jobs.push(Job::new(
+                dir,
+                format!("{name}_parameters"),
+                View::NormParameters { index },
+                (1000, 420),
+            ));
+        }
+    }
+    jobs
+}
+
+/// A rotary model's frequencies, and a pair and the distance view of `layer`'s first head.
+fn rotary_jobs(model: &Transformer, layer: usize, out: &Path) -> Vec<Job> {
+    let Position::Rotary { .. } = model.config.position else {
+        return Vec::new();
+    };
+    vec![
+        Job::new(
+            out,
+            "rotary_frequencies",
+            View::RotaryFrequencies,
+            (1000, 480),
+        ),
+        Job::new(
+            out,
+            "rotary_pair",
+            View::RotaryPair {
+                layer,
+                head: 0,
+                pair: 0,
+            },
+            (700, 700),
+        ),
+        Job::new(
+            out,
+            "rotary_distance",
+            View::RotaryDistance { layer, head: 0 },
+            (760, 700),
+        ),
+    ]
+}
+
+/// A model with a language-model head: its prediction as it is and reshaped by sampling
+/// settings, and the logit lens.
+fn prediction_jobs(model: &Transformer, out: &Path) -> Vec<Job> {
+    if !model.config.has_lm_head() {
+        return Vec::new();
+    }
+    let shaped = crate::analysis::sampling::SamplingSettings {
+        temperature: 0.7,
+        top_k: 10,
+        top_p: 0.9,
+        seed: 0,
+    };
+    vec![
+        Job::new(
+            out,
+            "prediction",
+            View::Prediction {
+                top: 20,
+                settings: crate::analysis::sampling::SamplingSettings::default(),
+            },
+            (900, 640),
+        ),
+        Job::new(
+            out,
+            "prediction_t0.7_k10_p0.9",
+            View::Prediction {
+                top: 20,
+                settings: shaped,
+            },
+            (900, 640),
+        ),
+        Job::new(
+            out,
+            "logit_lens",
+            View::LogitLens { positions: None },
+            (1100, 820),
+        ),
+    ]
 }

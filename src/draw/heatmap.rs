@@ -192,192 +192,324 @@ fn bar_number(v: f32) -> String {
     }
 }
 
+/// Draws `m` as `spec` describes and reports where its cells and labels landed.
 pub fn draw_heatmap<DB: Canvas>(
     area: &DrawingArea<DB, Shift>,
     m: ArrayView2<f32>,
     spec: &Heatmap,
 ) -> Result<HeatmapDrawn> {
     let (rows, cols) = m.dim();
-    let (w, h) = area.dim_in_pixel();
-    let (w, h) = (w as i32, h as i32);
-    let small = w < 420;
-    let base = if small { 10u32 } else { 13 };
     let values: Vec<f32> = m.iter().copied().collect();
     let clipped = Clipped::of(spec.scale, &values);
-    // The colour bar's column: the gradient, then its widest number or its caption.
-    let bar_texts = bar_labels(spec.scale, clipped);
-    let mut bar_text_w = area
-        .estimate_text_size(spec.legend, &anchored_text(base, HPos::Left, VPos::Top))
-        .map_err(draw_err)?
-        .0 as i32
-        - 18;
-    for t in &bar_texts {
-        bar_text_w = bar_text_w.max(
-            area.estimate_text_size(&t.0, &anchored_text(base, HPos::Left, VPos::Top))
-                .map_err(draw_err)?
-                .0 as i32,
-        );
-    }
-    let bar_w = 8 + 14 + 4 + bar_text_w + 6;
-    let max_chars = if small { 7 } else { 10 };
-    let margin = 6;
+    let frame = Frame::of(area, spec, clipped)?;
+    let row_texts = label_texts(area, &frame, spec.row_labels, rows)?;
+    let col_texts = label_texts(area, &frame, spec.col_labels, cols)?;
+    let (l, foot) = fit_layout(area, &frame, &row_texts, &col_texts, clipped)?;
 
-    let texts = |labels: &[String], count: usize| -> Result<LabelTexts> {
-        let numbered = labels.is_empty();
-        let texts: Vec<String> = (0..count)
-            .map(|i| {
-                labels
-                    .get(i)
-                    .map(|s| short_label(s, max_chars))
-                    .unwrap_or_else(|| i.to_string())
-            })
-            .collect();
-        let style = anchored_text(base, HPos::Left, VPos::Top);
-        let mut widths = Vec::with_capacity(count);
-        for t in &texts {
-            widths.push(area.estimate_text_size(t, &style).map_err(draw_err)?.0 as f32);
-        }
-        Ok(LabelTexts {
-            texts,
-            widths,
-            numbered,
-            base_font: base,
-        })
+    draw_title(area, &frame, spec.title)?;
+    let image = draw_cells(area, m, spec, &l, frame.base)?;
+    let labels = AxisLabels {
+        rows: draw_row_labels(area, &l, &row_texts)?,
+        cols: draw_col_labels(area, &l, &col_texts)?,
+        row_step: l.row.step,
+        col_step: l.col.step,
+        row_font_px: l.row.font,
+        col_font_px: l.col.font,
+        cols_rotated: l.rotated,
     };
-    let row_texts = texts(spec.row_labels, rows)?;
-    let col_texts = texts(spec.col_labels, cols)?;
-
-    let title_h = (base + 4) as i32 + 10;
-    let desc_h = (base + 1) as i32 + 8;
-    let line_h = base as i32 + 4;
-    let layout = |foot_lines: i32| -> Layout {
-        let top = margin + title_h;
-        let foot_h = foot_lines * line_h;
-        let left_of = |font: u32, step: usize| {
-            margin + desc_h + row_texts.widest(font, step).ceil() as i32 + 8
-        };
-        let plot_w = |left: i32| (w - bar_w - left - margin).max(10);
-        let width = plot_w(left_of(base, 1));
-        let col_px = width as f32 / cols.max(1) as f32;
-        // Token columns side by side when every one fits, else written bottom to top.
-        let across = col_texts.numbered
-            || (cols <= MAX_LABELLED && col_texts.widest(base, 1) + 6.0 <= col_px);
-        let col = if across {
-            plan_axis(cols, col_px, base, col_texts.numbered, |f| {
-                col_texts.widest(f, 1) + 6.0
-            })
-        } else {
-            plan_axis(cols, col_px, base, false, |f| f as f32 + 3.0)
-        };
-        let col_area = if across {
-            col.font as i32 + 8
-        } else {
-            col_texts.widest(col.font, col.step).ceil() as i32 + 10
-        };
-        let height = (h - top - col_area - desc_h - foot_h - margin).max(10);
-        let row = plan_axis(
+    draw_axis_names(area, &frame, &l, spec)?;
+    draw_foot(area, &frame, &foot)?;
+    draw_colour_bar(
+        area,
+        (frame.w - frame.bar_w, l.top, frame.bar_w, l.height),
+        spec.scale,
+        clipped,
+        spec.legend,
+        frame.base,
+        spec.vector,
+    )?;
+    Ok(HeatmapDrawn {
+        geometry: Geometry {
+            left: l.left,
+            top: l.top,
+            width: l.width,
+            height: l.height,
             rows,
-            height as f32 / rows.max(1) as f32,
-            base,
-            row_texts.numbered,
-            |f| f as f32 + 3.0,
-        );
-        let left = left_of(row.font, row.step);
-        Layout {
-            left,
-            top,
-            width: plot_w(left),
-            height,
-            row,
-            col,
-            rotated: !across,
-            col_area,
-        }
-    };
+            cols,
+        },
+        labels,
+        clipped,
+        note: (!foot.is_empty()).then(|| foot.join(" ")),
+        image,
+    })
+}
 
-    // The note under the chart: which labels are thinned, what the colours clip.
-    let notes = |l: &Layout| -> Vec<String> {
-        let mut notes = Vec::new();
-        let thinned = [
-            (&row_texts, l.row.step, rows),
-            (&col_texts, l.col.step, cols),
-        ]
+/// The chart's size and the measures its parts are placed by.
+struct Frame {
+    w: i32,
+    h: i32,
+    /// Under 420 px wide: smaller text, shorter labels and notes.
+    small: bool,
+    /// The labels' text size; the title and axis names are a little larger.
+    base: u32,
+    margin: i32,
+    /// The colour bar's column at the right.
+    bar_w: i32,
+    title_h: i32,
+    /// The room an axis name takes across its axis.
+    desc_h: i32,
+    /// One line of the note under the chart.
+    line_h: i32,
+}
+
+impl Frame {
+    fn of<DB: Canvas>(
+        area: &DrawingArea<DB, Shift>,
+        spec: &Heatmap,
+        clipped: Option<Clipped>,
+    ) -> Result<Frame> {
+        let (w, h) = area.dim_in_pixel();
+        let (w, h) = (w as i32, h as i32);
+        let small = w < 420;
+        let base = if small { 10u32 } else { 13 };
+        Ok(Frame {
+            w,
+            h,
+            small,
+            base,
+            margin: 6,
+            bar_w: bar_width(area, spec.scale, clipped, spec.legend, base)?,
+            title_h: (base + 4) as i32 + 10,
+            desc_h: (base + 1) as i32 + 8,
+            line_h: base as i32 + 4,
+        })
+    }
+
+    fn foot_style(&self) -> TextStyle<'static> {
+        anchored_text(self.base - 1, HPos::Left, VPos::Top).color(&RGBColor(60, 60, 60))
+    }
+}
+
+fn text_width<DB: Canvas>(
+    area: &DrawingArea<DB, Shift>,
+    text: &str,
+    style: &TextStyle,
+) -> Result<u32> {
+    Ok(area.estimate_text_size(text, style).map_err(draw_err)?.0)
+}
+
+/// The colour bar's column: the gradient, then its widest number, or the caption under the
+/// bar if wider (it starts further left, so 18 px of it fit under the gradient).
+fn bar_width<DB: Canvas>(
+    area: &DrawingArea<DB, Shift>,
+    scale: Scale,
+    clipped: Option<Clipped>,
+    legend: &str,
+    base: u32,
+) -> Result<i32> {
+    let style = anchored_text(base, HPos::Left, VPos::Top);
+    let mut text_w = text_width(area, legend, &style)? as i32 - 18;
+    for (t, _) in &bar_labels(scale, clipped) {
+        text_w = text_w.max(text_width(area, t, &style)? as i32);
+    }
+    Ok(8 + 14 + 4 + text_w + 6)
+}
+
+/// An axis's label texts (shortened tokens, or numbers when `labels` is empty), measured.
+fn label_texts<DB: Canvas>(
+    area: &DrawingArea<DB, Shift>,
+    frame: &Frame,
+    labels: &[String],
+    count: usize,
+) -> Result<LabelTexts> {
+    let max_chars = if frame.small { 7 } else { 10 };
+    let texts: Vec<String> = (0..count)
+        .map(|i| {
+            labels
+                .get(i)
+                .map(|s| short_label(s, max_chars))
+                .unwrap_or_else(|| i.to_string())
+        })
+        .collect();
+    let style = anchored_text(frame.base, HPos::Left, VPos::Top);
+    let mut widths = Vec::with_capacity(count);
+    for t in &texts {
+        widths.push(text_width(area, t, &style)? as f32);
+    }
+    Ok(LabelTexts {
+        texts,
+        widths,
+        numbered: labels.is_empty(),
+        base_font: frame.base,
+    })
+}
+
+/// Where the cells and labels go when the note under the chart takes `foot_lines` lines.
+fn layout(
+    frame: &Frame,
+    row_texts: &LabelTexts,
+    col_texts: &LabelTexts,
+    foot_lines: i32,
+) -> Layout {
+    let Frame {
+        w,
+        h,
+        base,
+        margin,
+        bar_w,
+        desc_h,
+        ..
+    } = *frame;
+    let (rows, cols) = (row_texts.texts.len(), col_texts.texts.len());
+    let top = margin + frame.title_h;
+    let foot_h = foot_lines * frame.line_h;
+    let left_of =
+        |font: u32, step: usize| margin + desc_h + row_texts.widest(font, step).ceil() as i32 + 8;
+    let plot_w = |left: i32| (w - bar_w - left - margin).max(10);
+    let width = plot_w(left_of(base, 1));
+    let col_px = width as f32 / cols.max(1) as f32;
+    // Token columns side by side when every one fits, else written bottom to top.
+    let across =
+        col_texts.numbered || (cols <= MAX_LABELLED && col_texts.widest(base, 1) + 6.0 <= col_px);
+    let col = if across {
+        plan_axis(cols, col_px, base, col_texts.numbered, |f| {
+            col_texts.widest(f, 1) + 6.0
+        })
+    } else {
+        plan_axis(cols, col_px, base, false, |f| f as f32 + 3.0)
+    };
+    let col_area = if across {
+        col.font as i32 + 8
+    } else {
+        col_texts.widest(col.font, col.step).ceil() as i32 + 10
+    };
+    let height = (h - top - col_area - desc_h - foot_h - margin).max(10);
+    let row = plan_axis(
+        rows,
+        height as f32 / rows.max(1) as f32,
+        base,
+        row_texts.numbered,
+        |f| f as f32 + 3.0,
+    );
+    let left = left_of(row.font, row.step);
+    Layout {
+        left,
+        top,
+        width: plot_w(left),
+        height,
+        row,
+        col,
+        rotated: !across,
+        col_area,
+    }
+}
+
+/// The note under the chart: which labels are thinned, what the colours clip.
+fn notes(
+    frame: &Frame,
+    l: &Layout,
+    row_texts: &LabelTexts,
+    col_texts: &LabelTexts,
+    clipped: Option<Clipped>,
+) -> Vec<String> {
+    let mut notes = Vec::new();
+    let thinned = [(row_texts, l.row.step), (col_texts, l.col.step)]
         .into_iter()
-        .filter(|(t, step, _)| !t.numbered && *step > 1)
-        .map(|(_, step, count)| (step, count))
+        .filter(|(t, step)| !t.numbered && *step > 1)
+        .map(|(t, step)| (step, t.texts.len()))
         .max();
-        if let Some((step, count)) = thinned {
-            notes.push(if small {
-                format!("Every {} token labelled ({count}).", ordinal(step))
+    if let Some((step, count)) = thinned {
+        notes.push(if frame.small {
+            format!("Every {} token labelled ({count}).", ordinal(step))
+        } else {
+            format!(
+                "Every {} token is labelled ({count} tokens); hover a cell for its tokens.",
+                ordinal(step)
+            )
+        });
+    }
+    if let Some(c) = clipped {
+        let range = format!("from {} to {}", bar_number(c.min), bar_number(c.max));
+        notes.push(if frame.small {
+            format!("Colours clipped; data run {range}")
+        } else {
+            format!("Colours clipped: values beyond the bar's ends (triangles) take its end colours; the data run {range}")
+        });
+    }
+    notes
+}
+
+/// The notes wrapped to the chart's width, a line each.
+fn wrap_notes<DB: Canvas>(
+    area: &DrawingArea<DB, Shift>,
+    frame: &Frame,
+    notes: Vec<String>,
+) -> Result<Vec<String>> {
+    let style = frame.foot_style();
+    let mut lines = Vec::new();
+    for note in notes {
+        let mut line = String::new();
+        for word in note.split(' ') {
+            let longer = if line.is_empty() {
+                word.to_string()
             } else {
-                format!(
-                    "Every {} token is labelled ({count} tokens); hover a cell for its tokens.",
-                    ordinal(step)
-                )
-            });
-        }
-        if let Some(c) = clipped {
-            let range = format!("from {} to {}", bar_number(c.min), bar_number(c.max));
-            notes.push(if small {
-                format!("Colours clipped; data run {range}")
+                format!("{line} {word}")
+            };
+            if !line.is_empty()
+                && text_width(area, &longer, &style)? as i32 > frame.w - 2 * frame.margin
+            {
+                lines.push(std::mem::replace(&mut line, word.to_string()));
             } else {
-                format!("Colours clipped: values beyond the bar's ends (triangles) take its end colours; the data run {range}")
-            });
-        }
-        notes
-    };
-    // Notes are wrapped to the chart's width.
-    let foot_style = anchored_text(base - 1, HPos::Left, VPos::Top).color(&RGBColor(60, 60, 60));
-    let wrap = |notes: Vec<String>| -> Result<Vec<String>> {
-        let mut lines = Vec::new();
-        for note in notes {
-            let mut line = String::new();
-            for word in note.split(' ') {
-                let longer = if line.is_empty() {
-                    word.to_string()
-                } else {
-                    format!("{line} {word}")
-                };
-                if !line.is_empty()
-                    && area
-                        .estimate_text_size(&longer, &foot_style)
-                        .map_err(draw_err)?
-                        .0 as i32
-                        > w - 2 * margin
-                {
-                    lines.push(std::mem::replace(&mut line, word.to_string()));
-                } else {
-                    line = longer;
-                }
+                line = longer;
             }
-            lines.push(line);
         }
-        Ok(lines)
-    };
+        lines.push(line);
+    }
+    Ok(lines)
+}
+
+/// The layout and the wrapped note under the chart. The note's height shapes the layout and
+/// the layout (how labels are thinned) the note, so a note longer than first allowed for
+/// lays the chart out once more.
+fn fit_layout<DB: Canvas>(
+    area: &DrawingArea<DB, Shift>,
+    frame: &Frame,
+    row_texts: &LabelTexts,
+    col_texts: &LabelTexts,
+    clipped: Option<Clipped>,
+) -> Result<(Layout, Vec<String>)> {
+    let foot_of =
+        |l: &Layout| wrap_notes(area, frame, notes(frame, l, row_texts, col_texts, clipped));
     let mut foot_lines = if clipped.is_some() {
-        wrap(notes(&layout(1)))?.len() as i32
+        foot_of(&layout(frame, row_texts, col_texts, 1))?.len() as i32
     } else {
         0
     };
-    let mut l = layout(foot_lines);
-    let mut foot = wrap(notes(&l))?;
+    let mut l = layout(frame, row_texts, col_texts, foot_lines);
+    let mut foot = foot_of(&l)?;
     if foot.len() as i32 > foot_lines {
         foot_lines = foot.len() as i32;
-        l = layout(foot_lines);
-        foot = wrap(notes(&l))?;
+        l = layout(frame, row_texts, col_texts, foot_lines);
+        foot = foot_of(&l)?;
     }
+    Ok((l, foot))
+}
 
-    let (ox, oy) = area.get_base_pixel();
-    let main_w = w - bar_w;
-    // The title, smaller (down to the labels' size) and then shortened when the chart is narrow.
+/// The title, smaller (down to the labels' size) and then shortened when the chart is narrow;
+/// centred over the cells when it fits there, else over the whole chart.
+fn draw_title<DB: Canvas>(area: &DrawingArea<DB, Shift>, frame: &Frame, title: &str) -> Result<()> {
+    let Frame {
+        w,
+        base,
+        margin,
+        bar_w,
+        ..
+    } = *frame;
     let room = w - 2 * margin;
-    let mut title = spec.title.to_string();
+    let mut title = title.to_string();
     let mut title_font = base + 4;
     let title_w = |t: &str, f: u32| -> Result<i32> {
-        Ok(area
-            .estimate_text_size(t, &anchored_text(f, HPos::Left, VPos::Top))
-            .map_err(draw_err)?
-            .0 as i32)
+        Ok(text_width(area, t, &anchored_text(f, HPos::Left, VPos::Top))? as i32)
     };
     while title_font > base && title_w(&title, title_font)? > room {
         title_font -= 1;
@@ -385,6 +517,7 @@ pub fn draw_heatmap<DB: Canvas>(
     while title.chars().count() > 4 && title_w(&title, title_font)? > room {
         title = short_label(&title, title.chars().count() - 1);
     }
+    let main_w = w - bar_w;
     let title_x = if title_w(&title, title_font)? > main_w {
         w / 2
     } else {
@@ -395,9 +528,19 @@ pub fn draw_heatmap<DB: Canvas>(
         (title_x, margin + (base as i32 + 4) / 2 + 2),
         anchored_text(title_font, HPos::Center, VPos::Center),
     ))
-    .map_err(draw_err)?;
+    .map_err(draw_err)
+}
 
-    // The cells.
+/// The cells in their grey frame: one rectangle a cell (a small matrix in an SVG), one
+/// embedded image (a larger one, returned for `pixels::embed_images`), or one blitted image.
+fn draw_cells<DB: Canvas>(
+    area: &DrawingArea<DB, Shift>,
+    m: ArrayView2<f32>,
+    spec: &Heatmap,
+    l: &Layout,
+    base: u32,
+) -> Result<Option<EmbeddedImage>> {
+    let (rows, cols) = m.dim();
     let (left, top, pw, ph) = (l.left, l.top, l.width, l.height);
     let mut image = None;
     if spec.vector && rows * cols <= MAX_VECTOR_CELLS {
@@ -412,6 +555,7 @@ pub fn draw_heatmap<DB: Canvas>(
             .map_err(draw_err)?;
         }
     } else if spec.vector {
+        let (ox, oy) = area.get_base_pixel();
         let marker = format!("tviz-cells-{}-{}", ox + left, oy + top);
         let block = |px: i32, n: usize| (px as f32 / n.max(1) as f32).ceil().clamp(1.0, 8.0) as u32;
         let pixels = matrix_blocks(m, spec.scale, (block(pw, cols), block(ph, rows)));
@@ -441,30 +585,34 @@ pub fn draw_heatmap<DB: Canvas>(
         RGBColor(160, 160, 160).stroke_width(1),
     ))
     .map_err(draw_err)?;
+    Ok(image)
+}
 
-    // Labels at cell centres.
-    let mut labels = AxisLabels {
-        row_step: l.row.step,
-        col_step: l.col.step,
-        row_font_px: l.row.font,
-        col_font_px: l.col.font,
-        cols_rotated: l.rotated,
-        ..AxisLabels::default()
-    };
-    let centre = |i: usize, n: usize, px: i32| {
-        ((i as f32 + 0.5) * px as f32 / n.max(1) as f32).round() as i32
-    };
+/// The pixel offset of cell `i`'s centre along an axis of `n` cells over `px` pixels.
+fn centre(i: usize, n: usize, px: i32) -> i32 {
+    ((i as f32 + 0.5) * px as f32 / n.max(1) as f32).round() as i32
+}
+
+/// Every `l.row.step`-th row's label, right-aligned left of the cells.
+fn draw_row_labels<DB: Canvas>(
+    area: &DrawingArea<DB, Shift>,
+    l: &Layout,
+    row_texts: &LabelTexts,
+) -> Result<Vec<LabelBox>> {
+    let rows = row_texts.texts.len();
+    let f = l.row.font;
+    let mut boxes = Vec::new();
     for r in (0..rows).step_by(l.row.step) {
-        let (text, f) = (&row_texts.texts[r], l.row.font);
-        let width = (row_texts.widths[r] * f as f32 / base as f32).ceil() as i32;
-        let (x, y) = (left - 6, top + centre(r, rows, ph));
+        let text = &row_texts.texts[r];
+        let width = (row_texts.widths[r] * f as f32 / row_texts.base_font as f32).ceil() as i32;
+        let (x, y) = (l.left - 6, l.top + centre(r, rows, l.height));
         area.draw(&Text::new(
             text.clone(),
             (x, y),
             anchored_text(f, HPos::Right, VPos::Center),
         ))
         .map_err(draw_err)?;
-        labels.rows.push(LabelBox {
+        boxes.push(LabelBox {
             index: r,
             text: text.clone(),
             x: x - width,
@@ -473,10 +621,22 @@ pub fn draw_heatmap<DB: Canvas>(
             height: f as i32 + 2,
         });
     }
+    Ok(boxes)
+}
+
+/// Every `l.col.step`-th column's label under the cells, across or bottom to top.
+fn draw_col_labels<DB: Canvas>(
+    area: &DrawingArea<DB, Shift>,
+    l: &Layout,
+    col_texts: &LabelTexts,
+) -> Result<Vec<LabelBox>> {
+    let cols = col_texts.texts.len();
+    let f = l.col.font;
+    let mut boxes = Vec::new();
     for c in (0..cols).step_by(l.col.step) {
-        let (text, f) = (&col_texts.texts[c], l.col.font);
-        let length = (col_texts.widths[c] * f as f32 / base as f32).ceil() as i32;
-        let (x, y) = (left + centre(c, cols, pw), top + ph + 5);
+        let text = &col_texts.texts[c];
+        let length = (col_texts.widths[c] * f as f32 / col_texts.base_font as f32).ceil() as i32;
+        let (x, y) = (l.left + centre(c, cols, l.width), l.top + l.height + 5);
         let label = if l.rotated {
             let style =
                 anchored_text(f, HPos::Right, VPos::Center).transform(FontTransform::Rotate270);
@@ -506,57 +666,53 @@ pub fn draw_heatmap<DB: Canvas>(
                 height: f as i32 + 2,
             }
         };
-        labels.cols.push(label);
+        boxes.push(label);
     }
+    Ok(boxes)
+}
 
-    // Axis names, and the note at the bottom.
-    let desc = anchored_text(base + 1, HPos::Center, VPos::Center);
+/// The axis names, under the column labels and left of the row labels (bottom to top).
+fn draw_axis_names<DB: Canvas>(
+    area: &DrawingArea<DB, Shift>,
+    frame: &Frame,
+    l: &Layout,
+    spec: &Heatmap,
+) -> Result<()> {
+    let desc = anchored_text(frame.base + 1, HPos::Center, VPos::Center);
     area.draw(&Text::new(
         spec.x_desc.to_string(),
-        (left + pw / 2, top + ph + l.col_area + desc_h / 2),
+        (
+            l.left + l.width / 2,
+            l.top + l.height + l.col_area + frame.desc_h / 2,
+        ),
         desc.clone(),
     ))
     .map_err(draw_err)?;
     area.draw(&Text::new(
         spec.y_desc.to_string(),
-        (margin + desc_h / 2, top + ph / 2),
+        (frame.margin + frame.desc_h / 2, l.top + l.height / 2),
         desc.transform(FontTransform::Rotate270),
     ))
-    .map_err(draw_err)?;
-    let foot_top = h - margin - foot.len() as i32 * line_h;
+    .map_err(draw_err)
+}
+
+/// The note's lines at the bottom of the chart.
+fn draw_foot<DB: Canvas>(
+    area: &DrawingArea<DB, Shift>,
+    frame: &Frame,
+    foot: &[String],
+) -> Result<()> {
+    let style = frame.foot_style();
+    let foot_top = frame.h - frame.margin - foot.len() as i32 * frame.line_h;
     for (i, line) in foot.iter().enumerate() {
         area.draw(&Text::new(
             line.clone(),
-            (margin, foot_top + i as i32 * line_h),
-            foot_style.clone(),
+            (frame.margin, foot_top + i as i32 * frame.line_h),
+            style.clone(),
         ))
         .map_err(draw_err)?;
     }
-
-    draw_colour_bar(
-        area,
-        (main_w, top, bar_w, ph),
-        spec.scale,
-        clipped,
-        spec.legend,
-        base,
-        spec.vector,
-    )?;
-    let note = (!foot.is_empty()).then(|| foot.join(" "));
-    Ok(HeatmapDrawn {
-        geometry: Geometry {
-            left,
-            top,
-            width: pw,
-            height: ph,
-            rows,
-            cols,
-        },
-        labels,
-        clipped,
-        note,
-        image,
-    })
+    Ok(())
 }
 
 /// The colour bar's numbers, each with its height on the bar (0 top, 1 bottom): the ends,

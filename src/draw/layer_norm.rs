@@ -143,6 +143,9 @@ fn stage(key: &'static str, title: String, m: ArrayView2<f32>, colour: RGBColor)
     }
 }
 
+/// The whiskers and their legend mark.
+const WHISKER: RGBColor = RGBColor(90, 90, 90);
+
 /// The three stages of norm `index` of the trace, per token, as three panels side by side
 /// (stacked on a narrow screen): each token's mean +- one standard deviation as a box, its
 /// smallest and largest feature as a thin line.
@@ -152,8 +155,83 @@ pub fn draw_norm_stages<DB: Canvas>(
     index: usize,
 ) -> Result<NormStagesDrawn> {
     area.fill(&WHITE).map_err(draw_err)?;
-    let (_, input, output) = trace.norm_input_output(index)?; // (T, d), (T, d)
+    let (kind, d, stages) = norm_stages(trace, index)?;
     let place = norm_place_words(trace, index)?;
+
+    let (w, h) = area.dim_in_pixel();
+    let font_px = if w < 500 { 10 } else { 12 };
+    let title = format!("Layer norm, {place}: each token's {d} features at three stages");
+    let head = TextBlock::wrap(area, &[(&title, font_px + 3)])?;
+    let title_h = head.height();
+    let (title_area, rest) = area.split_vertically(title_h);
+    head.draw(&title_area, false)?;
+    let legend = vec![
+        RowEntry::new(
+            "box: mean ± 1 std of the token's features",
+            RowMark::Swatch(RGBColor(150, 150, 150)),
+        ),
+        RowEntry::new("dot: mean", RowMark::Dot(BLACK)),
+        RowEntry::new(
+            "line: middle 95% of the features",
+            RowMark::Whisker(WHISKER),
+        ),
+    ];
+    let legend_h = legend_rows_height(&rest, &legend, font_px)?;
+    let (panels_area, legend_area) = rest.split_vertically(h as i32 - title_h - legend_h as i32);
+    draw_legend_rows(&legend_area, &legend, font_px)?;
+    let panels = if w < 640 {
+        panels_area.split_evenly((3, 1))
+    } else {
+        panels_area.split_evenly((1, 3))
+    };
+
+    let tokens = trace.token_texts();
+    let mut titles = vec![title];
+    // Each panel's name and its statistics in words, wrapped to the panel; all panels give
+    // their heads the same height so that their plots line up.
+    let heads = panels
+        .iter()
+        .zip(&stages)
+        .map(|(panel, s)| TextBlock::wrap(panel, &[(&s.title, font_px + 2), (&s.note, font_px)]))
+        .collect::<Result<Vec<_>>>()?;
+    let head_h = heads.iter().map(TextBlock::height).max().unwrap_or(0);
+    for ((panel, s), text) in panels.iter().zip(&stages).zip(&heads) {
+        let (head, body) = panel.split_vertically(head_h);
+        text.draw(&head, true)?;
+        draw_stage(
+            &body,
+            panel.dim_in_pixel().0,
+            s,
+            &tokens,
+            font_px,
+            trace.config.norm,
+        )?;
+        titles.push(s.title.clone());
+        titles.push(s.note.clone());
+    }
+    titles.extend(legend.iter().map(|e| e.label.clone()));
+    let stages = stages
+        .iter()
+        .map(|s| StageDrawn {
+            stage: s.key.into(),
+            title: s.title.clone(),
+            mean: s.spreads.iter().map(|v| v.mean).collect(),
+            std: s.spreads.iter().map(|v| v.std).collect(),
+            rms: s.spreads.iter().map(|v| v.rms).collect(),
+        })
+        .collect();
+    Ok(NormStagesDrawn {
+        norm_kind: kind.into(),
+        place,
+        titles,
+        stages,
+    })
+}
+
+/// Norm `index`'s kind (`layer` or `rms`), its width d and its three stages: input,
+/// normalised, output.
+fn norm_stages(trace: &Trace, index: usize) -> Result<(&'static str, usize, [Stage; 3])> {
+    let (_, input, output) = trace.norm_input_output(index)?; // (T, d), (T, d)
     let c = &trace.config;
     let (kind, normalised, middle_title) = match c.norm {
         NormKind::Layer => (
@@ -182,148 +260,98 @@ pub fn draw_norm_stages<DB: Canvas>(
         ),
         stage("output", out_title.into(), output, CATEGORICAL[5]),
     ];
+    Ok((kind, input.ncols(), stages))
+}
 
-    let (w, h) = area.dim_in_pixel();
-    let narrow = w < 640;
-    let font_px = if w < 500 { 10 } else { 12 };
-    let d = input.ncols();
-    let title = format!("Layer norm, {place}: each token's {d} features at three stages");
-    let head = TextBlock::wrap(area, &[(&title, font_px + 3)])?;
-    let title_h = head.height();
-    let (title_area, rest) = area.split_vertically(title_h);
-    head.draw(&title_area, false)?;
-    let whisker = RGBColor(90, 90, 90);
-    let legend = vec![
-        RowEntry::new(
-            "box: mean ± 1 std of the token's features",
-            RowMark::Swatch(RGBColor(150, 150, 150)),
-        ),
-        RowEntry::new("dot: mean", RowMark::Dot(BLACK)),
-        RowEntry::new(
-            "line: middle 95% of the features",
-            RowMark::Whisker(whisker),
-        ),
-    ];
-    let legend_h = legend_rows_height(&rest, &legend, font_px)?;
-    let (panels_area, legend_area) = rest.split_vertically(h as i32 - title_h - legend_h as i32);
-    draw_legend_rows(&legend_area, &legend, font_px)?;
-    let panels = if narrow {
-        panels_area.split_evenly((3, 1))
-    } else {
-        panels_area.split_evenly((1, 3))
-    };
-
-    let tokens = trace.token_texts();
+/// One stage's panel under its head: per token a whisker (the middle 95% of its features),
+/// a box (mean ± 1 std) and a dot (the mean); the normalised stage also gets dashed lines
+/// at its targets. `pw`: the panel's width.
+fn draw_stage<DB: Canvas>(
+    body: &DrawingArea<DB, Shift>,
+    pw: u32,
+    s: &Stage,
+    tokens: &[String],
+    font_px: u32,
+    norm: NormKind,
+) -> Result<()> {
     let t = tokens.len();
-    let mut titles = vec![title];
-    // Each panel's name and its statistics in words, wrapped to the panel; all panels give
-    // their heads the same height so that their plots line up.
-    let heads = panels
+    let (lo, hi) = s
+        .spreads
         .iter()
-        .zip(&stages)
-        .map(|(panel, s)| TextBlock::wrap(panel, &[(&s.title, font_px + 2), (&s.note, font_px)]))
-        .collect::<Result<Vec<_>>>()?;
-    let head_h = heads.iter().map(TextBlock::height).max().unwrap_or(0);
-    for ((panel, s), text) in panels.iter().zip(&stages).zip(&heads) {
-        let (lo, hi) = s
-            .spreads
-            .iter()
-            .fold((f32::INFINITY, f32::NEG_INFINITY), |(a, b), v| {
-                (
-                    a.min(v.low.min(v.mean - v.std)),
-                    b.max(v.high.max(v.mean + v.std)),
-                )
-            });
-        let pad = ((hi - lo) * 0.05).max(0.05);
-        let (head, body) = panel.split_vertically(head_h);
-        text.draw(&head, true)?;
-        let (pw, _) = panel.dim_in_pixel();
-        let label = category_labels(
-            tokens.iter().map(|s| short_label(s, 6)).collect(),
-            pw,
-            font_px,
-        );
-        let mut chart = ChartBuilder::on(&body)
-            .margin(6)
-            .margin_top(2)
-            .x_label_area_size(font_px * 2 + 8)
-            .y_label_area_size(font_px * 3 + 8)
-            .build_cartesian_2d(-0.5f32..t as f32 - 0.5, (lo - pad)..(hi + pad))
-            .map_err(draw_err)?;
-        house_mesh(&mut chart.configure_mesh(), font_px)
-            .x_labels(t.min(200))
-            .x_label_formatter(&label)
-            .disable_x_mesh()
-            .y_label_formatter(&tick_format(lo - pad, hi + pad))
-            .draw()
-            .map_err(draw_err)?;
-        if s.key == "normalised" {
-            // The targets of the normalisation: mean 0 and (for LayerNorm) one std either side.
-            let lines: &[f32] = if c.norm == NormKind::Layer {
-                &[-1.0, 0.0, 1.0]
-            } else {
-                &[0.0]
-            };
-            for &y in lines {
-                chart
-                    .draw_series(DashedLineSeries::new(
-                        [(-0.5, y), (t as f32 - 0.5, y)],
-                        4,
-                        3,
-                        BLACK.mix(0.5).stroke_width(1),
-                    ))
-                    .map_err(draw_err)?;
-            }
-        }
-        let half = 0.32f32
-            .min(0.5 - 0.5 / (pw as f32 / t as f32).max(1.0))
-            .max(0.05);
-        chart
-            .draw_series(s.spreads.iter().enumerate().map(|(i, v)| {
-                PathElement::new(
-                    vec![(i as f32, v.low), (i as f32, v.high)],
-                    whisker.stroke_width(1),
-                )
-            }))
-            .map_err(draw_err)?;
-        chart
-            .draw_series(s.spreads.iter().enumerate().map(|(i, v)| {
-                let x = i as f32;
-                Rectangle::new(
-                    [(x - half, v.mean - v.std), (x + half, v.mean + v.std)],
-                    s.colour.mix(0.75).filled(),
-                )
-            }))
-            .map_err(draw_err)?;
-        let dot = if pw as usize / t.max(1) >= 8 { 3 } else { 1 };
-        chart
-            .draw_series(
-                s.spreads
-                    .iter()
-                    .enumerate()
-                    .map(|(i, v)| Circle::new((i as f32, v.mean), dot, BLACK.filled())),
+        .fold((f32::INFINITY, f32::NEG_INFINITY), |(a, b), v| {
+            (
+                a.min(v.low.min(v.mean - v.std)),
+                b.max(v.high.max(v.mean + v.std)),
             )
-            .map_err(draw_err)?;
-        titles.push(s.title.clone());
-        titles.push(s.note.clone());
+        });
+    let pad = ((hi - lo) * 0.05).max(0.05);
+    let label = category_labels(
+        tokens.iter().map(|s| short_label(s, 6)).collect(),
+        pw,
+        font_px,
+    );
+    let mut chart = ChartBuilder::on(body)
+        .margin(6)
+        .margin_top(2)
+        .x_label_area_size(font_px * 2 + 8)
+        .y_label_area_size(font_px * 3 + 8)
+        .build_cartesian_2d(-0.5f32..t as f32 - 0.5, (lo - pad)..(hi + pad))
+        .map_err(draw_err)?;
+    house_mesh(&mut chart.configure_mesh(), font_px)
+        .x_labels(t.min(200))
+        .x_label_formatter(&label)
+        .disable_x_mesh()
+        .y_label_formatter(&tick_format(lo - pad, hi + pad))
+        .draw()
+        .map_err(draw_err)?;
+    if s.key == "normalised" {
+        // The targets of the normalisation: mean 0 and (for LayerNorm) one std either side.
+        let lines: &[f32] = if norm == NormKind::Layer {
+            &[-1.0, 0.0, 1.0]
+        } else {
+            &[0.0]
+        };
+        for &y in lines {
+            chart
+                .draw_series(DashedLineSeries::new(
+                    [(-0.5, y), (t as f32 - 0.5, y)],
+                    4,
+                    3,
+                    BLACK.mix(0.5).stroke_width(1),
+                ))
+                .map_err(draw_err)?;
+        }
     }
-    titles.extend(legend.iter().map(|e| e.label.clone()));
-    let stages = stages
-        .iter()
-        .map(|s| StageDrawn {
-            stage: s.key.into(),
-            title: s.title.clone(),
-            mean: s.spreads.iter().map(|v| v.mean).collect(),
-            std: s.spreads.iter().map(|v| v.std).collect(),
-            rms: s.spreads.iter().map(|v| v.rms).collect(),
-        })
-        .collect();
-    Ok(NormStagesDrawn {
-        norm_kind: kind.into(),
-        place,
-        titles,
-        stages,
-    })
+    let half = 0.32f32
+        .min(0.5 - 0.5 / (pw as f32 / t as f32).max(1.0))
+        .max(0.05);
+    chart
+        .draw_series(s.spreads.iter().enumerate().map(|(i, v)| {
+            PathElement::new(
+                vec![(i as f32, v.low), (i as f32, v.high)],
+                WHISKER.stroke_width(1),
+            )
+        }))
+        .map_err(draw_err)?;
+    chart
+        .draw_series(s.spreads.iter().enumerate().map(|(i, v)| {
+            let x = i as f32;
+            Rectangle::new(
+                [(x - half, v.mean - v.std), (x + half, v.mean + v.std)],
+                s.colour.mix(0.75).filled(),
+            )
+        }))
+        .map_err(draw_err)?;
+    let dot = if pw as usize / t.max(1) >= 8 { 3 } else { 1 };
+    chart
+        .draw_series(
+            s.spreads
+                .iter()
+                .enumerate()
+                .map(|(i, v)| Circle::new((i as f32, v.mean), dot, BLACK.filled())),
+        )
+        .map_err(draw_err)?;
+    Ok(())
 }
 
 /// What the gamma/beta chart showed.

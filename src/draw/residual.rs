@@ -2,6 +2,8 @@
 //! (the embedding, after each sublayer's addition, after each norm that rescales the stream),
 //! and how much each sublayer wrote into it.
 
+use std::ops::Range;
+
 use ndarray::{ArrayView2, Axis};
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -253,57 +255,24 @@ pub fn draw_residual<DB: Canvas>(
     tokens: Option<&[usize]>,
 ) -> Result<ResidualDrawn> {
     area.fill(&WHITE).map_err(draw_err)?;
-    let t = trace.len();
-    let mut shown: Vec<usize> = match tokens {
-        Some(chosen) if !chosen.is_empty() => chosen.to_vec(),
-        _ => default_tokens(t),
-    };
-    if let Some(&bad) = shown.iter().find(|&&i| i >= t) {
-        return Err(VizError::Draw(format!(
-            "token {bad} is not in the sentence, which has {t} tokens"
-        )));
-    }
-    let mut seen = std::collections::HashSet::new();
-    shown.retain(|&i| seen.insert(i)); // each token once, in the order chosen
-    shown.truncate(MAX_SHOWN_TOKENS);
+    let shown = shown_tokens(tokens, trace.len())?;
     let texts = trace.token_texts();
     let points = stream_points(trace);
-    let n = points.len();
-    let lengths: Vec<Vec<f32>> = {
-        let all: Vec<Vec<f32>> = points.iter().map(|p| row_norms(p.vectors)).collect(); // (points, T)
-        shown
-            .iter()
-            .map(|&tok| all.iter().map(|row| row[tok]).collect())
-            .collect() // (shown, points)
-    };
+    let lengths = lengths_at(&points, &shown); // (shown, points)
 
     let (w, h) = area.dim_in_pixel();
     let font_px = if w < 500 { 10 } else { 12 };
-    let post = trace.config.norm_place == NormPlace::Post;
     let title = "Residual stream: length ‖x‖ of each token's vector at every point".to_string();
-    let caption = if post {
+    let caption = if trace.config.norm_place == NormPlace::Post {
         "Shaded: a layer norm rescales every vector (post-LN: a norm follows every addition)"
             .to_string()
     } else {
         "Shaded: a norm rescales the stream (pre-LN: the other norms only scale what a sublayer reads)".to_string()
     };
     let colours: Vec<RGBColor> = (0..shown.len()).map(|k| CATEGORICAL[k]).collect();
-    let mut legend: Vec<RowEntry> = shown
-        .iter()
-        .zip(&colours)
-        .map(|(&i, &c)| {
-            RowEntry::new(
-                format!("{} ({i})", short_label(&texts[i], 12)),
-                RowMark::LineDot(c),
-            )
-        })
-        .collect();
-    legend.push(RowEntry::new(
-        "after a norm",
-        RowMark::NormMarker(RGBColor(60, 60, 60)),
-    ));
+    let legend = token_legend(&shown, &colours, &texts);
 
-    // Title and caption, the line chart, its labels and legend, then the bar chart.
+    // Title and caption, the line chart and its legend, then the bar chart.
     let text = TextBlock::wrap(area, &[(&title, font_px + 3), (&caption, font_px)])?;
     let head_h = text.height();
     let (head, rest) = area.split_vertically(head_h);
@@ -313,151 +282,8 @@ pub fn draw_residual<DB: Canvas>(
     let (top_plot, legend_area) =
         top.split_vertically(top.dim_in_pixel().1 as i32 - legend_h as i32);
     draw_legend_rows(&legend_area, &legend, font_px)?;
-
-    // A log scale: a norm multiplies lengths, and [CLS] can be 30 times longer than a word.
-    let (lo, hi) = lengths
-        .iter()
-        .flatten()
-        .fold((f32::INFINITY, 0f32), |(a, b), &v| (a.min(v), b.max(v)));
-    let (lo, hi) = (lo.max(1e-3) * 0.8, (hi * 1.25).max(lo.max(1e-3) * 2.0));
-    let label_h = font_px * 2 + 12;
-    let mut chart = ChartBuilder::on(&top_plot)
-        .margin(8)
-        .margin_right(14)
-        .x_label_area_size(label_h)
-        .y_label_area_size(font_px * 3 + 16)
-        .build_cartesian_2d(
-            -0.5f32..(n as f32 - 0.5),
-            (lo..hi).log_scale().with_key_points(one_two_five(lo, hi)),
-        )
-        .map_err(draw_err)?;
-    house_mesh(&mut chart.configure_mesh(), font_px)
-        .disable_x_mesh()
-        .x_labels(0)
-        .y_desc("‖x‖ (length, log scale)")
-        .y_label_formatter(&|y| format!("{y}"))
-        .draw()
-        .map_err(draw_err)?;
-    // Bands behind the points where a norm rescales the stream.
-    chart
-        .draw_series(
-            points
-                .iter()
-                .enumerate()
-                .filter(|(_, p)| p.kind == PointKind::Norm)
-                .map(|(i, _)| {
-                    Rectangle::new(
-                        [(i as f32 - 0.42, lo), (i as f32 + 0.42, hi)],
-                        NORM_BAND.filled(),
-                    )
-                }),
-        )
-        .map_err(draw_err)?;
-    for (k, row) in lengths.iter().enumerate() {
-        let colour = colours[k];
-        chart
-            .draw_series(LineSeries::new(
-                row.iter().enumerate().map(|(p, &v)| (p as f32, v)),
-                colour.stroke_width(2),
-            ))
-            .map_err(draw_err)?;
-        // Adds (and the embedding) as filled dots, norms as hollow squares.
-        chart
-            .draw_series(row.iter().enumerate().map(|(p, &v)| {
-                let style = if points[p].kind == PointKind::Norm {
-                    colour.stroke_width(2)
-                } else {
-                    colour.filled()
-                };
-                EmptyElement::at((p as f32, v))
-                    + match points[p].kind {
-                        PointKind::Norm => Rectangle::new([(-4, -4), (4, 4)], style).into_dyn(),
-                        _ => Circle::new((0, 0), 3, style).into_dyn(),
-                    }
-            }))
-            .map_err(draw_err)?;
-    }
-    let (x_px, y_px) = chart.plotting_area().get_pixel_range();
-    let origin = top_plot.get_base_pixel();
-    let to_px = |x: f32| {
-        x_px.start - origin.0 + ((x + 0.5) / n as f32 * (x_px.end - x_px.start) as f32) as i32
-    };
-    let names: Vec<&str> = points.iter().map(|p| p.label).collect();
-    let layers: Vec<Option<usize>> = points.iter().map(|p| p.layer).collect();
-    draw_point_labels(
-        &top_plot,
-        to_px,
-        y_px.end - origin.1 + 4,
-        &names,
-        &layers,
-        font_px,
-    )?;
-
-    // Mean over all tokens of the length of what each sublayer added.
-    let mut writes = Vec::new();
-    for layer in 0..trace.config.n_layers {
-        for (op, sum, name) in [
-            (Op::OutputProjection, Op::AttentionResidual, "attn"),
-            (Op::FfnDown, Op::FfnResidual, "FFN"),
-        ] {
-            if let Some(lengths) = sublayer_output_lengths(trace, op, sum, layer) {
-                writes.push((name, Some(layer), lengths.iter().sum::<f32>() / t as f32));
-            }
-        }
-    }
-    let bars_title = fitting_title(
-        &bottom,
-        font_px + 2,
-        &[
-            "What each sublayer added: mean length of its output over all tokens",
-            "What each sublayer added (mean length)",
-        ],
-    );
-    let m = writes.len();
-    let top_val = writes.iter().map(|a| a.2).fold(0f32, f32::max) * 1.1;
-    let mut bars = ChartBuilder::on(&bottom)
-        .caption(&bars_title, (FONT, font_px + 2))
-        .margin(8)
-        .margin_right(14)
-        .x_label_area_size(label_h)
-        .y_label_area_size(font_px * 3 + 16)
-        .build_cartesian_2d(-0.5f32..(m.max(1) as f32 - 0.5), 0f32..top_val.max(1e-3))
-        .map_err(draw_err)?;
-    house_mesh(&mut bars.configure_mesh(), font_px)
-        .disable_x_mesh()
-        .x_labels(0)
-        .y_desc("mean ‖output‖")
-        .y_label_formatter(&tick_format(0.0, top_val))
-        .draw()
-        .map_err(draw_err)?;
-    bars.draw_series(writes.iter().enumerate().map(|(i, (name, _, v))| {
-        let colour = if *name == "attn" {
-            CATEGORICAL[0]
-        } else {
-            CATEGORICAL[1]
-        };
-        Rectangle::new(
-            [(i as f32 - 0.35, 0.0), (i as f32 + 0.35, *v)],
-            colour.filled(),
-        )
-    }))
-    .map_err(draw_err)?;
-    let (x_px, y_px) = bars.plotting_area().get_pixel_range();
-    let origin = bottom.get_base_pixel();
-    let to_px = |x: f32| {
-        x_px.start - origin.0
-            + ((x + 0.5) / m.max(1) as f32 * (x_px.end - x_px.start) as f32) as i32
-    };
-    let names: Vec<&str> = writes.iter().map(|w| w.0).collect();
-    let layers: Vec<Option<usize>> = writes.iter().map(|w| w.1).collect();
-    draw_point_labels(
-        &bottom,
-        to_px,
-        y_px.end - origin.1 + 4,
-        &names,
-        &layers,
-        font_px,
-    )?;
+    draw_lengths(&top_plot, &points, &lengths, &colours, font_px)?;
+    let bars_title = draw_writes(&bottom, &sublayer_writes(trace), font_px)?;
 
     let mut titles = vec![title, caption, bars_title];
     titles.extend(legend.iter().map(|e| e.label.clone()));
@@ -483,4 +309,224 @@ pub fn draw_residual<DB: Canvas>(
         lengths,
         titles,
     })
+}
+
+/// The tokens to draw: the chosen ones (each once, in the order chosen, at most
+/// `MAX_SHOWN_TOKENS`) or, when none are chosen, the defaults for `t` tokens.
+fn shown_tokens(chosen: Option<&[usize]>, t: usize) -> Result<Vec<usize>> {
+    let mut shown: Vec<usize> = match chosen {
+        Some(chosen) if !chosen.is_empty() => chosen.to_vec(),
+        _ => default_tokens(t),
+    };
+    if let Some(&bad) = shown.iter().find(|&&i| i >= t) {
+        return Err(VizError::Draw(format!(
+            "token {bad} is not in the sentence, which has {t} tokens"
+        )));
+    }
+    let mut seen = std::collections::HashSet::new();
+    shown.retain(|&i| seen.insert(i));
+    shown.truncate(MAX_SHOWN_TOKENS);
+    Ok(shown)
+}
+
+/// Each shown token's vector length at each point: (shown, points).
+fn lengths_at(points: &[StreamPoint], shown: &[usize]) -> Vec<Vec<f32>> {
+    let all: Vec<Vec<f32>> = points.iter().map(|p| row_norms(p.vectors)).collect(); // (points, T)
+    shown
+        .iter()
+        .map(|&tok| all.iter().map(|row| row[tok]).collect())
+        .collect()
+}
+
+/// A legend row per shown token in its colour, and one for the norms' marker.
+fn token_legend(shown: &[usize], colours: &[RGBColor], texts: &[String]) -> Vec<RowEntry> {
+    let mut legend: Vec<RowEntry> = shown
+        .iter()
+        .zip(colours)
+        .map(|(&i, &c)| {
+            RowEntry::new(
+                format!("{} ({i})", short_label(&texts[i], 12)),
+                RowMark::LineDot(c),
+            )
+        })
+        .collect();
+    legend.push(RowEntry::new(
+        "after a norm",
+        RowMark::NormMarker(RGBColor(60, 60, 60)),
+    ));
+    legend
+}
+
+/// The line chart: each shown token's length at every point, on a log scale (a norm
+/// multiplies lengths, and [CLS] can be 30 times longer than a word), with the norms shaded.
+fn draw_lengths<DB: Canvas>(
+    area: &DrawingArea<DB, Shift>,
+    points: &[StreamPoint],
+    lengths: &[Vec<f32>],
+    colours: &[RGBColor],
+    font_px: u32,
+) -> Result<()> {
+    let n = points.len();
+    let (lo, hi) = lengths
+        .iter()
+        .flatten()
+        .fold((f32::INFINITY, 0f32), |(a, b), &v| (a.min(v), b.max(v)));
+    let (lo, hi) = (lo.max(1e-3) * 0.8, (hi * 1.25).max(lo.max(1e-3) * 2.0));
+    let mut chart = ChartBuilder::on(area)
+        .margin(8)
+        .margin_right(14)
+        .x_label_area_size(font_px * 2 + 12)
+        .y_label_area_size(font_px * 3 + 16)
+        .build_cartesian_2d(
+            -0.5f32..(n as f32 - 0.5),
+            (lo..hi).log_scale().with_key_points(one_two_five(lo, hi)),
+        )
+        .map_err(draw_err)?;
+    house_mesh(&mut chart.configure_mesh(), font_px)
+        .disable_x_mesh()
+        .x_labels(0)
+        .y_desc("‖x‖ (length, log scale)")
+        .y_label_formatter(&|y| format!("{y}"))
+        .draw()
+        .map_err(draw_err)?;
+    chart
+        .draw_series(
+            points
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| p.kind == PointKind::Norm)
+                .map(|(i, _)| {
+                    Rectangle::new(
+                        [(i as f32 - 0.42, lo), (i as f32 + 0.42, hi)],
+                        NORM_BAND.filled(),
+                    )
+                }),
+        )
+        .map_err(draw_err)?;
+    for (row, &colour) in lengths.iter().zip(colours) {
+        chart
+            .draw_series(LineSeries::new(
+                row.iter().enumerate().map(|(p, &v)| (p as f32, v)),
+                colour.stroke_width(2),
+            ))
+            .map_err(draw_err)?;
+        // Adds (and the embedding) as filled dots, norms as hollow squares.
+        chart
+            .draw_series(row.iter().enumerate().map(|(p, &v)| {
+                let style = if points[p].kind == PointKind::Norm {
+                    colour.stroke_width(2)
+                } else {
+                    colour.filled()
+                };
+                EmptyElement::at((p as f32, v))
+                    + match points[p].kind {
+                        PointKind::Norm => Rectangle::new([(-4, -4), (4, 4)], style).into_dyn(),
+                        _ => Circle::new((0, 0), 3, style).into_dyn(),
+                    }
+            }))
+            .map_err(draw_err)?;
+    }
+    let names: Vec<&str> = points.iter().map(|p| p.label).collect();
+    let layers: Vec<Option<usize>> = points.iter().map(|p| p.layer).collect();
+    label_categories(
+        area,
+        chart.plotting_area().get_pixel_range(),
+        &names,
+        &layers,
+        font_px,
+    )
+}
+
+/// What one sublayer wrote into the stream: its short name, its layer and the mean length
+/// of its output over all tokens.
+type SublayerWrite = (&'static str, Option<usize>, f32);
+
+/// Every sublayer's write, in the order of the stream.
+fn sublayer_writes(trace: &Trace) -> Vec<SublayerWrite> {
+    let t = trace.len();
+    let mut writes = Vec::new();
+    for layer in 0..trace.config.n_layers {
+        for (op, sum, name) in [
+            (Op::OutputProjection, Op::AttentionResidual, "attn"),
+            (Op::FfnDown, Op::FfnResidual, "FFN"),
+        ] {
+            if let Some(lengths) = sublayer_output_lengths(trace, op, sum, layer) {
+                writes.push((name, Some(layer), lengths.iter().sum::<f32>() / t as f32));
+            }
+        }
+    }
+    writes
+}
+
+/// The bar chart of what each sublayer wrote; returns its title.
+fn draw_writes<DB: Canvas>(
+    area: &DrawingArea<DB, Shift>,
+    writes: &[SublayerWrite],
+    font_px: u32,
+) -> Result<String> {
+    let title = fitting_title(
+        area,
+        font_px + 2,
+        &[
+            "What each sublayer added: mean length of its output over all tokens",
+            "What each sublayer added (mean length)",
+        ],
+    );
+    let m = writes.len();
+    let top_val = writes.iter().map(|a| a.2).fold(0f32, f32::max) * 1.1;
+    let mut bars = ChartBuilder::on(area)
+        .caption(&title, (FONT, font_px + 2))
+        .margin(8)
+        .margin_right(14)
+        .x_label_area_size(font_px * 2 + 12)
+        .y_label_area_size(font_px * 3 + 16)
+        .build_cartesian_2d(-0.5f32..(m.max(1) as f32 - 0.5), 0f32..top_val.max(1e-3))
+        .map_err(draw_err)?;
+    house_mesh(&mut bars.configure_mesh(), font_px)
+        .disable_x_mesh()
+        .x_labels(0)
+        .y_desc("mean ‖output‖")
+        .y_label_formatter(&tick_format(0.0, top_val))
+        .draw()
+        .map_err(draw_err)?;
+    bars.draw_series(writes.iter().enumerate().map(|(i, (name, _, v))| {
+        let colour = if *name == "attn" {
+            CATEGORICAL[0]
+        } else {
+            CATEGORICAL[1]
+        };
+        Rectangle::new(
+            [(i as f32 - 0.35, 0.0), (i as f32 + 0.35, *v)],
+            colour.filled(),
+        )
+    }))
+    .map_err(draw_err)?;
+    let names: Vec<&str> = writes.iter().map(|w| w.0).collect();
+    let layers: Vec<Option<usize>> = writes.iter().map(|w| w.1).collect();
+    label_categories(
+        area,
+        bars.plotting_area().get_pixel_range(),
+        &names,
+        &layers,
+        font_px,
+    )?;
+    Ok(title)
+}
+
+/// `draw_point_labels` under a chart of `area` whose plot spans the pixel ranges `x_px` and
+/// `y_px` and whose x axis runs from -0.5 to `names.len()` - 0.5, a category at each whole
+/// number.
+fn label_categories<DB: Canvas>(
+    area: &DrawingArea<DB, Shift>,
+    (x_px, y_px): (Range<i32>, Range<i32>),
+    names: &[&str],
+    layers: &[Option<usize>],
+    font_px: u32,
+) -> Result<()> {
+    let n = names.len().max(1);
+    let origin = area.get_base_pixel();
+    let to_px = |x: f32| {
+        x_px.start - origin.0 + ((x + 0.5) / n as f32 * (x_px.end - x_px.start) as f32) as i32
+    };
+    draw_point_labels(area, to_px, y_px.end - origin.1 + 4, names, layers, font_px)
 }

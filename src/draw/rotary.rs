@@ -183,19 +183,8 @@ pub fn draw_pair<DB: Canvas>(
     area.fill(&WHITE).map_err(draw_err)?;
     let hd = trace.config.head_dim;
     let (a, b) = pair_features(pair, hd, adjacent);
-    let q = trace
-        .find(Op::Query, Some(layer))
-        .ok_or_else(|| VizError::NoSuchStep("queries".into()))?
-        .tensor
-        .view3()?; // (heads, T, hd)
-    let r = trace
-        .find(Op::RotaryQuery, Some(layer))
-        .ok_or_else(|| VizError::NoSuchStep("rotated queries".into()))?
-        .tensor
-        .view3()?;
+    let (unrotated, rotated) = pair_points(trace, layer, head, (a, b))?;
     let t = trace.len();
-    let unrotated: Vec<(f32, f32)> = (0..t).map(|p| (q[[head, p, a]], q[[head, p, b]])).collect();
-    let rotated: Vec<(f32, f32)> = (0..t).map(|p| (r[[head, p, a]], r[[head, p, b]])).collect();
     let reach = unrotated
         .iter()
         .chain(&rotated)
@@ -267,6 +256,33 @@ pub fn draw_pair<DB: Canvas>(
         unrotated,
         rotated,
     })
+}
+
+/// A feature pair's (x, y) at each position.
+type PairPoints = Vec<(f32, f32)>;
+
+/// Features `a` and `b` of one head's query at every position: as projected, and as rotated
+/// to its position.
+fn pair_points(
+    trace: &Trace,
+    layer: usize,
+    head: usize,
+    (a, b): (usize, usize),
+) -> Result<(PairPoints, PairPoints)> {
+    let q = trace
+        .find(Op::Query, Some(layer))
+        .ok_or_else(|| VizError::NoSuchStep("queries".into()))?
+        .tensor
+        .view3()?; // (heads, T, hd)
+    let r = trace
+        .find(Op::RotaryQuery, Some(layer))
+        .ok_or_else(|| VizError::NoSuchStep("rotated queries".into()))?
+        .tensor
+        .view3()?; // (heads, T, hd)
+    let t = trace.len();
+    let unrotated = (0..t).map(|p| (q[[head, p, a]], q[[head, p, b]])).collect();
+    let rotated = (0..t).map(|p| (r[[head, p, a]], r[[head, p, b]])).collect();
+    Ok((unrotated, rotated))
 }
 
 #[derive(Debug, Clone, Serialize)]

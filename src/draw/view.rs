@@ -182,6 +182,14 @@ impl Drawn {
         }
     }
 
+    /// A line or bar chart's report.
+    pub(crate) fn plotted(plotted: Plotted) -> Self {
+        Drawn {
+            plotted: Some(plotted),
+            ..Drawn::plain()
+        }
+    }
+
     /// A heatmap of `values` (row-major) with the labels the page shows on hover.
     pub(crate) fn heatmap(
         drawn: HeatmapDrawn,
@@ -314,31 +322,14 @@ fn draw_view_parts<DB: Canvas>(
     vector: bool,
 ) -> Result<Drawn> {
     let tokens = trace.token_texts();
-    let no_table = || VizError::Draw("this model adds no position table to its embeddings".into());
     match view {
         View::Head { layer, head } => {
             let drawn = attention::draw_head(area, trace, *layer, *head, vector)?;
-            Ok(Drawn::heatmap(
-                drawn,
-                flat(trace.attention(*layer, *head)?),
-                tokens.clone(),
-                tokens,
-            ))
+            let weights = flat(trace.attention(*layer, *head)?);
+            Ok(Drawn::heatmap(drawn, weights, tokens.clone(), tokens))
         }
         View::CrossAttention { layer, head } => {
-            let drawn =
-                super::cross_attention::draw_cross_attention(area, trace, *layer, *head, vector)?;
-            let source = trace
-                .source
-                .as_ref()
-                .ok_or(VizError::NoCrossAttention)?
-                .token_texts();
-            Ok(Drawn::heatmap(
-                drawn,
-                flat(trace.cross_attention(*layer, *head)?),
-                tokens,
-                source,
-            ))
+            draw_cross_attention(area, trace, *layer, *head, vector)
         }
         View::Grid { layer, head } => {
             let (grid, image) = attention::draw_grid(area, trace, Some((*layer, *head)), vector)?;
@@ -360,135 +351,32 @@ fn draw_view_parts<DB: Canvas>(
             } else {
                 heads.clone()
             };
-            let focus = match (focus, focus_key) {
-                (Some(q), _) => attention::LineFocus::From(*q),
-                (None, Some(k)) => attention::LineFocus::To(*k),
-                (None, None) => attention::LineFocus::All,
-            };
+            let focus = line_focus(*focus, *focus_key);
             let lines = attention::draw_lines(area, trace, *layer, &heads, focus)?;
             Ok(Drawn {
                 lines: Some(lines),
                 ..Drawn::plain()
             })
         }
-        View::PositionTable => {
-            let table = position_table(model, shown_positions(trace)).ok_or_else(no_table)?;
-            let kind = position_kind(model);
-            let title = heatmap_title(
-                area,
-                &[
-                    &format!("The model's {kind} position table: position × feature"),
-                    &format!("The {kind} position table"),
-                ],
-            );
-            let drawn = position::draw_table(area, table.view(), &title, vector)?;
-            Ok(Drawn::heatmap(
-                drawn,
-                flat(table.view()),
-                Vec::new(),
-                Vec::new(),
-            ))
-        }
-        View::PositionWaves { dims } => {
-            let table = position_table(model, shown_positions(trace)).ok_or_else(no_table)?;
-            let kind = position_kind(model);
-            let full =
-                format!("The model's {kind} position table: chosen features across positions");
-            let short = format!("The {kind} table: chosen features");
-            let waves = position::draw_waves(area, table.view(), dims, &[&full, &short], |i| {
-                format!("feature {i}")
-            })?;
-            Ok(Drawn {
-                plotted: Some(Plotted::Waves(waves)),
-                ..Drawn::plain()
-            })
-        }
+        View::PositionTable => draw_table_view(area, model, trace, Table::Model, vector),
+        View::SinusoidalTable => draw_table_view(area, model, trace, Table::Sinusoidal, vector),
+        View::PositionWaves { dims } => draw_waves_view(area, model, trace, Table::Model, dims),
         View::SinusoidalWaves { dims } => {
-            let d = model.config.d_model;
-            let table = sinusoidal_table(shown_positions(trace), d); // (P, d)
-            let full = format!("Sinusoidal encoding (d = {d}): chosen features across positions");
-            let short = format!("Sinusoidal table (d = {d}): chosen features");
-            let waves = position::draw_waves(area, table.view(), dims, &[&full, &short], |i| {
-                position::sinusoidal_label(i, d)
-            })?;
-            Ok(Drawn {
-                plotted: Some(Plotted::Waves(waves)),
-                ..Drawn::plain()
-            })
+            draw_waves_view(area, model, trace, Table::Sinusoidal, dims)
         }
-        View::SinusoidalTable => {
-            let d = model.config.d_model;
-            let table = sinusoidal_table(shown_positions(trace), d); // (P, d)
-            let title = heatmap_title(
-                area,
-                &[
-                    &format!("Sinusoidal encoding (d = {d}): position × feature"),
-                    &format!("Sinusoidal table (d = {d})"),
-                ],
-            );
-            let drawn = position::draw_table(area, table.view(), &title, vector)?;
-            Ok(Drawn::heatmap(
-                drawn,
-                flat(table.view()),
-                Vec::new(),
-                Vec::new(),
-            ))
+        View::PositionSimilarity => draw_similarity_view(area, model, trace, Table::Model, vector),
+        View::SinusoidalSimilarity => {
+            draw_similarity_view(area, model, trace, Table::Sinusoidal, vector)
         }
-        View::PositionSimilarity | View::SinusoidalSimilarity => {
-            let (table, titles) = if *view == View::PositionSimilarity {
-                let table = position_table(model, shown_positions(trace)).ok_or_else(no_table)?;
-                (
-                    table,
-                    [
-                        "Cosine similarity between the model's position vectors",
-                        "Learned: cosine similarity",
-                    ],
-                )
-            } else {
-                let table = sinusoidal_table(shown_positions(trace), model.config.d_model); // (P, d)
-                (
-                    table,
-                    [
-                        "The sinusoidal table's similarity, for comparison",
-                        "Sinusoidal: cosine similarity",
-                    ],
-                )
-            };
-            let similarity = position::position_similarity(table.view()); // (P, P)
-            let drawn = position::draw_similarity(
-                area,
-                similarity.view(),
-                &heatmap_title(area, &titles),
-                vector,
-            )?;
-            Ok(Drawn::heatmap(
-                drawn,
-                flat(similarity.view()),
-                Vec::new(),
-                Vec::new(),
-            ))
-        }
-        View::Norm { index } => {
-            let stages = layer_norm::draw_norm_stages(area, trace, *index)?;
-            Ok(Drawn {
-                plotted: Some(Plotted::NormStages(stages)),
-                ..Drawn::plain()
-            })
-        }
-        View::NormParameters { index } => {
-            let parameters = layer_norm::draw_norm_parameters(area, trace, *index)?;
-            Ok(Drawn {
-                plotted: Some(Plotted::NormParameters(parameters)),
-                ..Drawn::plain()
-            })
-        }
-        View::Residual { tokens } => {
-            let drawn = residual::draw_residual(area, trace, tokens.as_deref())?;
-            Ok(Drawn {
-                plotted: Some(Plotted::Residual(drawn)),
-                ..Drawn::plain()
-            })
-        }
+        View::Norm { index } => Ok(Drawn::plotted(Plotted::NormStages(
+            layer_norm::draw_norm_stages(area, trace, *index)?,
+        ))),
+        View::NormParameters { index } => Ok(Drawn::plotted(Plotted::NormParameters(
+            layer_norm::draw_norm_parameters(area, trace, *index)?,
+        ))),
+        View::Residual { tokens } => Ok(Drawn::plotted(Plotted::Residual(
+            residual::draw_residual(area, trace, tokens.as_deref())?,
+        ))),
         View::HeadGrid { pattern } => {
             let (drawn, grid) = head_grid::draw_head_grid(area, trace, *pattern, vector)?;
             let rows = (0..grid.nrows()).map(|l| format!("layer {l}")).collect();
@@ -496,103 +384,272 @@ fn draw_view_parts<DB: Canvas>(
             Ok(Drawn::heatmap(drawn, flat(grid.view()), rows, cols))
         }
         View::LogitLens { positions } => {
-            let (drawn, lens) =
-                logit_lens::draw_logit_lens(area, model, trace, positions.as_deref(), vector)?;
-            let values = lens.lens.cells.iter().flatten().map(|c| c.prob).collect();
-            let rows = lens.lens.depths.clone();
-            let cols = lens
-                .lens
-                .positions
-                .iter()
-                .map(|&p| trace.tokens[p].text.clone())
-                .collect();
-            let mut out = Drawn::heatmap(drawn, values, rows, cols);
-            out.plotted = Some(Plotted::LogitLens(lens));
-            Ok(out)
+            draw_logit_lens(area, model, trace, positions.as_deref(), vector)
         }
-        View::RotaryFrequencies => Ok(Drawn {
-            plotted: Some(Plotted::RotaryFrequencies(rotary::draw_frequencies(
-                area, trace,
-            )?)),
-            ..Drawn::plain()
-        }),
-        View::RotaryPair { layer, head, pair } => Ok(Drawn {
-            plotted: Some(Plotted::RotaryPair(rotary::draw_pair(
-                area, trace, *layer, *head, *pair,
-            )?)),
-            ..Drawn::plain()
-        }),
+        View::RotaryFrequencies => Ok(Drawn::plotted(Plotted::RotaryFrequencies(
+            rotary::draw_frequencies(area, trace)?,
+        ))),
+        View::RotaryPair { layer, head, pair } => Ok(Drawn::plotted(Plotted::RotaryPair(
+            rotary::draw_pair(area, trace, *layer, *head, *pair)?,
+        ))),
         View::RotaryDistance { layer, head } => {
-            let (drawn, distance) = rotary::draw_distance(area, trace, *layer, *head, vector)?;
-            let labels: Vec<String> = (0..distance.positions)
-                .map(|p| format!("position {p}"))
-                .collect();
-            let mut out = Drawn::heatmap(drawn, distance.scores.clone(), labels.clone(), labels);
-            out.plotted = Some(Plotted::RotaryDistance(distance));
-            Ok(out)
+            draw_rotary_distance(area, trace, *layer, *head, vector)
         }
-        View::Prediction { top, settings } => {
-            let drawn = prediction::draw_prediction(area, model, trace, *top, settings)?;
-            Ok(Drawn {
-                plotted: Some(Plotted::Prediction(drawn)),
-                ..Drawn::plain()
-            })
-        }
-        View::Step { index, head } => {
-            area.fill(&WHITE).map_err(draw_err)?;
-            let step = trace
-                .steps
-                .get(*index)
-                .ok_or_else(|| VizError::NoSuchStep(format!("step {index}")))?;
-            if step.op == crate::Op::Tokenize {
-                // Token ids are names, not amounts: shown as text, never as colours.
-                token_ids::draw_token_ids(
-                    area,
-                    &trace.tokens,
-                    &format!("{}: each token with its id in the vocabulary", step.title),
-                )?;
-                return Ok(Drawn::plain());
-            }
-            let (m, rows, cols, cut) = step_matrix(trace, *index, *head, 512)?;
-            let values = flat(m.view());
-            let scale = match step.op {
-                crate::Op::Softmax => Scale::Sequential { min: 0.0, max: 1.0 },
-                _ => Scale::fit_robust(&values, 0.99),
-            };
-            let per_head = step.tensor.shape.len() == 3;
-            let title = if per_head {
-                format!("{}, head {head}", step.title)
-            } else {
-                step.title.clone()
-            };
-            let x_desc = step.axes.last().cloned().unwrap_or_default();
-            let y_desc = if step.tensor.shape.len() >= 2 {
-                step.axes[step.axes.len() - 2].clone()
-            } else {
-                String::new()
-            };
-            let drawn = draw_heatmap(
-                area,
-                m.view(),
-                &Heatmap {
-                    title: &title,
-                    x_desc: &x_desc,
-                    y_desc: &y_desc,
-                    col_labels: &cols,
-                    row_labels: &rows,
-                    scale,
-                    legend: "value",
-                    vector,
-                },
-            )?;
-            let mut drawn = Drawn::heatmap(drawn, values, rows, cols);
-            drawn.note = match (cut, drawn.note) {
-                (Some(cut), Some(more)) => Some(format!("{cut}. {more}")),
-                (cut, more) => cut.or(more),
-            };
-            Ok(drawn)
+        View::Prediction { top, settings } => Ok(Drawn::plotted(Plotted::Prediction(
+            prediction::draw_prediction(area, model, trace, *top, settings)?,
+        ))),
+        View::Step { index, head } => draw_step(area, trace, *index, *head, vector),
+    }
+}
+
+/// An encoder-decoder's cross-attention: target tokens down, source tokens across.
+fn draw_cross_attention<DB: Canvas>(
+    area: &DrawingArea<DB, Shift>,
+    trace: &Trace,
+    layer: usize,
+    head: usize,
+    vector: bool,
+) -> Result<Drawn> {
+    let drawn = super::cross_attention::draw_cross_attention(area, trace, layer, head, vector)?;
+    let source = trace
+        .source
+        .as_ref()
+        .ok_or(VizError::NoCrossAttention)?
+        .token_texts();
+    let weights = flat(trace.cross_attention(layer, head)?);
+    Ok(Drawn::heatmap(drawn, weights, trace.token_texts(), source))
+}
+
+/// The logit lens's table with each cell's probability and the tokens of its rows and
+/// columns for the page's hover, and the lens itself.
+fn draw_logit_lens<DB: Canvas>(
+    area: &DrawingArea<DB, Shift>,
+    model: &Transformer,
+    trace: &Trace,
+    positions: Option<&[usize]>,
+    vector: bool,
+) -> Result<Drawn> {
+    let (drawn, lens) = logit_lens::draw_logit_lens(area, model, trace, positions, vector)?;
+    let values = lens.lens.cells.iter().flatten().map(|c| c.prob).collect();
+    let rows = lens.lens.depths.clone();
+    let cols = lens
+        .lens
+        .positions
+        .iter()
+        .map(|&p| trace.tokens[p].text.clone())
+        .collect();
+    let mut out = Drawn::heatmap(drawn, values, rows, cols);
+    out.plotted = Some(Plotted::LogitLens(lens));
+    Ok(out)
+}
+
+/// The rotary distance view's (m, n) scores, its positions named for the page's hover.
+fn draw_rotary_distance<DB: Canvas>(
+    area: &DrawingArea<DB, Shift>,
+    trace: &Trace,
+    layer: usize,
+    head: usize,
+    vector: bool,
+) -> Result<Drawn> {
+    let (drawn, distance) = rotary::draw_distance(area, trace, layer, head, vector)?;
+    let labels: Vec<String> = (0..distance.positions)
+        .map(|p| format!("position {p}"))
+        .collect();
+    let mut out = Drawn::heatmap(drawn, distance.scores.clone(), labels.clone(), labels);
+    out.plotted = Some(Plotted::RotaryDistance(distance));
+    Ok(out)
+}
+
+/// The lines view's focus: a query's lines when one is chosen, else a key's, else all.
+fn line_focus(query: Option<usize>, key: Option<usize>) -> attention::LineFocus {
+    match (query, key) {
+        (Some(q), _) => attention::LineFocus::From(q),
+        (None, Some(k)) => attention::LineFocus::To(k),
+        (None, None) => attention::LineFocus::All,
+    }
+}
+
+/// Which position table a position view shows: the model's own, or the notes' sinusoidal
+/// one at this model's width (whatever the model uses).
+#[derive(Debug, Clone, Copy)]
+enum Table {
+    Model,
+    Sinusoidal,
+}
+
+impl Table {
+    /// The table over the shown positions: (P, d).
+    fn values(self, model: &Transformer, trace: &Trace) -> Result<Array2<f32>> {
+        let positions = shown_positions(trace);
+        match self {
+            Table::Model => position_table(model, positions).ok_or_else(|| {
+                VizError::Draw("this model adds no position table to its embeddings".into())
+            }),
+            Table::Sinusoidal => Ok(sinusoidal_table(positions, model.config.d_model)),
         }
     }
+}
+
+/// A position table as a position x feature heatmap.
+fn draw_table_view<DB: Canvas>(
+    area: &DrawingArea<DB, Shift>,
+    model: &Transformer,
+    trace: &Trace,
+    table: Table,
+    vector: bool,
+) -> Result<Drawn> {
+    let values = table.values(model, trace)?; // (P, d)
+    let (full, short) = match table {
+        Table::Model => {
+            let kind = position_kind(model);
+            (
+                format!("The model's {kind} position table: position × feature"),
+                format!("The {kind} position table"),
+            )
+        }
+        Table::Sinusoidal => {
+            let d = model.config.d_model;
+            (
+                format!("Sinusoidal encoding (d = {d}): position × feature"),
+                format!("Sinusoidal table (d = {d})"),
+            )
+        }
+    };
+    let title = heatmap_title(area, &[&full, &short]);
+    let drawn = position::draw_table(area, values.view(), &title, vector)?;
+    Ok(Drawn::heatmap(
+        drawn,
+        flat(values.view()),
+        Vec::new(),
+        Vec::new(),
+    ))
+}
+
+/// A position table's chosen features (`dims`) as curves across positions.
+fn draw_waves_view<DB: Canvas>(
+    area: &DrawingArea<DB, Shift>,
+    model: &Transformer,
+    trace: &Trace,
+    table: Table,
+    dims: &[usize],
+) -> Result<Drawn> {
+    let values = table.values(model, trace)?; // (P, d)
+    let waves = match table {
+        Table::Model => {
+            let kind = position_kind(model);
+            let full =
+                format!("The model's {kind} position table: chosen features across positions");
+            let short = format!("The {kind} table: chosen features");
+            position::draw_waves(area, values.view(), dims, &[&full, &short], |i| {
+                format!("feature {i}")
+            })?
+        }
+        Table::Sinusoidal => {
+            let d = model.config.d_model;
+            let full = format!("Sinusoidal encoding (d = {d}): chosen features across positions");
+            let short = format!("Sinusoidal table (d = {d}): chosen features");
+            position::draw_waves(area, values.view(), dims, &[&full, &short], |i| {
+                position::sinusoidal_label(i, d)
+            })?
+        }
+    };
+    Ok(Drawn::plotted(Plotted::Waves(waves)))
+}
+
+/// The cosine similarity of every two positions' vectors of a position table.
+fn draw_similarity_view<DB: Canvas>(
+    area: &DrawingArea<DB, Shift>,
+    model: &Transformer,
+    trace: &Trace,
+    table: Table,
+    vector: bool,
+) -> Result<Drawn> {
+    let values = table.values(model, trace)?; // (P, d)
+    let titles = match table {
+        Table::Model => [
+            "Cosine similarity between the model's position vectors",
+            "Learned: cosine similarity",
+        ],
+        Table::Sinusoidal => [
+            "The sinusoidal table's similarity, for comparison",
+            "Sinusoidal: cosine similarity",
+        ],
+    };
+    let similarity = position::position_similarity(values.view()); // (P, P)
+    let drawn = position::draw_similarity(
+        area,
+        similarity.view(),
+        &heatmap_title(area, &titles),
+        vector,
+    )?;
+    Ok(Drawn::heatmap(
+        drawn,
+        flat(similarity.view()),
+        Vec::new(),
+        Vec::new(),
+    ))
+}
+
+/// Step `index` of the trace: its tensor as a heatmap (one head's slice of a per-head tensor,
+/// the first 512 columns of a wide one), or the tokens' ids as text.
+fn draw_step<DB: Canvas>(
+    area: &DrawingArea<DB, Shift>,
+    trace: &Trace,
+    index: usize,
+    head: usize,
+    vector: bool,
+) -> Result<Drawn> {
+    area.fill(&WHITE).map_err(draw_err)?;
+    let step = trace
+        .steps
+        .get(index)
+        .ok_or_else(|| VizError::NoSuchStep(format!("step {index}")))?;
+    if step.op == crate::Op::Tokenize {
+        // Token ids are names, not amounts: shown as text, never as colours.
+        token_ids::draw_token_ids(
+            area,
+            &trace.tokens,
+            &format!("{}: each token with its id in the vocabulary", step.title),
+        )?;
+        return Ok(Drawn::plain());
+    }
+    let (m, rows, cols, cut) = step_matrix(trace, index, head, 512)?;
+    let values = flat(m.view());
+    let scale = match step.op {
+        crate::Op::Softmax => Scale::Sequential { min: 0.0, max: 1.0 },
+        _ => Scale::fit_robust(&values, 0.99),
+    };
+    let title = if step.tensor.shape.len() == 3 {
+        format!("{}, head {head}", step.title)
+    } else {
+        step.title.clone()
+    };
+    let x_desc = step.axes.last().cloned().unwrap_or_default();
+    let y_desc = if step.tensor.shape.len() >= 2 {
+        step.axes[step.axes.len() - 2].clone()
+    } else {
+        String::new()
+    };
+    let drawn = draw_heatmap(
+        area,
+        m.view(),
+        &Heatmap {
+            title: &title,
+            x_desc: &x_desc,
+            y_desc: &y_desc,
+            col_labels: &cols,
+            row_labels: &rows,
+            scale,
+            legend: "value",
+            vector,
+        },
+    )?;
+    let mut drawn = Drawn::heatmap(drawn, values, rows, cols);
+    drawn.note = match (cut, drawn.note) {
+        (Some(cut), Some(more)) => Some(format!("{cut}. {more}")),
+        (cut, more) => cut.or(more),
+    };
+    Ok(drawn)
 }
 
 /// Any view as an SVG document (the page's "export SVG").

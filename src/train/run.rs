@@ -201,8 +201,131 @@ fn save_checkpoint(dir: &Path, net: &Network, opt: &AdamW, state: &CheckpointSta
     .map_err(io(&json))
 }
 
+/// A run's state between steps: what a checkpoint saves and a resumed run restores.
+struct Training {
+    net: Network,
+    opt: AdamW,
+    /// The sampler's random stream.
+    rng: ChaCha8Rng,
+    history: History,
+    /// The step this session began at: 0, or the checkpoint's.
+    first_step: usize,
+    /// Seconds the run trained before this session.
+    seconds_before: f64,
+}
+
+/// Where the run is after a step.
+struct Progress {
+    done: usize,
+    /// Tokens trained on since the run began.
+    seen: f64,
+    /// Tokens a second in this session.
+    speed: f64,
+    /// Seconds trained since the run began.
+    seconds: f64,
+}
+
+impl Training {
+    /// Weights, moments, sampler position, history and time from the checkpoint in `dir`,
+    /// which must have been made with `settings`.
+    fn restore(&mut self, dir: &Path, settings: &Settings) -> Result<()> {
+        let json_path = dir.join("checkpoint.json");
+        let state: CheckpointState =
+            serde_json::from_str(&std::fs::read_to_string(&json_path).map_err(io(&json_path))?)
+                .map_err(|e| VizError::Training(format!("checkpoint.json: {e}")))?;
+        if &state.settings != settings {
+            return Err(VizError::Training(
+                "the checkpoint was made with other settings: start afresh without --resume".into(),
+            ));
+        }
+        let saved =
+            candle_core::safetensors::load(dir.join("checkpoint.safetensors"), &Device::Cpu)
+                .map_err(candle_err)?;
+        for ((name, var), (_, m, v)) in self.net.params.iter().zip(self.opt.state.iter_mut()) {
+            let get = |key: &str| {
+                saved
+                    .get(key)
+                    .cloned()
+                    .ok_or_else(|| VizError::Training(format!("the checkpoint lacks `{key}`")))
+            };
+            var.set(&get(name)?).map_err(candle_err)?;
+            *m = get(&format!("adam.m.{name}"))?;
+            *v = get(&format!("adam.v.{name}"))?;
+        }
+        self.opt.step = state.step;
+        self.first_step = state.step;
+        self.rng.set_word_pos(
+            state
+                .rng_word_pos
+                .parse()
+                .map_err(|_| VizError::Training("checkpoint.json: bad rng_word_pos".into()))?,
+        );
+        self.history = state.history;
+        self.seconds_before = state.seconds;
+        Ok(())
+    }
+
+    fn save(&self, dir: &Path, settings: &Settings, p: &Progress) -> Result<()> {
+        let state = CheckpointState {
+            step: p.done,
+            rng_word_pos: self.rng.get_word_pos().to_string(),
+            settings: settings.clone(),
+            history: self.history.clone(),
+            seconds: p.seconds,
+        };
+        save_checkpoint(dir, &self.net, &self.opt, &state)
+    }
+
+    fn final_held_out(&self) -> f64 {
+        self.history
+            .held_out
+            .last()
+            .map(|h| h.2)
+            .unwrap_or(f64::NAN)
+    }
+}
+
 impl Run<'_> {
     pub fn train(self) -> Result<Outcome> {
+        self.check()?;
+        let s = &self.settings;
+        std::fs::create_dir_all(&self.out).map_err(io(&self.out))?;
+        let mut training = self.start()?;
+        let mut log = self.open_log(&training)?;
+        let windows = evaluation_windows(self.held_out, s.sequence, self.bos, 64);
+        let started = Instant::now();
+        let tokens_per_step = (s.batch * s.sequence) as f64;
+        let vars = training.net.vars();
+        for step in training.first_step..s.steps {
+            let optimised = self.step(&mut training, &vars, step)?;
+            let done = step + 1;
+            let elapsed = started.elapsed().as_secs_f64();
+            let progress = Progress {
+                done,
+                seen: done as f64 * tokens_per_step,
+                speed: (done - training.first_step) as f64 * tokens_per_step / elapsed.max(1e-9),
+                seconds: training.seconds_before + elapsed,
+            };
+            self.record(&mut training, &mut log, &windows, &optimised, &progress)?;
+            let interrupted = self.stop_after == Some(done);
+            if (done % s.checkpoint_every == 0 || interrupted) && done < s.steps {
+                training.save(&self.out, s, &progress)?;
+            }
+            if interrupted {
+                let final_held_out = training.final_held_out();
+                return Ok(Outcome {
+                    network: training.net,
+                    history: training.history,
+                    final_held_out,
+                });
+            }
+        }
+        log.bar.finish_and_clear();
+        self.finish(training, &mut log, started)
+    }
+
+    /// Settings within range and a corpus long enough for them.
+    fn check(&self) -> Result<()> {
         let s = &self.settings;
         if s.sequence > self.config.context
             || s.sequence < 16
@@ -220,141 +343,152 @@ impl Run<'_> {
                 "the corpus is too small for one sequence".into(),
             ));
         }
-        std::fs::create_dir_all(&self.out).map_err(io(&self.out))?;
-        let mut net = Network::init(&self.config, s.seed)?;
-        let mut opt = AdamW::new(net.vars(), s.weight_decay).map_err(candle_err)?;
-        // The sampler's stream is seeded apart from the initial weights'.
-        let mut rng = ChaCha8Rng::seed_from_u64(s.seed ^ 0x5eed_da7a);
-        let mut history = History::default();
-        let mut first_step = 0;
-        let mut seconds_before = 0.0;
-        if self.resume && self.out.join("checkpoint.json").exists() {
-            let json_path = self.out.join("checkpoint.json");
-            let state: CheckpointState =
-                serde_json::from_str(&std::fs::read_to_string(&json_path).map_err(io(&json_path))?)
-                    .map_err(|e| VizError::Training(format!("checkpoint.json: {e}")))?;
-            if &state.settings != s {
-                return Err(VizError::Training(
-                    "the checkpoint was made with other settings: start afresh without --resume"
-                        .into(),
-                ));
-            }
-            let saved = candle_core::safetensors::load(
-                self.out.join("checkpoint.safetensors"),
-                &Device::Cpu,
-            )
-            .map_err(candle_err)?;
-            for ((name, var), (_, m, v)) in net.params.iter().zip(opt.state.iter_mut()) {
-                let get = |key: &str| {
-                    saved
-                        .get(key)
-                        .cloned()
-                        .ok_or_else(|| VizError::Training(format!("the checkpoint lacks `{key}`")))
-                };
-                var.set(&get(name)?).map_err(candle_err)?;
-                *m = get(&format!("adam.m.{name}"))?;
-                *v = get(&format!("adam.v.{name}"))?;
-            }
-            opt.step = state.step;
-            first_step = state.step;
-            rng.set_word_pos(
-                state
-                    .rng_word_pos
-                    .parse()
-                    .map_err(|_| VizError::Training("checkpoint.json: bad rng_word_pos".into()))?,
-            );
-            history = state.history;
-            seconds_before = state.seconds;
-        }
+        Ok(())
+    }
 
-        // A resumed run's log goes on where it stopped.
+    /// The seeded initial state, or the checkpoint's when resuming from one.
+    fn start(&self) -> Result<Training> {
+        let s = &self.settings;
+        let net = Network::init(&self.config, s.seed)?;
+        let opt = AdamW::new(net.vars(), s.weight_decay).map_err(candle_err)?;
+        let mut training = Training {
+            net,
+            opt,
+            // The sampler's stream is seeded apart from the initial weights'.
+            rng: ChaCha8Rng::seed_from_u64(s.seed ^ 0x5eed_da7a),
+            history: History::default(),
+            first_step: 0,
+            seconds_before: 0.0,
+        };
+        if self.resume && self.out.join("checkpoint.json").exists() {
+            training.restore(&self.out, s)?;
+        }
+        Ok(training)
+    }
+
+    /// The log, begun with what is trained on what. A resumed run's log goes on where it
+    /// stopped.
+    fn open_log(&self, training: &Training) -> Result<RunLog> {
+        let s = &self.settings;
         let mut log = RunLog::open(&self.out, s.steps, self.progress, true)?;
-        log.bar.set_position(first_step as u64);
+        log.bar.set_position(training.first_step as u64);
         log.say(format!(
             "{}: {} parameters, {} training tokens, {} held-out; {}",
             self.name,
-            net.parameter_count(),
+            training.net.parameter_count(),
             self.train.len(),
             self.held_out.len(),
             serde_json::to_string(s).expect("serialises")
         ));
-        if first_step > 0 {
-            log.say(format!("resumed from the checkpoint at step {first_step}"));
+        if training.first_step > 0 {
+            log.say(format!(
+                "resumed from the checkpoint at step {}",
+                training.first_step
+            ));
         }
-        let windows = evaluation_windows(self.held_out, s.sequence, self.bos, 64);
-        let started = Instant::now();
-        let tokens_per_step = (s.batch * s.sequence) as f64;
-        let vars = net.vars();
-        for step in first_step..s.steps {
-            let seqs: Vec<Vec<u32>> = (0..s.batch)
-                .map(|_| sample_sequence(&mut rng, self.train, s.sequence, self.bos, s.repeats))
-                .collect();
-            let inputs: Vec<Vec<u32>> = seqs.iter().map(|q| q[..s.sequence].to_vec()).collect();
-            let targets: Vec<Vec<u32>> = seqs.iter().map(|q| q[1..].to_vec()).collect();
-            let loss = net
-                .loss(&id_tensor(&inputs)?, &id_tensor(&targets)?)
-                .map_err(candle_err)?; // ()
-            let Optimised { loss, norm, rate } = optimise(&loss, &vars, &mut opt, s, step)?;
-            let done = step + 1;
-            let seen = done as f64 * tokens_per_step;
-            let elapsed = started.elapsed().as_secs_f64();
-            let speed = (done - first_step) as f64 * tokens_per_step / elapsed.max(1e-9);
-            log.bar.set_position(done as u64);
-            log.bar
-                .set_message(format!("loss {loss:.3} · {:.1}k tokens/s", speed / 1e3));
-            if done % 10 == 0 || done == s.steps {
-                history.train.push((done, seen, loss));
-            }
-            if done % s.eval_every == 0 || done == s.steps {
-                let held = evaluate(&net, &windows, s.batch)?;
-                history.held_out.push((done, seen, held));
-                let heads = match self.probe {
-                    Some(probe) => probe
-                        .measure_network(&net)?
-                        .map(|r| format!(" · {}", r.summary()))
-                        .unwrap_or_default(),
-                    None => String::new(),
-                };
-                log.say(
-                    format!(
-                        "step {done}/{} · tokens {:.2}M · lr {rate:.2e} · loss {loss:.4} · held-out {held:.4} · grad norm {norm:.2} · {:.0} tokens/s · {:.0} s{heads}",
-                        s.steps,
-                        seen / 1e6,
-                        speed,
-                        seconds_before + elapsed
-                    )
-                );
-            }
-            let interrupted = self.stop_after == Some(done);
-            if (done % s.checkpoint_every == 0 || interrupted) && done < s.steps {
-                let state = CheckpointState {
-                    step: done,
-                    rng_word_pos: rng.get_word_pos().to_string(),
-                    settings: s.clone(),
-                    history: history.clone(),
-                    seconds: seconds_before + elapsed,
-                };
-                save_checkpoint(&self.out, &net, &opt, &state)?;
-            }
-            if interrupted {
-                let final_held_out = history.held_out.last().map(|h| h.2).unwrap_or(f64::NAN);
-                return Ok(Outcome {
-                    network: net,
-                    history,
-                    final_held_out,
-                });
-            }
+        Ok(log)
+    }
+
+    /// One optimiser step on a freshly sampled batch.
+    fn step(&self, training: &mut Training, vars: &[Var], step: usize) -> Result<Optimised> {
+        let s = &self.settings;
+        let seqs: Vec<Vec<u32>> = (0..s.batch)
+            .map(|_| {
+                sample_sequence(
+                    &mut training.rng,
+                    self.train,
+                    s.sequence,
+                    self.bos,
+                    s.repeats,
+                )
+            })
+            .collect();
+        let inputs: Vec<Vec<u32>> = seqs.iter().map(|q| q[..s.sequence].to_vec()).collect();
+        let targets: Vec<Vec<u32>> = seqs.iter().map(|q| q[1..].to_vec()).collect();
+        let loss = training
+            .net
+            .loss(&id_tensor(&inputs)?, &id_tensor(&targets)?)
+            .map_err(candle_err)?; // ()
+        optimise(&loss, vars, &mut training.opt, s, step)
+    }
+
+    /// A step's loss on the bar and (every 10th step) in the history; at each evaluation,
+    /// the held-out loss in the history and a line in the log.
+    fn record(
+        &self,
+        training: &mut Training,
+        log: &mut RunLog,
+        windows: &[Vec<u32>],
+        &Optimised { loss, norm, rate }: &Optimised,
+        p: &Progress,
+    ) -> Result<()> {
+        let s = &self.settings;
+        let Progress {
+            done, seen, speed, ..
+        } = *p;
+        log.bar.set_position(done as u64);
+        log.bar
+            .set_message(format!("loss {loss:.3} · {:.1}k tokens/s", speed / 1e3));
+        if done % 10 == 0 || done == s.steps {
+            training.history.train.push((done, seen, loss));
         }
-        log.bar.finish_and_clear();
-        let final_held_out = history.held_out.last().map(|h| h.2).unwrap_or(f64::NAN);
+        if done % s.eval_every == 0 || done == s.steps {
+            let held = evaluate(&training.net, windows, s.batch)?;
+            training.history.held_out.push((done, seen, held));
+            let heads = match self.probe {
+                Some(probe) => probe
+                    .measure_network(&training.net)?
+                    .map(|r| format!(" · {}", r.summary()))
+                    .unwrap_or_default(),
+                None => String::new(),
+            };
+            log.say(
+                format!(
+                    "step {done}/{} · tokens {:.2}M · lr {rate:.2e} · loss {loss:.4} · held-out {held:.4} · grad norm {norm:.2} · {:.0} tokens/s · {:.0} s{heads}",
+                    s.steps,
+                    seen / 1e6,
+                    speed,
+                    p.seconds
+                )
+            );
+        }
+        Ok(())
+    }
+
+    /// The trained model's files (weights, config, loss curve) in place of the checkpoint,
+    /// and the network as read back from them.
+    fn finish(&self, training: Training, log: &mut RunLog, started: Instant) -> Result<Outcome> {
+        let final_held_out = training.final_held_out();
         let model_path = self.out.join("model.safetensors");
-        std::fs::write(&model_path, net.to_safetensors()?).map_err(io(&model_path))?;
+        std::fs::write(&model_path, training.net.to_safetensors()?).map_err(io(&model_path))?;
         let config_path = self.out.join("config.json");
         std::fs::write(
             &config_path,
             serde_json::to_string_pretty(&self.config).expect("serialises"),
         )
         .map_err(io(&config_path))?;
+        self.write_loss_curve(&training.history)?;
+        for stale in ["checkpoint.safetensors", "checkpoint.json"] {
+            let _ = std::fs::remove_file(self.out.join(stale));
+        }
+        log.say(format!(
+            "done: held-out loss {final_held_out:.4} after {} steps, {:.0} s",
+            self.settings.steps,
+            training.seconds_before + started.elapsed().as_secs_f64()
+        ));
+        let network = Network::from_safetensors(
+            &self.config,
+            &std::fs::read(&model_path).map_err(io(&model_path))?,
+        )?;
+        Ok(Outcome {
+            network,
+            history: training.history,
+            final_held_out,
+        })
+    }
+
+    /// `loss.svg`: the training and held-out losses against tokens seen.
+    fn write_loss_curve(&self, history: &History) -> Result<()> {
         let points = |v: &[(usize, f64, f64)]| {
             v.iter()
                 .map(|&(_, tokens, loss)| CurvePoint { tokens, loss })
@@ -367,23 +501,6 @@ impl Run<'_> {
             self.baseline,
         )?;
         let svg_path = self.out.join("loss.svg");
-        std::fs::write(&svg_path, svg).map_err(io(&svg_path))?;
-        for stale in ["checkpoint.safetensors", "checkpoint.json"] {
-            let _ = std::fs::remove_file(self.out.join(stale));
-        }
-        log.say(format!(
-            "done: held-out loss {final_held_out:.4} after {} steps, {:.0} s",
-            s.steps,
-            seconds_before + started.elapsed().as_secs_f64()
-        ));
-        net = Network::from_safetensors(
-            &self.config,
-            &std::fs::read(&model_path).map_err(io(&model_path))?,
-        )?;
-        Ok(Outcome {
-            network: net,
-            history,
-            final_held_out,
-        })
+        std::fs::write(&svg_path, svg).map_err(io(&svg_path))
     }
 }

@@ -65,6 +65,6 @@ if [[ -s "$MINILM_DIR/model.f16.safetensors" && "$MINILM_DIR/model.f16.safetenso
   echo "[models] $MINILM_DIR/model.f16.safetensors already present"
 else
   echo "[models] converting MiniLM weights to f16 for the browser"
-  cargo run --quiet --release --bin transformer-viz -- convert-f16 \
+  cargo run --quiet --profile quick --bin transformer-viz -- convert-f16 \
     "$MINILM_DIR/model.safetensors" "$MINILM_DIR/model.f16.safetensors"
 fi

@@ -54,6 +54,7 @@ cargo fmt --check
 step "dependencies point one way (scripts/check-layers.mjs: the crate's modules, the page's)"
 node scripts/check-layers.mjs
 
+# --all-targets: the benchmarks are compiled (checked) here too; `cargo bench` builds and runs them.
 step "lints (cargo clippy --all-targets -- -D warnings)"
 rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy
 cargo clippy --all-targets -- -D warnings
@@ -70,31 +71,25 @@ for file in tests/*.rs; do
 done
 
 step "native tests: build (${native_tests[*]})"
-cargo test --release --lib --bins "${native_tests[@]}" --no-run
+cargo test --profile quick --lib --bins "${native_tests[@]}" --no-run
 
 step "native tests: run"
 # The set-up fetched SmolLM2's GGUF: tests that read it must not skip.
-TVIZ_REQUIRE_SMOLLM2=1 cargo test --release --lib --bins "${native_tests[@]}"
+TVIZ_REQUIRE_SMOLLM2=1 cargo test --profile quick --lib --bins "${native_tests[@]}"
 
 step "property tests of the page's link format (Node.js, fast-check)"
 node --test tests/js/
 
-step "benchmarks compile"
-cargo bench --no-run --quiet
-
-step "wasm build"
-cargo build --release --target wasm32-unknown-unknown
-
 step "wasm-bindgen test: the forward passes in WebAssembly (Node.js) against native numbers"
 mkdir -p target/parity
-cargo run --quiet --release --bin transformer-viz -- trace --model minilm-l6 \
+cargo run --quiet --profile quick --bin transformer-viz -- trace --model minilm-l6 \
   --text "The quick brown fox jumps over the lazy dog." > target/parity/native-trace.json
-cargo run --quiet --release --bin transformer-viz -- predict --model smollm2-135m \
+cargo run --quiet --profile quick --bin transformer-viz -- predict --model smollm2-135m \
   --text "The capital of France is" --top 20 > target/parity/native-smollm2.json
-cargo test --target wasm32-unknown-unknown --test wasm_parity
+cargo test --release --target wasm32-unknown-unknown --test wasm_parity
 
 step "wasm-bindgen test: the page's wasm API in headless Chromium"
-CHROMEDRIVER=/usr/bin/chromedriver cargo test --target wasm32-unknown-unknown --test web_api
+CHROMEDRIVER=/usr/bin/chromedriver cargo test --release --target wasm32-unknown-unknown --test web_api
 
 build_page
 

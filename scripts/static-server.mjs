@@ -25,6 +25,10 @@ export const CONTENT_SECURITY_POLICY = [
   "base-uri 'none'",
 ].join('; ');
 
+// Only the page's own origin may show it in a frame. A <meta> policy cannot say this (browsers
+// ignore frame-ancestors there), so it is added to the served header alone.
+export const FRAME_ANCESTORS = "frame-ancestors 'self'";
+
 const HEADERS = {
   // Cross-origin isolation: lets the page share its WebAssembly memory with worker threads (its
   // threaded build, www/js/threads.js). Served without these headers, the page computes alone.
@@ -32,7 +36,8 @@ const HEADERS = {
   'Cross-Origin-Embedder-Policy': 'require-corp',
   'X-Content-Type-Options': 'nosniff',
   // Error pages get finalhandler's stricter "default-src 'none'" instead.
-  'Content-Security-Policy': CONTENT_SECURITY_POLICY,
+  'Content-Security-Policy': `${CONTENT_SECURITY_POLICY}; ${FRAME_ANCESTORS}`,
+  'X-Frame-Options': 'SAMEORIGIN', // the same, for browsers that predate frame-ancestors
 };
 
 /** Serves `dir` on 127.0.0.1:`port` (0: any free port); resolves to the listening http.Server. */

@@ -76,6 +76,20 @@ impl SamplingSettings {
     }
 }
 
+/// The rule that left a token out of the draw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Cut {
+    /// Temperature 0: greedy decoding takes the most likely token, whatever top-k and top-p say.
+    #[serde(rename = "greedy")]
+    Greedy,
+    /// Not among the k most likely.
+    #[serde(rename = "top-k")]
+    TopK,
+    /// Survived top-k, past the tokens whose probability reaches p.
+    #[serde(rename = "top-p")]
+    TopP,
+}
+
 /// One token's fate through the stages.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct TokenStage {
@@ -84,9 +98,8 @@ pub struct TokenStage {
     pub before: f32,
     /// After temperature.
     pub tempered: f32,
-    pub removed_by_top_k: bool,
-    /// Survived top-k but not top-p.
-    pub removed_by_top_p: bool,
+    /// The rule that removed it (None: it can be drawn).
+    pub removed_by: Option<Cut>,
     /// The probability sampling uses: renormalised over the kept tokens (0 when removed).
     pub renormalised: f32,
 }
@@ -188,8 +201,15 @@ impl SamplingStages {
                 id,
                 before: before[r],
                 tempered: tempered[r],
-                removed_by_top_k: r >= after_k,
-                removed_by_top_p: r < after_k && r >= kept,
+                removed_by: if r < kept {
+                    None
+                } else if settings.temperature == 0.0 {
+                    Some(Cut::Greedy)
+                } else if r >= after_k {
+                    Some(Cut::TopK)
+                } else {
+                    Some(Cut::TopP)
+                },
                 renormalised: if r < kept {
                     (f64::from(tempered[r]) / kept_mass) as f32
                 } else {

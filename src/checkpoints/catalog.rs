@@ -85,6 +85,10 @@ pub struct Model {
     /// A regular expression (JavaScript's and the `regex` crate's) for the text it reads whole.
     #[serde(default)]
     pub accepts: Option<String>,
+    /// The shortest and longest text (in characters) it was trained on, when a longer one is
+    /// past what it learned (the page says so).
+    #[serde(default)]
+    pub trained_lengths: Option<[usize; 2]>,
     /// The original f32 weights (`models/NAME/...`), which the CLI reads unless `--f16`; the
     /// page downloads `files.weights` (f16).
     #[serde(default)]

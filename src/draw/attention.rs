@@ -25,10 +25,20 @@ pub fn draw_head<DB: Canvas>(
 ) -> Result<HeatmapDrawn> {
     area.fill(&WHITE).map_err(draw_err)?;
     let a = trace.attention(layer, head)?; // (T, T)
+                                           // A causal model's masked cells (a key after its query) drawn grey, apart from weights
+                                           // that are merely near 0: not finite only in the picture, the values stay the weights.
+    let mut shown = a.to_owned(); // (T, T)
+    if trace.config.causal {
+        for ((query, key), w) in shown.indexed_iter_mut() {
+            if key > query {
+                *w = f32::NEG_INFINITY;
+            }
+        }
+    }
     let title = format!("Attention, layer {layer}, head {head}");
     draw_token_matrix(
         area,
-        a,
+        shown.view(),
         &trace.token_texts(),
         &title,
         Scale::Sequential { min: 0.0, max: 1.0 },

@@ -201,7 +201,8 @@ pub fn draw_heatmap<DB: Canvas>(
     let (rows, cols) = m.dim();
     let values: Vec<f32> = m.iter().copied().collect();
     let clipped = Clipped::of(spec.scale, &values);
-    let frame = Frame::of(area, spec, clipped)?;
+    let masked = values.iter().any(|v| !v.is_finite());
+    let frame = Frame::of(area, spec, clipped, masked)?;
     let row_texts = label_texts(area, &frame, spec.row_labels, rows)?;
     let col_texts = label_texts(area, &frame, spec.col_labels, cols)?;
     let (l, foot) = fit_layout(area, &frame, &row_texts, &col_texts, clipped)?;
@@ -260,6 +261,8 @@ struct Frame {
     desc_h: i32,
     /// One line of the note under the chart.
     line_h: i32,
+    /// Some cells are masked (not finite): grey, and the note says what grey means.
+    masked: bool,
 }
 
 impl Frame {
@@ -267,6 +270,7 @@ impl Frame {
         area: &DrawingArea<DB, Shift>,
         spec: &Heatmap,
         clipped: Option<Clipped>,
+        masked: bool,
     ) -> Result<Frame> {
         let (w, h) = area.dim_in_pixel();
         let (w, h) = (w as i32, h as i32);
@@ -282,6 +286,7 @@ impl Frame {
             title_h: (base + 4) as i32 + 10,
             desc_h: (base + 1) as i32 + 8,
             line_h: base as i32 + 4,
+            masked,
         })
     }
 
@@ -428,6 +433,13 @@ fn notes(
             )
         });
     }
+    if frame.masked {
+        notes.push(if frame.small {
+            "Grey: masked.".to_string()
+        } else {
+            "Grey cells are masked: a token cannot see the tokens after it (its weight there is exactly 0).".to_string()
+        });
+    }
     if let Some(c) = clipped {
         let range = format!("from {} to {}", bar_number(c.min), bar_number(c.max));
         notes.push(if frame.small {
@@ -480,7 +492,7 @@ fn fit_layout<DB: Canvas>(
 ) -> Result<(Layout, Vec<String>)> {
     let foot_of =
         |l: &Layout| wrap_notes(area, frame, notes(frame, l, row_texts, col_texts, clipped));
-    let mut foot_lines = if clipped.is_some() {
+    let mut foot_lines = if clipped.is_some() || frame.masked {
         foot_of(&layout(frame, row_texts, col_texts, 1))?.len() as i32
     } else {
         0

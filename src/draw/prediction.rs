@@ -1,7 +1,8 @@
 //! The next-token prediction and how decoding reshapes it: the model's top tokens as bars,
 //! at temperature 1 (light) and after the chosen temperature (dark); tokens that top-k or
-//! top-p remove crossed out in their own colours; and, beside every token left, the
-//! renormalised probability that sampling draws it with.
+//! top-p remove (or greedy decoding, at temperature 0) crossed out in their own colours and
+//! named by that rule; and, beside every token left, the renormalised probability that
+//! sampling draws it with.
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -12,7 +13,7 @@ use super::colors::CATEGORICAL;
 use super::furniture::{draw_legend_rows, fitting_title, legend_rows_height, RowEntry, RowMark};
 use super::Canvas;
 use super::{anchored_text, draw_err, short_label};
-use crate::analysis::sampling::{SamplingSettings, SamplingStages, TokenStage};
+use crate::analysis::sampling::{Cut, SamplingSettings, SamplingStages, TokenStage};
 use crate::error::Result;
 use crate::trace::Trace;
 use crate::Transformer;
@@ -25,6 +26,17 @@ const TEMPERED: RGBColor = CATEGORICAL[0];
 /// their labels).
 const CUT_BY_K: RGBColor = CATEGORICAL[5];
 const CUT_BY_P: RGBColor = CATEGORICAL[1];
+/// Left out by greedy decoding: grey.
+const CUT_BY_GREEDY: RGBColor = RGBColor(150, 150, 150);
+
+/// A rule's colour and the words beside a token it removed.
+fn cut_style(cut: Cut) -> (RGBColor, &'static str) {
+    match cut {
+        Cut::Greedy => (CUT_BY_GREEDY, "✗ greedy"),
+        Cut::TopK => (CUT_BY_K, "✗ top-k"),
+        Cut::TopP => (CUT_BY_P, "✗ top-p"),
+    }
+}
 
 /// A token as a label: a leading space shown as `·` (as editors show spaces), line breaks
 /// and tabs as escapes.
@@ -47,8 +59,8 @@ pub struct BarDrawn {
     pub before: f32,
     pub tempered: f32,
     pub renormalised: f32,
-    pub removed_by_top_k: bool,
-    pub removed_by_top_p: bool,
+    /// The rule that removed it (None: sampling can draw it).
+    pub removed_by: Option<Cut>,
     /// The bar's row on the chart, in chart pixels: top and bottom.
     pub top: i32,
     pub bottom: i32,
@@ -82,15 +94,22 @@ pub fn draw_prediction<DB: Canvas>(
 
     let caption = caption(settings, &stages);
     let caption_y = draw_heading(area, trace, shown.len(), &caption, font)?;
-    let legend = [
+    let mut legend = vec![
         RowEntry::new(
             "model's probability (temperature 1)",
             RowMark::Swatch(BEFORE),
         ),
         RowEntry::new("after temperature", RowMark::Swatch(TEMPERED)),
-        RowEntry::new("removed by top-k", RowMark::Swatch(CUT_BY_K)),
-        RowEntry::new("removed by top-p", RowMark::Swatch(CUT_BY_P)),
     ];
+    if settings.temperature == 0.0 {
+        legend.push(RowEntry::new(
+            "greedy: only the most likely token is taken",
+            RowMark::Swatch(CUT_BY_GREEDY),
+        ));
+    } else {
+        legend.push(RowEntry::new("removed by top-k", RowMark::Swatch(CUT_BY_K)));
+        legend.push(RowEntry::new("removed by top-p", RowMark::Swatch(CUT_BY_P)));
+    }
     let legend_h = legend_rows_height(area, &legend, font - 1)? as i32;
     let (top_y, bottom_y) = (caption_y + font as i32 + 8, h - legend_h - 4);
     let label_w = (w / 4).clamp(60, 150);
@@ -127,11 +146,12 @@ pub fn draw_prediction<DB: Canvas>(
 
 /// The settings in words, and what they leave to sample from.
 fn caption(settings: &SamplingSettings, stages: &SamplingStages) -> String {
-    let greedy = settings.temperature == 0.0;
+    if settings.temperature == 0.0 {
+        return "temperature 0: greedy decoding takes the most likely token (top-k and top-p do not matter)".to_string();
+    }
     format!(
-        "temperature {}{}, top-k {}, top-p {}: {} token{} kept, carrying {:.1}% of the probability after temperature",
+        "temperature {}, top-k {}, top-p {}: {} token{} kept, carrying {:.1}% of the probability after temperature",
         settings.temperature,
-        if greedy { " (greedy)" } else { "" },
         if settings.top_k == 0 { "off".to_string() } else { settings.top_k.to_string() },
         if settings.top_p >= 1.0 { "off".to_string() } else { settings.top_p.to_string() },
         stages.kept,
@@ -236,14 +256,8 @@ fn draw_bar<DB: Canvas>(
     ))
     .map_err(draw_err)?;
     let inset = (row_h / 4).max(1);
-    let cut = if t.removed_by_top_k {
-        Some(CUT_BY_K)
-    } else if t.removed_by_top_p {
-        Some(CUT_BY_P)
-    } else {
-        None
-    };
-    let dark = cut.unwrap_or(TEMPERED);
+    let cut = t.removed_by.map(cut_style);
+    let dark = cut.map(|(colour, _)| colour).unwrap_or(TEMPERED);
     area.draw(&Rectangle::new(
         [
             (x0, y0 + inset),
@@ -252,10 +266,9 @@ fn draw_bar<DB: Canvas>(
         dark.filled(),
     ))
     .map_err(draw_err)?;
-    let value = match (cut, t.removed_by_top_k) {
-        (Some(_), true) => "✗ top-k".to_string(),
-        (Some(_), false) => "✗ top-p".to_string(),
-        (None, _) => format!("→ {:.1}%", t.renormalised * 100.0),
+    let value = match cut {
+        Some((_, words)) => words.to_string(),
+        None => format!("→ {:.1}%", t.renormalised * 100.0),
     };
     if cut.is_some() {
         // Struck through: this token cannot be drawn.
@@ -277,8 +290,7 @@ fn draw_bar<DB: Canvas>(
         before: t.before,
         tempered: t.tempered,
         renormalised: t.renormalised,
-        removed_by_top_k: t.removed_by_top_k,
-        removed_by_top_p: t.removed_by_top_p,
+        removed_by: t.removed_by,
         top: y0,
         bottom: y1,
     })

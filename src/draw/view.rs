@@ -145,6 +145,24 @@ pub struct Drawn {
     pub lines: Option<attention::LinesGeometry>,
     /// What a line or bar chart plotted, for the page's controls and the tests.
     pub plotted: Option<Plotted>,
+    /// Every text the canvas painted, when it was asked to report them (the page's
+    /// `Viz::draw` on a canvas marked `data-report-texts`, for the tests): what a student
+    /// should be able to read on the chart.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub texts: Option<Vec<TextDrawn>>,
+}
+
+/// A text as painted: the box it covers (CSS pixels, turned with the text), its turn and its
+/// colour.
+#[derive(Debug, Clone, Serialize)]
+pub struct TextDrawn {
+    pub text: String,
+    pub left: f64,
+    pub top: f64,
+    pub width: f64,
+    pub height: f64,
+    pub degrees: f64,
+    pub color: [u8; 3],
 }
 
 /// What a line or bar chart plotted.
@@ -179,6 +197,7 @@ impl Drawn {
             images: Vec::new(),
             lines: None,
             plotted: None,
+            texts: None,
         }
     }
 
@@ -232,6 +251,17 @@ pub fn step_matrix(
         .get(index)
         .ok_or_else(|| VizError::NoSuchStep(format!("step {index}")))?;
     let tokens = trace.token_texts();
+    let source = trace.source.as_ref().map(|s| s.token_texts());
+    // An axis's labels: the source's tokens on an encoder-decoder's source axes (the encoder's
+    // steps, cross-attention's keys and values), else the tokens, when the sizes agree.
+    let labels = |axis: Option<&String>, n: usize| -> Vec<String> {
+        let on_source = axis.is_some_and(|a| a.starts_with("source"));
+        match (on_source, &source) {
+            (true, Some(source)) if source.len() == n => source.clone(),
+            (false, _) if tokens.len() == n => tokens.clone(),
+            _ => Vec::new(),
+        }
+    };
     let view = step.tensor.view();
     let (matrix, rows, cols): (Array2<f32>, Vec<String>, Vec<String>) = match view.ndim() {
         1 => {
@@ -239,12 +269,8 @@ pub fn step_matrix(
                 .insert_axis(Axis(0))
                 .into_dimensionality::<ndarray::Ix2>()
                 .map_err(|e| VizError::Draw(e.to_string()))?
-                .to_owned();
-            let cols = if m.ncols() == tokens.len() {
-                tokens.clone()
-            } else {
-                Vec::new()
-            };
+                .to_owned(); // (1, n)
+            let cols = labels(step.axes.first(), m.ncols());
             (
                 m,
                 vec![step.axes.first().cloned().unwrap_or_default()],
@@ -252,24 +278,17 @@ pub fn step_matrix(
             )
         }
         2 => {
-            let m = step.tensor.view2()?.to_owned();
-            let rows = if m.nrows() == tokens.len() {
-                tokens.clone()
-            } else {
-                Vec::new()
-            };
+            let m = step.tensor.view2()?.to_owned(); // (tokens, features)
+            let rows = labels(step.axes.first(), m.nrows());
             (m, rows, Vec::new())
         }
         3 => {
-            let all = step.tensor.view3()?;
+            let all = step.tensor.view3()?; // (heads, rows, cols)
             let h = head.min(all.len_of(Axis(0)) - 1);
-            let m = all.index_axis(Axis(0), h).to_owned();
-            let cols = if m.ncols() == tokens.len() {
-                tokens.clone()
-            } else {
-                Vec::new()
-            };
-            (m, tokens.clone(), cols)
+            let m = all.index_axis(Axis(0), h).to_owned(); // (rows, cols)
+            let rows = labels(step.axes.get(1), m.nrows());
+            let cols = labels(step.axes.get(2), m.ncols());
+            (m, rows, cols)
         }
         n => return Err(VizError::Draw(format!("cannot show a {n}-D tensor"))),
     };

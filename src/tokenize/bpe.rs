@@ -368,29 +368,55 @@ impl ByteLevelBpe {
     }
 
     /// Byte-level BPE on one piece: its bytes as byte tokens, then the lowest-ranked adjacent
-    /// pair merged (the leftmost among equals) until no pair has a merge. Pieces are short,
-    /// so a rescan per merge is cheap.
+    /// pair merged (the leftmost among equals) until no pair has a merge. The pairs wait in a
+    /// heap by (rank, place) and the tokens form a linked list, so a piece of n bytes takes
+    /// O(n log n) however long it is (a run of 100,000 letters with no space is one piece); a
+    /// pair whose tokens changed since it was queued is skipped when it comes out.
     fn merge_piece(&self, bytes: &[u8], word: &mut Vec<u32>) {
+        use std::cmp::Reverse;
+        use std::collections::BinaryHeap;
+
         word.clear();
         // A byte with no token is dropped, as Hugging Face's BPE does with no unknown token.
-        word.extend(bytes.iter().filter_map(|&b| self.byte_token[b as usize]));
-        loop {
-            let mut best: Option<(u32, usize, u32)> = None; // (rank, position, merged token)
-            for i in 0..word.len().saturating_sub(1) {
-                if let Some(&(rank, merged)) = self.merges.get(&(word[i], word[i + 1])) {
-                    if best.is_none_or(|(r, _, _)| rank < r) {
-                        best = Some((rank, i, merged));
-                    }
-                }
+        let mut ids: Vec<u32> = bytes
+            .iter()
+            .filter_map(|&b| self.byte_token[b as usize])
+            .collect();
+        let n = ids.len();
+        // Neighbours in the list (usize::MAX: none); a merged-away token has `alive` false.
+        let mut next: Vec<usize> = (1..=n)
+            .map(|i| if i < n { i } else { usize::MAX })
+            .collect();
+        let mut prev: Vec<usize> = (0..n).map(|i| i.wrapping_sub(1)).collect();
+        let mut alive = vec![true; n];
+        // (rank, left place, left id, right id): the ids tell a stale entry from a live one.
+        let mut heap: BinaryHeap<Reverse<(u32, usize, u32, u32)>> = BinaryHeap::new();
+        let queue = |heap: &mut BinaryHeap<_>, ids: &[u32], left: usize, right: usize| {
+            if let Some(&(rank, _)) = self.merges.get(&(ids[left], ids[right])) {
+                heap.push(Reverse((rank, left, ids[left], ids[right])));
             }
-            match best {
-                Some((_, i, merged)) => {
-                    word[i] = merged;
-                    word.remove(i + 1);
-                }
-                None => break,
+        };
+        for i in 1..n {
+            queue(&mut heap, &ids, i - 1, i);
+        }
+        while let Some(Reverse((_, left, left_id, right_id))) = heap.pop() {
+            let right = next[left];
+            if !alive[left] || right == usize::MAX || ids[left] != left_id || ids[right] != right_id
+            {
+                continue; // a merge since changed one of its tokens
+            }
+            ids[left] = self.merges[&(left_id, right_id)].1;
+            alive[right] = false;
+            next[left] = next[right];
+            if next[left] != usize::MAX {
+                prev[next[left]] = left;
+                queue(&mut heap, &ids, left, next[left]);
+            }
+            if prev[left] != usize::MAX {
+                queue(&mut heap, &ids, prev[left], left);
             }
         }
+        word.extend((0..n).filter(|&i| alive[i]).map(|i| ids[i]));
     }
 
     fn token_info(&self, id: u32) -> TokenInfo {
@@ -473,6 +499,10 @@ impl<'t> Iterator for Gpt2Pieces<'_, 't> {
 }
 
 impl Tokenizer for ByteLevelBpe {
+    fn kind(&self) -> super::TokenizerKind {
+        super::TokenizerKind::ByteBpe
+    }
+
     fn encode(&self, text: &str, max_tokens: usize) -> Result<Encoding> {
         if text.is_empty() {
             return Err(VizError::EmptyText);

@@ -30,6 +30,10 @@ impl Default for ByteTokenizer {
 }
 
 impl Tokenizer for ByteTokenizer {
+    fn kind(&self) -> super::TokenizerKind {
+        super::TokenizerKind::Bytes
+    }
+
     fn encode(&self, text: &str, max_tokens: usize) -> Result<Encoding> {
         if text.is_empty() {
             return Err(VizError::EmptyText);

@@ -22,7 +22,22 @@ impl Encoding {
     }
 }
 
+/// How a tokenizer cuts text, for the words a page says about tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TokenizerKind {
+    /// Words, or a word's first piece and then `##` pieces; `[CLS]` and `[SEP]` added.
+    WordPiece,
+    /// Byte-level BPE: merged runs of bytes, a leading space part of a token (`Ġ`), and any
+    /// byte no merge covers as a token of its own (`<0xED>`).
+    ByteBpe,
+    /// One token a UTF-8 byte.
+    Bytes,
+}
+
 pub trait Tokenizer: Send + Sync {
+    /// How this tokenizer cuts text.
+    fn kind(&self) -> TokenizerKind;
     /// Tokenizes `text`, adds the model's special tokens and keeps at most `max_tokens`
     /// tokens in all (the end of the text is dropped and the encoding says so).
     fn encode(&self, text: &str, max_tokens: usize) -> Result<Encoding>;

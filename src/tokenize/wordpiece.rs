@@ -336,6 +336,10 @@ fn whitespace_chunks(text: &str, size: usize) -> impl Iterator<Item = &str> {
 }
 
 impl Tokenizer for WordPiece {
+    fn kind(&self) -> super::TokenizerKind {
+        super::TokenizerKind::WordPiece
+    }
+
     fn encode(&self, text: &str, max_tokens: usize) -> Result<Encoding> {
         if text.trim().is_empty() {
             return Err(VizError::EmptyText);

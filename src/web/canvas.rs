@@ -25,6 +25,7 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fmt::Write;
+use std::rc::Rc;
 
 use plotters_backend::text_anchor::{HPos, VPos};
 use plotters_backend::{
@@ -40,6 +41,7 @@ use web_sys::{
 };
 
 use crate::draw::pixels::{Canvas, Cells};
+use crate::draw::view::TextDrawn;
 
 #[derive(Debug)]
 pub struct WebDrawError(String);
@@ -79,11 +81,16 @@ pub struct FastCanvas {
     fills: Option<(Rgba, Vec<f32>)>,
     /// Text not yet drawn (see `draw_texts`).
     texts: Vec<QueuedText>,
+    /// Every text painted so far with its box, when the canvas was asked to report them
+    /// (`report_texts`), shared with whoever asked.
+    painted: Option<Rc<RefCell<Vec<TextDrawn>>>>,
 }
 
 /// A text waiting to be drawn: what `fillText` needs and the context state it needs.
 struct QueuedText {
     font: String,
+    /// The font's size (CSS pixels).
+    size: f64,
     fill: Rgba,
     baseline: &'static str,
     align: &'static str,
@@ -314,6 +321,25 @@ impl FastCanvas {
         paint_path(&self.context, &path, false).map_err(fail)
     }
 
+    /// The width of `text` in `font` (CSS pixels), measured once.
+    fn measure(&self, font: &str, text: &str) -> Result<u32, DrawingErrorKind<WebDrawError>> {
+        let key = (font.to_string(), text.to_string());
+        if let Some(width) = MEASURED.with(|m| m.borrow().get(&key).copied()) {
+            return Ok(width);
+        }
+        self.font(font);
+        let metrics = self.context.measure_text(text).map_err(fail)?;
+        let width = metrics.width().ceil().max(0.0) as u32;
+        MEASURED.with(|m| {
+            let mut m = m.borrow_mut();
+            if m.len() >= MEASURED_MAX {
+                m.clear();
+            }
+            m.insert(key, width);
+        });
+        Ok(width)
+    }
+
     fn font(&self, font: &str) {
         let mut set = self.set.borrow_mut();
         if set.font.as_deref() != Some(font) {
@@ -375,6 +401,12 @@ impl FastCanvas {
                 length as f64,
             ]);
         }
+        if let Some(painted) = &self.painted {
+            let mut painted = painted.borrow_mut();
+            for t in &texts {
+                painted.push(self.text_box(t));
+            }
+        }
         let result =
             paint_texts(&self.context, &styles, &joined, &numbers, self.scale).map_err(fail);
         // The context now has the last text's style.
@@ -384,6 +416,40 @@ impl FastCanvas {
             font: Some(t.font.clone()),
         };
         result
+    }
+
+    /// The box `t` covers on the canvas (CSS pixels), from its measured width, the height
+    /// the backend gives a line of its size, its anchor and its turn about that anchor.
+    fn text_box(&self, t: &QueuedText) -> TextDrawn {
+        let width = self.measure(&t.font, &t.text).unwrap_or(0) as f64;
+        let height = t.size * 1.2;
+        let x0 = match t.align {
+            "end" => -width,
+            "center" => -width / 2.0,
+            _ => 0.0,
+        };
+        let y0 = match t.baseline {
+            "middle" => -height / 2.0,
+            "bottom" => -height,
+            _ => 0.0,
+        };
+        // Turned clockwise on screen (y down) by a multiple of 90 degrees about the anchor.
+        let (left, top, w, h) = match t.degrees as i32 {
+            90 => (-(y0 + height), x0, height, width),
+            180 => (-(x0 + width), -(y0 + height), width, height),
+            270 => (y0, -(x0 + width), height, width),
+            _ => (x0, y0, width, height),
+        };
+        let (r, g, b) = t.fill.0;
+        TextDrawn {
+            text: t.text.clone(),
+            left: t.at.0 + left,
+            top: t.at.1 + top,
+            width: w,
+            height: h,
+            degrees: t.degrees,
+            color: [r, g, b],
+        }
     }
 
     /// Fills the shapes drawn so far (consecutive ones of one colour), as one path.
@@ -459,7 +525,13 @@ impl FastCanvas {
             lines: None,
             fills: None,
             texts: Vec::new(),
+            painted: None,
         })
+    }
+
+    /// From now on every text painted is added to the list returned, with its box.
+    pub fn report_texts(&mut self) -> Rc<RefCell<Vec<TextDrawn>>> {
+        self.painted.get_or_insert_with(Rc::default).clone()
     }
 }
 
@@ -632,8 +704,12 @@ impl DrawingBackend for FastCanvas {
             HPos::Right => "end",
             HPos::Center => "center",
         };
+        // The shapes filled before this text go under it: paint them now, or the next shape
+        // of another colour (which paints the waiting texts first) would paint them over it.
+        self.fill_shapes()?;
         self.texts.push(QueuedText {
             font: font_of(style),
+            size: style.size(),
             fill: rgba(style.color()),
             baseline,
             align,
@@ -651,23 +727,8 @@ impl DrawingBackend for FastCanvas {
         text: &str,
         style: &S,
     ) -> Result<(u32, u32), DrawingErrorKind<Self::ErrorType>> {
-        let font = font_of(style);
         let height = (style.size() * 1.2).round().max(1.0) as u32;
-        let key = (font, text.to_string());
-        if let Some(width) = MEASURED.with(|m| m.borrow().get(&key).copied()) {
-            return Ok((width, height));
-        }
-        self.font(&key.0);
-        let metrics = self.context.measure_text(text).map_err(fail)?;
-        let width = metrics.width().ceil().max(0.0) as u32;
-        MEASURED.with(|m| {
-            let mut m = m.borrow_mut();
-            if m.len() >= MEASURED_MAX {
-                m.clear();
-            }
-            m.insert(key, width);
-        });
-        Ok((width, height))
+        Ok((self.measure(&font_of(style), text)?, height))
     }
 
     /// `putImageData` ignores the context's scale, so the bitmap (in CSS pixels) is enlarged

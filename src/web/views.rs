@@ -62,12 +62,15 @@ impl Viz {
             .get_attribute("data-scale")
             .and_then(|s| s.parse::<f64>().ok())
             .unwrap_or(1.0);
-        let backend = FastCanvas::new(canvas, scale)
+        let report_texts = canvas.has_attribute("data-report-texts");
+        let mut backend = FastCanvas::new(canvas, scale)
             .ok_or_else(|| JsError::new("the canvas has no 2D context"))?;
+        let painted = report_texts.then(|| backend.report_texts());
         let area = plotters::drawing::IntoDrawingArea::into_drawing_area(backend);
         let mut drawn = self.draw_any(&area, &view, false)?;
         area.present().map_err(|e| JsError::new(&e.to_string()))?;
         drawn.scale = scale;
+        drawn.texts = painted.map(|p| p.take());
         to_js(&drawn)
     }
 

@@ -87,6 +87,11 @@ impl Viz {
         to_js::<ModelConfig>(&self.model.config)
     }
 
+    /// How the model's tokenizer cuts text: "word-piece", "byte-bpe" or "bytes".
+    pub fn tokenizer_kind(&self) -> Result<JsValue, JsError> {
+        to_js(&self.model.tokenizer.kind())
+    }
+
     /// Where the numbers are computed.
     pub fn backend(&self) -> String {
         match threads::threads() {

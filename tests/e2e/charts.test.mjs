@@ -247,3 +247,14 @@ test('screenshots of the attention heatmap at classroom sizes', async () => {
     await context.close();
   }
 });
+
+test('every chart has one PNG and one SVG export button, and no id is used twice', async () => {
+  const { page, context, problems } = await openPage();
+  await page.evaluate(() => document.getElementById('compare').open = true); // the comparison's charts too
+  const exports = await page.evaluate(() => [...document.querySelectorAll('.export')].map((e) => [e.dataset.for, [...e.querySelectorAll('button')].map((b) => b.textContent).join(', ')]));
+  for (const [chart, buttons] of exports) assert.equal(buttons, 'Export PNG, Export SVG', chart);
+  const ids = await page.evaluate(() => [...document.querySelectorAll('[id]')].map((e) => e.id));
+  assert.deepEqual(ids.filter((id, i) => ids.indexOf(id) !== i), [], 'ids used twice');
+  assert.deepEqual(problems, []);
+  await context.close();
+});

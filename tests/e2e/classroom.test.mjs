@@ -131,3 +131,45 @@ test('text with no tokens: the message sits beside the text box and the chips go
     await context.close();
   }
 });
+
+test('the glossary, the hints and the stepper describe the model that is loaded', async () => {
+  const facts = {
+    default: { has: ['128 of them', 'ReLU', 'from 128 to 512 features', 'byte-pair encoding', 'tied weights', 'one key/value head per query head'], not: ['384', 'GELU', '##ing', '[CLS]', 'has none'] },
+    [MINILM]: { has: ['384 of them', 'GELU', 'from 384 to 1536 features', '##ing', '[CLS]', 'is an encoder and has none'], not: ['ReLU', 'a leading space belongs', 'tied weights', '128 of them'] },
+  };
+  for (const model of [null, MINILM]) {
+    const { page, context, problems } = await open(env, env.base, { model });
+    const glossary = await page.locator('.glossary').innerText(); // what shows: hidden variants are left out
+    for (const text of facts[model ?? 'default'].has) assert.ok(glossary.includes(text), `${model ?? 'default'}: the glossary does not say "${text}"`);
+    for (const text of facts[model ?? 'default'].not) assert.ok(!glossary.includes(text), `${model ?? 'default'}: the glossary says "${text}", which is another model's`);
+    const terms = await page.locator('.glossary dt').allTextContents();
+    for (const word of ['mask', 'positional encoding', 'temperature', 'top-k', 'top-p', 'byte-pair encoding', '<0xED>', 'attention sink', 'logit lens', 'induction head']) {
+      assert.ok(terms.some((t) => t.includes(word)), `the glossary has no entry for "${word}"`);
+    }
+    // A greyed step says why this model has none, never a reason that is false for it.
+    const absent = await page.$$eval('#diagram li.absent', (items) => items.map((li) => `${li.textContent}: ${li.title}`));
+    if (model === null) {
+      assert.ok(absent.length > 0, 'the lecture decoder has steps other models have');
+      for (const a of absent) assert.doesNotMatch(a, /language-model head/, `the lecture decoder has a language-model head: ${a}`);
+    }
+    assert.deepEqual(problems, []);
+    await context.close();
+  }
+});
+
+test('while the model loads, the token hint names no model\'s special tokens', async () => {
+  const context = await env.browser.newContext();
+  const page = await context.newPage();
+  let release;
+  const held = new Promise((resolve) => { release = resolve; });
+  await page.route('**/model.safetensors', async (route) => { await held; await route.continue(); });
+  await page.goto(env.base);
+  await page.waitForFunction(() => document.querySelector('.chips-hint') !== null);
+  const loading = await page.locator('.chips-hint').innerText();
+  assert.doesNotMatch(loading, /\[CLS\]|\[SEP\]|##/, `while loading: ${loading}`);
+  release();
+  await page.waitForFunction(() => window.__tviz?.ready !== undefined);
+  await page.evaluate(() => window.__tviz.ready);
+  assert.match(await page.locator('.chips-hint').innerText(), /leading space/);
+  await context.close();
+});

@@ -100,8 +100,25 @@ test('the encoder-decoder decodes held-out sources step by step and its cross-at
       assert.ok(titles.includes(`${name} (layer ${layer})`), `${name} (layer ${layer}) is missing from ${titles.join(' | ')}`);
     }
   }
+  // The cross-attention scores' columns are the source's tokens (the encoder output's rows),
+  // its rows the decoder's: a student reads where each written token looks in the source.
+  const stepLabels = async (title) => {
+    const index = titles.indexOf(title);
+    await page.evaluate((i) => {
+      const slider = document.querySelector('#step-slider');
+      slider.value = String(i);
+      slider.dispatchEvent(new Event('input', { bubbles: true }));
+    }, index);
+    const d = await drawn(page, 'step', (x, t) => document.querySelector('#step-title').textContent === t && x.row_labels, title);
+    return { rows: d.row_labels, cols: d.col_labels };
+  };
+  const sourceTokens = (await stepLabels('Encoder output')).rows;
+  assert.equal(sourceTokens.length, n + 1, `the encoder output's rows: ${sourceTokens}`);
+  const scores = await stepLabels('Cross-attention scores (layer 0)');
+  assert.deepEqual(scores.cols, sourceTokens, 'the cross-attention scores\' columns are not the source tokens');
+  assert.notDeepEqual(scores.rows, sourceTokens, 'the rows should be the decoder\'s tokens');
   const keys = walk.find(([title]) => title === 'Cross-attention keys (layer 0)')[1];
-  assert.match(keys, new RegExp(`in: encoder_output .*${n + 1}.*→\\s+out: layer0\\.cross_k`), keys);
+  assert.match(keys, new RegExp(`in: Encoder output \\[${n + 1} source tokens × 64 features\\].*→\\s+out: Cross-attention keys \\(layer 0\\) \\[`), keys);
   assert.deepEqual(problems, []);
   await context.close();
 });
@@ -121,6 +138,13 @@ test('the encoder-decoder refuses characters it cannot spell, and a link reopens
   await typeSentence(page, 'abc');
   await page.waitForFunction(() => document.querySelector('#translation-output').textContent === 'cba');
   assert.equal(await page.isVisible('#text-error'), false);
+  assert.equal(await page.isVisible('#translation-beyond'), false, 'a source of a length it was trained on gets no warning');
+  // Past the 20 characters it was trained on: the page says so beside the output.
+  await typeSentence(page, 'the quick brown fox jumps');
+  await page.waitForFunction(() => !document.getElementById('translation-beyond').hidden);
+  assert.match(await page.textContent('#translation-beyond'), /25 characters.*1 to 20/);
+  await typeSentence(page, 'the quick brown fox');
+  await page.waitForFunction(() => document.getElementById('translation-beyond').hidden);
   assert.deepEqual(problems, []);
   await context.close();
 });

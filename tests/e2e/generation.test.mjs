@@ -34,15 +34,23 @@ test('the prediction chart draws the decoding stages and keeps them in the link'
   const { page, context, problems } = await openSmol();
   const own = await prediction(page, (d) => d.settings.temperature === 1);
   assert.equal(own.bars[0].label, '·Paris');
-  assert.ok(own.bars.every((b) => !b.removed_by_top_k && !b.removed_by_top_p), 'nothing is cut at the defaults');
+  assert.ok(own.bars.every((b) => b.removed_by === null), 'nothing is cut at the defaults');
+  await page.evaluate(() => document.getElementById('prediction-canvas').setAttribute('data-report-texts', ''));
   await page.fill('#temperature', '0');
-  const greedy = await prediction(page, (d) => d.settings.temperature === 0);
+  const greedyDrawn = await drawn(page, 'prediction', (d) => d.texts && d.plotted?.settings?.temperature === 0);
+  const greedy = greedyDrawn.plotted;
   assert.equal(greedy.kept, 1, 'greedy keeps one token');
   assert.equal(greedy.bars[0].renormalised, 1);
+  // Greedy names itself as the rule that left the other tokens out (top-k and top-p are off).
+  const texts = greedyDrawn.texts.map((t) => t.text);
+  assert.ok(greedy.bars.slice(1).every((b) => b.removed_by === 'greedy'));
+  assert.equal(texts.filter((t) => t === '✗ greedy').length, greedy.bars.length - 1, texts.join(' | '));
+  assert.ok(!texts.some((t) => /✗ top-[kp]|removed by top-[kp]/.test(t)), `a filter that is off is named: ${texts.join(' | ')}`);
+  assert.ok(texts.some((t) => /greedy decoding takes the most likely token/.test(t)), texts.join(' | '));
   await page.fill('#temperature', '1');
   await page.fill('#top-k', '3');
   const k3 = await prediction(page, (d) => d.settings.top_k === 3 && d.settings.temperature === 1);
-  assert.deepEqual(k3.bars.map((b) => b.removed_by_top_k), k3.bars.map((_, i) => i >= 3));
+  assert.deepEqual(k3.bars.map((b) => b.removed_by), k3.bars.map((_, i) => (i >= 3 ? 'top-k' : null)));
   const sum = k3.bars.slice(0, 3).reduce((s, b) => s + b.renormalised, 0);
   assert.ok(Math.abs(sum - 1) < 1e-5, `the three kept tokens share all the probability: ${sum}`);
   await page.waitForFunction(() => new URLSearchParams(location.search).get('topk') === '3');
@@ -138,4 +146,28 @@ test('SmolLM2 on two threads gives the numbers of one thread: a pass, a cached p
   assert.deepEqual(shared.cached, alone.cached, 'a cached pass differs between one and two threads');
   assert.equal(shared.text, alone.text, 'the same seed generates the same text with one or two threads');
   assert.deepEqual(shared.generated, alone.generated, 'the views after generation differ between one and two threads');
+});
+
+test('switching model while generating stops the generation, and the next model generates', { timeout: 300_000 }, async () => {
+  const { page, context, problems } = await openPage(env.base); // the lecture decoder, whose twin is a click away
+  for (const pick of [
+    () => page.click('#twin-switch button[data-twin="lecture-pre-ln"]'),
+    () => page.selectOption('#model', 'lecture-post-ln'),
+  ]) {
+    const from = await page.evaluate(() => window.__tviz.model);
+    await page.fill('#gen-tokens', '200');
+    await page.click('#generate');
+    await page.waitForFunction(() => window.__tvizGeneration.running && window.__tvizGeneration.tokens.length >= 2);
+    await pick();
+    await page.waitForFunction((m) => window.__tviz.model !== m && !window.__tvizGeneration.running, from);
+    assert.ok(await page.isHidden('#generate-message') || (await page.textContent('#generate-message')) === '', `after the switch from ${from}: ${await page.textContent('#generate-message')}`);
+    assert.equal(await page.isHidden('#error'), true, `the page reports an error after the switch from ${from}`);
+    assert.equal(await page.isEnabled('#generate'), true, `Generate stays disabled after the switch from ${from}`);
+    // The new model generates.
+    await page.fill('#gen-tokens', '3');
+    await page.click('#generate');
+    await page.waitForFunction(() => !window.__tvizGeneration.running && window.__tvizGeneration.tokens?.length === 3);
+  }
+  assert.deepEqual(problems, []);
+  await context.close();
 });

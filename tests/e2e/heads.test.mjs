@@ -81,6 +81,9 @@ test('with no head in the URL the page opens on an informative head, and records
   assert.match(await writtenUrl(page), new RegExp(`layer=${chosen.split('/')[0]}&head=${chosen.split('/')[1]}`), 'the URL records the head');
   assert.match(await page.textContent('#finder-note'), /Opened on layer \d, head \d+.*"it".*"animal"/);
   assert.match(await page.textContent('#attention-caption'), new RegExp(`layer ${chosen.split('/')[0]}, head ${chosen.split('/')[1]}`));
+  // The note holds for the head it names: another head, and it goes.
+  await page.selectOption('#head', chosen.split('/')[1] === '0' ? '1' : '0');
+  await page.waitForFunction(() => document.getElementById('finder-note').textContent === '');
 
   // Without a pronoun: the clearest previous-token head.
   const plain = await openPage(`${env.base}?text=${encodeURIComponent('the quick brown fox jumps over the lazy dog')}`);
@@ -90,6 +93,12 @@ test('with no head in the URL the page opens on an informative head, and records
   const t = Math.round(Math.sqrt(scores.length));
   const previous = [...Array(t - 1).keys()].reduce((s, i) => s + scores[(i + 1) * t + i], 0) / (t - 1);
   assert.ok(previous > 0.5, `the opening head's previous-token score is ${previous}`);
+  // ... and for the sentence and the model it was worked out on.
+  await plain.page.fill('#text', 'a cat and a dog sat in the sun');
+  await plain.page.waitForFunction(() => document.getElementById('finder-note').textContent === '');
+  await plain.page.selectOption('#model', 'minilm-l6');
+  await plain.page.waitForFunction(() => window.__tviz.model === 'minilm-l6');
+  assert.equal(await plain.page.textContent('#finder-note'), '');
 
   const shared = await openPage(`${env.base}?layer=0&head=0`);
   assert.equal(await shared.page.inputValue('#layer'), '0');

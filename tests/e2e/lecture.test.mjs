@@ -1,12 +1,13 @@
 // The page's default model, the lecture's own post-LN decoder (trained by this project), and
 // its pre-LN twin: the default page shows it, its positional encoding is the sinusoidal table
 // it really adds, the post-LN / pre-LN switch reruns the sentence through the twin and changes
-// the layer-norm and residual views, and the decoder views (prediction, head grid) work.
+// the layer-norm and residual views, and the decoder views (prediction, head grid) work; a
+// decoder's masked attention cells are grey.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { usePage, openPage as open, drawn, ARTIFACTS } from './helpers.mjs';
+import { usePage, openPage as open, drawn, ARTIFACTS, MINILM } from './helpers.mjs';
 
 const env = usePage();
 const openDefault = (query = '') => open(env, `${env.base}${query}`); // no model asked for
@@ -97,4 +98,28 @@ test('the lecture decoder has a previous-token head on a plain sentence, found i
   assert.ok(best > 0.5, `the best previous-token head scores ${best}`);
   assert.deepEqual(problems, []);
   await context.close();
+});
+
+test('in a decoder\'s attention heatmap the masked cells are grey and the note says why; an encoder has none', async () => {
+  for (const model of [null, MINILM]) {
+    const { page, context, problems } = await open(env, env.base, { model });
+    const d = await drawn(page, 'attention');
+    const { rows, cols, left, top, width, height } = d.geometry;
+    // The centre of cell (row, col), in the canvas's pixels.
+    const pixel = (row, col) => page.evaluate(([x, y]) => [...document.getElementById('attention-canvas').getContext('2d').getImageData(x, y, 1, 1).data].slice(0, 3),
+      [Math.round((left + (col + 0.5) * width / cols) * d.scale), Math.round((top + (row + 0.5) * height / rows) * d.scale)]);
+    const aboveDiagonal = await pixel(0, cols - 1); // the first token's query, the last token's key
+    const belowDiagonal = await pixel(rows - 1, 0);
+    if (model === null) {
+      assert.deepEqual(aboveDiagonal, [200, 200, 200], 'a masked cell is not grey');
+      assert.notDeepEqual(belowDiagonal, [200, 200, 200]);
+      assert.match(d.note ?? '', /Grey cells are masked/);
+      assert.equal(d.values[cols - 1], 0, 'the hover value of a masked cell stays its weight, 0');
+    } else {
+      assert.notDeepEqual(aboveDiagonal, [200, 200, 200], 'MiniLM masks nothing');
+      assert.doesNotMatch(d.note ?? '', /masked/);
+    }
+    assert.deepEqual(problems, []);
+    await context.close();
+  }
 });

@@ -40,12 +40,23 @@ function blank(dataUrl) {
   return dataUrl.length < 3000;
 }
 
+test('a page of another origin cannot show this one in a frame', async () => {
+  const context = await env.browser.newContext();
+  const page = await context.newPage();
+  await page.setContent(`<iframe src="${env.base}"></iframe>`, { waitUntil: 'load' }); // about:blank: another origin
+  const frame = page.frames().find((f) => f !== page.mainFrame());
+  assert.ok(frame, 'no frame');
+  assert.ok(!frame.url().startsWith(env.base), `the frame shows the page (${frame.url()})`);
+  await context.close();
+});
+
 test('one Content-Security-Policy in the page and from the server: it holds, and the page keeps it', async () => {
   const res = await fetch(env.base);
   const header = res.headers.get('content-security-policy');
   const html = await res.text();
   const meta = html.match(/<meta http-equiv="Content-Security-Policy" content="([^"]*)">/)?.[1];
-  assert.equal(meta, header, 'the <meta> policy (for any server) and the served header differ');
+  assert.equal(`${meta}; frame-ancestors 'self'`, header, 'the <meta> policy (for any server) and the served header differ, beyond the frame-ancestors only a header can carry');
+  assert.equal(res.headers.get('x-frame-options'), 'SAMEORIGIN');
   for (const directive of ["default-src 'self'", "script-src 'self' 'wasm-unsafe-eval'", "object-src 'none'", "base-uri 'none'"]) {
     assert.ok(header.split('; ').includes(directive), `${directive} is missing from ${header}`);
   }
@@ -93,7 +104,8 @@ test('two sentences give different tokens, views and shapes', async () => {
   }
   assert.equal(second.title, first.title, 'the stepper stays on the same step');
   assert.notEqual(second.shapes, first.shapes, 'the stepper shapes did not follow the new token count');
-  assert.match(second.shapes, new RegExp(`token ${second.tokens.length}`));
+  assert.match(second.shapes, new RegExp(`\\b${second.tokens.length} (query |key )?tokens\\b`));
+  assert.doesNotMatch(second.shapes, /layer\d\./, 'an internal tensor name on screen');
   assert.deepEqual(problems, []);
   await context.close();
 });

@@ -629,3 +629,47 @@ fn a_megabyte_of_text_is_counted_whole_when_truncated() {
         t.original_tokens
     );
 }
+
+/// The smallest of five times `tok` takes to encode `text`, in seconds.
+fn encode_seconds(tok: &ByteLevelBpe, text: &str) -> f64 {
+    (0..5)
+        .map(|_| {
+            let started = std::time::Instant::now();
+            std::hint::black_box(tok.encode(text, usize::MAX).unwrap());
+            started.elapsed().as_secs_f64()
+        })
+        .fold(f64::INFINITY, f64::min)
+}
+
+/// A run with no space is one piece of the pre-tokenizer however long it is (a link can hold
+/// 100,000 `x`): its merges give Hugging Face's ids, and encoding it takes time that grows
+/// with its length, not with its square. Not a timing goal: the ratio of two lengths' times in
+/// the same run, 4x the text taking far less than the 16x a rescan per merge takes.
+#[test]
+fn a_long_run_without_spaces_merges_as_huggingface_in_time_linear_in_its_length() {
+    let Some(s) = smollm2() else { return };
+    let texts = vec![
+        "x".repeat(100_000),
+        "😀".repeat(20_000),
+        "ab".repeat(50_000),
+    ];
+    let want = reference_ids(s, None, &texts);
+    for (text, want) in texts.iter().zip(&want) {
+        assert_eq!(
+            &ids(&s.tokenizer, text),
+            want,
+            "a run of {} bytes",
+            text.len()
+        );
+    }
+    let (short, long) = ("x".repeat(25_000), "x".repeat(100_000));
+    let (t_short, t_long) = (
+        encode_seconds(&s.tokenizer, &short),
+        encode_seconds(&s.tokenizer, &long),
+    );
+    let ratio = t_long / t_short.max(1e-6);
+    assert!(
+        ratio < 9.0,
+        "4x the text took {ratio:.1}x the time ({t_short:.4} s, {t_long:.4} s): not linear"
+    );
+}

@@ -6,7 +6,7 @@ use crate::common;
 use ndarray::{arr1, Array1};
 use proptest::prelude::*;
 use transformer_viz::analysis::generation::{generate, Generator};
-use transformer_viz::analysis::sampling::{Sampler, SamplingSettings, SamplingStages};
+use transformer_viz::analysis::sampling::{Cut, Sampler, SamplingSettings, SamplingStages};
 use transformer_viz::VizError;
 
 fn settings(temperature: f32, top_k: usize, top_p: f32) -> SamplingSettings {
@@ -55,11 +55,11 @@ fn top_k_and_top_p_remove_the_tail_and_renormalise() {
     assert_eq!(k2.kept, 2);
     assert!((stage_of(&k2, 1).renormalised - 0.4 / 0.65).abs() < 1e-6);
     assert!((stage_of(&k2, 3).renormalised - 0.25 / 0.65).abs() < 1e-6);
-    assert!(stage_of(&k2, 4).removed_by_top_k && stage_of(&k2, 4).renormalised == 0.0);
+    assert!(stage_of(&k2, 4).removed_by == Some(Cut::TopK) && stage_of(&k2, 4).renormalised == 0.0);
     // top-p 0.7: 0.4 + 0.25 = 0.65 < 0.7, so the third token (0.2) is kept too (it crosses p).
     let p7 = SamplingStages::new(p.view(), &settings(1.0, 0, 0.7)).unwrap();
     assert_eq!(p7.kept, 3);
-    assert!(stage_of(&p7, 0).removed_by_top_p && !stage_of(&p7, 0).removed_by_top_k);
+    assert_eq!(stage_of(&p7, 0).removed_by, Some(Cut::TopP));
     assert!((p7.kept_mass - 0.85).abs() < 1e-6);
     // Exactly reaching p keeps no more: 0.4 + 0.25 + 0.2 = 0.85.
     assert_eq!(
@@ -71,7 +71,8 @@ fn top_k_and_top_p_remove_the_tail_and_renormalise() {
     // Both: top-k 4 then top-p 0.5 of what is left (0.4 / 0.95 < 0.5 <= 0.65 / 0.95).
     let both = SamplingStages::new(p.view(), &settings(1.0, 4, 0.5)).unwrap();
     assert_eq!(both.kept, 2);
-    assert!(stage_of(&both, 2).removed_by_top_k && stage_of(&both, 0).removed_by_top_p);
+    assert_eq!(stage_of(&both, 2).removed_by, Some(Cut::TopK));
+    assert_eq!(stage_of(&both, 0).removed_by, Some(Cut::TopP));
     let sum: f32 = both.tokens.iter().map(|t| t.renormalised).sum();
     assert!((sum - 1.0).abs() < 1e-6);
 }
@@ -83,6 +84,23 @@ fn greedy_is_temperature_zero_and_draws_the_argmax() {
     assert_eq!(stages.kept, 1);
     let mut rng = Sampler::new(9);
     assert_eq!(stages.sample(&mut rng), 1, "ties go to the lower id");
+    // Every other token is left out by greedy decoding, not by top-k or top-p (both off).
+    assert_eq!(stage_of(&stages, 1).removed_by, None);
+    for id in [0, 2, 3] {
+        assert_eq!(
+            stage_of(&stages, id).removed_by,
+            Some(Cut::Greedy),
+            "token {id}"
+        );
+    }
+    // With top-k and top-p on as well, greedy is still the rule that decides.
+    let filtered = SamplingSettings {
+        top_k: 2,
+        top_p: 0.5,
+        ..SamplingSettings::greedy()
+    };
+    let stages = SamplingStages::new(p.view(), &filtered).unwrap();
+    assert_eq!(stage_of(&stages, 3).removed_by, Some(Cut::Greedy));
 }
 
 #[test]

@@ -2,7 +2,7 @@
 // learned position table) is replaced by a sentence saying why, keyed on the model's config,
 // never on its name, so a new model gets the right views without new code here.
 import { session } from './session.js';
-import { modelNamed } from './models.js';
+import { modelTitle } from './models.js';
 
 // Charts of the model's own learned position table.
 const LEARNED_POSITION_CHARTS = new Set(['pos-table', 'pos-waves', 'pos-sim']);
@@ -30,7 +30,7 @@ function positionWords(config) {
 /** Why chart `name` does not apply to the loaded model, in plain words; null when it does. */
 export function whyNotShown(name) {
   const { config } = session;
-  const title = modelNamed(session.modelName)?.title ?? session.modelName;
+  const title = modelTitle(session.modelName, { start: true });
   if (LEARNED_POSITION_CHARTS.has(name) && positionKind(config) !== 'Learned') {
     return `${title} has no learned position table: ${positionWords(config)}.`;
   }
@@ -83,7 +83,19 @@ const CONDITIONS = {
   'learned-position': (c) => positionKind(c) === 'Learned',
   'sinusoidal-position': (c) => positionKind(c) === 'Sinusoidal',
   rotary: (c) => positionKind(c) === 'Rotary',
+  'no-position': (c) => positionKind(c) === 'None',
+  'word-piece': (c) => c.tokenizer === 'word-piece',
+  'byte-bpe': (c) => c.tokenizer === 'byte-bpe',
+  gqa: (c) => c.n_kv_heads < c.n_heads,
+  'no-gqa': (c) => c.n_kv_heads >= c.n_heads,
+  'lm-head': (c) => c.lm_head !== 'None',
+  'tied-head': (c) => c.lm_head === 'Tied',
+  'separate-head': (c) => c.lm_head !== 'None' && c.lm_head !== 'Tied',
+  'no-lm-head': (c) => c.lm_head === 'None',
 };
+
+// The feed-forward network's non-linearity as the prose names it.
+const ACTIVATION_WORDS = { Gelu: 'GELU', Relu: 'ReLU', SwiGlu: 'SwiGLU (a SiLU-gated pair of projections)', Silu: 'SiLU' };
 
 /**
  * The page's prose for the loaded model: `data-config` spans get the model's numbers
@@ -98,7 +110,13 @@ export function renderModelText() {
     n_layers: config.n_layers,
     d_model: config.d_model,
     all_heads: config.n_layers * config.n_heads,
-    model: modelNamed(session.modelName)?.title ?? session.modelName,
+    d_ff: config.d_ff,
+    n_kv_heads: config.n_kv_heads,
+    activation: ACTIVATION_WORDS[config.activation] ?? String(config.activation),
+    vocab_size: config.vocab_size.toLocaleString('en'),
+    context: config.context,
+    model: modelTitle(session.modelName),
+    Model: modelTitle(session.modelName, { start: true }),
   };
   for (const el of document.querySelectorAll('[data-config]')) {
     const value = String(values[el.dataset.config] ?? el.textContent);

@@ -6,7 +6,6 @@ import { state } from './state.js';
 import { session } from './session.js';
 import { draw, registerChart } from './charts.js';
 import { attachHover } from './hover.js';
-import { attachExport } from './export.js';
 import { count } from './testing-hook.js';
 
 export const COMPARE_CHARTS = ['compare-a', 'compare-b', 'compare-diff'];
@@ -88,8 +87,5 @@ export function wireCompare() {
     setTimeout(() => { compare.pending = false; runCompare(); }, 0);
   });
   document.addEventListener('tviz:head', drawCompare);
-  for (const name of COMPARE_CHARTS) {
-    attachHover(name);
-    attachExport(name);
-  }
+  for (const name of COMPARE_CHARTS) attachHover(name); // their export buttons: main.js, as every chart's
 }

@@ -6,7 +6,7 @@
 import { $, download } from './dom.js';
 import { showError } from './messages.js';
 import { state } from './state.js';
-import { modelNamed } from './models.js';
+import { modelTitle } from './models.js';
 import { session } from './session.js';
 import { charts, canvasOf, draw } from './charts.js';
 import { valuesFor } from './gpu-readback.js';
@@ -82,7 +82,7 @@ function slideImage(name, scale) {
   ctx.font = `${font}px sans-serif`;
   const sentence = state.text.length > 300 ? `${state.text.slice(0, 299)}…` : state.text;
   const lines = [
-    ...wrap(ctx, `transformer-viz · ${modelNamed(session.modelName)?.title ?? session.modelName} · ${settingsOf(name).text}`, width - 16),
+    ...wrap(ctx, `transformer-viz · ${modelTitle(session.modelName)} · ${settingsOf(name).text}`, width - 16),
     ...(MODEL_ONLY.has(name) ? [] : wrap(ctx, `“${sentence}”`, width - 16)),
   ];
   const lineHeight = Math.round(font * 1.4);

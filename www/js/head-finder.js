@@ -17,7 +17,8 @@ const SHOWN = 8; // entries per list
 // Words that stand for another word: the default token, when the sentence has one.
 const PRONOUNS = new Set(['it', 'he', 'she', 'they', 'him', 'her', 'them', 'its', 'his', 'their', 'this', 'that', 'which', 'who']);
 
-const finder = { token: null, tokenText: null, openingChosen: false, scores: [] };
+// `opened`: the head the page opened on and why, with the model and text that reason holds for.
+const finder = { token: null, tokenText: null, openingChosen: false, scores: [], opened: null };
 
 const tokenTexts = () => session.summary.tokens.map((t) => t.text);
 
@@ -158,12 +159,21 @@ export function renderHeadFinder() {
       state.head = open.head;
       $('layer').value = state.layer;
       $('head').value = state.head;
-      $('finder-note').textContent = open.why;
+      finder.opened = { layer: open.layer, head: open.head, why: open.why, model: session.modelName, text: state.text };
       renderLinesControls(); // its caption names the head
       document.dispatchEvent(new CustomEvent('tviz:head', { detail: { layer: state.layer, head: state.head } }));
     }
   }
+  renderNote();
   render();
+}
+
+/** The note on why the page opened on its head, while it is still true: the same model,
+ * sentence and head it was worked out for; gone once any of them changes. */
+function renderNote() {
+  const o = finder.opened;
+  const holds = o && o.model === session.modelName && o.text === state.text && o.layer === state.layer && o.head === state.head;
+  $('finder-note').textContent = holds ? o.why : '';
 }
 
 // Common words, each one token for MiniLM's and SmolLM2's tokenizers (a few for the lecture
@@ -219,5 +229,8 @@ export function wireHeadFinder() {
     if (!li) return;
     chooseToken([...li.parentElement.children].indexOf(li));
   });
-  document.addEventListener('tviz:head', markCurrent);
+  document.addEventListener('tviz:head', () => {
+    markCurrent();
+    renderNote();
+  });
 }

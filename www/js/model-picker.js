@@ -92,7 +92,7 @@ function install({ name, viz, load }) {
   closeGpu(); // it serves the old model
   session.viz = viz;
   session.modelName = name;
-  session.config = viz.config();
+  session.config = { ...viz.config(), tokenizer: viz.tokenizer_kind() }; // tokenizer: word-piece, byte-bpe or bytes
   state.model = name;
   old?.free();
   const model = modelNamed(name);

@@ -13,16 +13,18 @@ import catalog from './models.json' with { type: 'json' };
 /**
  * @typedef {{ name: string, kind: string, short: string, title: string, description: string,
  *   files: { config?: ModelFile, tokenizer?: ModelFile, weights: ModelFile }, twin?: string,
- *   committed?: boolean, example?: string, accepts?: RegExp }} Model
+ *   committed?: boolean, example?: string, accepts?: RegExp, trainedLengths?: [number, number] }} Model
  * `title` is the checkpoint's own name (export captions, messages); `twin` the model trained
  * alongside that differs only in where its norms sit; `committed`: in the repository's
  * trained/, not fetched by the set-up; `example`: what the text box holds when this model is
- * chosen from the picker, for a model that `accepts` only some characters.
+ * chosen from the picker, for a model that `accepts` only some characters; `trainedLengths`:
+ * the shortest and longest text it was trained on (in characters).
  */
 
 /** The page's view of a catalog entry (the catalog's `accepts` is a regular expression's text). */
-function pageModel({ name, kind, short, title, description, files, twin, committed, example, accepts }) {
+function pageModel({ name, kind, short, title, description, files, twin, committed, example, accepts, trained_lengths: trainedLengths }) {
   const model = { name, short, title, kind, description, files };
+  if (trainedLengths) model.trainedLengths = trainedLengths;
   if (twin) model.twin = twin;
   if (committed) model.committed = true;
   if (example !== undefined) model.example = example;
@@ -39,6 +41,13 @@ export const DEFAULT_MODEL = catalog.find((m) => m.default).name;
 /** The model called `name`, or undefined. */
 export function modelNamed(name) {
   return Object.hasOwn(MODELS, name) ? MODELS[name] : undefined;
+}
+
+/** How the prose names model `name` ("the lecture decoder (post-LN)"); `start`: at the start
+ * of a sentence, with a capital. */
+export function modelTitle(name, { start = false } = {}) {
+  const title = modelNamed(name)?.title ?? name ?? 'this model';
+  return start ? title.charAt(0).toUpperCase() + title.slice(1) : title;
 }
 
 /** Every file of `model` as `[role, file]` pairs (roles: config, tokenizer, weights). */

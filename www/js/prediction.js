@@ -4,7 +4,7 @@
 import { $, setIfChanged } from './dom.js';
 import { state, writeUrl } from './state.js';
 import { session } from './session.js';
-import { modelNamed } from './models.js';
+import { modelTitle } from './models.js';
 import { draw, drawAll, drawTiming, specsOnScreen, registerChart } from './charts.js';
 import { showError, clearError } from './messages.js';
 import { isEncoderDecoder } from './applicable.js';
@@ -30,8 +30,8 @@ let wordsWrittenFor = null; // the model (its Viz) the section's words were writ
 
 export function renderPrediction() {
   const el = $('prediction');
-  const title = modelNamed(session.modelName)?.title ?? 'This model';
-  setIfChanged($('generate'), 'disabled', generation.running || !session.config.causal || isEncoderDecoder());
+  const title = modelTitle(session.modelName, { start: true });
+  setIfChanged($('generate'), 'disabled', generation.running || !canGenerate());
   // The words depend on the model alone: written when it changes, not on every keystroke.
   if (wordsWrittenFor === session.viz) return;
   wordsWrittenFor = session.viz;
@@ -126,6 +126,7 @@ async function generate(pass) {
   const started = performance.now();
   try {
     for (let i = 0; i < count && !generation.stop; i += 1) {
+      if (session.viz !== viz) break; // another model was loaded meanwhile: this one is gone
       const before = state.text;
       const summary = await nextTokenPass(viz, pass);
       if (!summary) break; // another model was loaded meanwhile
@@ -157,8 +158,8 @@ async function generate(pass) {
   } catch (err) {
     showError(String(err.message ?? err), 'generate-message');
   } finally {
-    viz.end_generation();
     generation.running = false;
+    if (session.viz === viz) viz.end_generation(); // a model switched to meanwhile freed this one
     if (gpu.active && session.viz === viz) {
       // The GPU's tokens are checked against the CPU once, on the last one's pass.
       gpu.difference = pass.differenceFromCpu(viz);
@@ -166,11 +167,16 @@ async function generate(pass) {
     }
     pass.passAgainIfTyped();
     drawAll(); // the charts held while generating, and those off screen
-    $('generate').disabled = false;
+    $('generate').disabled = !canGenerate();
     $('stop').disabled = true;
     if (generation.stop) say(`${$('generation-status').textContent} Stopped.`);
     writeUrl();
   }
+}
+
+/** Whether the loaded model writes text of its own (a decoder-only model). */
+function canGenerate() {
+  return Boolean(session.config?.causal) && !isEncoderDecoder();
 }
 
 /** Stops a generation under way (Stop, or the student typing). */

@@ -41,6 +41,15 @@ const DIAGRAM_TITLES = {
   FfnActivation: 'the feed-forward network\'s non-linearity',
 };
 
+// Why a step of the diagram is greyed out: this model's pass has no such step.
+const ABSENT_BECAUSE = {
+  PositionEncoding: 'this model adds no position vector to its embeddings',
+  EmbeddingNorm: 'this model does not normalise its embeddings before the first layer',
+  Mask: 'this model lets every token see every other token: nothing is masked',
+  Unembed: 'this model has no language-model head',
+  NextTokenProbabilities: 'this model has no language-model head',
+};
+
 function diagramKey(step, postLn) {
   for (const group of DIAGRAM) {
     for (const key of group) {
@@ -81,7 +90,8 @@ function renderDiagram(current) {
     if (DIAGRAM_TITLES[op]) li.title = DIAGRAM_TITLES[op];
     if (!present.has(key)) {
       li.classList.add('absent');
-      li.title = `${li.title ? `${li.title}; ` : ''}this model has no language-model head`;
+      const because = ABSENT_BECAUSE[op] ?? 'this model\'s pass has no such step';
+      li.title = `${li.title ? `${li.title}; ` : ''}${because}`;
     }
     if (key === current) {
       li.classList.add('current');
@@ -92,8 +102,10 @@ function renderDiagram(current) {
   $('diagram').replaceChildren(...items);
 }
 
+/** A tensor's shape in words: "4 heads × 22 tokens × 32 dims". */
 function shapeText(shape, axes) {
-  return `(${shape.map((n, i) => `${axes[i] ?? ''} ${n}`.trim()).join(', ')})`;
+  const counted = (n, axis) => (!axis ? `${n}` : `${n} ${n === 1 || axis.endsWith('s') ? axis : `${axis}s`}`);
+  return `[${shape.map((n, i) => counted(n, axes[i])).join(' × ')}]`;
 }
 
 export function renderStep() {
@@ -108,8 +120,9 @@ export function renderStep() {
   setIfChanged($('step-title'), 'textContent', step.title);
   renderTex($('step-equation'), step.equation, true);
   setIfChanged($('step-explanation'), 'textContent', step.explanation);
-  const ins = step.inputs.map((n) => `${n} ${shapeText(stepsByName[n].shape, stepsByName[n].axes)}`);
-  setIfChanged($('step-shapes'), 'textContent', `${ins.length ? `in: ${ins.join(' and ')}` : 'in: the text'}  →  out: ${step.name} ${shapeText(step.shape, step.axes)}`);
+  // Each tensor by its step's title (not its internal name) and its shape in words.
+  const ins = step.inputs.map((n) => `${stepsByName[n].title} ${shapeText(stepsByName[n].shape, stepsByName[n].axes)}`);
+  setIfChanged($('step-shapes'), 'textContent', `${ins.length ? `in: ${ins.join(' and ')}` : 'in: the text'}  →  out: ${step.title} ${shapeText(step.shape, step.axes)}`);
   const perHead = step.shape.length === 3;
   setIfChanged($('step-head-label'), 'hidden', !perHead);
   if (perHead) {

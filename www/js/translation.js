@@ -8,6 +8,7 @@ import { session } from './session.js';
 import { selectHead } from './attention.js';
 import { isEncoderDecoder } from './applicable.js';
 import { registerChart } from './charts.js';
+import { modelNamed } from './models.js';
 
 registerChart('cross', { spec: crossSpec, shape: [0.9, 340] });
 
@@ -51,8 +52,20 @@ export function renderTranslation() {
     ? `${t.steps.length} decoding steps: one pass of the decoder each, the last one choosing the end token.`
     : `The output filled the context (${session.config.context} tokens) before the decoder chose the end token.`;
   $('decode-steps').replaceChildren(...t.steps.map(stepItem));
+  renderBeyondTraining();
   fillSelect($('cross-layer'), [...Array(session.config.n_layers).keys()], (l) => `${l}`, state.layer);
   fillSelect($('cross-head'), [...Array(session.config.n_heads).keys()], (h) => `${h}`, state.head);
+}
+
+/** A source longer than any the model was trained on: say so beside its output. */
+function renderBeyondTraining() {
+  const lengths = modelNamed(session.modelName)?.trainedLengths;
+  const n = [...state.text].length;
+  const beyond = lengths && n > lengths[1];
+  $('translation-beyond').hidden = !beyond;
+  if (beyond) {
+    $('translation-beyond').textContent = `Your source has ${n} characters, and this model was trained only on sources of ${lengths[0]} to ${lengths[1]}: it has never seen one this long, so expect its output to go wrong past what it learned.`;
+  }
 }
 
 export function wireTranslation() {

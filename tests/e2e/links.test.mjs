@@ -74,7 +74,7 @@ test('a hostile link is clamped with notes that stay, and every chart is drawn',
   await context.close();
 });
 
-test('a 100,000-character text gives a short link that reopens its text', async () => {
+test('a 100,000-character text is cut to the box\'s 32,768 characters, and gives a short link that reopens it', async () => {
   // MiniLM: the page's longest context, 512 tokens (the lecture decoder reads 128).
   const { page, context, problems } = await openPage(env.base, { model: MINILM });
   let text = '';
@@ -86,6 +86,9 @@ test('a 100,000-character text gives a short link that reopens its text', async 
   await page.fill('#text', text);
   await page.waitForFunction((n) => window.__tviz.renders > n, renders);
   await page.waitForFunction(() => !document.getElementById('link-note').hidden);
+  assert.equal([...(await page.inputValue('#text'))].length, 32768, 'the text box holds the cap');
+  assert.match(await page.textContent('#text-limit'), /at most 32,768 characters.*the last [\d,]+ were left out/);
+  assert.equal(await page.isVisible('#text-limit'), true);
   const note = await page.textContent('#link-note');
   assert.match(note, /too long to share whole/);
   const kept = Number(note.match(/first ([\d,]+) of/)[1].replace(/,/g, ''));
@@ -99,6 +102,18 @@ test('a 100,000-character text gives a short link that reopens its text', async 
   assert.equal(await reopened.page.locator('#tokens li').count(), 512, 'the reopened text still fills the context');
   assert.deepEqual([...problems, ...reopened.problems], []);
   await reopened.context.close();
+  await context.close();
+});
+
+test('a short link holding one letter and 99,999 combining accents opens cut to the cap, and says so', async () => {
+  const { deflateRawSync } = await import('node:zlib');
+  const text = `a${'\u0301'.repeat(99_999)}`;
+  const fragment = deflateRawSync(Buffer.from(text, 'utf8')).toString('base64url');
+  const { page, context, problems } = await openPage(`${env.base}#t=${fragment}`);
+  assert.equal([...(await page.inputValue('#text'))].length, 32768);
+  await page.waitForFunction(() => /cut to its first 32,768 characters/.test(document.getElementById('notice').textContent));
+  await typeSentence(page, 'A sentence again.'); // the page still answers a keystroke
+  assert.deepEqual(problems, []);
   await context.close();
 });
 

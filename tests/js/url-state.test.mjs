@@ -8,8 +8,8 @@ import assert from 'node:assert/strict';
 import { deflateRawSync } from 'node:zlib';
 import fc from 'fast-check';
 import {
-  encodeText, decodeText, textFragment, parseLink, clampToLimits, parseDims, queryFor, shorten,
-  MAX_TEXT_FRAGMENT, MAX_DECODED_TEXT_BYTES, MAX_DIMS,
+  encodeText, decodeText, textFragment, parseLink, clampToLimits, parseDims, queryFor, shorten, capText,
+  MAX_TEXT_FRAGMENT, MAX_DECODED_TEXT_BYTES, MAX_DIMS, MAX_TEXT_CHARS,
 } from '../../www/js/url-state.js';
 import { threadPlan, MAX_THREADS } from '../../www/js/threads.js';
 
@@ -156,4 +156,24 @@ test('features parse as a short list of whole numbers or not at all', () => {
   assert.equal(parseDims('1,'.repeat(100)), null);
   assert.equal(parseDims('0,1,2,3,4,5,6,7,8,9').length, 10);
   assert.equal(shorten('x'.repeat(1000)).length, 41);
+});
+
+test('the text cap keeps a whole-character prefix of at most MAX_TEXT_CHARS, and counts what it left out', async () => {
+  await fc.assert(fc.property(fc.string({ unit: 'binary', maxLength: 300 }), fc.integer({ min: 0, max: 3 }), (piece, extra) => {
+    const whole = (piece || 'a').repeat(Math.ceil((MAX_TEXT_CHARS + extra * 7) / Math.max(1, [...(piece || 'a')].length)));
+    const { text, cut } = capText(whole);
+    const points = [...whole];
+    assert.equal([...text].length, Math.min(points.length, MAX_TEXT_CHARS));
+    assert.equal(cut, Math.max(0, points.length - MAX_TEXT_CHARS));
+    assert.ok(whole.startsWith(text));
+  }), { numRuns: Math.min(runs, 50) });
+  // 'a' and 99,999 combining accents (one huge grapheme): a link of a few hundred characters
+  // that once froze the page for 19 s; it opens cut, and says so.
+  const marks = `a${'\u0301'.repeat(99_999)}`;
+  const link = `#t=${base64url(deflateRawSync(Buffer.from(marks, 'utf8')))}`;
+  assert.ok(link.length < 1000, `the link is ${link.length} characters`);
+  const { values, notes } = await parseLink('', link);
+  assert.equal([...values.text].length, MAX_TEXT_CHARS);
+  assert.ok(notes.some((n) => /cut to its first 32,768 characters/.test(n)), notes.join('\n'));
+  assert.equal(capText('short').cut, 0);
 });

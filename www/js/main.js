@@ -14,6 +14,7 @@
 //     API, downloads)  url-state.js (link format)  threads.js  loading.js  messages.js  math.js
 //     dom.js  testing-hook.js (window.__tviz, for the browser tests)
 import { $ } from './dom.js';
+import { capText, MAX_TEXT_CHARS } from './url-state.js';
 import { state, fromLink, readUrl, checkAgainst, onHistoryMove, keepLinksOutOfHistory, writeUrl } from './state.js';
 import { session } from './session.js';
 import { showError, wireNotice } from './messages.js';
@@ -79,12 +80,26 @@ function wire() {
   wireStepper();
   wireTranslation();
   wirePresenter();
-  $('text').addEventListener('input', (event) => { state.text = $('text').value; scheduleUpdate(event); });
+  $('text').addEventListener('input', (event) => { state.text = textBoxText(); scheduleUpdate(event); });
   for (const name of Object.keys(charts)) attachExport(name);
   for (const name of ['attention', 'pos-table', 'pos-sin-table', 'pos-sim', 'pos-sin', 'step', 'head-grid', 'lens', 'rotary-distance', 'cross']) attachHover(name);
   let resize = null;
   addEventListener('resize', () => { clearTimeout(resize); resize = setTimeout(() => session.summary && drawAll(), 150); });
   observeCharts();
+}
+
+/** The text box's text, cut to the longest text the page takes; says so beside the box. */
+function textBoxText() {
+  const { text, cut } = capText($('text').value);
+  if (cut) $('text').value = text;
+  const limit = $('text-limit');
+  if (cut) {
+    limit.textContent = `The text box holds at most ${MAX_TEXT_CHARS.toLocaleString('en')} characters, far more than any model here reads: the last ${cut.toLocaleString('en')} were left out.`;
+    limit.hidden = false;
+  } else if (text.length < MAX_TEXT_CHARS) {
+    limit.hidden = true; // shorter again (a full box keeps the note)
+  }
+  return text;
 }
 
 // Another model was loaded: each section's model-dependent choices, then a pass on the

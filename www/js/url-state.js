@@ -12,6 +12,20 @@ import { threadsInLink, MAX_THREADS } from './threads.js';
 
 /** Longest fragment a link carries; past it the link keeps a shorter prefix of the text. */
 export const MAX_TEXT_FRAGMENT = 8000;
+/** Longest text the page takes, in characters (code points), from the text box or a link:
+ * about 8,000 tokens at four characters a token, the longest context of the page's models
+ * (SmolLM2 reads 8,192; the page traces at most 512). A longer text would only make the browser
+ * lay out, and the tokenizer read, what no model sees. */
+export const MAX_TEXT_CHARS = 32768;
+
+/** `text` cut to `MAX_TEXT_CHARS` code points: `{ text, cut }` (`cut`: how many were left out). */
+export function capText(text) {
+  if (text.length <= MAX_TEXT_CHARS) return { text, cut: 0 }; // fewer UTF-16 units than the cap: fewer code points too
+  const points = [...text];
+  if (points.length <= MAX_TEXT_CHARS) return { text, cut: 0 };
+  return { text: points.slice(0, MAX_TEXT_CHARS).join(''), cut: points.length - MAX_TEXT_CHARS };
+}
+
 /** Longest text a link is allowed to expand to (a hostile link could hold a zip bomb). */
 export const MAX_DECODED_TEXT_BYTES = 1 << 20;
 /** Most features the waves chart plots at once. */
@@ -108,6 +122,11 @@ export async function parseLink(search, hash) {
     }
   } else if (q.has('text')) {
     values.text = q.get('text'); // links made before the text moved to the fragment
+  }
+  if (values.text !== undefined) {
+    const { text, cut } = capText(values.text);
+    if (cut) notes.push(`The link's text was cut to its first ${MAX_TEXT_CHARS.toLocaleString('en')} characters (${cut.toLocaleString('en')} more were left out): far more than any model here reads.`);
+    values.text = text;
   }
   if (q.has('model')) values.model = q.get('model');
   for (const [key, param] of [['layer', 'layer'], ['head', 'head'], ['step', 'step'], ['stepHead', 'stephead'], ['norm', 'norm'], ['rotaryPair', 'pair']]) {

@@ -40,6 +40,16 @@ const HEADERS = {
   'X-Frame-Options': 'SAMEORIGIN', // the same, for browsers that predate frame-ancestors
 };
 
+const TOO_LONG_PAGE = `<!doctype html>
+<html lang="en"><meta charset="utf-8"><title>transformer-viz: this link is too long</title>
+<body style="font-family: sans-serif; max-width: 40em; margin: 3em auto">
+<h1>This link is too long for the server</h1>
+<p>Its address holds more than the server reads (a long text written into <code>?text=</code>).
+Open <a href="/">the page</a> and paste the text into its text box: the links it makes keep the
+text after the <code>#</code>, which is never sent to a server, so they work at any length.</p>
+</body></html>
+`;
+
 /** Serves `dir` on 127.0.0.1:`port` (0: any free port); resolves to the listening http.Server. */
 export function serve(dir = 'dist', port = 8080) {
   const files = serveStatic(resolve(dir), {
@@ -51,6 +61,22 @@ export function serve(dir = 'dist', port = 8080) {
     for (const [name, value] of Object.entries(HEADERS)) res.setHeader(name, value);
     // 'production': error pages say "Not Found", not a stack trace with the server's paths.
     files(req, res, finalhandler(req, res, { env: 'production' }));
+  });
+  // A request Node refuses before any handler sees it. An address longer than Node's header
+  // limit (an old `?text=` link of a long text) gets a page saying what to do, with the same
+  // headers as every answer, rather than a bare "431"; anything else malformed a plain 400.
+  server.on('clientError', (err, socket) => {
+    if (!socket.writable) return;
+    const tooLong = err.code === 'HPE_HEADER_OVERFLOW';
+    const body = tooLong ? TOO_LONG_PAGE : 'Bad request\n';
+    const head = [
+      tooLong ? 'HTTP/1.1 431 Request Header Fields Too Large' : 'HTTP/1.1 400 Bad Request',
+      `Content-Type: ${tooLong ? 'text/html' : 'text/plain'}; charset=utf-8`,
+      `Content-Length: ${Buffer.byteLength(body)}`,
+      'Connection: close',
+      ...Object.entries(HEADERS).map(([name, value]) => `${name}: ${value}`),
+    ];
+    socket.end(`${head.join('\r\n')}\r\n\r\n${body}`);
   });
   return new Promise((ok, fail) => {
     server.once('error', fail);

@@ -88,6 +88,9 @@ pub enum VizError {
     #[error("this model has no language-model head, so it makes no next-token prediction")]
     NoLmHead,
 
+    #[error("the pass gave a number that is not finite (infinite or NaN) in {0}: the model's weights are too large or broken, so no view of this pass would mean anything")]
+    NotFinite(String),
+
     #[error("this model has no cross-attention: only an encoder-decoder's decoder reads an encoder's output")]
     NoCrossAttention,
 

@@ -140,8 +140,11 @@ pub fn heads_from(trace: &Trace, query: usize, beyond_neighbours: bool) -> Resul
         });
     }
     let near = |k: usize| beyond_neighbours && k.abs_diff(query) == 1;
+    // A decoder's token cannot see the tokens after it (their weight is always 0): only
+    // earlier words are candidates, so no head is listed as looking at a masked one.
+    let visible = |k: usize| !trace.config.causal || k < query;
     let candidates: Vec<usize> = (0..trace.len())
-        .filter(|&k| k != query && !trace.tokens[k].special && !near(k))
+        .filter(|&k| k != query && !trace.tokens[k].special && !near(k) && visible(k))
         .collect();
     let mut ranked = Vec::new();
     for layer in 0..trace.config.n_layers {

@@ -6,4 +6,5 @@ pub mod logit_lens;
 pub mod pooling;
 pub mod position;
 pub mod prediction;
+pub mod query;
 pub mod sampling;

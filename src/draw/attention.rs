@@ -15,12 +15,14 @@ use super::{anchored_text, draw_err, short_label, FONT};
 use crate::error::Result;
 use crate::trace::Trace;
 
-/// One head, tokens on both axes: rows are queries, columns are keys.
+/// One head, tokens on both axes: rows are queries, columns are keys. `kind` names the
+/// attention in the title ("Attention", "Encoder self-attention", ...).
 pub fn draw_head<DB: Canvas>(
     area: &DrawingArea<DB, Shift>,
     trace: &Trace,
     layer: usize,
     head: usize,
+    kind: &str,
     vector: bool,
 ) -> Result<HeatmapDrawn> {
     area.fill(&WHITE).map_err(draw_err)?;
@@ -35,7 +37,7 @@ pub fn draw_head<DB: Canvas>(
             }
         }
     }
-    let title = format!("Attention, layer {layer}, head {head}");
+    let title = format!("{kind}, layer {layer}, head {head}");
     draw_token_matrix(
         area,
         shown.view(),

@@ -139,7 +139,11 @@ fn attention_jobs(trace: &Trace, layers: &[usize], out: &Path, dir: &Path) -> Ve
             jobs.push(Job::new(
                 dir,
                 format!("layer{layer}_head{head}"),
-                View::Head { layer, head },
+                View::Head {
+                    layer,
+                    head,
+                    encoder: false,
+                },
                 (side + 70, side),
             ));
             let lines = View::Lines {

@@ -14,6 +14,7 @@ pub mod pixels;
 pub use pixels::Canvas;
 pub mod position;
 pub mod prediction;
+pub mod query;
 pub mod reads;
 pub mod residual;
 pub mod rotary;

@@ -25,9 +25,13 @@ use crate::Transformer;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum View {
+    /// One head's weights. `encoder`: an encoder-decoder's encoder (its unmasked
+    /// self-attention over the source) rather than the decoder.
     Head {
         layer: usize,
         head: usize,
+        #[serde(default)]
+        encoder: bool,
     },
     Grid {
         layer: usize,
@@ -43,6 +47,13 @@ pub enum View {
         focus_key: Option<usize>,
         #[serde(default)]
         heads: Vec<usize>,
+    },
+    /// One query's attention in one head, as the notes explain it: q·k for every key, divided
+    /// by sqrt(d_k), the softmax, and the values weighted and summed.
+    Query {
+        layer: usize,
+        head: usize,
+        query: usize,
     },
     /// An encoder-decoder's cross-attention: target tokens down, source tokens across.
     CrossAttention {
@@ -174,6 +185,7 @@ pub enum Plotted {
     Residual(residual::ResidualDrawn),
     Waves(position::WavesDrawn),
     Prediction(prediction::PredictionDrawn),
+    Query(super::query::QueryDrawn),
     LogitLens(logit_lens::LensDrawn),
     RotaryFrequencies(rotary::FrequenciesDrawn),
     RotaryPair(rotary::PairDrawn),
@@ -340,16 +352,35 @@ fn draw_view_parts<DB: Canvas>(
     view: &View,
     vector: bool,
 ) -> Result<Drawn> {
-    let tokens = trace.token_texts();
     match view {
-        View::Head { layer, head } => {
-            let drawn = attention::draw_head(area, trace, *layer, *head, vector)?;
-            let weights = flat(trace.attention(*layer, *head)?);
-            Ok(Drawn::heatmap(drawn, weights, tokens.clone(), tokens))
+        View::Head {
+            layer,
+            head,
+            encoder,
+        } => {
+            // An encoder-decoder has two self-attentions, named apart: the encoder's over the
+            // source, unmasked, and the decoder's, masked.
+            let (shown, kind) = match (encoder, &trace.source) {
+                (true, Some(source)) => (source.as_ref(), "Encoder self-attention"),
+                (true, None) => {
+                    return Err(VizError::NoSuchStep(
+                        "the encoder's self-attention: this model has no encoder stack".into(),
+                    ))
+                }
+                (false, Some(_)) => (trace, "Decoder self-attention (masked)"),
+                (false, None) => (trace, "Attention"),
+            };
+            let drawn = attention::draw_head(area, shown, *layer, *head, kind, vector)?;
+            let weights = flat(shown.attention(*layer, *head)?);
+            let labels = shown.token_texts();
+            Ok(Drawn::heatmap(drawn, weights, labels.clone(), labels))
         }
         View::CrossAttention { layer, head } => {
             draw_cross_attention(area, trace, *layer, *head, vector)
         }
+        View::Query { layer, head, query } => Ok(Drawn::plotted(Plotted::Query(
+            super::query::draw_query(area, trace, *layer, *head, *query)?,
+        ))),
         View::Grid { layer, head } => {
             let (grid, image) = attention::draw_grid(area, trace, Some((*layer, *head)), vector)?;
             Ok(Drawn {
@@ -417,7 +448,17 @@ fn draw_view_parts<DB: Canvas>(
         View::Prediction { top, settings } => Ok(Drawn::plotted(Plotted::Prediction(
             prediction::draw_prediction(area, model, trace, *top, settings)?,
         ))),
-        View::Step { index, head } => draw_step(area, trace, *index, *head, vector),
+        View::Step { index, head } => {
+            // The last step's whole vocabulary as the prediction chart draws it: its most
+            // likely tokens by name, not a row of unlabelled cells.
+            let step = trace.steps.get(*index);
+            if step.is_some_and(|s| s.op == crate::Op::NextTokenProbabilities) {
+                let settings = SamplingSettings::default();
+                let drawn = prediction::draw_prediction(area, model, trace, 20, &settings)?;
+                return Ok(Drawn::plotted(Plotted::Prediction(drawn)));
+            }
+            draw_step(area, trace, *index, *head, vector)
+        }
     }
 }
 

@@ -22,7 +22,9 @@
 use std::collections::BTreeMap;
 
 use crate::error::{Result, VizError};
-use crate::model::quantized::{ggml_type_name, GgmlType, GgufTensor, MAX_DIMS};
+use crate::model::quantized::{
+    first_non_finite_block, ggml_type_name, GgmlType, GgufTensor, MAX_DIMS,
+};
 
 /// The four bytes every GGUF file starts with.
 pub const GGUF_MAGIC: &[u8; 4] = b"GGUF";
@@ -465,6 +467,18 @@ impl<'a> Gguf<'a> {
             }
         };
         check_tensor_placement(&tensors, alignment, data.len())?;
+        // As a safetensors file with a NaN is refused, so is a GGUF tensor with a non-finite
+        // value, scale or minimum (reading every block's header, not every value).
+        for t in &tensors {
+            let bytes = &data[t.offset..t.offset + t.n_bytes];
+            if let Some(block) = first_non_finite_block(t.kind, bytes) {
+                return Err(corrupt(format!(
+                    "tensor `{}` has a non-finite value in block {block} of {}",
+                    t.name,
+                    t.kind.name()
+                )));
+            }
+        }
 
         Ok(Gguf {
             version,

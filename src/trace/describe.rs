@@ -91,7 +91,16 @@ pub fn describe(op: Op, layer: Option<usize>, config: &ModelConfig) -> StepText 
         Op::AddPosition => (
             "embed.sum",
             "Add position".into(),
-            if config.token_types > 0 { r"x_p = E[t_p] + P_p + S_0".into() } else { r"x_p = E[t_p] + P_p".into() },
+            {
+                // The token's part as the step before computed it: scaled when the model scales it.
+                let token = if config.embedding_scale == 1.0 {
+                    r"E[t_p]"
+                } else {
+                    r"\sqrt{d_{model}}\; E[t_p]"
+                };
+                let segment = if config.token_types > 0 { r" + S_0" } else { "" };
+                format!("x_p = {token} + P_p{segment}")
+            },
             "Attention itself ignores order, so the position vector is added to each token's embedding: the same word at two places now has two different inputs.".into(),
             tokens_model,
         ),

@@ -119,6 +119,9 @@ impl Transformer {
                 )
                 .await;
                 if let Some(out) = out {
+                    if !out.hidden.iter().all(|v| v.is_finite()) {
+                        return Err(VizError::NotFinite("the last layer's output".into()));
+                    }
                     return Ok(Pass {
                         trace: None,
                         output: Some(out),
@@ -167,10 +170,11 @@ impl Transformer {
             }
         };
         match passed {
-            Some((steps, norms)) => Ok(Pass::traced(
-                self.trace_of(encoding, text, steps, norms),
-                reused,
-            )),
+            Some((steps, norms)) => {
+                let trace = self.trace_of(encoding, text, steps, norms);
+                check_finite(&trace)?;
+                Ok(Pass::traced(trace, reused))
+            }
             None => {
                 // The backend failed (it says why): its cache is lost with it, and the CPU
                 // computes the pass from the first token.
@@ -273,5 +277,21 @@ impl Transformer {
             norms,
             source: None,
         }
+    }
+}
+
+/// A pass whose output is not finite (weights of 1e30, a NaN that slipped in) is refused with a
+/// plain message rather than drawn: every view of it would be NaN, and charts cannot lay out
+/// an infinite range. The last layer's output carries any NaN or infinity from before it
+/// (every later value depends on it). Values still on a GPU are checked once read.
+fn check_finite(trace: &Trace) -> Result<()> {
+    if trace.awaits_device() {
+        return Ok(());
+    }
+    match trace.final_hidden() {
+        Ok(hidden) if !hidden.iter().all(|v| v.is_finite()) => {
+            Err(VizError::NotFinite("the last layer's output".into()))
+        }
+        _ => Ok(()),
     }
 }

@@ -173,3 +173,37 @@ test('while the model loads, the token hint names no model\'s special tokens', a
   assert.match(await page.locator('.chips-hint').innerText(), /leading space/);
   await context.close();
 });
+
+test('the header keeps its height while the forward pass\'s words grow and shrink', async () => {
+  for (const viewport of [{ width: 1280, height: 720 }, { width: 390, height: 844 }]) {
+    const { page, context, problems } = await open(env, env.base, { viewport });
+    // The status line's other words settle first (the threads start, WebGPU is looked for).
+    await page.waitForFunction(() => ['ready', 'off', 'failed'].includes(window.__tviz.cpuThreads)
+      && !/starting/.test(document.getElementById('backend-why').textContent)
+      && !/looking for WebGPU/.test(document.getElementById('gpu-status').textContent));
+    const height = () => page.evaluate(() => document.querySelector('header').getBoundingClientRect().height);
+    const before = await height();
+    // A continued pass reports what the KV cache gave: the longest words the line shows.
+    const renders = await page.evaluate(() => window.__tviz.renders);
+    await page.fill('#text', `${await page.inputValue('#text')} And then`);
+    await page.waitForFunction((n) => window.__tviz.renders > n && /reused/.test(document.getElementById('timing').textContent), renders);
+    assert.equal(await height(), before, `${viewport.width}: the header grew from ${before}px with "${await page.textContent('#timing')}"`);
+    assert.equal(await page.getAttribute('#timing', 'title'), await page.textContent('#timing'));
+    assert.deepEqual(problems, []);
+    await context.close();
+  }
+});
+
+test('on a phone the sticky contents bar is one row that scrolls sideways, every link in it', async () => {
+  const { page, context, problems } = await open(env, env.base, { viewport: { width: 390, height: 844 } });
+  const bar = await page.evaluate(() => {
+    const toc = document.querySelector('.toc');
+    const links = [...toc.querySelectorAll('a')].filter((a) => !a.hidden);
+    return { height: toc.getBoundingClientRect().height, scrolls: toc.scrollWidth > toc.clientWidth, overflow: getComputedStyle(toc).overflowX, tops: new Set(links.map((a) => Math.round(a.getBoundingClientRect().top))).size };
+  });
+  assert.ok(bar.height <= 48, `the contents bar is ${bar.height}px tall on a 844px screen`);
+  assert.equal(bar.tops, 1, 'the links sit in one row');
+  assert.equal(bar.overflow, 'auto', 'the row scrolls');
+  assert.deepEqual(problems, []);
+  await context.close();
+});

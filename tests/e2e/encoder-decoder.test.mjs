@@ -89,7 +89,7 @@ test('the encoder-decoder decodes held-out sources step by step and its cross-at
     for (let i = 0; i <= Number(slider.max); i++) {
       slider.value = String(i);
       slider.dispatchEvent(new Event('input', { bubbles: true })); // handled at once (stepper.js)
-      out.push([document.querySelector('#step-title').textContent, document.querySelector('#step-shapes').textContent]);
+      out.push([document.querySelector('#step-title').textContent, document.querySelector('#step-shapes').textContent, document.querySelector('#diagram li.current')?.textContent ?? null]);
     }
     return out;
   });
@@ -117,6 +117,11 @@ test('the encoder-decoder decodes held-out sources step by step and its cross-at
   const scores = await stepLabels('Cross-attention scores (layer 0)');
   assert.deepEqual(scores.cols, sourceTokens, 'the cross-attention scores\' columns are not the source tokens');
   assert.notDeepEqual(scores.rows, sourceTokens, 'the rows should be the decoder\'s tokens');
+  // The block diagram has the cross-attention sublayer, and lights its parts as they are stepped through.
+  const lit = (title) => walk.find(([t]) => t === title)?.[2];
+  assert.equal(lit('Cross-attention scores (layer 0)'), 'cross scores');
+  assert.equal(lit('Cross-attention softmax (layer 1)'), 'cross softmax');
+  assert.equal(lit('Encoder output'), 'encoder output');
   const keys = walk.find(([title]) => title === 'Cross-attention keys (layer 0)')[1];
   assert.match(keys, new RegExp(`in: Encoder output \\[${n + 1} source tokens × 64 features\\].*→\\s+out: Cross-attention keys \\(layer 0\\) \\[`), keys);
   assert.deepEqual(problems, []);
@@ -147,4 +152,27 @@ test('the encoder-decoder refuses characters it cannot spell, and a link reopens
   await page.waitForFunction(() => document.getElementById('translation-beyond').hidden);
   assert.deepEqual(problems, []);
   await context.close();
+});
+
+test('the encoder-decoder\'s three attentions are named apart: the encoder\'s unmasked, the decoder\'s masked, the cross-attention', async () => {
+  const { page, context, problems } = await openPage(env, `${env.base}?model=lecture-reverse&text=${encodeURIComponent('the cat sat')}`);
+  await page.waitForFunction(() => window.__tviz.model === 'lecture-reverse');
+  const decoder = await drawn(page, 'attention', (d) => d.values?.length);
+  assert.match(await page.textContent('#attention-caption'), /decoder's masked self-attention/);
+  assert.match(decoder.note ?? '', /masked/);
+  await page.selectOption('#attention-stack', 'encoder');
+  const encoder = await drawn(page, 'attention', (d, rows) => d.row_labels?.join('') !== rows, decoder.row_labels.join(''));
+  const n = encoder.row_labels.length;
+  assert.equal(n, 'the cat sat'.length + 1, `the encoder's rows: ${encoder.row_labels}`);
+  assert.deepEqual(encoder.col_labels, encoder.row_labels);
+  const above = encoder.values.filter((_, i) => i % n > Math.floor(i / n));
+  assert.ok(above.some((w) => w > 0.01), 'the encoder attends to later source tokens: nothing is masked');
+  assert.doesNotMatch(encoder.note ?? '', /masked/);
+  assert.match(await page.textContent('#attention-caption'), /encoder's self-attention.*nothing is masked/);
+  await page.waitForFunction(() => new URLSearchParams(location.search).get('stack') === 'encoder');
+  const again = await openPage(env, await page.evaluate(() => location.href));
+  await again.page.waitForFunction(() => window.__tviz.model === 'lecture-reverse');
+  assert.equal(await again.page.inputValue('#attention-stack'), 'encoder');
+  assert.deepEqual([...problems, ...again.problems], []);
+  await Promise.all([context.close(), again.context.close()]);
 });

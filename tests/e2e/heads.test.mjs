@@ -251,3 +251,24 @@ test('a second sentence is drawn beside the first with the difference, which fol
   assert.deepEqual(problems, []);
   await context.close();
 });
+
+test('on the decoder the head finder starts from the sentence\'s pronoun, offers no next-token score, and shows what a click chose', async () => {
+  const { page, context, problems } = await open(env, env.base); // the lecture decoder, the default sentence
+  await page.waitForFunction(() => document.querySelectorAll('#finder-from button').length > 0);
+  const token = await page.$eval('#finder-token', (s) => s.selectedOptions[0].textContent);
+  assert.match(token, /\b(it|he|she|they|him|her|them|its|his|their)$/, `the finder starts from ${token}, not a pronoun`);
+  const first = await page.textContent('#finder-from button');
+  const weight = Number(first.match(/([\d.]+)$/)[1]);
+  assert.ok(weight > 0.05, `the first head from "it" puts ${weight} on another word: ${first}`);
+  assert.equal(await page.$eval('#finder-kind option[value=next]', (o) => o.disabled), true, 'a decoder\'s next-token score is always 0');
+  assert.doesNotMatch(await page.textContent('#finder-kind option[value=first]'), /CLS/);
+  // A chip far above the list: the list comes into view, ranked from that token.
+  await page.locator('#tokens li').nth(3).click();
+  await page.waitForFunction(() => document.getElementById('finder-token').value === '3');
+  await page.waitForFunction(() => { const r = document.getElementById('finder-from').getBoundingClientRect(); return r.top >= 0 && r.top < innerHeight; });
+  // A result: its heatmap comes into view.
+  await page.click('#finder-from button');
+  await page.waitForFunction(() => { const r = document.getElementById('attention-canvas').getBoundingClientRect(); return r.bottom > 0 && r.top < innerHeight; });
+  assert.deepEqual(problems, []);
+  await context.close();
+});

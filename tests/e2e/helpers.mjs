@@ -53,10 +53,11 @@ export function withModel(url, model) {
  * Opens `url` (default: the page) in a new browser context (or in `context`, a second visit
  * that shares the first one's storage) and waits until the model is loaded and the first pass
  * drawn. `model`: the model to ask for when the url names none (default: none, so the page's
- * default model, the lecture decoder). `problems` collects what must never happen; each test ends with
- * `assert.deepEqual(problems, [])`.
+ * default model, the lecture decoder). `acceptDownload`: answer "Download" when the link's
+ * model is large and not cached (the page asks first). `problems` collects what must never
+ * happen; each test ends with `assert.deepEqual(problems, [])`.
  */
-export async function openPage(env, url = env.base, { viewport = { width: 1280, height: 720 }, deviceScaleFactor = 1, route = null, context: reuse = null, model = null } = {}) {
+export async function openPage(env, url = env.base, { viewport = { width: 1280, height: 720 }, deviceScaleFactor = 1, route = null, context: reuse = null, model = null, acceptDownload = true } = {}) {
   url = withModel(url, model);
   const context = reuse ?? await env.browser.newContext({ viewport, deviceScaleFactor, acceptDownloads: true });
   const page = await context.newPage();
@@ -77,6 +78,12 @@ export async function openPage(env, url = env.base, { viewport = { width: 1280, 
   const response = await page.goto(url);
   assert.equal(response.status(), 200, `opening ${url.slice(0, 80)} gave HTTP ${response.status()}`);
   await page.waitForFunction(() => window.__tviz?.ready !== undefined);
+  if (acceptDownload) {
+    // A link to a large model not yet in this browser's cache asks before downloading it: the
+    // test wants that model, so it says yes (tests of the question itself pass false).
+    await page.waitForFunction(() => window.__tviz.picker === 'offer' || window.__tviz.firstViewAt !== undefined || window.__tviz.failed);
+    if (await page.evaluate(() => window.__tviz.picker === 'offer' && window.__tviz.model === null)) await page.click('#model-download');
+  }
   await page.evaluate(() => window.__tviz.ready);
   assert.deepEqual(await page.evaluate(() => window.__cspViolations), [], 'the page broke its own Content-Security-Policy');
   const failed = await page.evaluate(() => window.__tviz.failed ?? null);

@@ -123,3 +123,77 @@ test('in a decoder\'s attention heatmap the masked cells are grey and the note s
     await context.close();
   }
 });
+
+test('the stepper\'s last step names the most likely next tokens', async () => {
+  const { page, context, problems } = await openDefault();
+  const last = await page.$eval('#step-slider', (s) => Number(s.max));
+  await page.evaluate((i) => {
+    const slider = document.querySelector('#step-slider');
+    slider.value = String(i);
+    slider.dispatchEvent(new Event('input', { bubbles: true }));
+  }, last);
+  const d = await drawn(page, 'step', (x) => x.plotted?.kind === 'prediction');
+  assert.equal(d.plotted.bars.length, 20);
+  assert.ok(d.plotted.bars.every((b) => b.label.length > 0), 'every bar is named');
+  const prediction = await drawn(page, 'prediction', (x) => x.plotted?.kind === 'prediction');
+  assert.deepEqual(d.plotted.bars.map((b) => b.label), prediction.plotted.bars.map((b) => b.label), 'the same tokens as the prediction chart');
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
+test('a three-layer model\'s head grid and logit lens take the room their rows need, not a screen', async () => {
+  const { page, context, problems } = await open(env, env.base, { viewport: { width: 1280, height: 720 } });
+  const grid = await drawn(page, 'grid', (x) => x.grid);
+  assert.ok(grid.grid.cell_height <= 180 && grid.grid.cell_width <= 180, `thumbnails of ${grid.grid.cell_width}x${grid.grid.cell_height} px`);
+  const lens = await drawn(page, 'lens', (x) => x.geometry);
+  const row = lens.geometry.height / lens.geometry.rows;
+  assert.ok(row <= 80, `each logit-lens row is ${row.toFixed(0)} px tall`);
+  assert.ok(row >= 24, `each logit-lens row is only ${row.toFixed(0)} px tall`);
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
+test('one query at a time: the pronoun\'s dot products, scores and weights are its heatmap row, and a link keeps the token', async () => {
+  const { page, context, problems } = await openDefault();
+  const q = await drawn(page, 'query', (x) => x.plotted?.kind === 'query');
+  const { plotted } = q;
+  assert.match(plotted.query_label, /^·?(it|he|she|they|him|her|them|its|his|their)$/, `the query is ${plotted.query_label}, not the sentence's pronoun`);
+  const attention = await drawn(page, 'attention', (x) => x.values?.length);
+  const t = attention.geometry.cols;
+  assert.equal(plotted.keys, t);
+  for (const row of plotted.rows) {
+    assert.ok(Math.abs(row.weight - attention.values[plotted.query * t + row.key]) < 1e-6, `key ${row.key}: ${row.weight}`);
+    if (row.key > plotted.query) assert.equal(row.dot, null, 'a later key is masked');
+    else assert.ok(Math.abs(row.dot / Math.sqrt(plotted.head_dim) - row.scaled) < 1e-4);
+  }
+  const total = plotted.rows.reduce((s, r) => s + r.weight, 0);
+  assert.ok(total > 0.5 && total <= 1 + 1e-5, `the rows shown carry ${total} of the weight`);
+  assert.equal(plotted.output.length, plotted.head_dim);
+  // Another token, kept by the link.
+  await page.selectOption('#query-token', '3');
+  await drawn(page, 'query', (x) => x.plotted?.query === 3);
+  await page.waitForFunction(() => new URLSearchParams(location.search).get('query') === '3');
+  const again = await open(env, await page.evaluate(() => location.href));
+  await drawn(again.page, 'query', (x) => x.plotted?.query === 3);
+  assert.equal(await again.page.inputValue('#query-token'), '3');
+  assert.deepEqual([...problems, ...again.problems], []);
+  await Promise.all([context.close(), again.context.close()]);
+});
+
+test('a rotary pair in the link says nothing on a model without rotary positions', async () => {
+  const { page, context, problems } = await openDefault('?pair=40');
+  assert.equal(await page.isHidden('#rotary-pair-message'), true);
+  const notice = (await page.isVisible('#notice')) ? await page.textContent('#notice') : '';
+  assert.doesNotMatch(notice, /pair/);
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
+test('a sentence that starts with the model\'s name starts with a capital', async () => {
+  const { page, context, problems } = await openDefault();
+  const text = await page.locator('main').innerText(); // what shows: hidden variants left out
+  assert.doesNotMatch(text, /(^|[.!?]["”]?\s+)the lecture decoder/m, 'a sentence starts with "the lecture decoder"');
+  assert.match(text, /The lecture decoder \(post-LN\) (does exactly|has no learned position table|adds)/);
+  assert.deepEqual(problems, []);
+  await context.close();
+});

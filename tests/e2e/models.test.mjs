@@ -326,3 +326,80 @@ test('without a Cache API the page just downloads, and says the next visit will 
   assert.deepEqual(problems, []);
   await context.close();
 });
+
+/** `bytes`, a safetensors file, with every byte of its tensors' data set to 0xFF: the same
+ * size and header, every value NaN. */
+function nanFilled(bytes) {
+  const out = Buffer.from(bytes);
+  const dataStart = 8 + Number(out.readBigUInt64LE(0));
+  out.fill(0xff, dataStart);
+  return out;
+}
+
+test('weights the engine refuses are not kept in the cache, and a refused cached copy is downloaded again', async () => {
+  const PRE_LN = MODELS['lecture-pre-ln'].files.weights.path;
+  const real = readFileSync(join(ROOT, 'dist', PRE_LN));
+  let serveNaN = true;
+  const requests = [];
+  const route = async (page) => {
+    recording(requests)(page);
+    await page.route(`**/${PRE_LN}`, (r) => (serveNaN ? r.fulfill({ status: 200, body: nanFilled(real) }) : r.continue()));
+  };
+  const { page, context, problems } = await openPage(env.base, { route });
+  const twin = () => page.click('#twin-switch button[data-twin="lecture-pre-ln"]');
+  // The server sends NaN once: refused in plain words, and not kept.
+  await twin();
+  await page.waitForFunction(() => window.__tviz.loads.some((l) => l.model === 'lecture-pre-ln' && l.error));
+  await loadSettled(page);
+  assert.match(await page.evaluate(() => window.__tviz.modelError), /non-finite/);
+  await cacheWritten(page);
+  assert.equal(await cachedSize(page, PRE_LN), null, 'a refused download is not kept in the cache');
+  // Repaired on the server: the next choice downloads it and shows it.
+  serveNaN = false;
+  await twin();
+  await page.waitForFunction(() => window.__tviz.model === 'lecture-pre-ln');
+  await cacheWritten(page);
+  assert.equal(await cachedSize(page, PRE_LN), real.length);
+
+  // A broken copy in the cache (written there by hand): refused, dropped, downloaded again once.
+  await page.evaluate(async ([name, path, base64]) => {
+    const bytes = Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));
+    const cache = await caches.open(name);
+    await cache.put(new URL(path, document.baseURI).href, new Response(bytes));
+  }, [CACHE_NAME, PRE_LN, nanFilled(real).toString('base64')]);
+  await page.click('#twin-switch button[data-twin="lecture-post-ln"]');
+  await page.waitForFunction(() => window.__tviz.model === 'lecture-post-ln');
+  const before = requests.filter((r) => r === PRE_LN).length;
+  await twin();
+  await page.waitForFunction(() => window.__tviz.model === 'lecture-pre-ln');
+  assert.equal(requests.filter((r) => r === PRE_LN).length, before + 1, 'downloaded once more');
+  await cacheWritten(page);
+  assert.equal(await cachedSize(page, PRE_LN), real.length);
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
+test('a link to SmolLM2 asks before its 98 MB download; declining opens the default model with no request for it', async () => {
+  const context = await env.browser.newContext();
+  const page = await context.newPage();
+  const requests = [];
+  recording(requests)(page);
+  await page.goto(`${env.base}?model=smollm2-135m&layer=29&head=4`);
+  await page.waitForFunction(() => window.__tviz?.picker === 'offer');
+  assert.match(await page.textContent('#model-offer-text'), /The link asks for SmolLM2-135M: 98(\.\d)? MB, download\?/);
+  assert.deepEqual(requests.filter((r) => r === GGUF), [], 'no byte of the GGUF before the answer');
+  await page.click('#model-keep');
+  await page.evaluate(() => window.__tviz.ready);
+  assert.equal(await page.evaluate(() => window.__tviz.model), DEFAULT_MODEL);
+  assert.equal(await page.isHidden('#model-offer'), true);
+  assert.deepEqual(requests.filter((r) => r === GGUF), [], 'declined: never downloaded');
+  await context.close();
+
+  // Accepted: the link's model, with its layer and head.
+  const accepted = await openPage(`${env.base}?model=smollm2-135m&layer=29&head=4`, { route: recording(requests) });
+  assert.equal(await accepted.page.evaluate(() => window.__tviz.model), 'smollm2-135m');
+  assert.deepEqual([await accepted.page.inputValue('#layer'), await accepted.page.inputValue('#head')], ['29', '4']);
+  assert.deepEqual(requests.filter((r) => r === GGUF), [GGUF]);
+  assert.deepEqual(accepted.problems, []);
+  await accepted.context.close();
+});

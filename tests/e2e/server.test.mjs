@@ -83,6 +83,15 @@ function openFiles() {
   return readdirSync('/proc/self/fd').length;
 }
 
+test('an address longer than the server reads (a 100,000-character ?text=) gets a page saying what to do', async () => {
+  const { status, headers, body } = await request('GET', `/?text=${'a'.repeat(100_000)}`);
+  assert.equal(status, 431);
+  assert.match(body.toString('utf8'), /This link is too long for the server.*paste the text into its text box/s);
+  assert.equal(headers['x-content-type-options'], 'nosniff');
+  assert.match(headers['content-security-policy'] ?? '', /frame-ancestors 'self'/);
+  await assertStillServing();
+});
+
 test('malformed percent-encodings are answered 400 and the server keeps serving', async () => {
   for (const path of ['/%E0%A4%A', '/%', '/%ZZ', '/%C0%AF']) {
     const { status } = await request('GET', path);

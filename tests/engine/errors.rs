@@ -198,3 +198,29 @@ fn out_of_range_heads_are_errors() {
         Err(VizError::NoLmHead)
     ));
 }
+
+/// Finite but huge weights (a norm's gamma of 1e38) make the pass overflow: a typed error in
+/// plain words, every time it is asked (the model stays usable: no panic, no poisoned state),
+/// never a trace of NaN for the charts to choke on.
+#[test]
+fn a_pass_that_overflows_is_a_typed_error_not_a_trace_of_nan() {
+    use transformer_viz::checkpoints::fixture::{decoder_config, encoder_config, random_weights};
+    use transformer_viz::tokenize::bytes::ByteTokenizer;
+    use transformer_viz::Transformer;
+    for config in [decoder_config(), encoder_config()] {
+        let mut weights = random_weights(&config, 3);
+        weights.layers[0].ffn_norm.gamma.mapv_inplace(|g| g * 1e38);
+        let model = Transformer::new(config, weights, Box::new(ByteTokenizer::default())).unwrap();
+        for _ in 0..2 {
+            match model.trace("a sentence") {
+                Err(VizError::NotFinite(place)) => assert!(place.contains("output")),
+                other => panic!(
+                    "expected NotFinite, got {:?}",
+                    other.map(|t| t.tokens.len())
+                ),
+            }
+        }
+        let message = model.trace("again").unwrap_err().to_string();
+        assert!(message.contains("not finite"), "{message}");
+    }
+}

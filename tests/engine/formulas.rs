@@ -235,3 +235,90 @@ fn masked_scores_survive_a_json_round_trip() {
         trace.attention(1, 3).unwrap()
     );
 }
+
+/// The stepper's "Add position" equation writes the token's part as the step before computed
+/// it: scaled by sqrt(d_model) when the model scales its embeddings, as the original paper.
+#[test]
+fn the_add_position_equation_matches_the_embedding_step() {
+    use transformer_viz::model::config::Position;
+    for scale in [1.0f32, 4.0] {
+        let mut config = encoder_config();
+        config.position = Position::Sinusoidal;
+        config.embedding_scale = scale;
+        let trace = fixture(config, 11).unwrap().trace("abc").unwrap();
+        let equation = |op: Op| {
+            trace
+                .steps
+                .iter()
+                .find(|s| s.op == op)
+                .map(|s| s.equation.clone())
+                .unwrap()
+        };
+        let (embed, add) = (equation(Op::TokenEmbedding), equation(Op::AddPosition));
+        assert_eq!(
+            embed.contains(r"\sqrt{d_{model}}"),
+            add.contains(r"\sqrt{d_{model}}"),
+            "embedding {embed:?}, then {add:?}"
+        );
+        assert_eq!(add.contains(r"\sqrt{d_{model}}"), scale != 1.0, "{add}");
+    }
+}
+
+/// One query's stages, computed again from the pass's queries, keys and values, are the pass's
+/// own: the scores (q·k / sqrt(d_k), after rotary, with grouped keys), the weights, and the
+/// weighted sum of the values; a decoder's later keys are masked with weight 0.
+#[test]
+fn one_query_stages_equal_the_pass() {
+    use transformer_viz::analysis::query::query_attention;
+    for (config, text) in [
+        (decoder_config(), "one query"),
+        (encoder_config(), "all keys"),
+    ] {
+        let causal = config.causal;
+        let trace = fixture(config, 21).unwrap().trace(text).unwrap();
+        let t = trace.tokens.len();
+        for (layer, head, query) in [(0, 0, t - 1), (1, 3, 2), (1, 1, 0)] {
+            let stages = query_attention(&trace, layer, head, query).unwrap();
+            let scores = trace.scores(layer, head).unwrap(); // (T, T), before the mask
+            let weights = trace.attention(layer, head).unwrap(); // (T, T)
+            for s in &stages.keys {
+                assert_eq!(s.weight, weights[[query, s.key]]);
+                match s.scaled {
+                    Some(scaled) => {
+                        assert!(
+                            (scaled - scores[[query, s.key]]).abs() < 1e-5,
+                            "{scaled} vs {}",
+                            scores[[query, s.key]]
+                        );
+                        let root = (stages.head_dim as f32).sqrt();
+                        assert!((s.dot.unwrap() / root - scaled).abs() < 1e-6);
+                    }
+                    None => {
+                        assert!(
+                            causal && s.key > query,
+                            "key {} masked for query {query}",
+                            s.key
+                        );
+                        assert_eq!(s.weight, 0.0);
+                    }
+                }
+            }
+            let summed = trace
+                .find(Op::WeightedSum, Some(layer))
+                .unwrap()
+                .tensor
+                .view3()
+                .unwrap()
+                .index_axis(ndarray::Axis(0), head)
+                .row(query)
+                .to_vec(); // (d_k)
+            for (a, b) in stages.output.iter().zip(&summed) {
+                assert!((a - b).abs() < 1e-5, "output {a} vs the pass's {b}");
+            }
+        }
+        assert!(
+            query_attention(&trace, 0, 0, t).is_err(),
+            "a token past the sentence is a typed error"
+        );
+    }
+}

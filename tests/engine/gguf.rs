@@ -946,3 +946,45 @@ fn every_truncation_of_a_valid_file_is_a_typed_error() {
         }
     }
 }
+
+/// As a safetensors file with a NaN is refused, so is a GGUF whose F32 tensor holds a NaN, or
+/// whose Q8_0 scale or Q4_1 minimum is infinite: a typed error naming the tensor, never a
+/// model that computes NaN. Finite ones still load.
+#[test]
+fn a_non_finite_value_scale_or_minimum_is_refused() {
+    let (q8, _) = q8_0_block();
+    let (q4, _) = q4_1_block();
+    let file = |kind: GgmlType, shape: &[usize], data: Vec<u8>| {
+        GgufWriter::new().tensor("w", shape, kind, data).to_bytes()
+    };
+    assert!(Gguf::parse(&file(GgmlType::F32, &[3], f32_bytes(&[1.0, 2.0, 3.0]))).is_ok());
+    assert!(Gguf::parse(&file(GgmlType::Q8_0, &[32], q8.clone())).is_ok());
+    assert!(Gguf::parse(&file(GgmlType::Q4_1, &[32], q4.clone())).is_ok());
+    let mut nan_scale = q8.clone();
+    nan_scale[..2].copy_from_slice(&f16_bytes(f32::INFINITY));
+    let mut inf_minimum = q4.clone();
+    inf_minimum[2..4].copy_from_slice(&f16_bytes(f32::NEG_INFINITY));
+    for (kind, shape, data, block) in [
+        (GgmlType::F32, vec![3], f32_bytes(&[1.0, f32::NAN, 3.0]), 1),
+        (
+            GgmlType::F16,
+            vec![2],
+            [f16_bytes(1.0), f16_bytes(f32::INFINITY)].concat(),
+            1,
+        ),
+        (
+            GgmlType::Q8_0,
+            vec![64],
+            [q8.clone(), nan_scale].concat(),
+            1,
+        ),
+        (GgmlType::Q4_1, vec![32], inf_minimum, 0),
+    ] {
+        let message = corrupt_message(&file(kind, &shape, data));
+        assert!(
+            message.contains("tensor `w` has a non-finite value")
+                && message.contains(&format!("block {block}")),
+            "{kind:?}: {message}"
+        );
+    }
+}

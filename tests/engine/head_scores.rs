@@ -240,3 +240,24 @@ fn minilm_it_is_linked_to_animal_by_layer3_head1_or_layer5_head11() {
         "top three heads from \"it\": {top3:?}"
     );
 }
+
+/// In a decoder a token sees only the tokens before it: the heads from it name only earlier
+/// words (a later one always has weight 0).
+#[test]
+fn heads_from_a_decoder_token_name_only_earlier_words() {
+    use transformer_viz::checkpoints::fixture::{decoder_config, fixture};
+    let trace = fixture(decoder_config(), 9)
+        .unwrap()
+        .trace("abcdefg")
+        .unwrap();
+    for query in 1..trace.len() {
+        for beyond in [false, true] {
+            let ranked = heads_from(&trace, query, beyond).unwrap();
+            assert!(
+                ranked.iter().all(|r| r.key < query),
+                "query {query}: a later key is named: {:?}",
+                ranked.iter().map(|r| r.key).collect::<Vec<_>>()
+            );
+        }
+    }
+}

@@ -5,6 +5,7 @@ import { $, fillSelect } from './dom.js';
 import { state, writeUrl } from './state.js';
 import { session } from './session.js';
 import { canvasOf, draw, registerChart } from './charts.js';
+import { isEncoderDecoder } from './applicable.js';
 
 registerChart('attention', {
   spec: attentionSpec,
@@ -23,7 +24,8 @@ registerChart('grid', {
     const font = width < 400 ? 10 : 12;
     const fitWidth = Math.floor((width - (font * 3 + 6) - 4) / config.n_heads);
     const fitHeight = Math.floor(Math.max(640, width * 0.9) / config.n_layers);
-    const side = Math.max(12, Math.min(fitWidth, fitHeight));
+    // At most 180 px a thumbnail: a shallow model's few heads need not fill a screen.
+    const side = Math.max(12, Math.min(fitWidth, fitHeight, 180));
     return font * 2 + 8 + side * config.n_layers + 4;
   },
 });
@@ -41,7 +43,7 @@ export function linesHeads() {
 
 /** What the attention chart asks Rust to draw (charts.js). */
 export function attentionSpec() {
-  if (state.mode !== 'lines') return { kind: 'head', layer: state.layer, head: state.head };
+  if (state.mode !== 'lines') return { kind: 'head', layer: state.layer, head: state.head, encoder: showsEncoder() };
   const f = lines.focus;
   return {
     kind: 'lines', layer: state.layer, head: state.head, heads: linesHeads(),
@@ -65,10 +67,19 @@ export function selectHead(layer, head) {
   document.dispatchEvent(new CustomEvent('tviz:head', { detail: { layer: state.layer, head: state.head } }));
 }
 
+/** Whether the heatmap shows an encoder-decoder's encoder (its self-attention over the source). */
+function showsEncoder() {
+  return state.stack === 'encoder' && isEncoderDecoder() && state.mode !== 'lines';
+}
+
 function renderCaption() {
   const heads = linesHeads();
   let text;
-  if (state.mode !== 'lines') {
+  if (showsEncoder()) {
+    text = `The encoder's self-attention, layer ${state.layer}, head ${state.head}: every source token looks at every other, before and after it (nothing is masked). Rows: the token attending; columns: the token attended to. Hover for values.`;
+  } else if (state.mode !== 'lines' && isEncoderDecoder()) {
+    text = `The decoder's masked self-attention, layer ${state.layer}, head ${state.head}: each token it wrote looks only at itself and the tokens before it (grey cells are masked). Its cross-attention to the source is in the first section. Hover for values.`;
+  } else if (state.mode !== 'lines') {
     text = `Heatmap of layer ${state.layer}, head ${state.head}. Rows: the token attending (query). Columns: the token attended to (key). Brighter means more weight; every row adds up to 1. Hover for values.`;
   } else if (heads.length === 1) {
     text = `Lines of layer ${state.layer}, head ${state.head}: each token on the left (query) is joined to the tokens on the right (keys) it takes information from; the darker the line, the more weight. Hover a token to see only its lines, hover a line for its weight.`;
@@ -200,6 +211,13 @@ export function renderLayerHeadOptions() {
 
 export function wireAttention() {
   renderLayerHeadOptions();
+  $('attention-stack').value = state.stack;
+  $('attention-stack').addEventListener('change', () => {
+    state.stack = $('attention-stack').value;
+    renderLinesControls(); // the caption says which attention
+    draw('attention');
+    writeUrl();
+  });
   document.querySelector(`input[name=mode][value=${state.mode}]`).checked = true;
   $('layer').addEventListener('change', () => selectHead(Number($('layer').value), state.head));
   $('head').addEventListener('change', () => selectHead(state.layer, Number($('head').value)));

@@ -22,13 +22,32 @@ const finder = { token: null, tokenText: null, openingChosen: false, scores: [],
 
 const tokenTexts = () => session.summary.tokens.map((t) => t.text);
 
-/** The most interesting token to start from: a pronoun if there is one, else the last word. */
-function defaultToken() {
+/** A token as a word: without the space a byte-level tokenizer keeps in front ("·it"), lower case. */
+const wordOf = (text) => text.replace(/^[\s·Ġ▁]+/u, '').toLowerCase();
+
+/** Whether token `i` of `tokens` is a pronoun (a word that stands for another), as a whole
+ * word: not the "he" a small vocabulary cuts "The" into ("T" + "he"). A byte-level token that
+ * starts a word begins with its space; a word continues into a next token that has none (or,
+ * in WordPiece, one that starts with ##). */
+function isPronoun(tokens, i) {
+  const t = tokens[i];
+  if (t.special || !PRONOUNS.has(wordOf(t.text))) return false;
+  const next = tokens[i + 1];
+  const continues = next && !next.special && (/^##/.test(next.text) || /^[\p{L}\p{N}]/u.test(next.text));
+  const starts = /^[\s·Ġ▁]/u.test(t.text) || i === 0 || tokens[i - 1].special || session.config.tokenizer === 'word-piece';
+  return starts && !(continues && session.config.tokenizer !== 'word-piece') && !(next && /^##/.test(next.text));
+}
+
+/** The most interesting token to start from: a pronoun if there is one, else the last word
+ * that has words before it to look at (in a decoder the first token sees only itself). */
+export function defaultToken() {
   const tokens = session.summary.tokens;
-  const pronoun = tokens.findIndex((t) => !t.special && PRONOUNS.has(t.text));
-  if (pronoun >= 0) return pronoun;
-  for (let i = tokens.length - 1; i >= 0; i -= 1) if (!tokens[i].special && /\w/.test(tokens[i].text)) return i;
-  return 0;
+  // In a decoder a pronoun looks only back: it needs a word before it, beyond its neighbour.
+  const lookable = (i) => !session.config.causal || tokens.slice(0, Math.max(0, i - 1)).some((t) => !t.special);
+  const pronoun = tokens.findIndex((_, i) => isPronoun(tokens, i) && lookable(i));
+  if (pronoun > 0) return pronoun;
+  for (let i = tokens.length - 1; i > 0; i -= 1) if (!tokens[i].special && /\w/.test(tokens[i].text)) return i;
+  return tokens.length - 1;
 }
 
 /** Keeps the chosen token across passes: the same text nearest its old place, else the default. */
@@ -66,7 +85,9 @@ function updateEntry(li, { layer, head, text, title }) {
 function openOnClick(list) {
   list.addEventListener('click', (event) => {
     const button = event.target.closest('button[data-layer]');
-    if (button) selectHead(Number(button.dataset.layer), Number(button.dataset.head));
+    if (!button) return;
+    selectHead(Number(button.dataset.layer), Number(button.dataset.head));
+    canvasOf('attention').scrollIntoView({ block: 'nearest' }); // the head just chosen
   });
 }
 
@@ -101,7 +122,7 @@ function renderFrom() {
 
 function renderPattern() {
   const kind = $('finder-kind').value;
-  const names = { previous: 'the previous token', next: 'the next token', first: 'the first token ([CLS])', last: 'the last token ([SEP])', induction: 'the token after the last occurrence of its own token' };
+  const names = { previous: 'the previous token', next: 'the next token', first: firstTokenWords(), last: 'the last token ([SEP])', induction: 'the token after the last occurrence of its own token' };
   const ranked = finder.scores.filter((s) => s[kind] !== null && s[kind] !== undefined).sort((a, b) => b[kind] - a[kind]);
   syncChildren($('finder-pattern'), ranked.slice(0, SHOWN).map((s) => ({
     layer: s.layer,
@@ -117,12 +138,21 @@ function render() {
   markCurrent();
 }
 
-function chooseToken(index) {
+/** The first token in words: an encoder's is its [CLS] marker, a decoder's the text's start. */
+function firstTokenWords() {
+  const first = session.summary?.tokens[0];
+  return first?.special ? `the first token (${first.text})` : 'the first token';
+}
+
+/** Picks the token the list ranks heads from; `show`: bring the list into view (a chip was
+ * clicked far above it). */
+function chooseToken(index, { show = false } = {}) {
   finder.token = index;
   finder.tokenText = tokenTexts()[index];
   $('finder-token').value = index;
   renderFrom();
   markCurrent();
+  if (show) $('finder-from').scrollIntoView({ block: 'nearest' });
 }
 
 /**
@@ -133,7 +163,7 @@ function chooseToken(index) {
 function openingHead() {
   const texts = tokenTexts();
   const q = finder.token;
-  if (PRONOUNS.has(texts[q])) {
+  if (isPronoun(session.summary.tokens, q)) {
     const back = session.viz.heads_from(q, true).find((r) => r.key < q);
     if (back) return { ...back, why: `Opened on layer ${back.layer}, head ${back.head}: of all ${finder.scores.length} heads it sends "${texts[q]}" most strongly back to an earlier word, "${texts[back.key]}" (${back.weight.toFixed(2)}).` };
   }
@@ -149,8 +179,13 @@ export function renderHeadFinder() {
   finder.token = keepToken();
   finder.tokenText = texts[finder.token];
   fillSelect($('finder-token'), texts.map((_, i) => i), (i) => `${i}: ${texts[i]}`, finder.token);
-  $('finder-kind').querySelector('option[value=last]').disabled = finder.scores[0]?.last === null;
-  $('finder-kind').querySelector('option[value=induction]').disabled = finder.scores[0]?.induction === null;
+  const kinds = $('finder-kind');
+  kinds.querySelector('option[value=last]').disabled = finder.scores[0]?.last === null;
+  kinds.querySelector('option[value=induction]').disabled = finder.scores[0]?.induction === null;
+  // In a decoder no token sees the one after it: that score is always 0, so it is not offered.
+  kinds.querySelector('option[value=next]').disabled = Boolean(session.config.causal);
+  setIfChanged(kinds.querySelector('option[value=first]'), 'textContent', firstTokenWords().replace('the first', 'first'));
+  if (kinds.selectedOptions[0]?.disabled) kinds.value = 'previous';
   if (!finder.openingChosen) {
     finder.openingChosen = true;
     if (!state.layerHeadFromUrl) {
@@ -227,7 +262,7 @@ export function wireHeadFinder() {
   $('tokens').addEventListener('click', (event) => {
     const li = event.target.closest('#tokens li');
     if (!li) return;
-    chooseToken([...li.parentElement.children].indexOf(li));
+    chooseToken([...li.parentElement.children].indexOf(li), { show: true });
   });
   document.addEventListener('tviz:head', () => {
     markCurrent();

@@ -4,7 +4,8 @@
 // the top of this list down (scripts/check-layers.mjs checks it):
 //   main.js (wiring)   pass.js (text -> pass -> views)   model-picker.js (choosing and loading one)
 //   sections, one module each, each registering its charts with charts.js: tokens.js
-//     attention.js  head-finder.js  compare.js  position.js  norm.js  residual.js  rotary.js
+//     attention.js  head-finder.js  query.js (one query at a time)  compare.js  position.js  norm.js
+//     residual.js  rotary.js
 //     stepper.js  prediction.js (and the logit lens)  translation.js (encoder-decoder)  presenter.js
 //   charts.js (sizes, when to draw)  hover.js  export.js
 //   gpu-backend.js  cpu-threads.js  backend-status.js (the status line, the GPU's state)
@@ -39,6 +40,7 @@ import { showBackend } from './backend-status.js';
 import { openGpu, wireBackendChoice } from './gpu-backend.js';
 import { wirePresenter } from './presenter.js';
 import { openFirstModel, wirePicker, switchModel } from './model-picker.js';
+import { wireQuery } from './query.js';
 import { publish } from './testing-hook.js';
 
 // Back/Forward landed on another view: show it.
@@ -71,6 +73,7 @@ function wire() {
   onHistoryMove(showHistoryView);
   wireAttention();
   wireHeadFinder();
+  wireQuery();
   wireCompare();
   wirePosition();
   wireNorm();
@@ -139,8 +142,8 @@ async function main() {
   update();
   if (session.summary) {
     // The first pass has already kept step and norm in range; say so if the link asked for more.
-    const asked = Object.fromEntries(['step', 'norm'].filter((k) => fromLink[k] !== undefined).map((k) => [k, fromLink[k]]));
-    checkAgainst({ step: session.summary.steps.length, norm: session.summary.norms.length }, asked);
+    const asked = Object.fromEntries(['step', 'norm', 'query'].filter((k) => fromLink[k] !== undefined).map((k) => [k, fromLink[k]]));
+    checkAgainst({ step: session.summary.steps.length, norm: session.summary.norms.length, query: session.summary.tokens.length }, asked);
     renderStep();
     writeUrl();
   }

@@ -29,7 +29,10 @@ export function clearError(near = null) {
 /** Notes about the opening link (what it asked for that could not be shown). */
 export function showNotice(lines) {
   const list = $('notice-list');
+  const shown = new Set([...list.children].map((li) => li.textContent));
   for (const line of lines) {
+    if (shown.has(cut(line))) continue; // said already (a second GPU loss, the same link note)
+    shown.add(cut(line));
     const li = document.createElement('li');
     li.textContent = cut(line);
     list.append(li);

@@ -89,6 +89,14 @@ export async function loadModelFiles(model, { onProgress, signal } = {}) {
   return out;
 }
 
+/** Removes every cached file of `model`: the engine refused them, so the next load downloads
+ * them again instead of reading the same broken copy forever. */
+export async function dropCached(model) {
+  const cache = await openCache();
+  if (!cache) return;
+  for (const [, file] of filesOf(model)) await cache.delete(urlOf(file));
+}
+
 async function store(cache, url, bytes) {
   try {
     // The Response copies the bytes, so the caller may hand `bytes` on (to a worker).

@@ -9,7 +9,7 @@ import { session } from './session.js';
 import { showError, clearError, showNotice } from './messages.js';
 import { wasmBindings } from './loading.js';
 import { MODELS, DEFAULT_MODEL, modelNamed, labelOf, downloadBytes, megabytes } from './models.js';
-import { loadModelFiles, isCached, cacheAvailable } from './model-files.js';
+import { loadModelFiles, isCached, cacheAvailable, dropCached } from './model-files.js';
 import { closeGpu } from './gpu-backend.js';
 import { renderModelText } from './applicable.js';
 import { testHook, publish, record } from './testing-hook.js';
@@ -58,7 +58,7 @@ function nextPaint() {
  * Downloads (or reads from the cache) the files of model `name` and builds its `Viz`.
  * Returns `{ name, viz, load }` (load: what `__tviz.loads` records); throws ModelLoadError when the engine refuses the files.
  */
-async function fetchAndBuild(name, bindingsReady, { signal, why = '' } = {}) {
+async function fetchAndBuild(name, bindingsReady, { signal, why = '', again = false } = {}) {
   const model = modelNamed(name);
   $('loading').hidden = false;
   $('loading-text').textContent = `Loading ${model.short} (${megabytes(downloadBytes(model))} MB of trained weights${why})…`;
@@ -81,6 +81,11 @@ async function fetchAndBuild(name, bindingsReady, { signal, why = '' } = {}) {
     return { name, viz, load };
   } catch (err) {
     load.error = String(err.message ?? err);
+    // The engine refused the files: none of them stays in the cache (a broken download was
+    // being stored), and a model read from the cache is downloaded once more.
+    await files.stored.catch(() => {});
+    await dropCached(model);
+    if (files.source === 'cache' && !again) return fetchAndBuild(name, bindingsReady, { signal, why, again: true });
     const from = files.source === 'cache' ? 'read from the browser\'s cache' : 'downloaded';
     throw new ModelLoadError(`${model.short} (${mb(downloadBytes(model))} MB, ${from}) could not be loaded: ${load.error}`);
   }
@@ -142,7 +147,14 @@ export async function openFirstModel() {
   publish({ model: null, picker: 'idle', modelError: null, loads: [], progress: null });
   fillPicker();
   const bindings = wasmBindings();
-  const asked = state.model;
+  let asked = state.model;
+  const model = modelNamed(asked);
+  if (asked !== DEFAULT_MODEL && model && downloadBytes(model) >= SMALL_MODEL_BYTES && !(await isCached(model))) {
+    // A link does not start a large download by itself (a few hundred characters could make
+    // every visitor fetch 98 MB): it says the size and waits for the student's choice.
+    asked = await askFirst(model);
+    state.model = asked;
+  }
   let loaded;
   try {
     loaded = await fetchAndBuild(asked, bindings, { why: asked === DEFAULT_MODEL ? '' : ', as the link asks' });
@@ -155,6 +167,29 @@ export async function openFirstModel() {
     return;
   }
   install(loaded);
+}
+
+/** The link's large model, offered with its size before any download: resolves to the model
+ * to open (it, or the default). */
+function askFirst(model) {
+  $('loading').hidden = true;
+  const size = megabytes(downloadBytes(model));
+  $('model-offer-text').textContent = `The link asks for ${model.short}: ${size} MB, download? ${model.description}`;
+  $('model-download').textContent = `Download ${size} MB`;
+  $('model-keep').textContent = `Open ${modelNamed(DEFAULT_MODEL).short} instead`;
+  $('model-offer').hidden = false;
+  publish({ picker: 'offer' });
+  return new Promise((resolve) => {
+    const listening = new AbortController(); // both buttons answer once, then go back to the picker's
+    const choose = (name) => () => {
+      listening.abort();
+      $('model-offer').hidden = true;
+      publish({ picker: 'idle' });
+      resolve(name);
+    };
+    $('model-download').addEventListener('click', choose(model.name), { signal: listening.signal });
+    $('model-keep').addEventListener('click', choose(DEFAULT_MODEL), { signal: listening.signal });
+  });
 }
 
 // ---------- switching ----------

@@ -14,6 +14,7 @@ import { renderResidualPicker } from './residual.js';
 import { renderStep } from './stepper.js';
 import { renderPrediction } from './prediction.js';
 import { renderHeadFinder } from './head-finder.js';
+import { renderQuery } from './query.js';
 import { resetLinesFocus } from './attention.js';
 import { renderCompare } from './compare.js';
 import { renderTranslation } from './translation.js';
@@ -190,12 +191,14 @@ export function showSummary(summary, started = performance.now()) {
   $('step-slider').max = summary.steps.length - 1;
   resetLinesFocus();
   renderHeadFinder(); // before the charts: on the first pass it may choose the head to open on
+  renderQuery();
   renderCompare();
   drawAll();
   renderStep();
   renderPrediction();
   if (summary.threads !== testHook.threads) showBackend(); // the threads started
   $('timing').textContent = timingText(summary);
+  $('timing').title = $('timing').textContent; // cut to the header's width on screen
   writeUrlSoon();
   const done = performance.now();
   count('renders');

@@ -15,7 +15,14 @@ import { exposeForTests } from './testing-hook.js';
 registerChart('prediction', { spec: predictionSpec, shape: [0.6, 520] });
 // The logit lens reads the stream through the same final norm and unembedding. It unembeds
 // every layer's stream: hundreds of milliseconds, held while a generation runs.
-registerChart('lens', { spec: () => ({ kind: 'logit_lens' }), shape: [0.78, 560], heldWhileGenerating: true });
+registerChart('lens', {
+  spec: () => ({ kind: 'logit_lens' }),
+  shape: [0.78, 300],
+  // A row a layer (and the final output) of about 56 px at most, plus the title, the axes and
+  // the bars of final probabilities: a three-layer model's lens is not a screen of tall cells.
+  height: (width, height) => Math.min(height, 140 + (session.config.n_layers + 1) * 56),
+  heldWhileGenerating: true,
+});
 
 /** The decoding settings as the engine reads them. */
 export function samplingSettings() {

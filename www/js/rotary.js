@@ -4,6 +4,7 @@ import { $ } from './dom.js';
 import { state, writeUrl } from './state.js';
 import { session } from './session.js';
 import { draw, registerChart } from './charts.js';
+import { positionKind } from './applicable.js';
 
 registerChart('rotary-freq', { spec: () => ({ kind: 'rotary_frequencies' }), shape: [0.5, 300] });
 registerChart('rotary-pair', { spec: () => ({ kind: 'rotary_pair', layer: state.layer, head: state.head, pair: state.rotaryPair }), shape: [1.0, 340] });
@@ -11,7 +12,10 @@ registerChart('rotary-distance', { spec: () => ({ kind: 'rotary_distance', layer
 
 /** Pairs in one head of the loaded model (0 for a model without rotary positions). */
 export function pairCount() {
-  return Math.floor((session.config?.head_dim ?? 0) / 2);
+  // Only a model that turns its queries and keys has pairs to choose (no note about a clamped
+  // pair on a model without rotary positions).
+  if (!session.config || positionKind(session.config) !== 'Rotary') return 0;
+  return Math.floor(session.config.head_dim / 2);
 }
 
 function say(message) {

@@ -15,12 +15,14 @@ export const state = {
   layer: 0,
   head: 0,
   mode: 'heatmap',
+  stack: 'decoder', // an encoder-decoder's attention heatmap: its decoder's or its encoder's
   step: 0,
   stepHead: 0,
   norm: 1,
   dims: [...DEFAULT_DIMS],
   residualTokens: null, // tokens the residual chart follows; null: a few chosen by the chart
   rotaryPair: 0, // the feature pair the rotary pair chart shows
+  query: null, // the one-query chart's token; null: the head finder's (query.js)
   temperature: 1, // decoding: 0 is greedy
   topK: 0, // 0: off
   topP: 1, // 1: off
@@ -60,7 +62,7 @@ export function checkAgainst(limits, asked = state) {
 }
 
 // ---------- the address bar ----------
-const KEYS = ['model', 'text', 'layer', 'head', 'mode', 'step', 'stepHead', 'norm', 'dims', 'residualTokens', 'rotaryPair', 'temperature', 'topK', 'topP', 'seed'];
+const KEYS = ['model', 'text', 'layer', 'head', 'mode', 'stack', 'step', 'stepHead', 'norm', 'dims', 'residualTokens', 'rotaryPair', 'query', 'temperature', 'topK', 'topP', 'seed'];
 let written = null; // the state the current history entry shows
 let lastChange = { keys: '', at: -Infinity };
 let linkSeq = 0;

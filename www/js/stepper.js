@@ -19,8 +19,12 @@ registerChart('step', {
 
 const DIAGRAM = [
   ['Tokenize'], ['TokenEmbedding', 'SegmentEmbedding'], ['PositionEncoding', 'AddPosition'], ['EmbeddingNorm'],
+  ['EncoderOutput'],
   ['AttentionNorm@pre'], ['Query', 'Key', 'Value'], ['RotaryQuery', 'RotaryKey'], ['Scores'], ['Mask'], ['Softmax'],
-  ['WeightedSum'], ['Concat'], ['OutputProjection'], ['AttentionResidual'], ['AttentionNorm@post'], ['FfnNorm@pre'],
+  ['WeightedSum'], ['Concat'], ['OutputProjection'], ['AttentionResidual'], ['AttentionNorm@post'],
+  // An encoder-decoder's decoder layer: cross-attention between its self-attention and its FFN.
+  ['CrossNorm@pre'], ['CrossQuery', 'CrossKey', 'CrossValue'], ['CrossScores'], ['CrossSoftmax'], ['CrossWeightedSum'],
+  ['CrossConcat'], ['CrossOutput'], ['CrossResidual'], ['CrossNorm@post'], ['FfnNorm@pre'],
   ['FfnUp', 'FfnGate'], ['FfnActivation'], ['FfnDown'], ['FfnResidual'], ['FfnNorm@post'], ['FinalNorm'], ['Unembed'],
   ['NextTokenProbabilities'],
 ];
@@ -31,7 +35,14 @@ const DIAGRAM_LABELS = {
   AttentionResidual: 'residual add', 'AttentionNorm@post': 'norm', 'FfnNorm@pre': 'norm', FfnUp: 'FFN expand',
   FfnActivation: 'activation', FfnDown: 'FFN project', FfnResidual: 'residual add', 'FfnNorm@post': 'norm',
   FinalNorm: 'final norm', Unembed: 'unembed', NextTokenProbabilities: 'softmax → next token',
+  EncoderOutput: 'encoder output', 'CrossNorm@pre': 'norm', CrossQuery: 'cross Q (K, V from the encoder)',
+  CrossScores: 'cross scores', CrossSoftmax: 'cross softmax', CrossWeightedSum: 'cross weighted sum',
+  CrossConcat: 'concat heads', CrossOutput: 'output proj.', CrossResidual: 'residual add', 'CrossNorm@post': 'norm',
 };
+
+// Steps only some architectures have: left out of the diagram of a model without them.
+const ARCHITECTURE_ONLY = new Set(['RotaryQuery', 'FinalNorm', 'EncoderOutput', 'CrossNorm', 'CrossQuery', 'CrossScores',
+  'CrossSoftmax', 'CrossWeightedSum', 'CrossConcat', 'CrossOutput', 'CrossResidual']);
 
 // Short explanations of the diagram's less obvious words (the glossary has more).
 const DIAGRAM_TITLES = {
@@ -74,7 +85,7 @@ function renderDiagram(current) {
     const key = group[0];
     const [op, place] = key.split('@');
     if (place && (place === 'post') !== postLn) continue;
-    const isLayerOp = !['Tokenize', 'TokenEmbedding', 'PositionEncoding', 'EmbeddingNorm', 'FinalNorm', 'Unembed', 'NextTokenProbabilities'].includes(op);
+    const isLayerOp = !['Tokenize', 'TokenEmbedding', 'PositionEncoding', 'EmbeddingNorm', 'EncoderOutput', 'FinalNorm', 'Unembed', 'NextTokenProbabilities'].includes(op);
     if (isLayerOp && !inLayer) {
       const li = document.createElement('li');
       li.className = 'group';
@@ -84,7 +95,7 @@ function renderDiagram(current) {
     } else if (!isLayerOp) {
       inLayer = false;
     }
-    if (!present.has(key) && ['RotaryQuery', 'FinalNorm'].includes(op)) continue; // not part of this architecture
+    if (!present.has(key) && ARCHITECTURE_ONLY.has(op)) continue; // not part of this architecture
     const li = document.createElement('li');
     li.textContent = DIAGRAM_LABELS[key];
     if (DIAGRAM_TITLES[op]) li.title = DIAGRAM_TITLES[op];

@@ -32,6 +32,7 @@ export const MAX_DECODED_TEXT_BYTES = 1 << 20;
 export const MAX_DIMS = 8;
 
 const MODES = new Set(['heatmap', 'lines']);
+const STACKS = new Set(['encoder', 'decoder']);
 const BACKENDS = new Set(['auto', 'cpu', 'gpu']);
 
 function toBase64Url(bytes) {
@@ -129,11 +130,15 @@ export async function parseLink(search, hash) {
     values.text = text;
   }
   if (q.has('model')) values.model = q.get('model');
-  for (const [key, param] of [['layer', 'layer'], ['head', 'head'], ['step', 'step'], ['stepHead', 'stephead'], ['norm', 'norm'], ['rotaryPair', 'pair']]) {
+  for (const [key, param] of [['layer', 'layer'], ['head', 'head'], ['step', 'step'], ['stepHead', 'stephead'], ['norm', 'norm'], ['rotaryPair', 'pair'], ['query', 'query']]) {
     if (!q.has(param)) continue;
     const n = wholeNumber(q.get(param));
     if (n === null) notes.push(`The link's ${param}=${shorten(q.get(param))} is not a whole number, so it was ignored.`);
     else values[key] = n;
+  }
+  if (q.has('stack')) {
+    if (STACKS.has(q.get('stack'))) values.stack = q.get('stack');
+    else notes.push(`The link's stack=${shorten(q.get('stack'))} is neither encoder nor decoder, so it was ignored.`);
   }
   if (q.has('mode')) {
     if (MODES.has(q.get('mode'))) values.mode = q.get('mode');
@@ -204,7 +209,7 @@ export const SAMPLING = [
 ];
 
 // How a clamped choice is named in a note.
-const WORDS = { stepHead: 'step head', rotaryPair: 'rotary pair' };
+const WORDS = { stepHead: 'step head', rotaryPair: 'rotary pair', query: 'query token' };
 
 /** A list typed as "0, 1, 4": distinct whole numbers, at most 64 given (else null). */
 export function parseDims(text) {
@@ -221,6 +226,8 @@ export function queryFor(state, model) {
   });
   if (state.residualTokens?.length) q.set('follow', state.residualTokens.join(','));
   if (state.rotaryPair) q.set('pair', String(state.rotaryPair));
+  if (state.stack === 'encoder') q.set('stack', 'encoder');
+  if (state.query !== null && state.query !== undefined) q.set('query', String(state.query));
   // Decoding settings only when changed from the model's own distribution.
   if (state.temperature !== undefined && state.temperature !== 1) q.set('temp', String(state.temperature));
   if (state.topK) q.set('topk', String(state.topK));

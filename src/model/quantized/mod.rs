@@ -207,6 +207,18 @@ pub fn dequantize_row(kind: GgmlType, bytes: &[u8], out: &mut [f32]) -> Result<(
     Ok(())
 }
 
+/// The first block of `bytes` (whole blocks of `kind`) holding a float that is not finite: a
+/// plain value (F32, F16), or a block's scale or minimum (Q8_0's d, Q4_1's d and m). A NaN or
+/// infinite scale makes every value of its block NaN or infinite, which no pass survives.
+pub fn first_non_finite_block(kind: GgmlType, bytes: &[u8]) -> Option<usize> {
+    let block = kind.block_bytes();
+    bytes.chunks_exact(block).position(|b| match kind {
+        GgmlType::F32 => !f32::from_le_bytes([b[0], b[1], b[2], b[3]]).is_finite(),
+        GgmlType::F16 | GgmlType::Q8_0 => !f16_at(b, 0).is_finite(),
+        GgmlType::Q4_1 => !(f16_at(b, 0).is_finite() && f16_at(b, 2).is_finite()),
+    })
+}
+
 /// A Q8_0 row times `x`, block by block: Σ_blocks d · Σ_j q_j x_j.
 /// `row` must be `x.len() / 32` whole blocks (checked by `dot_row` and `GgufTensor::dot_row`;
 /// here only in debug builds, since this is the inner loop of the dense layers; extra blocks

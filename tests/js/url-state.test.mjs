@@ -109,14 +109,24 @@ test('the query round-trips through parseLink', async () => {
     layer: fc.nat(5), head: fc.nat(11), mode: fc.constantFrom('heatmap', 'lines'), step: fc.nat(101), stepHead: fc.nat(11),
     norm: fc.nat(12), dims: fc.uniqueArray(fc.nat(383), { minLength: 1, maxLength: MAX_DIMS }), threads: fc.option(fc.integer({ min: 1, max: MAX_THREADS }), { nil: null }), backend: fc.constantFrom('auto', 'cpu', 'gpu'),
     residualTokens: fc.option(fc.uniqueArray(fc.nat(40), { minLength: 1, maxLength: MAX_DIMS }), { nil: null }),
+    query: fc.option(fc.nat(511), { nil: null }), stack: fc.constantFrom('decoder', 'encoder'),
   }), async (s) => {
     const { values, notes } = await parseLink(queryFor(s, 'minilm-l6'), '');
     assert.deepEqual(notes, []);
+    assert.equal(values.query, s.query ?? undefined, 'the one-query chart\'s token');
+    assert.equal(values.stack, s.stack === 'encoder' ? 'encoder' : undefined, 'the encoder-decoder\'s attention');
     for (const k of ['layer', 'head', 'mode', 'step', 'stepHead', 'norm', 'dims']) assert.deepEqual(values[k], s[k], k);
     assert.deepEqual(values.residualTokens, s.residualTokens ?? undefined);
     assert.equal(values.threads, s.threads ?? undefined);
     assert.equal(values.backend, s.backend === 'auto' ? undefined : s.backend);
   }), { numRuns: runs });
+});
+
+test('a link names the attention stack as encoder or decoder, or is noted and ignored', async () => {
+  assert.equal((await parseLink('?stack=encoder', '')).values.stack, 'encoder');
+  const { values, notes } = await parseLink('?stack=%3Cb%3E', '');
+  assert.equal(values.stack, undefined);
+  assert.match(notes.join(' '), /neither encoder nor decoder/);
 });
 
 test('a link names the backend as auto, cpu or gpu, or is noted and ignored', async () => {

@@ -5,6 +5,8 @@
 //! (encoder, causal decoder, encoder-decoder) is decided here, once; the CLI, the page's CPU
 //! and GPU paths, generation and translation all come through it.
 
+use ndarray::ArrayView2;
+
 use super::request::{Continue, Input, Keep, Kind, Pass, PassRequest};
 use super::Transformer;
 use crate::error::{Result, VizError};
@@ -119,9 +121,7 @@ impl Transformer {
                 )
                 .await;
                 if let Some(out) = out {
-                    if !out.hidden.iter().all(|v| v.is_finite()) {
-                        return Err(VizError::NotFinite("the last layer's output".into()));
-                    }
+                    check_finite(out.hidden.view())?;
                     return Ok(Pass {
                         trace: None,
                         output: Some(out),
@@ -172,7 +172,12 @@ impl Transformer {
         match passed {
             Some((steps, norms)) => {
                 let trace = self.trace_of(encoding, text, steps, norms);
-                check_finite(&trace)?;
+                // Values still on a GPU are checked once read.
+                if !trace.awaits_device() {
+                    if let Ok(hidden) = trace.final_hidden() {
+                        check_finite(hidden)?;
+                    }
+                }
                 Ok(Pass::traced(trace, reused))
             }
             None => {
@@ -282,16 +287,12 @@ impl Transformer {
 
 /// A pass whose output is not finite (weights of 1e30, a NaN that slipped in) is refused with a
 /// plain message rather than drawn: every view of it would be NaN, and charts cannot lay out
-/// an infinite range. The last layer's output carries any NaN or infinity from before it
-/// (every later value depends on it). Values still on a GPU are checked once read.
-fn check_finite(trace: &Trace) -> Result<()> {
-    if trace.awaits_device() {
-        return Ok(());
-    }
-    match trace.final_hidden() {
-        Ok(hidden) if !hidden.iter().all(|v| v.is_finite()) => {
-            Err(VizError::NotFinite("the last layer's output".into()))
-        }
-        _ => Ok(()),
+/// an infinite range. The last layer's output `hidden` carries any NaN or infinity from before
+/// it (every later value depends on it).
+fn check_finite(hidden: ArrayView2<f32>) -> Result<()> {
+    if hidden.iter().all(|v| v.is_finite()) {
+        Ok(())
+    } else {
+        Err(VizError::NotFinite("the last layer's output".into()))
     }
 }

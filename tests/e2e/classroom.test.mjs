@@ -11,6 +11,13 @@ const env = usePage();
 // The page as a class first sees it: its default model, the lecture decoder.
 const openPage = (viewport = { width: 1280, height: 720 }) => open(env, env.base, { viewport });
 
+/** Waits until the status line's words settle: the CPU's threads started, WebGPU looked for. */
+function statusSettled(page) {
+  return page.waitForFunction(() => ['ready', 'off', 'failed'].includes(window.__tviz.cpuThreads)
+    && !/starting/.test(document.getElementById('backend-why').textContent)
+    && !/looking for WebGPU/.test(document.getElementById('gpu-status').textContent));
+}
+
 test('the first screen shows a chart at 1280x720 and at 1920x1080, and wide windows use their width', async () => {
   for (const model of [MINILM, null]) { // null: the page's own default, the lecture decoder
     for (const viewport of [{ width: 1280, height: 720 }, { width: 1920, height: 1080 }]) {
@@ -20,9 +27,7 @@ test('the first screen shows a chart at 1280x720 and at 1920x1080, and wide wind
       assert.ok(first.y + 150 < viewport.height, `${where}: the heatmap starts at ${first.y}px`);
       // The status line changes once the CPU's threads are ready and WebGPU is found (or not):
       // the charts must not jump.
-      await page.waitForFunction(() => ['ready', 'off', 'failed'].includes(window.__tviz.cpuThreads)
-        && !/starting/.test(document.getElementById('backend-why').textContent)
-        && !/looking for WebGPU/.test(document.getElementById('gpu-status').textContent));
+      await statusSettled(page);
       const settled = await page.locator('#attention-canvas').boundingBox();
       assert.equal(settled.y, first.y, `${where}: the heatmap moved from ${first.y}px to ${settled.y}px when the threads started`);
       const main = await page.locator('main').boundingBox();
@@ -178,9 +183,7 @@ test('the header keeps its height while the forward pass\'s words grow and shrin
   for (const viewport of [{ width: 1280, height: 720 }, { width: 390, height: 844 }]) {
     const { page, context, problems } = await open(env, env.base, { viewport });
     // The status line's other words settle first (the threads start, WebGPU is looked for).
-    await page.waitForFunction(() => ['ready', 'off', 'failed'].includes(window.__tviz.cpuThreads)
-      && !/starting/.test(document.getElementById('backend-why').textContent)
-      && !/looking for WebGPU/.test(document.getElementById('gpu-status').textContent));
+    await statusSettled(page);
     const height = () => page.evaluate(() => document.querySelector('header').getBoundingClientRect().height);
     const before = await height();
     // A continued pass reports what the KV cache gave: the longest words the line shows.

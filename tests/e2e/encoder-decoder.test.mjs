@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { usePage, openPage, typeSentence, drawn, ARTIFACTS } from './helpers.mjs';
+import { usePage, openPage, typeSentence, drawn, goToStep, ARTIFACTS } from './helpers.mjs';
 
 const env = usePage();
 
@@ -103,12 +103,7 @@ test('the encoder-decoder decodes held-out sources step by step and its cross-at
   // The cross-attention scores' columns are the source's tokens (the encoder output's rows),
   // its rows the decoder's: a student reads where each written token looks in the source.
   const stepLabels = async (title) => {
-    const index = titles.indexOf(title);
-    await page.evaluate((i) => {
-      const slider = document.querySelector('#step-slider');
-      slider.value = String(i);
-      slider.dispatchEvent(new Event('input', { bubbles: true }));
-    }, index);
+    await goToStep(page, titles.indexOf(title));
     const d = await drawn(page, 'step', (x, t) => document.querySelector('#step-title').textContent === t && x.row_labels, title);
     return { rows: d.row_labels, cols: d.col_labels };
   };

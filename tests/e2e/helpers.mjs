@@ -107,6 +107,15 @@ export async function typeSentence(page, text) {
   await page.waitForFunction((n) => window.__tviz.renders > n, before);
 }
 
+/** Moves the stepper to step `index`, as its slider does. */
+export async function goToStep(page, index) {
+  await page.evaluate((i) => {
+    const slider = document.querySelector('#step-slider');
+    slider.value = String(i);
+    slider.dispatchEvent(new Event('input', { bubbles: true })); // handled at once (stepper.js)
+  }, index);
+}
+
 /** Whether a canvas was never drawn on (it encodes to a tiny PNG). */
 export async function isBlank(page, chart) {
   return page.evaluate((name) => document.querySelector(`canvas[data-chart="${name}"]`).toDataURL().length < 3000, chart);

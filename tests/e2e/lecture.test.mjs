@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { usePage, openPage as open, drawn, ARTIFACTS, MINILM } from './helpers.mjs';
+import { usePage, openPage as open, drawn, goToStep, ARTIFACTS, MINILM } from './helpers.mjs';
 
 const env = usePage();
 const openDefault = (query = '') => open(env, `${env.base}${query}`); // no model asked for
@@ -127,11 +127,7 @@ test('in a decoder\'s attention heatmap the masked cells are grey and the note s
 test('the stepper\'s last step names the most likely next tokens', async () => {
   const { page, context, problems } = await openDefault();
   const last = await page.$eval('#step-slider', (s) => Number(s.max));
-  await page.evaluate((i) => {
-    const slider = document.querySelector('#step-slider');
-    slider.value = String(i);
-    slider.dispatchEvent(new Event('input', { bubbles: true }));
-  }, last);
+  await goToStep(page, last);
   const d = await drawn(page, 'step', (x) => x.plotted?.kind === 'prediction');
   assert.equal(d.plotted.bars.length, 20);
   assert.ok(d.plotted.bars.every((b) => b.label.length > 0), 'every bar is named');

@@ -33,9 +33,10 @@ function isPronoun(tokens, i) {
   const t = tokens[i];
   if (t.special || !PRONOUNS.has(wordOf(t.text))) return false;
   const next = tokens[i + 1];
-  const continues = next && !next.special && (/^##/.test(next.text) || /^[\p{L}\p{N}]/u.test(next.text));
-  const starts = /^[\s·Ġ▁]/u.test(t.text) || i === 0 || tokens[i - 1].special || session.config.tokenizer === 'word-piece';
-  return starts && !(continues && session.config.tokenizer !== 'word-piece') && !(next && /^##/.test(next.text));
+  if (session.config.tokenizer === 'word-piece') return !next?.text.startsWith('##');
+  const starts = /^[\s·Ġ▁]/u.test(t.text) || i === 0 || tokens[i - 1].special;
+  const continues = next && !next.special && /^[\p{L}\p{N}]/u.test(next.text);
+  return starts && !continues;
 }
 
 /** The most interesting token to start from: a pronoun if there is one, else the last word

@@ -173,12 +173,7 @@ export async function openFirstModel() {
  * to open (it, or the default). */
 function askFirst(model) {
   $('loading').hidden = true;
-  const size = megabytes(downloadBytes(model));
-  $('model-offer-text').textContent = `The link asks for ${model.short}: ${size} MB, download? ${model.description}`;
-  $('model-download').textContent = `Download ${size} MB`;
-  $('model-keep').textContent = `Open ${modelNamed(DEFAULT_MODEL).short} instead`;
-  $('model-offer').hidden = false;
-  publish({ picker: 'offer' });
+  showOffer(model, { asker: 'The link asks for ', keep: `Open ${modelNamed(DEFAULT_MODEL).short} instead` });
   return new Promise((resolve) => {
     const listening = new AbortController(); // both buttons answer once, then go back to the picker's
     const choose = (name) => () => {
@@ -220,15 +215,21 @@ function keepShownModel() {
   $('model-source').hidden = false;
 }
 
-function offer(model) {
-  const shown = modelNamed(session.modelName);
-  $('model-offer-text').textContent = `${model.short}: ${megabytes(downloadBytes(model))} MB, download? ${model.description}`;
-  $('model-download').textContent = `Download ${megabytes(downloadBytes(model))} MB`;
+/** Shows the offer of `model` with its size: "`asker`SmolLM2-135M: 98 MB, download?", and
+ * `keep` on the button that declines. */
+function showOffer(model, { asker = '', keep }) {
+  const size = megabytes(downloadBytes(model));
+  $('model-offer-text').textContent = `${asker}${model.short}: ${size} MB, download? ${model.description}`;
+  $('model-download').textContent = `Download ${size} MB`;
   $('model-download').dataset.model = model.name;
-  $('model-keep').textContent = `Keep ${shown.short}`;
+  $('model-keep').textContent = keep;
   $('model-offer').hidden = false;
-  $('model-source').hidden = true; // it describes the model shown, not the one picked
   publish({ picker: 'offer' });
+}
+
+function offer(model) {
+  showOffer(model, { keep: `Keep ${modelNamed(session.modelName).short}` });
+  $('model-source').hidden = true; // it describes the model shown, not the one picked
 }
 
 /**

@@ -197,6 +197,27 @@ test('the header keeps its height while the forward pass\'s words grow and shrin
   }
 });
 
+test('on a laptop the header keeps its height while the start-up notes come and go', async () => {
+  // The notes beside the model and the backend change while the page starts (threads starting,
+  // WebGPU looked for, the weights cached); at 1280 they once pushed the status to a third row and
+  // the first chart below the fold. Here the longest of them are shown at once, on a settled page.
+  for (const viewport of [{ width: 1280, height: 720 }, { width: 1920, height: 1080 }]) {
+    const { page, context, problems } = await open(env, env.base, { viewport });
+    await statusSettled(page);
+    const height = () => page.evaluate(() => document.querySelector('header').getBoundingClientRect().height);
+    const before = await height();
+    await page.evaluate(() => {
+      document.getElementById('model-source').textContent = 'downloaded, caching… (46 MB of 46 MB)';
+      document.getElementById('backend').textContent = 'CPU (WebAssembly)';
+      document.getElementById('backend-why').textContent = '(2 threads starting)';
+      document.getElementById('gpu-status').textContent = 'GPU: none (looking for WebGPU)';
+    });
+    assert.equal(await height(), before, `${viewport.width}: the header grew from ${before}px with the start-up notes`);
+    assert.deepEqual(problems, []);
+    await context.close();
+  }
+});
+
 test('on a phone the sticky contents bar is one row that scrolls sideways, every link in it', async () => {
   const { page, context, problems } = await open(env, env.base, { viewport: { width: 390, height: 844 } });
   const bar = await page.evaluate(() => {

@@ -2,7 +2,7 @@
 // learned position table) is replaced by a sentence saying why, keyed on the model's config,
 // never on its name, so a new model gets the right views without new code here.
 import { session } from './session.js';
-import { modelTitle } from './models.js';
+import { modelTitle, modelNamed } from './models.js';
 
 // Charts of the model's own learned position table.
 const LEARNED_POSITION_CHARTS = new Set(['pos-table', 'pos-waves', 'pos-sim']);
@@ -92,6 +92,7 @@ const CONDITIONS = {
   'tied-head': (c) => c.lm_head === 'Tied',
   'separate-head': (c) => c.lm_head !== 'None' && c.lm_head !== 'Tied',
   'no-lm-head': (c) => c.lm_head === 'None',
+  twin: () => Boolean(modelNamed(session.modelName)?.twin), // trained again with the norm moved
 };
 
 // The feed-forward network's non-linearity as the prose names it.
@@ -117,6 +118,8 @@ export function renderModelText() {
     context: config.context,
     model: modelTitle(session.modelName),
     Model: modelTitle(session.modelName, { start: true }),
+    norm_place: config.norm_place === 'Pre' ? 'pre-LN' : 'post-LN',
+    twin_norm_place: config.norm_place === 'Pre' ? 'post-LN' : 'pre-LN',
   };
   for (const el of document.querySelectorAll('[data-config]')) {
     const value = String(values[el.dataset.config] ?? el.textContent);

@@ -20,12 +20,21 @@ const options = {};
  *   shape: [height as a fraction of width, least height] in layout pixels;
  *   height(width, height): the section's own height for that width, when the shape is not enough;
  *   modelOnly: the chart depends on the model alone while the sentence is under 64 tokens;
- *   heldWhileGenerating: too slow to redraw after each generated token (drawn when it stops).
+ *   heldWhileGenerating: too slow to redraw after each generated token (drawn when it stops);
+ *   model: () => { viz, name, summary } of another model the chart is drawn from (the lecture
+ *     decoder's twin, beside the model shown), or { why } while it cannot be.
  */
-export function registerChart(name, { spec, shape, height = null, modelOnly = false, heldWhileGenerating = false }) {
+export function registerChart(name, { spec, shape, height = null, modelOnly = false, heldWhileGenerating = false, model = null }) {
   if (Object.hasOwn(charts, name)) throw new Error(`the chart "${name}" is registered twice`);
   charts[name] = spec;
-  options[name] = { shape, height, modelOnly, heldWhileGenerating };
+  options[name] = { shape, height, modelOnly, heldWhileGenerating, model };
+}
+
+/** The model chart `name` is drawn from, `{ viz, name, summary? }` (summary: that model's last
+ * pass, when it is not the one shown): the one shown unless the chart was registered with
+ * another; `{ why }` when that other cannot draw it now. */
+export function modelOf(name) {
+  return options[name].model?.() ?? { viz: session.viz, name: session.modelName };
 }
 
 // The page's canvases, looked up once each (a chart's drawing asks for its canvas often).
@@ -88,11 +97,11 @@ function sizeCanvas(name) {
 const drawnKey = {};
 const dirty = new Set();
 
-function keyOf(name) {
+function keyOf(name, model = modelOf(name).name) {
   const { summary } = session;
   const canvas = canvasOf(name);
   const sentence = options[name].modelOnly ? Math.max(64, summary.tokens.length) : summary;
-  return [session.modelName, JSON.stringify(charts[name]()), canvas.width, canvas.height, canvas.dataset.scale, sentence];
+  return [model, JSON.stringify(charts[name]()), canvas.width, canvas.height, canvas.dataset.scale, sentence];
 }
 
 /** Called with what Rust reported after chart `name` is drawn (a section's own controls). */
@@ -122,7 +131,8 @@ function isDrawn(name, key) {
 }
 
 export function draw(name) {
-  const why = whyNotShown(name); // this model has no such chart: say why instead
+  const model = modelOf(name);
+  const why = whyNotShown(name) ?? model.why ?? null; // this model has no such chart: say why instead
   showWhyNotShown(canvasOf(name), why);
   if (why) {
     dirty.delete(name);
@@ -131,7 +141,7 @@ export function draw(name) {
     return;
   }
   sizeCanvas(name);
-  const key = keyOf(name);
+  const key = keyOf(name, model.name);
   dirty.delete(name);
   if (isDrawn(name, key)) return; // nothing it shows has changed
   if (waitsForDevice(charts[name]())) {
@@ -142,7 +152,7 @@ export function draw(name) {
   }
   readback.waiting.delete(name);
   const started = performance.now();
-  session.drawn[name] = session.viz.draw(canvasOf(name), charts[name]());
+  session.drawn[name] = model.viz.draw(canvasOf(name), charts[name]());
   drawMilliseconds[name] = performance.now() - started;
   const recent = (drawTimes[name] ??= []);
   recent.push(drawMilliseconds[name]);
@@ -255,7 +265,7 @@ const SAME_TASK_MS = 8;
 function offScreenCost() {
   let cost = 0;
   for (const name of dirty) {
-    if (whyNotShown(name) || isDrawn(name, keyOf(name))) continue;
+    if (whyNotShown(name) || modelOf(name).why || isDrawn(name, keyOf(name))) continue;
     cost += drawCost(name);
   }
   return cost;

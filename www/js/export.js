@@ -8,7 +8,7 @@ import { showError } from './messages.js';
 import { state } from './state.js';
 import { modelTitle } from './models.js';
 import { session } from './session.js';
-import { charts, canvasOf, draw } from './charts.js';
+import { charts, canvasOf, draw, modelOf } from './charts.js';
 import { valuesFor } from './gpu-readback.js';
 
 const MODEL_ONLY = new Set(['pos-table', 'pos-waves', 'pos-sim', 'pos-sin']); // no sentence in them
@@ -27,7 +27,7 @@ function settingsOf(name) {
     case 'position_similarity': return { text: 'similarity of the learned position vectors', slug: '' };
     case 'sinusoidal_similarity': return { text: 'similarity of the sinusoidal position table', slug: '' };
     case 'norm': {
-      const norm = summary.norms[spec.index];
+      const norm = (modelOf(name).summary ?? summary).norms[spec.index];
       return { text: `layer norm ${norm.step}`, slug: norm.step.replace(/\W+/g, '-') };
     }
     case 'step': {
@@ -74,7 +74,8 @@ function slideImage(name, scale) {
   chart.width = Math.round(width * scale);
   chart.height = Math.round(height * scale);
   chart.dataset.scale = String(scale);
-  session.viz.draw(chart, charts[name]());
+  const model = modelOf(name);
+  model.viz.draw(chart, charts[name]());
 
   const out = document.createElement('canvas');
   const ctx = out.getContext('2d');
@@ -82,7 +83,7 @@ function slideImage(name, scale) {
   ctx.font = `${font}px sans-serif`;
   const sentence = state.text.length > 300 ? `${state.text.slice(0, 299)}…` : state.text;
   const lines = [
-    ...wrap(ctx, `transformer-viz · ${modelTitle(session.modelName)} · ${settingsOf(name).text}`, width - 16),
+    ...wrap(ctx, `transformer-viz · ${modelTitle(model.name)} · ${settingsOf(name).text}`, width - 16),
     ...(MODEL_ONLY.has(name) ? [] : wrap(ctx, `“${sentence}”`, width - 16)),
   ];
   const lineHeight = Math.round(font * 1.4);
@@ -113,7 +114,7 @@ function exportSvg(name) {
   draw(name);
   const canvas = canvasOf(name);
   const info = session.drawn[name];
-  const text = session.viz.svg(charts[name](), info?.width || canvas.width, info?.height || canvas.height);
+  const text = modelOf(name).viz.svg(charts[name](), info?.width || canvas.width, info?.height || canvas.height);
   download(new Blob([text], { type: 'image/svg+xml' }), fileName(name, 'svg'));
 }
 

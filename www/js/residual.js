@@ -4,8 +4,16 @@ import { $, syncChildren, setIfChanged } from './dom.js';
 import { state, writeUrl } from './state.js';
 import { session } from './session.js';
 import { draw, afterDraw, registerChart } from './charts.js';
+import { twinModel } from './twin.js';
 
 registerChart('residual', { spec: () => ({ kind: 'residual', tokens: state.residualTokens }), shape: [0.62, 520] });
+// The same tokens through the twin trained with the norm on the other side (twin.js).
+registerChart('residual-twin', {
+  spec: () => ({ kind: 'residual', tokens: state.residualTokens }),
+  shape: [0.62, 520],
+  heldWhileGenerating: true,
+  model: twinModel,
+});
 
 export const MAX_FOLLOWED = 8; // the chart's palette has 8 colours; none repeats
 
@@ -80,6 +88,7 @@ export function wireResidual() {
     next = next.slice(0, MAX_FOLLOWED);
     state.residualTokens = next;
     draw('residual');
+    draw('residual-twin');
     writeUrl();
   });
 }

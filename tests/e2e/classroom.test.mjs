@@ -67,7 +67,7 @@ test('while stepping at 1280x720 the step\'s chart is on screen beside its equat
   await context.close();
 });
 
-test('presenter mode: one section at a time, bigger text, keys move between sections', async () => {
+test('presenter mode: bigger text, slides move by key and by button, Esc brings every section back', async () => {
   const { page, context, problems } = await openPage({ width: 1280, height: 720 });
   const normalSize = await page.evaluate(() => parseFloat(getComputedStyle(document.querySelector('#attention-section .explain')).fontSize));
   await page.click('#presenter');
@@ -77,24 +77,80 @@ test('presenter mode: one section at a time, bigger text, keys move between sect
   const bigSize = await page.evaluate(() => parseFloat(getComputedStyle(document.querySelector('#attention-section .explain')).fontSize));
   assert.ok(bigSize >= normalSize * 1.3, `text ${normalSize}px -> ${bigSize}px`);
   await page.evaluate(() => document.activeElement?.blur());
+  const place = () => page.textContent('#presenter-place');
+  const first = await place();
+  assert.match(first, /^Attention, part 1 of \d+ · section 1 of \d+$/);
   await page.keyboard.press('PageDown');
+  await page.waitForFunction((old) => document.getElementById('presenter-place').textContent !== old, first);
+  assert.match(await place(), /^Attention, part 2 of/);
+  await page.click('#presenter-back');
+  await page.waitForFunction((old) => document.getElementById('presenter-place').textContent === old, first);
+  assert.equal(await page.isDisabled('#presenter-back'), true, 'the first slide has no previous one');
+  // The contents bar's target, then ] and [ across a section's edge.
+  await page.evaluate(() => document.querySelector('nav.toc a[href="#norm-section"]').click());
+  await page.waitForFunction(() => document.getElementById('norm-section').classList.contains('presenting'));
+  await page.keyboard.press('[');
   await page.waitForFunction(() => document.getElementById('position-section').classList.contains('presenting'));
-  assert.deepEqual(await visible(), ['position-section']);
-  await page.evaluate(() => window.__tvizFlush());
-  // The sinusoidal table: every model's section draws it (a learned table only MiniLM has).
-  const blank = await page.evaluate(() => document.querySelector('canvas[data-chart="pos-sin-table"]').toDataURL().length < 3000);
-  assert.ok(!blank, 'the shown section has its charts drawn');
-  await page.screenshot({ path: join(ARTIFACTS, 'presenter-1280x720.png') });
+  assert.match(await place(), /^Positional encoding(, part (\d+) of \2)? · section 2 of/, 'back from a section opens the last slide of the one before');
   await page.keyboard.press(']');
   await page.waitForFunction(() => document.getElementById('norm-section').classList.contains('presenting'));
-  await page.keyboard.press('PageUp');
-  await page.waitForFunction(() => document.getElementById('position-section').classList.contains('presenting'));
   await page.keyboard.press('Escape');
   await page.waitForFunction(() => !document.body.classList.contains('presenter'));
   assert.ok((await visible()).length >= 6, 'every section is back');
+  assert.equal(await page.locator('.off-slide').count(), 0, 'every block is back');
   assert.deepEqual(problems, []);
   await context.close();
 });
+
+// Walks every slide of presenter mode: each fits the screen (the page does not scroll), the
+// sentence and the slide's place stay in view, no slide shows a note in place of a chart the
+// model does not have, every chart on a slide is drawn and whole on screen, and every chart the
+// page shows outside presenter mode is on some slide.
+for (const [model, viewport] of [[null, { width: 1280, height: 720 }], [null, { width: 1920, height: 1080 }], [MINILM, { width: 1280, height: 720 }]]) {
+  test(`presenter mode at ${viewport.width}x${viewport.height} (${model ?? 'default model'}): one screen a slide, every chart on one`, async () => {
+    const { page, context, problems } = await open(env, env.base, { viewport, model });
+    await statusSettled(page);
+    const charts = await page.evaluate(() => [...document.querySelectorAll('main > section.view:not(#glossary) canvas[data-chart]')]
+      .filter((c) => c.getClientRects().length && !c.closest('details:not([open])')).map((c) => c.dataset.chart));
+    await page.click('#presenter');
+    await page.evaluate(() => document.activeElement?.blur());
+    const seen = new Set();
+    const where = [];
+    for (let n = 0; n < 60; n += 1) {
+      await page.waitForFunction(() => [...document.querySelectorAll('section.presenting canvas[data-chart]')]
+        .filter((c) => c.getClientRects().length && !c.closest('details:not([open])')).every((c) => c.toDataURL().length > 3000));
+      const slide = await page.evaluate(() => {
+        const inView = (el) => { const r = el.getBoundingClientRect(); return r.top >= 0 && r.bottom <= innerHeight + 1 && r.height > 0; };
+        const canvases = [...document.querySelectorAll('section.presenting canvas[data-chart]')].filter((c) => c.getClientRects().length && !c.closest('details:not([open])'));
+        return {
+          place: document.getElementById('presenter-place').textContent,
+          scrolls: document.documentElement.scrollHeight > innerHeight + 1,
+          sentence: inView(document.getElementById('text')),
+          placeShown: inView(document.getElementById('presenter-place')),
+          placeholders: [...document.querySelectorAll('section.presenting p.not-shown')].filter((p) => p.getClientRects().length).map((p) => p.textContent),
+          charts: canvases.map((c) => c.dataset.chart),
+          cut: canvases.filter((c) => !inView(c)).map((c) => c.dataset.chart),
+          last: document.getElementById('presenter-next').disabled,
+        };
+      });
+      where.push(slide.place);
+      assert.equal(slide.scrolls, false, `${slide.place}: the page scrolls`);
+      assert.ok(slide.sentence, `${slide.place}: the sentence is off screen`);
+      assert.ok(slide.placeShown, `${slide.place}: the slide's place is off screen`);
+      assert.deepEqual(slide.placeholders, [], `${slide.place}: a placeholder`);
+      assert.deepEqual(slide.cut, [], `${slide.place}: charts cut by the screen's edge`);
+      slide.charts.forEach((c) => seen.add(c));
+      if (slide.last) break;
+      await page.keyboard.press('PageDown');
+      await page.waitForFunction((old) => document.getElementById('presenter-place').textContent !== old, slide.place);
+    }
+    assert.ok(where.length >= 7, where.join(' | '));
+    assert.deepEqual(charts.filter((c) => !seen.has(c)), [], `charts on no slide (slides: ${where.join(' | ')})`);
+    await page.screenshot({ path: join(ARTIFACTS, `presenter-last-${viewport.width}x${viewport.height}${model ? `-${model}` : ''}.png`) });
+    assert.deepEqual(problems, []);
+    await context.close();
+  });
+}
 
 test('jargon links to the glossary, and every glossary link has an entry', async () => {
   const { page, context, problems } = await openPage();

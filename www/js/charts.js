@@ -67,8 +67,23 @@ function chartZoom() {
 // made the browser lay the page out again for each such chart.)
 const cssWidths = new Map();
 function cssWidthOf(canvas) {
+  // A chart narrowed to fit a slide (below) has the width of its figure to fill.
+  if (canvas.style.width) return canvas.parentElement.clientWidth;
   if (!cssWidths.has(canvas)) cssWidths.set(canvas, canvas.getBoundingClientRect().width);
   return cssWidths.get(canvas);
+}
+
+// Presenter mode shows a slide at a time: no chart may be taller than this (CSS pixels).
+let heightLimit = null;
+/** Caps every chart's height on screen at `px` CSS pixels (null: no cap), as presenter mode's
+ * slides need: a chart too tall is drawn narrower, keeping its shape, or else shorter. */
+export function setChartHeightLimit(px) { heightLimit = px; }
+
+// Chart `name`'s height in layout pixels for a layout `width`, from its registered shape.
+function heightFor(name, width) {
+  const { shape: [ratio, floor], height: ownHeight } = options[name];
+  const height = Math.max(floor, Math.round(width * ratio));
+  return ownHeight ? ownHeight(width, height) : height;
 }
 
 // Sizes the canvas for its place on the page. The chart is laid out in its own pixels
@@ -79,11 +94,15 @@ function sizeCanvas(name) {
   const canvas = canvasOf(name);
   const zoom = chartZoom();
   const scale = (window.devicePixelRatio || 1) * zoom;
-  const cssWidth = cssWidthOf(canvas) || canvas.width / scale;
-  const width = Math.max(300, Math.round(cssWidth / zoom));
-  const { shape: [ratio, floor], height: ownHeight } = options[name];
-  let height = Math.max(floor, Math.round(width * ratio));
-  if (ownHeight) height = ownHeight(width, height);
+  const room = cssWidthOf(canvas) || canvas.width / scale;
+  let width = Math.max(300, Math.round(room / zoom));
+  let height = heightFor(name, width);
+  if (heightLimit && height * zoom > heightLimit) {
+    width = Math.max(300, Math.round((width * heightLimit) / (height * zoom)));
+    height = Math.min(heightFor(name, width), Math.floor(heightLimit / zoom));
+  }
+  const narrowed = Math.round(width * zoom) < room - 1 ? `${Math.round(width * zoom)}px` : '';
+  if (canvas.style.width !== narrowed) canvas.style.width = narrowed;
   const [backingWidth, backingHeight] = [Math.round(width * scale), Math.round(height * scale)];
   if (canvas.width !== backingWidth) canvas.width = backingWidth;
   if (canvas.height !== backingHeight) canvas.height = backingHeight;

@@ -1,27 +1,126 @@
-// Presenter mode, for a class watching a projector: bigger text and charts, one section at a
-// time (the sentence stays above it), PageDown/PageUp (or ] and [) to move between sections,
-// Escape to leave.
+// Presenter mode, for a class watching a projector: bigger text and charts, and the page as
+// slides. The sentence stays at the top; below it one slide, a part of one section cut to fit
+// the screen, its charts made small enough to fit too. PageDown/PageUp (or ] and [, or the
+// bar's buttons) move between slides, Escape leaves.
 import { $ } from './dom.js';
-import { drawAll, setTextZoom } from './charts.js';
+import { charts, draw, drawAll, setTextZoom, setChartHeightLimit } from './charts.js';
 import { session } from './session.js';
 
 const PRESENTER_TEXT_ZOOM = 1.5;
-let current = 0;
+// Room kept under a chart for its caption (CSS pixels at the presenter's text size).
+const CAPTION_ROOM = 96;
+// Blocks that introduce the one after them (a heading, a chart's controls): never the last of
+// a slide.
+const KEEP_WITH_NEXT = '.controls, fieldset, h3, h4';
+
+const place = { section: 0, slide: 0 };
+let slides = []; // the current section's slides: each a list of the blocks it shows
+let containers = []; // the current section's elements cut into blocks of several slides
 
 // The sections this model shows (one that does not apply to it, such as the encoder-decoder
-// section for a decoder, is hidden and skipped).
+// section for a decoder, is hidden and skipped); the glossary is for reading, not a slide.
 function sections() {
-  return [...document.querySelectorAll('main > section.view')].filter((s) => !s.hidden);
+  return [...document.querySelectorAll('main > section.view')].filter((s) => !s.hidden && s.id !== 'glossary');
 }
 
-function show(index) {
+function shown(el) {
+  return el.getClientRects().length > 0;
+}
+
+// How tall `el` is with its margins (CSS pixels).
+function outerHeight(el) {
+  const style = getComputedStyle(el);
+  return el.getBoundingClientRect().height + parseFloat(style.marginTop) + parseFloat(style.marginBottom);
+}
+
+/** The room a slide has below the sentence and the bar, heading excluded (CSS pixels). */
+function slideRoom(section) {
+  const heading = section.querySelector(':scope > h2');
+  return innerHeight - section.getBoundingClientRect().top - (heading ? outerHeight(heading) : 0) - 12;
+}
+
+/** The blocks of `el` a slide is made of: its shown children but the heading, each whole
+ * unless it is taller than `room` and holds several blocks itself (a row of charts); such a
+ * container goes into `split`. */
+function blocksOf(el, room, split) {
+  const blocks = [];
+  for (const child of el.children) {
+    if (child.tagName === 'H2' || !shown(child)) continue;
+    const inner = [...child.children].filter(shown);
+    // Charts side by side (a model and its twin, a head and all heads) stay on one slide.
+    const top = (el) => Math.round(el.getBoundingClientRect().top);
+    const sideBySide = inner.every((c) => top(c) === top(inner[0]));
+    const splittable = child.tagName === 'DIV' && inner.length > 1 && !sideBySide && !child.matches(KEEP_WITH_NEXT);
+    if (outerHeight(child) > room && splittable) {
+      split.push(child);
+      blocks.push(...blocksOf(child, room, split));
+    } else blocks.push(child);
+  }
+  return blocks;
+}
+
+/** Cuts `section` into slides that fit the screen: every block shown, its charts sized to fit,
+ * then measured and taken in order while they fit. */
+function cut(section, squeeze) {
+  for (const el of section.querySelectorAll('.off-slide')) el.classList.remove('off-slide');
+  const room = slideRoom(section) - squeeze;
+  setChartHeightLimit(Math.max(160, room - CAPTION_ROOM));
+  for (const canvas of section.querySelectorAll('canvas[data-chart]')) {
+    if (Object.hasOwn(charts, canvas.dataset.chart) && session.summary) draw(canvas.dataset.chart);
+  }
+  containers = [];
+  const blocks = blocksOf(section, room, containers);
+  const out = [];
+  let slide = [];
+  let used = 0;
+  blocks.forEach((block, i) => {
+    let height = outerHeight(block);
+    // A block that introduces the next one goes with it onto the next slide if both do not fit.
+    if (block.matches(KEEP_WITH_NEXT) && blocks[i + 1]) height += outerHeight(blocks[i + 1]);
+    if (slide.length && used + height > room) {
+      out.push(slide);
+      slide = [];
+      used = 0;
+    }
+    slide.push(block);
+    used += outerHeight(block);
+  });
+  if (slide.length) out.push(slide);
+  return out.length ? out : [[]];
+}
+
+function show(sectionIndex, slideIndex = 0) {
   const all = sections();
-  current = Math.max(0, Math.min(all.length - 1, index));
-  all.forEach((s, i) => s.classList.toggle('presenting', i === current));
-  const heading = all[current].querySelector('h2')?.textContent ?? '';
-  $('presenter-where').textContent = `${heading}: ${current + 1} of ${all.length}. PageDown or ] for the next, PageUp or [ for the previous, Esc to leave.`;
-  all[current].scrollIntoView({ block: 'start' });
-  if (session.summary) drawAll(); // the section's charts were hidden: size and draw them now
+  place.section = Math.max(0, Math.min(all.length - 1, sectionIndex));
+  all.forEach((s, i) => s.classList.toggle('presenting', i === place.section));
+  const section = all[place.section];
+  scrollTo(0, 0);
+  // What the page has below the slide (margins, the section's rule) is known once the slide is
+  // shown: a slide that still makes the page scroll is cut again with that much less room.
+  let squeeze = 0;
+  for (let tries = 0; tries < 4; tries += 1) {
+    slides = cut(section, squeeze);
+    place.slide = slideIndex < 0 ? slides.length - 1 : Math.min(slideIndex, slides.length - 1);
+    const visible = new Set(slides[place.slide]);
+    for (const block of slides.flat()) block.classList.toggle('off-slide', !visible.has(block));
+    for (const box of containers) box.classList.toggle('off-slide', !slides[place.slide].some((b) => box.contains(b)));
+    const excess = document.documentElement.scrollHeight - innerHeight;
+    if (excess <= 0) break;
+    squeeze += excess;
+  }
+  const heading = section.querySelector('h2')?.textContent ?? '';
+  const part = slides.length > 1 ? `, part ${place.slide + 1} of ${slides.length}` : '';
+  $('presenter-place').textContent = `${heading}${part} · section ${place.section + 1} of ${all.length}`;
+  $('presenter-back').disabled = place.section === 0 && place.slide === 0;
+  $('presenter-next').disabled = place.section === all.length - 1 && place.slide === slides.length - 1;
+  if (session.summary) drawAll(); // the slide's charts were hidden: size and draw them now
+}
+
+function move(step) {
+  const next = place.slide + step;
+  if (next >= 0 && next < slides.length) show(place.section, next);
+  else if (step > 0 && place.section < sections().length - 1) show(place.section + 1, 0);
+  else if (step < 0 && place.section > 0) show(place.section - 1, -1);
 }
 
 export function presenting() {
@@ -40,6 +139,8 @@ function setPresenting(on) {
     const nearest = all.findIndex((s) => s.getBoundingClientRect().bottom > 80);
     show(nearest < 0 ? 0 : nearest);
   } else {
+    setChartHeightLimit(null);
+    for (const el of document.querySelectorAll('.off-slide')) el.classList.remove('off-slide');
     document.querySelectorAll('main > section.view').forEach((s) => s.classList.remove('presenting'));
     if (session.summary) drawAll();
   }
@@ -47,15 +148,26 @@ function setPresenting(on) {
 
 export function wirePresenter() {
   $('presenter').addEventListener('click', () => setPresenting(!presenting()));
+  $('presenter-back').addEventListener('click', () => move(-1));
+  $('presenter-next').addEventListener('click', () => move(1));
   document.addEventListener('keydown', (event) => {
     if (!presenting() || event.altKey || event.ctrlKey || event.metaKey) return;
     if (['TEXTAREA', 'INPUT', 'SELECT'].includes(document.activeElement?.tagName)) return;
     const moves = { PageDown: 1, ']': 1, PageUp: -1, '[': -1 };
     if (event.key === 'Escape') { setPresenting(false); event.preventDefault(); return; }
     if (moves[event.key] === undefined) return;
-    show(current + moves[event.key]);
+    move(moves[event.key]);
     event.preventDefault();
   });
+  // A new window size, or a part opened or closed (the comparison), cuts the slides again.
+  let resized = null;
+  const again = () => {
+    if (!presenting()) return;
+    clearTimeout(resized);
+    resized = setTimeout(() => show(place.section, place.slide), 100);
+  };
+  addEventListener('resize', again);
+  document.addEventListener('toggle', again, true);
   // The contents bar switches sections while presenting.
   document.querySelector('nav.toc').addEventListener('click', (event) => {
     const a = event.target.closest('a[href^="#"]');

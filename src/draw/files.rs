@@ -182,6 +182,15 @@ fn attention_jobs(trace: &Trace, layers: &[usize], out: &Path, dir: &Path) -> Ve
     jobs
 }
 
+/// The position features the wave charts follow: these five, those the model has (a small
+/// model has fewer than 121).
+fn wave_features(trace: &Trace) -> Vec<usize> {
+    [0, 1, 40, 80, 120]
+        .into_iter()
+        .filter(|&i| i < trace.config.d_model)
+        .collect()
+}
+
 /// The model's position table (when it adds one), and the notes' sinusoidal table at this
 /// model's width, whatever the model uses.
 fn position_jobs(trace: &Trace, out: &Path) -> Vec<Job> {
@@ -198,7 +207,7 @@ fn position_jobs(trace: &Trace, out: &Path) -> Vec<Job> {
             out,
             "position_waves",
             View::PositionWaves {
-                dims: vec![0, 1, 40, 80, 120],
+                dims: wave_features(trace),
             },
             (1000, 480),
         ));
@@ -227,7 +236,7 @@ fn position_jobs(trace: &Trace, out: &Path) -> Vec<Job> {
         out,
         "sinusoidal_waves",
         View::SinusoidalWaves {
-            dims: vec![0, 1, 40, 80, 120],
+            dims: wave_features(trace),
         },
         (1000, 480),
     ));

@@ -123,7 +123,7 @@ fn sublayer_output_lengths(trace: &Trace, output: Op, sum: Op, layer: usize) -> 
 fn one_two_five(lo: f32, hi: f32) -> Vec<f32> {
     let mut ticks = Vec::new();
     let mut decade = 10f32.powf(lo.log10().floor());
-    while decade <= hi {
+    while decade.is_finite() && decade <= hi {
         ticks.extend(
             [1.0, 2.0, 5.0]
                 .iter()
@@ -135,9 +135,14 @@ fn one_two_five(lo: f32, hi: f32) -> Vec<f32> {
     ticks
 }
 
-/// L2 norm of each row: (T, d) -> (T).
+/// L2 norm of each row: (T, d) -> (T). Summed in f64, so finite values as large as f32 allows
+/// give a finite length (at most f32::MAX), not an overflow to infinity.
 fn row_norms(m: ArrayView2<f32>) -> Vec<f32> {
-    m.map_axis(Axis(1), |r| r.dot(&r).sqrt()).to_vec()
+    m.map_axis(Axis(1), |r| {
+        let squares: f64 = r.iter().map(|&x| f64::from(x).powi(2)).sum();
+        squares.sqrt().min(f64::from(f32::MAX)) as f32
+    })
+    .to_vec()
 }
 
 /// The tokens shown when the student has not chosen: [CLS], the first word, one in the
@@ -371,7 +376,11 @@ fn draw_lengths<DB: Canvas>(
         .iter()
         .flatten()
         .fold((f32::INFINITY, 0f32), |(a, b), &v| (a.min(v), b.max(v)));
-    let (lo, hi) = (lo.max(1e-3) * 0.8, (hi * 1.25).max(lo.max(1e-3) * 2.0));
+    // Room above and below the lines, within what f32 holds.
+    let (lo, hi) = (
+        lo.max(1e-3) * 0.8,
+        (hi * 1.25).min(f32::MAX).max(lo.max(1e-3) * 2.0),
+    );
     let mut chart = ChartBuilder::on(area)
         .margin(8)
         .margin_right(14)
@@ -473,7 +482,7 @@ fn draw_writes<DB: Canvas>(
         ],
     );
     let m = writes.len();
-    let top_val = writes.iter().map(|a| a.2).fold(0f32, f32::max) * 1.1;
+    let top_val = (writes.iter().map(|a| a.2).fold(0f32, f32::max) * 1.1).min(f32::MAX);
     let mut bars = ChartBuilder::on(area)
         .caption(&title, (FONT, font_px + 2))
         .margin(8)

@@ -274,6 +274,24 @@ test('on a laptop the header keeps its height while the start-up notes come and 
   }
 });
 
+test('a notice said twice is listed once (a second GPU loss, the same link note)', async () => {
+  const { page, context, problems } = await openPage();
+  await page.evaluate(() => {
+    const loss = 'The GPU stopped (device lost). The page now computes on the CPU; the views show the same numbers.';
+    window.__tvizNotice([loss]);
+    window.__tvizNotice([loss, 'Another note.']);
+  });
+  assert.deepEqual(await page.locator('#notice-list li').allTextContents(), [
+    'The GPU stopped (device lost). The page now computes on the CPU; the views show the same numbers.',
+    'Another note.',
+  ]);
+  await page.click('#notice-close');
+  await page.evaluate(() => window.__tvizNotice(['Another note.']));
+  assert.deepEqual(await page.locator('#notice-list li').allTextContents(), ['Another note.'], 'dismissed notes may come back');
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
 test('on a phone the sticky contents bar is one row that scrolls sideways, every link in it', async () => {
   const { page, context, problems } = await open(env, env.base, { viewport: { width: 390, height: 844 } });
   const bar = await page.evaluate(() => {

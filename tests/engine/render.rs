@@ -183,3 +183,61 @@ fn every_step_draws_with_every_token_named() {
         }
     }
 }
+
+/// Every SVG under `dir`, recursively.
+fn svgs_under(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            svgs_under(&path, out);
+        } else if path.extension().is_some_and(|e| e == "svg") {
+            out.push(path);
+        }
+    }
+}
+
+/// Finite but extreme values (a norm's gamma scaled by 1e6 to 1e30: the stream's lengths reach
+/// beyond what f32 squares hold) are drawn as any other trace: every view is written, and no axis tick or label reads
+/// NaN or inf. (A pass that overflows is a typed error instead, `errors.rs`.)
+#[test]
+fn extreme_but_finite_values_draw_every_view_with_finite_axes() {
+    use transformer_viz::checkpoints::fixture::{decoder_config, encoder_config, random_weights};
+    use transformer_viz::tokenize::bytes::ByteTokenizer;
+    use transformer_viz::{Transformer, VizError};
+    let mut drawn = 0;
+    for (config, scale) in [decoder_config(), encoder_config()]
+        .into_iter()
+        .flat_map(|c| [1e6f32, 1e12, 1e18, 1e24, 1e30].map(|s| (c.clone(), s)))
+    {
+        let mut weights = random_weights(&config, 3);
+        weights.layers[0].ffn_norm.gamma.mapv_inplace(|g| g * scale);
+        let model =
+            Transformer::new(config.clone(), weights, Box::new(ByteTokenizer::default())).unwrap();
+        let trace = match model.trace("a sentence") {
+            Ok(trace) => trace,
+            Err(VizError::NotFinite(_)) => continue,
+            Err(e) => panic!("{e}"),
+        };
+        let dir = std::env::temp_dir().join(format!(
+            "tviz-extreme-{}-{}-{scale}",
+            std::process::id(),
+            config.causal
+        ));
+        assert!(render_all(&model, &trace, &dir, None).unwrap() > 5);
+        let mut files = Vec::new();
+        svgs_under(&dir, &mut files);
+        for file in &files {
+            for text in svg_texts(&svg_ok(file)) {
+                let words: Vec<&str> = text.split(|c: char| !c.is_alphanumeric()).collect();
+                assert!(
+                    !words.iter().any(|w| ["NaN", "inf", "Inf"].contains(w)),
+                    "{} at scale {scale}: {text}",
+                    file.display()
+                );
+            }
+        }
+        std::fs::remove_dir_all(&dir).ok();
+        drawn += 1;
+    }
+    assert!(drawn >= 4, "only {drawn} models gave a finite pass");
+}

@@ -2,6 +2,7 @@
 // nothing on the page did), notices about a link (they stay until dismissed), and the note
 // that a text is too long to share whole.
 import { $ } from './dom.js';
+import { exposeForTests } from './testing-hook.js';
 
 const MAX_MESSAGE_CHARS = 600; // a message built from a file's contents can be huge
 
@@ -39,6 +40,8 @@ export function showNotice(lines) {
   }
   $('notice').hidden = false;
 }
+
+exposeForTests('Notice', showNotice); // the tests say the same thing twice
 
 export function wireNotice() {
   $('notice-close').addEventListener('click', () => {

@@ -5,14 +5,14 @@ use ndarray::ArrayView2;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::colors::{Scale, CATEGORICAL};
 use super::heatmap::{draw_heatmap, Heatmap, HeatmapDrawn};
 use super::pixels::{matrix_cells, EmbeddedImage, Pixels};
 use super::Canvas;
 use super::{anchored_text, draw_err, short_label, FONT};
-use crate::error::Result;
+use crate::error::{Result, VizError};
 use crate::trace::Trace;
 
 /// One head, tokens on both axes: rows are queries, columns are keys. `kind` names the
@@ -85,17 +85,38 @@ pub struct GridGeometry {
     pub cell_height: i32,
     pub layers: usize,
     pub heads: usize,
+    /// Which attention the thumbnails show.
+    pub of: GridOf,
+}
+
+/// Which attention a grid of every head shows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GridOf {
+    /// The model's self-attention (an encoder-decoder's decoder: masked).
+    #[default]
+    SelfAttention,
+    /// An encoder-decoder's encoder: unmasked self-attention over the source.
+    Encoder,
+    /// An encoder-decoder's cross-attention: target tokens down, source tokens across.
+    Cross,
 }
 
 /// Every head of every layer: layers as rows, heads as columns; the selected one framed.
 pub fn draw_grid<DB: Canvas>(
     area: &DrawingArea<DB, Shift>,
     trace: &Trace,
+    of: GridOf,
     selected: Option<(usize, usize)>,
     vector: bool,
 ) -> Result<(GridGeometry, Option<EmbeddedImage>)> {
     area.fill(&WHITE).map_err(draw_err)?;
-    let (layers, heads) = (trace.config.n_layers, trace.config.n_heads);
+    let stack = match (of, &trace.source) {
+        (GridOf::Encoder, Some(source)) => source.as_ref(),
+        (GridOf::Encoder | GridOf::Cross, None) => return Err(VizError::NoCrossAttention),
+        _ => trace,
+    };
+    let (layers, heads) = (stack.config.n_layers, stack.config.n_heads);
     let (w, h) = area.dim_in_pixel();
     let font_px = if w < 400 { 10 } else { 12 };
     let (left, top) = (font_px * 3 + 6, font_px * 2 + 8);
@@ -116,7 +137,10 @@ pub fn draw_grid<DB: Canvas>(
         )
     });
     for layer in 0..layers {
-        let a = trace.attention_layer(layer)?; // (heads, T, T)
+        let a = match of {
+            GridOf::Cross => trace.cross_attention_layer(layer)?, // (heads, T, S)
+            _ => stack.attention_layer(layer)?,                   // (heads, T, T)
+        };
         let y0 = top + layer as i32 * side;
         area.draw(&Text::new(
             format!("L{layer}"),
@@ -175,6 +199,7 @@ pub fn draw_grid<DB: Canvas>(
             cell_height: side,
             layers,
             heads,
+            of,
         },
         image,
     ))

@@ -7,6 +7,7 @@ use std::sync::Once;
 
 use plotters::prelude::*;
 
+use super::attention::GridOf;
 use super::draw_err;
 use super::head_grid::HeadPattern;
 use super::view::{draw_view, view_svg, View};
@@ -176,9 +177,27 @@ fn attention_jobs(trace: &Trace, layers: &[usize], out: &Path, dir: &Path) -> Ve
         View::Grid {
             layer: layers[0],
             head: 0,
+            of: GridOf::SelfAttention,
         },
         grid_size,
     ));
+    if trace.source.is_some() {
+        for (name, of) in [
+            ("encoder_attention_grid", GridOf::Encoder),
+            ("cross_attention_grid", GridOf::Cross),
+        ] {
+            jobs.push(Job::new(
+                out,
+                name,
+                View::Grid {
+                    layer: 0,
+                    head: 0,
+                    of,
+                },
+                grid_size,
+            ));
+        }
+    }
     jobs
 }
 

@@ -6,6 +6,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use super::attention::GridOf;
 use super::colors::{Clipped, Scale};
 use super::heatmap::{draw_heatmap, AxisLabels, Geometry, Heatmap, HeatmapDrawn};
 use super::pixels::{embed_images, EmbeddedImage};
@@ -33,9 +34,13 @@ pub enum View {
         #[serde(default)]
         encoder: bool,
     },
+    /// Every head of every layer as thumbnails (`of`: which attention; the model's own by
+    /// default), the chosen one framed.
     Grid {
         layer: usize,
         head: usize,
+        #[serde(default)]
+        of: GridOf,
     },
     /// BertViz's head view. `focus`: only that query's lines; `focus_key`: only the lines into
     /// that key; `heads`: several heads of the layer at once, each in its colour (empty: `head`).
@@ -381,8 +386,9 @@ fn draw_view_parts<DB: Canvas>(
         View::Query { layer, head, query } => Ok(Drawn::plotted(Plotted::Query(
             super::query::draw_query(area, trace, *layer, *head, *query)?,
         ))),
-        View::Grid { layer, head } => {
-            let (grid, image) = attention::draw_grid(area, trace, Some((*layer, *head)), vector)?;
+        View::Grid { layer, head, of } => {
+            let (grid, image) =
+                attention::draw_grid(area, trace, *of, Some((*layer, *head)), vector)?;
             Ok(Drawn {
                 grid: Some(grid),
                 images: image.into_iter().collect(),

@@ -171,3 +171,28 @@ test('the encoder-decoder\'s three attentions are named apart: the encoder\'s un
   assert.deepEqual([...problems, ...again.problems], []);
   await Promise.all([context.close(), again.context.close()]);
 });
+
+test('a grid of every cross-attention head: a click opens that head, and the attention grid follows the stack shown', async () => {
+  const { page, context, problems } = await openPage(env, `${env.base}?model=lecture-reverse&text=${encodeURIComponent('the cat sat')}`);
+  await page.waitForFunction(() => window.__tviz.model === 'lecture-reverse');
+  const grid = (await drawn(page, 'cross-grid', (d) => d.grid)).grid;
+  assert.equal(grid.of, 'cross');
+  const config = await page.evaluate(() => [document.querySelectorAll('#cross-layer option').length, document.querySelectorAll('#cross-head option').length]);
+  assert.deepEqual([grid.layers, grid.heads], config);
+  // The thumbnails are the cross-attention's, not the decoder's self-attention's.
+  const self = (await drawn(page, 'grid', (d) => d.grid)).grid;
+  assert.equal(self.of, 'self_attention');
+  // A click on the last layer's last head opens it in the cross-attention chart.
+  await page.locator('canvas[data-chart="cross-grid"]').scrollIntoViewIfNeeded();
+  const box = await page.locator('canvas[data-chart="cross-grid"]').boundingBox();
+  const drawnGrid = await page.evaluate(() => window.__tvizDrawn['cross-grid']);
+  const toCss = box.width / drawnGrid.width;
+  const [layer, head] = [grid.layers - 1, grid.heads - 1];
+  await page.mouse.click(box.x + (grid.left + (head + 0.5) * grid.cell_width) * toCss, box.y + (grid.top + (layer + 0.5) * grid.cell_height) * toCss);
+  await page.waitForFunction(([l, h]) => document.getElementById('cross-layer').value === String(l) && document.getElementById('cross-head').value === String(h), [layer, head]);
+  // The attention section's grid shows the encoder when the heatmap does.
+  await page.selectOption('#attention-stack', 'encoder');
+  assert.equal((await drawn(page, 'grid', (d) => d.grid?.of === 'encoder')).grid.of, 'encoder');
+  assert.deepEqual(problems, []);
+  await context.close();
+});

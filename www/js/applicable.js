@@ -37,7 +37,7 @@ export function whyNotShown(name) {
   if (name.startsWith('rotary-') && positionKind(config) !== 'Rotary') {
     return `${title} does not rotate its queries and keys: ${positionWords(config)}.`;
   }
-  if (name === 'cross' && !isEncoderDecoder(config)) {
+  if ((name === 'cross' || name === 'cross-grid') && !isEncoderDecoder(config)) {
     return `${title} has no encoder stack, so nothing to cross-attend to: only an encoder-decoder's decoder reads another stack's output.`;
   }
   if (name === 'prediction' && config.lm_head === 'None') {

@@ -13,21 +13,24 @@ registerChart('attention', {
   // The lines view gives each token a row of its own.
   height: (width, height) => (state.mode === 'lines' ? Math.max(height, session.summary.tokens.length * 22 + 90) : height),
 });
+/** A grid of every head's thumbnail for a chart `width` wide: square thumbnails that fill the
+ * width (the grid leaves room for its labels). A deep model (SmolLM2: 30 layers) gets smaller
+ * thumbnails, so the grid stays about a screen tall; a click still opens any head large. */
+export function gridHeight(width) {
+  const { config } = session;
+  const font = width < 400 ? 10 : 12;
+  const fitWidth = Math.floor((width - (font * 3 + 6) - 4) / config.n_heads);
+  const fitHeight = Math.floor(Math.max(640, width * 0.9) / config.n_layers);
+  // At most 180 px a thumbnail: a shallow model's few heads need not fill a screen.
+  const side = Math.max(12, Math.min(fitWidth, fitHeight, 180));
+  return font * 2 + 8 + side * config.n_layers + 4;
+}
+
 registerChart('grid', {
-  spec: () => ({ kind: 'grid', layer: state.layer, head: state.head }),
+  // An encoder-decoder's grid shows the stack the heatmap shows: the encoder's or the decoder's.
+  spec: () => ({ kind: 'grid', layer: state.layer, head: state.head, of: showsEncoder() ? 'encoder' : 'self_attention' }),
   shape: [0.62, 240],
-  // Square thumbnails that fill the width (the grid leaves room for its labels). A deep model
-  // (SmolLM2: 30 layers) gets smaller thumbnails, so the grid stays about a screen tall; a
-  // click still opens any head large.
-  height: (width) => {
-    const { config } = session;
-    const font = width < 400 ? 10 : 12;
-    const fitWidth = Math.floor((width - (font * 3 + 6) - 4) / config.n_heads);
-    const fitHeight = Math.floor(Math.max(640, width * 0.9) / config.n_layers);
-    // At most 180 px a thumbnail: a shallow model's few heads need not fill a screen.
-    const side = Math.max(12, Math.min(fitWidth, fitHeight, 180));
-    return font * 2 + 8 + side * config.n_layers + 4;
-  },
+  height: gridHeight,
 });
 
 const MAX_LINE_HEADS = 8; // the colour-blind-safe palette has eight colours
@@ -63,6 +66,7 @@ export function selectHead(layer, head) {
   draw('attention');
   draw('grid');
   draw('cross');
+  draw('cross-grid');
   writeUrl();
   document.dispatchEvent(new CustomEvent('tviz:head', { detail: { layer: state.layer, head: state.head } }));
 }
@@ -216,6 +220,7 @@ export function wireAttention() {
     state.stack = $('attention-stack').value;
     renderLinesControls(); // the caption says which attention
     draw('attention');
+    draw('grid'); // the grid shows the same stack
     writeUrl();
   });
   document.querySelector(`input[name=mode][value=${state.mode}]`).checked = true;
@@ -226,10 +231,11 @@ export function wireAttention() {
     lines.focus = null;
     renderLinesControls();
     draw('attention');
+    draw('grid'); // the lines show the decoder: so does the grid
     writeUrl();
   }));
   renderLinesControls();
-  attachGrid();
+  attachGrid('grid');
   attachLinesHover();
 }
 
@@ -238,12 +244,13 @@ export function resetLinesFocus() {
   lines.focus = null;
 }
 
-function attachGrid() {
-  const canvas = canvasOf('grid');
+/** Clicks and arrow keys on the grid chart `name` choose a head. */
+export function attachGrid(name) {
+  const canvas = canvasOf(name);
   canvas.addEventListener('click', (event) => {
-    const g = session.drawn.grid?.grid;
+    const g = session.drawn[name]?.grid;
     if (!g) return;
-    const [px, py] = canvasPoint(canvas, event, session.drawn.grid);
+    const [px, py] = canvasPoint(canvas, event, session.drawn[name]);
     const x = px - g.left;
     const y = py - g.top;
     const head = Math.floor(x / g.cell_width);

@@ -21,7 +21,10 @@ function settingsOf(name) {
     case 'head': return { text: `attention of layer ${spec.layer}, head ${spec.head}`, slug: `L${spec.layer}-H${spec.head}` };
     case 'lines': return { text: `attention of layer ${spec.layer}, head ${spec.head} as lines`, slug: `lines_L${spec.layer}-H${spec.head}` };
     case 'cross_attention': return { text: `cross-attention of decoder layer ${spec.layer}, head ${spec.head}`, slug: `cross_L${spec.layer}-H${spec.head}` };
-    case 'grid': return { text: `every head of every layer (layer ${spec.layer}, head ${spec.head} framed)`, slug: `L${spec.layer}-H${spec.head}` };
+    case 'grid': {
+      const of = { cross: 'the cross-attention of ', encoder: 'the encoder\'s self-attention of ' }[spec.of] ?? '';
+      return { text: `${of}every head of every layer (layer ${spec.layer}, head ${spec.head} framed)`, slug: `L${spec.layer}-H${spec.head}` };
+    }
     case 'position_table': return { text: 'the learned position table', slug: '' };
     case 'position_waves': return { text: `position features ${spec.dims.join(', ')}`, slug: `features-${spec.dims.join('-')}` };
     case 'position_similarity': return { text: 'similarity of the learned position vectors', slug: '' };

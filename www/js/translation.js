@@ -5,12 +5,17 @@
 import { $, fillSelect } from './dom.js';
 import { state } from './state.js';
 import { session } from './session.js';
-import { selectHead } from './attention.js';
+import { selectHead, attachGrid, gridHeight } from './attention.js';
 import { isEncoderDecoder } from './applicable.js';
 import { registerChart } from './charts.js';
 import { modelNamed } from './models.js';
 
 registerChart('cross', { spec: crossSpec, shape: [0.9, 340] });
+registerChart('cross-grid', {
+  spec: () => ({ kind: 'grid', layer: state.layer, head: state.head, of: 'cross' }),
+  shape: [0.62, 240],
+  height: gridHeight,
+});
 
 export function crossSpec() {
   return { kind: 'cross_attention', layer: state.layer, head: state.head };
@@ -69,6 +74,7 @@ function renderBeyondTraining() {
 }
 
 export function wireTranslation() {
+  attachGrid('cross-grid');
   $('cross-layer').addEventListener('change', () => selectHead(Number($('cross-layer').value), state.head));
   $('cross-head').addEventListener('change', () => selectHead(state.layer, Number($('cross-head').value)));
   // The attention section's choice moves this chart too.

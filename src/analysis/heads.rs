@@ -32,6 +32,9 @@ pub struct HeadScores {
     pub scores: PatternScores,
     /// Induction: see `induction_score`; `None` when the text repeats no token.
     pub induction: Option<f32>,
+    /// Duplicate token: the mean weight from a repeated token on its earlier copy (see
+    /// `duplicate_targets`); `None` when the text repeats no token.
+    pub duplicate: Option<f32>,
 }
 
 /// The queries an induction head acts on, each with the key it should attend to: a token i
@@ -52,8 +55,19 @@ pub fn induction_targets(ids: &[u32]) -> Vec<(usize, usize)> {
     targets
 }
 
-/// Mean weight that `a` (T, T) puts on each induction target (`induction_targets`); `None`
-/// when there is none.
+/// The queries a duplicate-token head acts on, each with the key it attends to: a token i
+/// whose id occurred before, at j (the most recent earlier occurrence), looks at j itself, its
+/// earlier copy (a repeated name finds where the name came first). Immediate repeats are left
+/// out, as for induction: a previous-token head would score there too.
+pub fn duplicate_targets(ids: &[u32]) -> Vec<(usize, usize)> {
+    induction_targets(ids)
+        .into_iter()
+        .map(|(query, after_copy)| (query, after_copy - 1))
+        .collect()
+}
+
+/// Mean weight that `a` (T, T) puts on each target (query, key) of `targets` (induction's or
+/// the duplicate token's); `None` when there is none.
 pub fn induction_score(a: ArrayView2<f32>, targets: &[(usize, usize)]) -> Option<f32> {
     (!targets.is_empty())
         .then(|| targets.iter().map(|&(q, k)| a[[q, k]]).sum::<f32>() / targets.len() as f32)
@@ -110,6 +124,7 @@ pub fn head_scores(trace: &Trace) -> Result<Vec<HeadScores>> {
     let special_end = ends_with_special(trace);
     let ids: Vec<u32> = trace.tokens.iter().map(|t| t.id).collect();
     let targets = induction_targets(&ids);
+    let duplicates = duplicate_targets(&ids);
     let mut all = Vec::with_capacity(trace.config.n_layers * trace.config.n_heads);
     for layer in 0..trace.config.n_layers {
         let heads = trace.attention_layer(layer)?; // (heads, T, T)
@@ -119,6 +134,7 @@ pub fn head_scores(trace: &Trace) -> Result<Vec<HeadScores>> {
                 head,
                 scores: pattern_scores(a, special_end),
                 induction: induction_score(a, &targets),
+                duplicate: induction_score(a, &duplicates),
             });
         }
     }

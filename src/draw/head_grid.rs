@@ -20,6 +20,7 @@ use crate::trace::Trace;
 pub enum HeadPattern {
     Previous,
     Induction,
+    Duplicate,
     First,
 }
 
@@ -28,13 +29,14 @@ impl HeadPattern {
         match self {
             HeadPattern::Previous => "previous-token score",
             HeadPattern::Induction => "induction score",
+            HeadPattern::Duplicate => "duplicate-token score",
             HeadPattern::First => "first-token score",
         }
     }
 }
 
-/// The (layers, heads) scores of `pattern` on `trace`; `None` for induction on a text that
-/// repeats no token (no head can show it).
+/// The (layers, heads) scores of `pattern` on `trace`; `None` for induction or the duplicate
+/// token on a text that repeats no token (no head can show it).
 pub fn score_grid(trace: &Trace, pattern: HeadPattern) -> Result<Option<Array2<f32>>> {
     let scores = head_scores(trace)?;
     let mut grid = Array2::<f32>::zeros((trace.config.n_layers, trace.config.n_heads)); // (layers, heads)
@@ -42,10 +44,17 @@ pub fn score_grid(trace: &Trace, pattern: HeadPattern) -> Result<Option<Array2<f
         grid[[s.layer, s.head]] = match pattern {
             HeadPattern::Previous => s.scores.previous,
             HeadPattern::First => s.scores.first,
-            HeadPattern::Induction => match s.induction {
-                Some(score) => score,
-                None => return Ok(None),
-            },
+            HeadPattern::Induction | HeadPattern::Duplicate => {
+                let score = if pattern == HeadPattern::Induction {
+                    s.induction
+                } else {
+                    s.duplicate
+                };
+                match score {
+                    Some(score) => score,
+                    None => return Ok(None),
+                }
+            }
         };
     }
     Ok(Some(grid))
@@ -64,7 +73,7 @@ pub fn draw_head_grid<DB: Canvas>(
     let title = match &scores {
         Some(_) => format!("Every head's {} (mean attention weight), {layers} layers × {heads} heads", pattern.words()),
         // Drawn empty with the reason, not refused: the student sees what to do.
-        None => "No token repeats in this text, so no head can show induction: use “Repeat a random sequence twice”".to_string(),
+        None => format!("No token repeats in this text, so no head can show its {}: use “Repeat a random sequence twice”", pattern.words()),
     };
     let grid = scores.unwrap_or_else(|| Array2::zeros((layers, heads))); // (layers, heads)
     let rows: Vec<String> = (0..grid.nrows()).map(|l| format!("L{l}")).collect();

@@ -95,3 +95,25 @@ test('the head grid: a repeated random sequence lights up induction heads; a cli
   assert.deepEqual(problems, []);
   await context.close();
 });
+
+test('duplicate-token heads: a repeated name is scored in the head finder and the head grid', async () => {
+  const { page, context, problems } = await openPage(env.base);
+  await typeSentence(page, 'Mary went to the shop and then Mary went home.');
+  await page.selectOption('#finder-kind', 'duplicate');
+  const entries = await page.locator('#finder-pattern li').allTextContents();
+  assert.ok(entries.length > 0, 'the finder ranks heads by the duplicate-token score');
+  assert.match(entries[0], /^layer \d+, head \d+: [01]\.\d\d$/);
+  const previous = await drawn(page, 'head-grid', (d) => d.values?.length);
+  await page.selectOption('#grid-pattern', 'duplicate');
+  const grid = await drawn(page, 'head-grid', (d, old) => JSON.stringify(d.values) !== old, JSON.stringify(previous.values));
+  const heads = await page.evaluate(() => document.querySelectorAll('#head option').length);
+  assert.equal(grid.values.length, heads * await page.evaluate(() => document.querySelectorAll('#layer option').length));
+  // The grid's cell of the finder's best head holds the finder's score.
+  const [, layer, head, score] = entries[0].match(/^layer (\d+), head (\d+): (\S+)$/);
+  assert.equal(grid.values[Number(layer) * heads + Number(head)].toFixed(2), score);
+  // A text that repeats nothing: the option is off and the grid says why.
+  await typeSentence(page, 'Hi.');
+  assert.equal(await page.isDisabled('#finder-kind option[value=duplicate]'), true);
+  assert.deepEqual(problems, []);
+  await context.close();
+});

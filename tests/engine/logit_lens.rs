@@ -4,7 +4,7 @@
 
 use crate::common;
 use ndarray::arr2;
-use transformer_viz::analysis::heads::{induction_score, induction_targets};
+use transformer_viz::analysis::heads::{duplicate_targets, induction_score, induction_targets};
 use transformer_viz::analysis::logit_lens::logit_lens;
 use transformer_viz::checkpoints::fixture::{decoder_config, fixture};
 use transformer_viz::draw::head_grid::{score_grid, HeadPattern};
@@ -92,6 +92,24 @@ fn induction_targets_and_score_are_exact() {
             < 1e-6
     );
     assert_eq!(induction_score(arr2(&[[1.0f32]]).view(), &[]), None);
+}
+
+#[test]
+fn duplicate_targets_point_at_the_earlier_copy() {
+    // a b c a b: query 3 (a) -> key 0 (the earlier a); query 4 (b) -> key 1.
+    assert_eq!(duplicate_targets(&[1, 2, 3, 1, 2]), vec![(3, 0), (4, 1)]);
+    // The most recent earlier copy; an immediate repeat is left out.
+    assert_eq!(duplicate_targets(&[7, 8, 7, 9, 7, 7]), vec![(2, 0), (4, 2)]);
+    let model = fixture(decoder_config(), 5).unwrap();
+    let trace = model.trace("abcabc").unwrap();
+    let grid = score_grid(&trace, HeadPattern::Duplicate).unwrap().unwrap();
+    let a = trace.attention(1, 2).unwrap();
+    let ids: Vec<u32> = trace.tokens.iter().map(|t| t.id).collect();
+    let expected = induction_score(a, &duplicate_targets(&ids)).unwrap();
+    assert!((grid[[1, 2]] - expected).abs() < 1e-6);
+    // Nothing repeats: no head can show it.
+    let once = model.trace("abc").unwrap();
+    assert!(score_grid(&once, HeadPattern::Duplicate).unwrap().is_none());
 }
 
 #[test]

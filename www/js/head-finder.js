@@ -123,7 +123,7 @@ function renderFrom() {
 
 function renderPattern() {
   const kind = $('finder-kind').value;
-  const names = { previous: 'the previous token', next: 'the next token', first: firstTokenWords(), last: 'the last token ([SEP])', induction: 'the token after the last occurrence of its own token' };
+  const names = { previous: 'the previous token', next: 'the next token', first: firstTokenWords(), last: 'the last token ([SEP])', induction: 'the token after the last occurrence of its own token', duplicate: 'the earlier copy of its own token' };
   const ranked = finder.scores.filter((s) => s[kind] !== null && s[kind] !== undefined).sort((a, b) => b[kind] - a[kind]);
   syncChildren($('finder-pattern'), ranked.slice(0, SHOWN).map((s) => ({
     layer: s.layer,
@@ -183,6 +183,7 @@ export function renderHeadFinder() {
   const kinds = $('finder-kind');
   kinds.querySelector('option[value=last]').disabled = finder.scores[0]?.last === null;
   kinds.querySelector('option[value=induction]').disabled = finder.scores[0]?.induction === null;
+  kinds.querySelector('option[value=duplicate]').disabled = finder.scores[0]?.duplicate === null;
   // In a decoder no token sees the one after it: that score is always 0, so it is not offered.
   kinds.querySelector('option[value=next]').disabled = Boolean(session.config.causal);
   setIfChanged(kinds.querySelector('option[value=first]'), 'textContent', firstTokenWords().replace('the first', 'first'));

@@ -27,7 +27,7 @@ export const state = {
   topK: 0, // 0: off
   topP: 1, // 1: off
   seed: 0,
-  gridPattern: 'previous', // the head grid's colouring: previous, induction or first
+  gridPattern: 'previous', // the head grid's colouring: previous, induction, duplicate or first
   threads: null, // a link's threads=N (threads.js); null: as many as the device reports, up to 8
   backend: 'auto', // where passes run: auto, cpu or gpu (`?backend=`, gpu-backend.js)
   layerHeadFromUrl: false, // else the head finder picks an informative head to open on

@@ -13,7 +13,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { serve } from './static-server.mjs';
-import { launchChromium } from './browser.mjs';
+import { launchChromium, gotoAccepting } from './browser.mjs';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 const PASSES = Number(process.env.PASSES ?? 5);
@@ -42,7 +42,7 @@ const browser = await launchChromium();
 
 async function open(model, backend) {
   const page = await browser.newPage({ viewport: { width: 1280, height: 720 } });
-  await page.goto(`${base}?model=${model}&backend=${backend}&threads=1`);
+  await gotoAccepting(page, `${base}?model=${model}&backend=${backend}&threads=1`);
   await page.evaluate(() => window.__tviz.ready);
   if (backend === 'gpu') await page.waitForFunction(() => window.__tviz.gpu?.active, null, { timeout: 120000 });
   return page;

@@ -20,7 +20,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { serve } from './static-server.mjs';
-import { launchChromium } from './browser.mjs';
+import { launchChromium, gotoAccepting } from './browser.mjs';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 const KEYSTROKES = Number(process.env.KEYSTROKES ?? 20); // KEYSTROKES=60 for a steadier p95
@@ -108,7 +108,7 @@ async function threadsSideBySide(url, model, tokens) {
       const context = await browser.newContext({ viewport: { width: 1280, height: 720 } });
       contexts.push(context);
       const page = await context.newPage();
-      await page.goto(url + '?' + [model.query, extra].filter(Boolean).join('&'));
+      await gotoAccepting(page, url + '?' + [model.query, extra].filter(Boolean).join('&'));
       await page.waitForFunction(() => window.__tviz?.firstSettledAt !== undefined || window.__tviz?.failed, null, { timeout: 60000 });
       await page.waitForFunction(() => !['pending', 'starting'].includes(window.__tviz.cpuThreads), null, { timeout: 60000 });
       text ??= await sentence(page, tokens);
@@ -173,7 +173,7 @@ async function measure({ dist, serveWith }, model) {
     for (const [run, query] of loads) {
       const context = await browser.newContext({ viewport: { width: 1280, height: 720 } });
       const page = await context.newPage();
-      await page.goto(url + (query ? `?${query}` : ''));
+      await gotoAccepting(page, url + (query ? `?${query}` : ''));
       await page.waitForFunction(() => window.__tviz?.firstSettledAt !== undefined || window.__tviz?.failed, null, { timeout: 60000 });
       if (run < 3) {
         results.firstView.push(await page.evaluate(() => window.__tviz.firstViewAt));

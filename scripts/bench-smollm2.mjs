@@ -14,7 +14,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { serve } from './static-server.mjs';
-import { launchChromium } from './browser.mjs';
+import { launchChromium, gotoAccepting } from './browser.mjs';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 const REPEATS = 7;
@@ -91,7 +91,7 @@ async function generation(page, tokens) {
 async function measure(browser, url, query) {
   const context = await browser.newContext({ viewport: { width: 1280, height: 720 } });
   const page = await context.newPage();
-  await page.goto(`${url}?model=smollm2-135m${query}`);
+  await gotoAccepting(page, `${url}?model=smollm2-135m${query}`);
   await page.waitForFunction(() => window.__tviz?.model === 'smollm2-135m' && window.__tviz.firstSettledAt !== undefined, null, { timeout: 300_000 });
   await page.waitForFunction(() => !['pending', 'starting'].includes(window.__tviz.cpuThreads) && window.__tviz.helper !== 'starting', null, { timeout: 120_000 });
   const backend = await page.evaluate(() => window.__tviz.backend);

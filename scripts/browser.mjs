@@ -16,3 +16,12 @@ export function launchChromium() {
     ],
   });
 }
+
+/** Opens `url` in `page`; a link to a large model the browser has not cached makes the page
+ * ask before it downloads (model-picker.js): the benchmarks answer Download, as a student
+ * would, and time from the navigation as before. */
+export async function gotoAccepting(page, url) {
+  await page.goto(url);
+  await page.waitForFunction(() => window.__tviz?.picker === 'offer' || window.__tviz?.firstViewAt !== undefined || window.__tviz?.failed, null, { timeout: 120_000 });
+  if (await page.evaluate(() => window.__tviz.picker === 'offer')) await page.click('#model-download');
+}

@@ -163,7 +163,7 @@ export function draw(name) {
   const key = keyOf(name, model.name);
   dirty.delete(name);
   if (isDrawn(name, key)) return; // nothing it shows has changed
-  if (waitsForDevice(charts[name]())) {
+  if (!options[name].model && waitsForDevice(charts[name]())) {
     // A GPU pass left what it reads on the device: it keeps its last picture until the
     // values arrive (asked for now if it is on screen, else when it scrolls into view).
     chartWaits(name, onScreen(name));

@@ -136,9 +136,11 @@ export async function isShownAndBlank(page, chart) {
  */
 export async function drawn(page, chart, ready = (d) => d, arg = null) {
   await page.locator(`canvas[data-chart="${chart}"]`).scrollIntoViewIfNeeded();
-  await page.waitForFunction(([c, test, a]) => {
-    const d = window.__tvizDrawn[c];
-    return d && new Function('d', 'arg', `return (${test})(d, arg)`)(d, a);
-  }, [chart, ready.toString(), arg]);
+  // One function holding `ready`, built here in Node: the test tool sends a function to the
+  // page once and calls it on every poll. Code built inside the page (`new Function`, `eval`)
+  // would break the page's Content-Security-Policy (no 'unsafe-eval') once the poll runs from
+  // the page's own frames, so a test that had to wait failed.
+  const predicate = new Function('[c, a]', `const d = window.__tvizDrawn[c]; return Boolean(d && (${ready.toString()})(d, a));`);
+  await page.waitForFunction(predicate, [chart, arg]);
   return page.evaluate((c) => window.__tvizDrawn[c], chart);
 }

@@ -115,6 +115,9 @@ function sizeCanvas(name) {
 // it is under 64 tokens, the norm's learned parameters).
 const drawnKey = {};
 const dirty = new Set();
+// Charts drawn from another model (the twin) that were off screen after a pass: they cost a
+// pass of their own, so they wait until they come into view (or are exported, or presented).
+const stale = new Set();
 
 function keyOf(name, model = modelOf(name).name) {
   const { summary } = session;
@@ -150,6 +153,7 @@ function isDrawn(name, key) {
 }
 
 export function draw(name) {
+  stale.delete(name);
   const model = modelOf(name);
   const why = whyNotShown(name) ?? model.why ?? null; // this model has no such chart: say why instead
   showWhyNotShown(canvasOf(name), why);
@@ -194,6 +198,12 @@ export function observeCharts() {
   const names = new Map(Object.keys(charts).map((name) => [canvasOf(name), name]));
   const observer = new IntersectionObserver((entries) => {
     for (const e of entries) visible.set(names.get(e.target), e.isIntersecting);
+    for (const name of stale) {
+      if (visible.get(name)) {
+        stale.delete(name);
+        dirty.add(name);
+      }
+    }
     if (session.summary && dirty.size) drawVisible(); // scrolled into view before its turn
     if ([...readback.waiting].some((name) => visible.get(name))) readRest(); // its values are on the GPU
   }, { rootMargin: '200px 0px' });
@@ -249,7 +259,10 @@ readback.arrived.push((waited) => {
 });
 
 export function drawAll() {
-  for (const name of Object.keys(charts)) dirty.add(name);
+  for (const name of Object.keys(charts)) {
+    if (options[name].model && !onScreen(name)) stale.add(name);
+    else dirty.add(name);
+  }
   clearTimeout(background);
   if (timing.generating()) {
     for (const name of [...dirty]) if (onScreen(name) && !options[name].heldWhileGenerating) draw(name);
@@ -299,10 +312,16 @@ function drawPending() {
   for (const name of [...dirty]) draw(name);
   settled();
 }
-exposeForTests('Flush', drawPending);
+// For the tests: draws every chart now, those waiting to come into view too.
+function drawEverything() {
+  for (const name of stale) dirty.add(name);
+  stale.clear();
+  drawPending();
+}
+exposeForTests('Flush', drawEverything);
 // For the tests: brings back what a GPU pass left on the device, then draws every chart.
 exposeForTests('ReadAll', async () => {
   await readRest();
-  drawPending();
+  drawEverything();
 });
 exposeForTests('Settled', () => dirty.size === 0);

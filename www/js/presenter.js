@@ -48,7 +48,7 @@ function blocksOf(el, room, split) {
     if (child.tagName === 'H2' || !shown(child)) continue;
     const inner = [...child.children].filter(shown);
     // Charts side by side (a model and its twin, a head and all heads) stay on one slide.
-    const top = (el) => Math.round(el.getBoundingClientRect().top);
+    const top = (block) => Math.round(block.getBoundingClientRect().top);
     const sideBySide = inner.every((c) => top(c) === top(inner[0]));
     const splittable = child.tagName === 'DIV' && inner.length > 1 && !sideBySide && !child.matches(KEEP_WITH_NEXT);
     if (outerHeight(child) > room && splittable) {

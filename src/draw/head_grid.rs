@@ -41,21 +41,16 @@ pub fn score_grid(trace: &Trace, pattern: HeadPattern) -> Result<Option<Array2<f
     let scores = head_scores(trace)?;
     let mut grid = Array2::<f32>::zeros((trace.config.n_layers, trace.config.n_heads)); // (layers, heads)
     for s in scores {
-        grid[[s.layer, s.head]] = match pattern {
-            HeadPattern::Previous => s.scores.previous,
-            HeadPattern::First => s.scores.first,
-            HeadPattern::Induction | HeadPattern::Duplicate => {
-                let score = if pattern == HeadPattern::Induction {
-                    s.induction
-                } else {
-                    s.duplicate
-                };
-                match score {
-                    Some(score) => score,
-                    None => return Ok(None),
-                }
-            }
+        let score = match pattern {
+            HeadPattern::Previous => Some(s.scores.previous),
+            HeadPattern::First => Some(s.scores.first),
+            HeadPattern::Induction => s.induction,
+            HeadPattern::Duplicate => s.duplicate,
         };
+        match score {
+            Some(score) => grid[[s.layer, s.head]] = score,
+            None => return Ok(None),
+        }
     }
     Ok(Some(grid))
 }

@@ -18,6 +18,11 @@ function statusSettled(page) {
     && !/looking for WebGPU/.test(document.getElementById('gpu-status').textContent));
 }
 
+/** The header's height in CSS pixels. */
+function headerHeight(page) {
+  return page.evaluate(() => document.querySelector('header').getBoundingClientRect().height);
+}
+
 test('the first screen shows a chart at 1280x720 and at 1920x1080, and wide windows use their width', async () => {
   for (const model of [MINILM, null]) { // null: the page's own default, the lecture decoder
     for (const viewport of [{ width: 1280, height: 720 }, { width: 1920, height: 1080 }]) {
@@ -240,7 +245,7 @@ test('the header keeps its height while the forward pass\'s words grow and shrin
     const { page, context, problems } = await open(env, env.base, { viewport });
     // The status line's other words settle first (the threads start, WebGPU is looked for).
     await statusSettled(page);
-    const height = () => page.evaluate(() => document.querySelector('header').getBoundingClientRect().height);
+    const height = () => headerHeight(page);
     const before = await height();
     // A continued pass reports what the KV cache gave: the longest words the line shows.
     const renders = await page.evaluate(() => window.__tviz.renders);
@@ -260,7 +265,7 @@ test('on a laptop the header keeps its height while the start-up notes come and 
   for (const viewport of [{ width: 1280, height: 720 }, { width: 1920, height: 1080 }]) {
     const { page, context, problems } = await open(env, env.base, { viewport });
     await statusSettled(page);
-    const height = () => page.evaluate(() => document.querySelector('header').getBoundingClientRect().height);
+    const height = () => headerHeight(page);
     const before = await height();
     await page.evaluate(() => {
       document.getElementById('model-source').textContent = 'downloaded, caching… (46 MB of 46 MB)';

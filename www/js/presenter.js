@@ -73,17 +73,17 @@ function cut(section, squeeze) {
   const out = [];
   let slide = [];
   let used = 0;
+  const heights = blocks.map(outerHeight);
   blocks.forEach((block, i) => {
-    let height = outerHeight(block);
     // A block that introduces the next one goes with it onto the next slide if both do not fit.
-    if (block.matches(KEEP_WITH_NEXT) && blocks[i + 1]) height += outerHeight(blocks[i + 1]);
-    if (slide.length && used + height > room) {
+    const needed = heights[i] + (block.matches(KEEP_WITH_NEXT) ? heights[i + 1] ?? 0 : 0);
+    if (slide.length && used + needed > room) {
       out.push(slide);
       slide = [];
       used = 0;
     }
     slide.push(block);
-    used += outerHeight(block);
+    used += heights[i];
   });
   if (slide.length) out.push(slide);
   return out.length ? out : [[]];

@@ -159,7 +159,8 @@ export function wirePresenter() {
     move(moves[event.key]);
     event.preventDefault();
   });
-  // A new window size, or a part opened or closed (the comparison), cuts the slides again.
+  // A new window size, a part opened or closed (the comparison), or a chart shown in place of
+  // a line saying why not, cuts the slides again.
   let resized = null;
   const again = () => {
     if (!presenting()) return;
@@ -168,6 +169,7 @@ export function wirePresenter() {
   };
   addEventListener('resize', again);
   document.addEventListener('toggle', again, true);
+  document.addEventListener('tviz:layout', again); // a chart that was loading is drawn (twin.js)
   // The contents bar switches sections while presenting.
   document.querySelector('nav.toc').addEventListener('click', (event) => {
     const a = event.target.closest('a[href^="#"]');

@@ -30,6 +30,9 @@ async function load(name) {
     if (twin.name === name) twin.error = String(err.message ?? err);
   }
   for (const chart of TWIN_CHARTS) draw(chart);
+  // The charts took the place of a line saying the twin was loading: presenter mode cuts its
+  // slides again.
+  document.dispatchEvent(new Event('tviz:layout'));
 }
 
 /** The twin, with a pass over the page's sentence: `{ viz, name, summary }`, or `{ why }` while it

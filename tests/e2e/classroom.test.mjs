@@ -122,6 +122,9 @@ for (const [model, viewport] of [[null, { width: 1280, height: 720 }], [null, { 
     const seen = new Set();
     const where = [];
     for (let n = 0; n < 60; n += 1) {
+      // A chart from a model still loading (the twin) shows a line saying so, then the slides are
+      // cut again with the chart.
+      await page.waitForFunction(() => ![...document.querySelectorAll('section.presenting p.not-shown.loading')].some((p) => p.getClientRects().length));
       await page.waitForFunction(() => [...document.querySelectorAll('section.presenting canvas[data-chart]')]
         .filter((c) => c.getClientRects().length && !c.closest('details:not([open])')).every((c) => c.toDataURL().length > 3000));
       const slide = await page.evaluate(() => {

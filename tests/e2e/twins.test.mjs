@@ -57,3 +57,36 @@ test('a model with no twin shows no twin chart', async () => {
   assert.deepEqual(problems, []);
   await context.close();
 });
+
+// Presenter mode while the twin's files are on their way: the slide says the twin is loading
+// (a chart the model does not have is left off; this one is coming), and once it arrives the
+// slides are cut again with the chart whole on screen.
+test('presenter mode shows the twin loading, then cuts its slide again with the chart', async () => {
+  let release;
+  const held = new Promise((resolve) => { release = resolve; });
+  const route = (page) => page.route(/\/models\/lecture-pre-ln\//, async (r) => { await held; await r.continue(); });
+  const { page, context, problems } = await open(env, env.base, { viewport: { width: 1280, height: 720 }, route });
+  await page.click('#presenter');
+  await page.evaluate(() => document.querySelector('nav.toc a[href="#norm-section"]').click());
+  await page.waitForFunction(() => document.getElementById('norm-section').classList.contains('presenting'));
+  // The slide with the twin's figure: step through the section's slides to it.
+  const loadingShown = () => page.evaluate(() => [...document.querySelectorAll('#norm-section p.not-shown.loading')].some((p) => p.getClientRects().length));
+  for (let n = 0; n < 8 && !(await loadingShown()); n += 1) {
+    const old = await page.textContent('#presenter-place');
+    if (!/part (\d+) of (?!\1)/.test(old)) break;
+    await page.keyboard.press('PageDown');
+    await page.waitForFunction((o) => document.getElementById('presenter-place').textContent !== o, old);
+  }
+  assert.ok(await loadingShown(), 'a slide of the norm section says the twin is loading');
+  assert.match(await page.textContent('#norm-section p.not-shown.loading'), /Loading the twin/);
+  release();
+  await page.waitForFunction(() => {
+    const c = document.querySelector('canvas[data-chart="norm-twin"]');
+    const r = c.getBoundingClientRect();
+    return c.getClientRects().length && r.top >= 0 && r.bottom <= innerHeight + 1 && !document.querySelector('#norm-section p.not-shown.loading:not([hidden])');
+  });
+  await drawn(page, 'norm-twin', (d) => /^Layer norm, layer \d, before (attention|feed-forward)/.test(d.plotted.titles[0]));
+  assert.equal(await page.evaluate(() => document.documentElement.scrollHeight > innerHeight + 1), false, 'the slide fits the screen with the chart');
+  assert.deepEqual(problems, []);
+  await context.close();
+});

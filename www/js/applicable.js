@@ -49,11 +49,13 @@ export function whyNotShown(name) {
   return null;
 }
 
-/** Shows `why` in place of the chart on `canvas` (its caption and export buttons too), or the chart again. */
 // Each canvas's note, once one was needed (kept: this runs for every chart drawn).
 const notes = new WeakMap();
 
-export function showWhyNotShown(canvas, why) {
+/** Shows `why` in place of the chart on `canvas` (its caption and export buttons too), or the
+ * chart again. `loading`: the chart will come once its model's files arrive (presenter mode
+ * keeps such a note on its slide; a chart the model does not have is left off the slides). */
+export function showWhyNotShown(canvas, why, { loading = false } = {}) {
   let note = notes.get(canvas);
   if (!note && !why) return; // never replaced: nothing to show again
   const figure = canvas.closest('figure') ?? canvas.parentElement;
@@ -65,6 +67,7 @@ export function showWhyNotShown(canvas, why) {
     notes.set(canvas, note);
   }
   note.hidden = !why;
+  note.classList.toggle('loading', Boolean(why) && loading);
   if (why && note.textContent !== why) note.textContent = why;
   canvas.hidden = Boolean(why);
   for (const el of figure.querySelectorAll(':scope > figcaption, :scope > .export')) el.hidden = Boolean(why);

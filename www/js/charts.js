@@ -22,7 +22,8 @@ const options = {};
  *   modelOnly: the chart depends on the model alone while the sentence is under 64 tokens;
  *   heldWhileGenerating: too slow to redraw after each generated token (drawn when it stops);
  *   model: () => { viz, name, summary } of another model the chart is drawn from (the lecture
- *     decoder's twin, beside the model shown), or { why } while it cannot be.
+ *     decoder's twin, beside the model shown), or { why, loading? } while it cannot be
+ *     (`loading`: it will be, once its files arrive).
  */
 export function registerChart(name, { spec, shape, height = null, modelOnly = false, heldWhileGenerating = false, model = null }) {
   if (Object.hasOwn(charts, name)) throw new Error(`the chart "${name}" is registered twice`);
@@ -156,7 +157,7 @@ export function draw(name) {
   stale.delete(name);
   const model = modelOf(name);
   const why = whyNotShown(name) ?? model.why ?? null; // this model has no such chart: say why instead
-  showWhyNotShown(canvasOf(name), why);
+  showWhyNotShown(canvasOf(name), why, { loading: Boolean(model.loading) && !whyNotShown(name) });
   if (why) {
     dirty.delete(name);
     drawnKey[name] = null;

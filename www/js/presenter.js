@@ -14,6 +14,7 @@ const CAPTION_ROOM = 96;
 const KEEP_WITH_NEXT = '.controls, fieldset, h3, h4';
 
 const place = { section: 0, slide: 0 };
+let recut = null; // a pending cut after the window was resized or a part opened
 let slides = []; // the current section's slides: each a list of the blocks it shows
 let containers = []; // the current section's elements cut into blocks of several slides
 
@@ -139,6 +140,7 @@ function setPresenting(on) {
     const nearest = all.findIndex((s) => s.getBoundingClientRect().bottom > 80);
     show(nearest < 0 ? 0 : nearest);
   } else {
+    clearTimeout(recut); // a cut asked for just before leaving must not hide blocks again
     setChartHeightLimit(null);
     for (const el of document.querySelectorAll('.off-slide')) el.classList.remove('off-slide');
     document.querySelectorAll('main > section.view').forEach((s) => s.classList.remove('presenting'));
@@ -159,17 +161,17 @@ export function wirePresenter() {
     move(moves[event.key]);
     event.preventDefault();
   });
-  // A new window size, a part opened or closed (the comparison), or a chart shown in place of
-  // a line saying why not, cuts the slides again.
-  let resized = null;
+  // A new window size or a part opened or closed (the comparison) cuts the slides again, once
+  // the window stops changing; a chart drawn in place of the line saying it was loading
+  // (twin.js), at once, so the slide never shows the chart uncut.
   const again = () => {
     if (!presenting()) return;
-    clearTimeout(resized);
-    resized = setTimeout(() => show(place.section, place.slide), 100);
+    clearTimeout(recut);
+    recut = setTimeout(() => { if (presenting()) show(place.section, place.slide); }, 100);
   };
   addEventListener('resize', again);
   document.addEventListener('toggle', again, true);
-  document.addEventListener('tviz:layout', again); // a chart that was loading is drawn (twin.js)
+  document.addEventListener('tviz:layout', () => { if (presenting()) show(place.section, place.slide); });
   // The contents bar switches sections while presenting.
   document.querySelector('nav.toc').addEventListener('click', (event) => {
     const a = event.target.closest('a[href^="#"]');

@@ -36,14 +36,14 @@ async function load(name) {
 }
 
 /** The twin, with a pass over the page's sentence: `{ viz, name, summary }`, or `{ why }` while it
- * cannot draw (no twin, still loading, failed). Started on the first ask. */
+ * cannot draw (no twin, failed; `loading: true` while its files arrive). Started on the first ask. */
 export function twinModel() {
   const name = twinName();
   const shown = modelTitle(session.modelName, { start: true });
   if (!name) return { why: `${shown} has no twin trained with the norm on the other side.` };
   if (twin.name !== name) load(name);
   if (twin.error) return { why: `The twin, ${modelTitle(name)}, could not be loaded: ${twin.error}` };
-  if (!twin.viz) return { why: `Loading the twin, ${modelTitle(name)}…` };
+  if (!twin.viz) return { why: `Loading the twin, ${modelTitle(name)}…`, loading: true };
   if (twin.text !== state.text) {
     try {
       twin.summary = twin.viz.set_text(state.text);

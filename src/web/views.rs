@@ -125,14 +125,15 @@ impl Viz {
     /// True while some of the current pass's values are still on the GPU (its readback
     /// brought back what the views on screen read; `GpuSession::read_rest` brings the rest).
     pub fn awaits_device(&self) -> bool {
-        self.trace.as_ref().is_some_and(Trace::awaits_device)
+        self.pass.trace.as_ref().is_some_and(Trace::awaits_device)
     }
 
     /// True when one of the steps `names` (`steps_read` of a chart) still waits for its values
     /// on the GPU: the page then keeps the chart as it is and asks for them
     /// (`GpuSession::read_rest`) before drawing it.
     pub fn steps_wait(&self, names: Vec<String>) -> bool {
-        self.trace
+        self.pass
+            .trace
             .as_ref()
             .is_some_and(|t| crate::draw::reads::waits_for_device(t, &names))
     }

@@ -22,30 +22,51 @@ use crate::transformer::{Decoding, Keep, Kind, PassRequest, Transformer};
 pub struct Viz {
     /// Shared with the GPU session (`gpu_session`), which computes on the same weights.
     pub(super) model: std::rc::Rc<Transformer>,
-    pub(super) trace: Option<Trace>,
-    /// A causal model's keys and values of `trace`'s tokens.
-    pub(super) cache: KvCache,
-    /// Tokens the last pass took from the one before.
-    pub(super) reused: usize,
-    /// The seeded random stream and the prompt of the generation under way.
-    pub(super) generation: Option<(Sampler, Prompt)>,
-    /// A second sentence's pass, to compare with the first (same model, same weights).
-    pub(super) compare: Option<Trace>,
     /// The most tokens a pass takes (`PAGE_TOKENS`, or the model's context if shorter).
     pub(super) limit: usize,
-    /// The tokens and bytes of the GPU's KV cache when the current pass is a GPU's
-    /// (`install_pass`); `cache` is the CPU's.
-    pub(super) device_cache: Option<(usize, usize)>,
-    /// A causal model's last CPU pass computed to check a GPU pass (`largest_difference`),
-    /// and its KV cache: the next check continues it.
-    pub(super) shadow: Option<Trace>,
-    pub(super) shadow_cache: KvCache,
-    /// An encoder-decoder's output, decoding steps and whether it ended, for `trace`.
-    pub(super) translation: Option<Decoding>,
-    /// The next `set_text` computes even for unchanged tokens (`recompute_next`).
-    pub(super) recompute: bool,
+    /// The pass the views draw.
+    pub(super) pass: CurrentPass,
+    /// The CPU's pass that checks a GPU pass (`largest_difference`).
+    check: GpuCheck,
+    /// The seeded random stream and the prompt of the generation under way.
+    generation: Option<(Sampler, Prompt)>,
+    /// A second sentence's pass, to compare with the first (same model, same weights).
+    pub(super) compare: Option<Trace>,
     /// The summary's `steps` as last sent, and a hash of what they said (`steps_js`).
-    pub(super) steps_sent: std::cell::RefCell<Option<(u64, JsValue)>>,
+    steps_sent: std::cell::RefCell<Option<(u64, JsValue)>>,
+}
+
+/// The pass the views draw, computed here on the CPU or installed from the GPU session, and
+/// what the next pass continues from.
+#[derive(Default)]
+pub(super) struct CurrentPass {
+    pub(super) trace: Option<Trace>,
+    /// A causal model's keys and values of `trace`'s tokens, when the CPU computed it.
+    cache: KvCache,
+    /// Tokens the pass took from the one before.
+    reused: usize,
+    /// The tokens and bytes of the GPU's KV cache when the pass is a GPU's (`install_pass`).
+    device_cache: Option<(usize, usize)>,
+    /// An encoder-decoder's output, decoding steps and whether it ended.
+    translation: Option<Decoding>,
+    /// The next `set_text` computes even for unchanged tokens (`recompute_next`).
+    recompute: bool,
+}
+
+impl CurrentPass {
+    /// The tokens and bytes the pass's KV cache holds, on whichever device computed it.
+    fn cached(&self) -> (usize, usize) {
+        self.device_cache
+            .unwrap_or((self.cache.len(), self.cache.bytes()))
+    }
+}
+
+/// A causal model's last CPU pass computed to check a GPU pass, and its KV cache: the next
+/// check continues it.
+#[derive(Default)]
+struct GpuCheck {
+    trace: Option<Trace>,
+    cache: KvCache,
 }
 
 /// The most tokens the page traces. The trace keeps every layer's attention weights for the
@@ -67,19 +88,20 @@ impl Viz {
         let limit = model.config.context.min(PAGE_TOKENS);
         Ok(Viz {
             model: std::rc::Rc::new(model),
-            trace: None,
-            cache: KvCache::new(),
-            reused: 0,
+            limit,
+            pass: CurrentPass::default(),
+            check: GpuCheck::default(),
             generation: None,
             compare: None,
-            limit,
-            device_cache: None,
-            shadow: None,
-            shadow_cache: KvCache::new(),
-            translation: None,
-            recompute: false,
             steps_sent: Default::default(),
         })
+    }
+
+    /// Whether the model reads `text` whole in one pass: no token cut off at the page's limit
+    /// (`PAGE_TOKENS`, or the model's context if shorter).
+    pub fn fits(&self, text: &str) -> Result<bool, JsError> {
+        let encoding = self.model.encode_within(text, self.limit).map_err(js_err)?;
+        Ok(encoding.truncated.is_none())
     }
 
     /// The model's config (layers, heads, widths, architecture choices).
@@ -115,22 +137,25 @@ impl Viz {
         encoding: crate::tokenize::Encoding,
         text: &str,
     ) -> Result<(), JsError> {
-        let mut previous = self.trace.take();
+        let mut previous = self.pass.trace.take();
         if self.model.kind() != Kind::Causal {
             previous = None;
         }
         let request =
-            PassRequest::tokens(encoding, text).continuing(previous.as_ref(), &mut self.cache);
+            PassRequest::tokens(encoding, text).continuing(previous.as_ref(), &mut self.pass.cache);
         let pass = on_cpu(self.model.pass(&Cpu, request));
         drop(previous);
         let pass = pass.map_err(js_err)?;
-        self.reused = pass.reused;
-        self.device_cache = None;
         // The page computes on the CPU now: no GPU pass to check.
-        self.shadow = None;
-        self.shadow_cache = KvCache::new();
-        self.translation = pass.decoding.clone();
-        self.trace = Some(pass.into_trace());
+        self.check = GpuCheck::default();
+        self.pass = CurrentPass {
+            reused: pass.reused,
+            translation: pass.decoding.clone(),
+            cache: std::mem::take(&mut self.pass.cache),
+            recompute: self.pass.recompute,
+            ..CurrentPass::default()
+        };
+        self.pass.trace = Some(pass.into_trace());
         Ok(())
     }
 
@@ -150,13 +175,12 @@ impl Viz {
     /// generating a token costs the comparison the new tokens only.
     pub fn largest_difference(&mut self) -> Result<JsValue, JsError> {
         let Viz {
-            model,
-            trace,
-            shadow,
-            shadow_cache,
-            ..
+            model, pass, check, ..
         } = self;
-        let gpu = trace.as_ref().ok_or_else(|| js_err(VizError::EmptyText))?;
+        let gpu = pass
+            .trace
+            .as_ref()
+            .ok_or_else(|| js_err(VizError::EmptyText))?;
         // The GPU pass's own tokens (a generated token's pass has tokens its text, encoded
         // again, might not give).
         let encoding = crate::tokenize::Encoding {
@@ -165,16 +189,16 @@ impl Viz {
         };
         // An encoder-decoder's pass starts again from its source text.
         let text = gpu.source.as_ref().map_or(&gpu.text, |source| &source.text);
-        let previous = shadow.take();
+        let previous = check.trace.take();
         let request = PassRequest::tokens(encoding, text)
-            .continuing(previous.as_ref(), shadow_cache)
+            .continuing(previous.as_ref(), &mut check.cache)
             .keeping(Keep::Steps(Readback::Everything));
         let cpu = on_cpu(model.pass(&Cpu, request));
         drop(previous);
         let cpu = cpu.map_err(js_err)?.into_trace();
         let difference = cpu.largest_difference(gpu).map_err(js_err)?;
         if model.config.causal && gpu.source.is_none() {
-            *shadow = Some(cpu);
+            check.trace = Some(cpu);
         }
         to_js(&difference)
     }
@@ -188,19 +212,21 @@ impl Viz {
         if self.model.config.is_encoder_decoder() != parts.translation.is_some() {
             return Err(JsError::new("this pass is not of the model shown"));
         }
-        self.translation = parts.translation;
-        self.recompute = false;
-        self.cache = KvCache::new();
-        self.reused = parts.reused;
-        self.device_cache = Some(parts.cache);
-        self.trace = Some(parts.trace);
+        // The CPU's cache is emptied with the rest of the last pass.
+        self.pass = CurrentPass {
+            trace: Some(parts.trace),
+            reused: parts.reused,
+            device_cache: Some(parts.cache),
+            translation: parts.translation,
+            ..CurrentPass::default()
+        };
         self.summary(parts.milliseconds, true, parts.generated)
     }
 
     /// Makes the next `set_text` compute its pass again even for the same tokens (after a
     /// switch of backend); the current pass stays drawable until then.
     pub fn recompute_next(&mut self) {
-        self.recompute = true;
+        self.pass.recompute = true;
     }
 
     /// Runs the traced forward pass on `text` and describes the result: tokens, truncation,
@@ -210,13 +236,17 @@ impl Viz {
     pub fn set_text(&mut self, text: &str) -> Result<JsValue, JsError> {
         let start = now_ms();
         let encoding = self.model.encode_within(text, self.limit).map_err(js_err)?;
-        let unchanged = !self.recompute
-            && self.trace.as_ref().is_some_and(|last| match &last.source {
-                // An encoder-decoder's text is its source.
-                Some(source) => source.text == text,
-                None => last.tokens == encoding.tokens && last.truncated == encoding.truncated,
-            });
-        match self.trace.as_mut() {
+        let unchanged = !self.pass.recompute
+            && self
+                .pass
+                .trace
+                .as_ref()
+                .is_some_and(|last| match &last.source {
+                    // An encoder-decoder's text is its source.
+                    Some(source) => source.text == text,
+                    None => last.tokens == encoding.tokens && last.truncated == encoding.truncated,
+                });
+        match self.pass.trace.as_mut() {
             Some(last) if unchanged => {
                 if last.source.is_none() {
                     last.text = text.to_string();
@@ -224,7 +254,7 @@ impl Viz {
             }
             _ => self.pass_on_cpu(encoding, text)?,
         }
-        self.recompute = false;
+        self.pass.recompute = false;
         self.summary(now_ms() - start, !unchanged, None)
     }
 
@@ -272,6 +302,7 @@ impl Viz {
             ));
         };
         let trace = self
+            .pass
             .trace
             .as_ref()
             .ok_or_else(|| js_err(VizError::EmptyText))?;
@@ -377,15 +408,11 @@ impl Viz {
             recomputed,
             threads: threads::threads(),
             token_limit: self.limit,
-            reused: self.reused,
-            cached_tokens: self
-                .device_cache
-                .map_or(self.cache.len(), |(tokens, _)| tokens),
-            cache_bytes: self
-                .device_cache
-                .map_or(self.cache.bytes(), |(_, bytes)| bytes),
+            reused: self.pass.reused,
+            cached_tokens: self.pass.cached().0,
+            cache_bytes: self.pass.cached().1,
             generated,
-            translation: match (&self.translation, &trace.source) {
+            translation: match (&self.pass.translation, &trace.source) {
                 (Some((output, steps, finished)), Some(source)) => Some(TranslationSummary {
                     source_tokens: &source.tokens,
                     source_truncated: &source.truncated,
@@ -427,7 +454,8 @@ impl Viz {
     }
 
     pub(super) fn current(&self) -> Result<&Trace, JsError> {
-        self.trace
+        self.pass
+            .trace
             .as_ref()
             .ok_or_else(|| js_err(VizError::EmptyText))
     }

@@ -96,6 +96,28 @@ test('the head grid: a repeated random sequence lights up induction heads; a cli
   await context.close();
 });
 
+// The lecture decoder reads twenty common words as about seventy tokens: twice twenty would
+// not fit its context, and an induction head needs the whole first copy in view. The example
+// takes fewer words, repeated, so that both copies fit.
+test('the repeated random sequence fits the default model\'s context whole', async () => {
+  const { page, context, problems } = await open(env, env.base);
+  const before = await page.evaluate(() => window.__tviz.renders);
+  await page.click('#example-repeat');
+  await page.waitForFunction((n) => window.__tviz.renders > n, before);
+  const words = (await page.inputValue('#text')).split(' ');
+  const half = words.length / 2;
+  assert.ok(Number.isInteger(half) && half >= 4 && half <= 20, `${words.length} words`);
+  assert.deepEqual(words.slice(half), words.slice(0, half), 'the words, then the same words');
+  assert.equal(await page.isVisible('#truncated'), false, 'no token is cut off');
+  const [count, limit] = (await page.textContent('#token-count')).match(/^(\d+) \/ (\d+)/).slice(1).map(Number);
+  assert.ok(count <= limit, `${count} of ${limit} tokens`);
+  assert.equal(await page.inputValue('#grid-pattern'), 'induction');
+  const grid = await drawn(page, 'head-grid', (d) => d.values?.length > 0);
+  assert.ok(grid.values.every((v) => Number.isFinite(v)));
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
 test('duplicate-token heads: a repeated name is scored in the head finder and the head grid', async () => {
   const { page, context, problems } = await openPage(env.base);
   await typeSentence(page, 'Mary went to the shop and then Mary went home.');

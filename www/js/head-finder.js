@@ -220,15 +220,19 @@ const WORDS = ('apple river chair green window music paper stone yellow garden t
   + 'blanket kitchen monkey planet button farmer jacket pillow rocket island tiger camera basket '
   + 'engine violin cookie dragon mirror ladder wallet circle hammer puzzle spider tunnel wizard').split(' ');
 
-/** Twenty words in a random order, then the same twenty again. */
-export function repeatedRandomText(random = Math.random) {
+/** Twenty words in a random order, then the same twenty again; fewer words when `fits` (the
+ * model reads the text whole) says twice twenty would not fit the model's context, since an
+ * induction head needs the whole first copy in view. */
+export function repeatedRandomText(random = Math.random, fits = () => true) {
   const pool = [...WORDS];
   for (let i = pool.length - 1; i > 0; i -= 1) {
     const j = Math.floor(random() * (i + 1));
     [pool[i], pool[j]] = [pool[j], pool[i]];
   }
-  const half = pool.slice(0, 20).join(' ');
-  return `${half} ${half}`;
+  const twice = (n) => { const half = pool.slice(0, n).join(' '); return `${half} ${half}`; };
+  let n = 20;
+  while (n > 4 && !fits(twice(n))) n -= 1;
+  return twice(n);
 }
 
 function useExample(text) {
@@ -246,7 +250,7 @@ export function wireHeadFinder() {
     // in that same task.
     $('grid-pattern').value = 'induction';
     state.gridPattern = 'induction';
-    useExample(repeatedRandomText());
+    useExample(repeatedRandomText(Math.random, (text) => session.viz.fits(text)));
   });
   $('example-sentence').addEventListener('click', () => useExample('The animal didn\'t cross the street because it was too tired.'));
   canvasOf('head-grid').addEventListener('click', (event) => {

@@ -159,6 +159,9 @@ test('switching model while generating stops the generation, and the next model 
     await page.click('#generate');
     await page.waitForFunction(() => window.__tvizGeneration.running && window.__tvizGeneration.tokens.length >= 2);
     await pick();
+    // Stopped at the choice, not once the next model has loaded: meanwhile it would write on to
+    // the end of the context.
+    assert.ok(await page.evaluate(() => window.__tvizGeneration.stop || !window.__tvizGeneration.running), `the generation goes on after the switch from ${from} was chosen`);
     await page.waitForFunction((m) => window.__tviz.model !== m && !window.__tvizGeneration.running, from);
     assert.ok(await page.isHidden('#generate-message') || (await page.textContent('#generate-message')) === '', `after the switch from ${from}: ${await page.textContent('#generate-message')}`);
     assert.equal(await page.isHidden('#error'), true, `the page reports an error after the switch from ${from}`);

@@ -13,6 +13,7 @@ import { loadModelFiles, isCached, cacheAvailable, dropCached } from './model-fi
 import { closeGpu } from './gpu-backend.js';
 import { renderModelText } from './applicable.js';
 import { testHook, publish, record } from './testing-hook.js';
+import { stopGeneration } from './prediction.js';
 
 const mb = (bytes) => megabytes(bytes, 1);
 
@@ -237,6 +238,9 @@ function offer(model) {
  * is run through it. The page keeps working on the old model while the new one downloads.
  */
 export async function switchModel(name) {
+  // The student has left this model: a generation under way stops now, not once the next
+  // model has loaded (it would go on writing meanwhile, to the end of the context).
+  if (name !== session.modelName) stopGeneration();
   hideOffer();
   cancelSwitch();
   if (name === session.modelName) return;
@@ -272,6 +276,7 @@ export async function switchModel(name) {
 /** The student chose `name` in the picker: load it at once if cached, else say its size first. */
 async function pick(name) {
   const model = modelNamed(name);
+  if (model && name !== session.modelName) stopGeneration();
   hideOffer();
   cancelSwitch();
   if (!model || name === session.modelName) {

@@ -156,8 +156,9 @@ function isDrawn(name, key) {
 export function draw(name) {
   stale.delete(name);
   const model = modelOf(name);
-  const why = whyNotShown(name) ?? model.why ?? null; // this model has no such chart: say why instead
-  showWhyNotShown(canvasOf(name), why, { loading: Boolean(model.loading) && !whyNotShown(name) });
+  const notHere = whyNotShown(name); // this model has no such chart: say why instead
+  const why = notHere ?? model.why ?? null;
+  showWhyNotShown(canvasOf(name), why, { loading: !notHere && Boolean(model.loading) });
   if (why) {
     dirty.delete(name);
     drawnKey[name] = null;

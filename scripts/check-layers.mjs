@@ -40,6 +40,7 @@ export const RUST_LAYERS = [
   ['transformer'],
   ['checkpoints'],
   ['analysis'],
+  ['explain'],
   ['draw'],
   ['train'],
   ['cli'],

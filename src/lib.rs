@@ -12,6 +12,7 @@ pub mod checkpoints;
 pub mod cli;
 pub mod draw;
 pub mod error;
+pub mod explain;
 pub mod formats;
 pub mod gpu;
 pub mod model;

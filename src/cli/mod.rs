@@ -13,6 +13,7 @@ use crate::analysis::generation::{generate, SamplingSettings};
 use crate::analysis::pooling::{cosine, mean_pool};
 use crate::checkpoints::{load_named, read_file, WeightPrecision};
 use crate::error::{Result, VizError};
+use crate::explain::DescribedTrace;
 use crate::trace::{Readback, Trace};
 use crate::transformer::{Keep, PassRequest};
 use crate::Transformer;
@@ -241,7 +242,7 @@ fn run(cli: Cli) -> Result<()> {
                 );
             }
             if full {
-                print_json(&trace)
+                print_json(&DescribedTrace::new(&trace))
             } else {
                 print_json(&summary(&trace)?)
             }

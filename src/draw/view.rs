@@ -18,6 +18,7 @@ use super::{
 use crate::analysis::position::position_table;
 use crate::analysis::sampling::SamplingSettings;
 use crate::error::{Result, VizError};
+use crate::explain::step_text;
 use crate::model::position::sinusoidal_table;
 use crate::trace::Trace;
 use crate::Transformer;
@@ -670,12 +671,13 @@ fn draw_step<DB: Canvas>(
         .steps
         .get(index)
         .ok_or_else(|| VizError::NoSuchStep(format!("step {index}")))?;
+    let step_title = step_text(step, &trace.config).title;
     if step.op == crate::Op::Tokenize {
         // Token ids are names, not amounts: shown as text, never as colours.
         token_ids::draw_token_ids(
             area,
             &trace.tokens,
-            &format!("{}: each token with its id in the vocabulary", step.title),
+            &format!("{}: each token with its id in the vocabulary", step_title),
         )?;
         return Ok(Drawn::plain());
     }
@@ -686,9 +688,9 @@ fn draw_step<DB: Canvas>(
         _ => Scale::fit_robust(&values, 0.99),
     };
     let title = if step.tensor.shape.len() == 3 {
-        format!("{}, head {head}", step.title)
+        format!("{step_title}, head {head}")
     } else {
-        step.title.clone()
+        step_title
     };
     let x_desc = step.axes.last().cloned().unwrap_or_default();
     let y_desc = if step.tensor.shape.len() >= 2 {

@@ -2,9 +2,9 @@
 //! steps. The stepper walks it in order; every view reads from it through typed accessors.
 
 mod continued;
-mod describe;
 mod difference;
 mod layered;
+mod naming;
 mod record;
 
 pub use crate::model::record::{NoRecorder, NormRows, NormStats, Op, Recorder};
@@ -12,9 +12,9 @@ pub use crate::tensor::{token_axis, RowsPart};
 pub use crate::tensor::{Fill, ReadLog, Recipe, Tensor, TensorData};
 pub use crate::tokenize::{TokenInfo, Truncation};
 pub use continued::ContinuedRecorder;
-pub use describe::{describe, StepText};
 pub use difference::Difference;
 pub use layered::LayeredRecorder;
+pub use naming::{step_axes, step_name};
 pub use record::{Readback, TraceRecorder};
 
 use ndarray::{ArrayView1, ArrayView2, ArrayView3};
@@ -29,13 +29,9 @@ pub struct Step {
     pub op: Op,
     /// The layer the step belongs to; `None` for embedding and output steps.
     pub layer: Option<usize>,
-    /// A stable dotted name such as `layer0.attention`.
+    /// A stable dotted name such as `layer0.attention` (`step_name`); its title, equation
+    /// and explanation: `explain::step_text`.
     pub name: String,
-    pub title: String,
-    /// The equation applied, in LaTeX.
-    pub equation: String,
-    /// What happened, in plain words.
-    pub explanation: String,
     /// The meaning of each axis of `tensor`, e.g. `["head", "query", "key"]`.
     pub axes: Vec<String>,
     /// Names of the steps whose results this step reads.

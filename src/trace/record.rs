@@ -7,7 +7,9 @@ use std::collections::HashSet;
 
 use ndarray::{ArrayD, ArrayViewD};
 
-use super::{describe, NormRecord, NormRows, NormStats, Op, Recorder, Step, Tensor, TensorData};
+use super::{
+    step_axes, step_name, NormRecord, NormRows, NormStats, Op, Recorder, Step, Tensor, TensorData,
+};
 use crate::model::config::ModelConfig;
 use crate::tensor::row_major;
 
@@ -28,11 +30,10 @@ pub enum Readback {
 impl Readback {
     /// The steps `names` (what the views on screen read) and those read without drawing: the
     /// tokens, the logits and the next-token probabilities (the prediction and generation).
-    pub fn views(names: impl IntoIterator<Item = String>, config: &ModelConfig) -> Self {
+    pub fn views(names: impl IntoIterator<Item = String>) -> Self {
         let mut names: HashSet<String> = names.into_iter().collect();
         names.extend(
-            [Op::Tokenize, Op::Unembed, Op::NextTokenProbabilities]
-                .map(|op| describe(op, None, config).name),
+            [Op::Tokenize, Op::Unembed, Op::NextTokenProbabilities].map(|op| step_name(op, None)),
         );
         Readback::Steps(names)
     }
@@ -111,9 +112,9 @@ impl<'c> TraceRecorder<'c> {
     }
 
     pub(crate) fn push(&mut self, op: Op, layer: Option<usize>, inputs: &[Op], tensor: Tensor) {
-        let text = describe(op, layer, self.config);
+        let name = step_name(op, layer);
         if let Readback::Steps(names) = &self.readback {
-            if names.contains(&text.name) {
+            if names.contains(&name) {
                 tensor.data.read_with_pass();
             } else {
                 tensor.data.read_later();
@@ -123,11 +124,8 @@ impl<'c> TraceRecorder<'c> {
         self.steps.push(Step {
             op,
             layer,
-            name: text.name,
-            title: text.title,
-            equation: text.equation,
-            explanation: text.explanation,
-            axes: text.axes,
+            name,
+            axes: step_axes(op, self.config),
             inputs,
             tensor,
         });

@@ -82,10 +82,10 @@ pub(crate) fn open(model: Rc<Transformer>, limit: usize) -> js_sys::Promise {
     })
 }
 
-fn readback_of(read: Option<Vec<String>>, model: &Transformer) -> Readback {
+fn readback_of(read: Option<Vec<String>>) -> Readback {
     match read {
         None => Readback::Everything,
-        Some(names) => Readback::views(names, &model.config),
+        Some(names) => Readback::views(names),
     }
 }
 
@@ -192,7 +192,7 @@ impl GpuSession {
     pub fn trace(&self, text: String, read: Option<Vec<String>>) -> js_sys::Promise {
         let inner = self.inner.clone();
         wasm_bindgen_futures::future_to_promise(async move {
-            let readback = readback_of(read, &inner.model);
+            let readback = readback_of(read);
             let encoding = inner
                 .model
                 .encode_within(&text, inner.limit)
@@ -208,7 +208,7 @@ impl GpuSession {
     pub fn generate(&self, next: NextToken, read: Option<Vec<String>>) -> js_sys::Promise {
         let inner = self.inner.clone();
         wasm_bindgen_futures::future_to_promise(async move {
-            let readback = readback_of(read, &inner.model);
+            let readback = readback_of(read);
             let NextToken {
                 encoding,
                 text,

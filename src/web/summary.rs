@@ -14,9 +14,9 @@ pub(super) struct StepInfo<'a> {
     pub(super) op: Op,
     pub(super) layer: Option<usize>,
     pub(super) name: &'a str,
-    pub(super) title: &'a str,
-    pub(super) equation: &'a str,
-    pub(super) explanation: &'a str,
+    pub(super) title: String,
+    pub(super) equation: String,
+    pub(super) explanation: String,
     pub(super) axes: &'a [String],
     pub(super) inputs: &'a [String],
 }

@@ -11,6 +11,7 @@ use crate::analysis::heads::{head_scores, heads_from};
 use crate::draw::compare::{draw_compare_view, CompareView};
 use crate::draw::draw_err;
 use crate::draw::view::{draw_view, view_svg, Drawn, View};
+use crate::explain::DescribedTrace;
 use crate::trace::Trace;
 
 /// The canvas size a view is drawn at to find what it reads (`Viz::steps_read`): a chart's
@@ -101,7 +102,7 @@ impl Viz {
         if trace.awaits_device() {
             return Err(JsError::new("some of the pass's values are still on the GPU: read them back first (GpuSession::read_rest)"));
         }
-        serde_json::to_string(trace).map_err(|e| JsError::new(&e.to_string()))
+        serde_json::to_string(&DescribedTrace::new(trace)).map_err(|e| JsError::new(&e.to_string()))
     }
 
     /// The names of the steps the views `specs` (an array of chart specs, as `draw` takes)

@@ -11,6 +11,7 @@ use crate::analysis::generation::draw_token;
 use crate::analysis::sampling::{Sampler, SamplingSettings};
 use crate::checkpoints::catalog;
 use crate::error::VizError;
+use crate::explain::step_text;
 use crate::model::backend::on_cpu;
 use crate::model::cpu::Cpu;
 use crate::model::kv_cache::KvCache;
@@ -372,16 +373,19 @@ impl Viz {
             .steps
             .iter()
             .enumerate()
-            .map(|(index, s)| StepInfo {
-                index,
-                op: s.op,
-                layer: s.layer,
-                name: &s.name,
-                title: &s.title,
-                equation: &s.equation,
-                explanation: &s.explanation,
-                axes: &s.axes,
-                inputs: &s.inputs,
+            .map(|(index, s)| {
+                let text = step_text(s, &trace.config);
+                StepInfo {
+                    index,
+                    op: s.op,
+                    layer: s.layer,
+                    name: &s.name,
+                    title: text.title,
+                    equation: text.equation,
+                    explanation: text.explanation,
+                    axes: &s.axes,
+                    inputs: &s.inputs,
+                }
             })
             .collect();
         let shapes = trace

@@ -3,6 +3,7 @@
 
 use ndarray::{array, Array2, Array3, Axis};
 use transformer_viz::checkpoints::fixture::{decoder_config, encoder_config, fixture};
+use transformer_viz::explain::step_text;
 use transformer_viz::model::attention::{apply_causal_mask, softmax_rows};
 use transformer_viz::model::norm::{rms_scale, row_mean_std, standardize};
 use transformer_viz::model::position::{apply_rotary, rotary_frequencies, sinusoidal_table};
@@ -251,7 +252,7 @@ fn the_add_position_equation_matches_the_embedding_step() {
                 .steps
                 .iter()
                 .find(|s| s.op == op)
-                .map(|s| s.equation.clone())
+                .map(|s| step_text(s, &trace.config).equation)
                 .unwrap()
         };
         let (embed, add) = (equation(Op::TokenEmbedding), equation(Op::AddPosition));

@@ -12,7 +12,7 @@ use transformer_viz::checkpoints::{load_named, WeightPrecision};
 use transformer_viz::gpu::GpuBackend;
 use transformer_viz::model::cpu::Cpu;
 use transformer_viz::model::kv_cache::KvCache;
-use transformer_viz::trace::{describe, Op, Readback, Trace};
+use transformer_viz::trace::{step_name, Op, Readback, Trace};
 use transformer_viz::Transformer;
 
 /// What a student types, one state after another: growing, cut back to an earlier word
@@ -178,8 +178,8 @@ fn a_pass_through_the_gpus_kv_cache_continues_the_trace_a_pass_from_the_start_wo
 fn a_continued_pass_reads_back_what_the_views_read_and_the_earlier_passes_rest_waits_with_its_own()
 {
     let model = lecture("lecture-pre-ln");
-    let shown = describe(Op::Softmax, Some(1), &model.config).name;
-    let readback = || Readback::views([shown.clone()], &model.config);
+    let shown = step_name(Op::Softmax, Some(1));
+    let readback = || Readback::views([shown.clone()]);
     let gpu = GpuBackend::new(gpu_context(), &model.weights);
     let everything = GpuBackend::new(gpu_context(), &model.weights);
     let (mut cache, mut cache_all) = (KvCache::new(), KvCache::new());

@@ -14,7 +14,7 @@ use transformer_viz::draw::reads::{steps_read, waits_for_device};
 use transformer_viz::draw::view::{draw_view, view_svg, View};
 use transformer_viz::gpu::GpuBackend;
 use transformer_viz::model::cpu::Cpu;
-use transformer_viz::trace::{describe, Op, Readback, Trace, SOURCE_STEP};
+use transformer_viz::trace::{step_name, Op, Readback, Trace, SOURCE_STEP};
 use transformer_viz::Transformer;
 
 const TEXT: &str = "The quick brown fox jumps over the lazy dog, and the dog sleeps on.";
@@ -34,8 +34,8 @@ fn names_read(model: &Transformer, trace: &Trace, view: &View) -> Vec<String> {
 }
 
 /// The page's readback for `names`: those steps and the tokens and logits.
-fn readback(model: &Transformer, names: &[String]) -> Readback {
-    Readback::views(names.iter().cloned(), &model.config)
+fn readback(names: &[String]) -> Readback {
+    Readback::views(names.iter().cloned())
 }
 
 fn values(trace: &Trace) -> usize {
@@ -50,7 +50,7 @@ fn values(trace: &Trace) -> usize {
 fn drawing_a_view_finds_exactly_the_steps_it_reads() {
     let model = common::minilm();
     let trace = common::passes::every_step(model, &Cpu, TEXT).expect("cpu trace");
-    let name = |op, layer| describe(op, layer, &model.config).name;
+    let name = |op, layer| step_name(op, layer);
     // One head large reads its layer's attention weights, nothing else.
     assert_eq!(
         names_read(
@@ -109,9 +109,8 @@ fn check_views(model: &Transformer, specs: &[serde_json::Value]) {
     for spec in specs {
         let v = view(spec.clone());
         let names = names_read(model, &whole, &v);
-        let partial =
-            common::passes::reading(model, &backend, encoding(), TEXT, readback(model, &names))
-                .expect("partial pass");
+        let partial = common::passes::reading(model, &backend, encoding(), TEXT, readback(&names))
+            .expect("partial pass");
         assert_eq!(backend.failure(), None);
         let waiting = partial
             .steps
@@ -238,11 +237,8 @@ fn an_encoder_decoders_passes_read_back_what_its_views_read_and_the_rest_togethe
     // The cross-attention chart reads the decoder's cross-attention weights and no encoder step.
     let cross = view(json!({"kind": "cross_attention", "layer": 1, "head": 0}));
     let names = names_read(&model, &whole, &cross);
-    assert_eq!(
-        names,
-        vec![describe(Op::CrossSoftmax, Some(1), &model.config).name]
-    );
-    let partial = common::passes::translation(&model, &backend, source, readback(&model, &names))
+    assert_eq!(names, vec![step_name(Op::CrossSoftmax, Some(1))]);
+    let partial = common::passes::translation(&model, &backend, source, readback(&names))
         .expect("partial translation");
     assert_eq!(backend.failure(), None);
     assert_eq!(
@@ -304,12 +300,9 @@ fn an_encoder_decoders_passes_read_back_what_its_views_read_and_the_rest_togethe
     assert!(!partial.awaits_device());
     assert_same_values(&partial, &whole);
     // An encoder step asked for by its name behind SOURCE_STEP comes back with the pass.
-    let encoder_attention = format!(
-        "{SOURCE_STEP}{}",
-        describe(Op::Softmax, Some(0), &model.config.encoder_config()).name
-    );
+    let encoder_attention = format!("{SOURCE_STEP}{}", step_name(Op::Softmax, Some(0)));
     let asked = vec![encoder_attention.clone()];
-    let partial = common::passes::translation(&model, &backend, source, readback(&model, &asked))
+    let partial = common::passes::translation(&model, &backend, source, readback(&asked))
         .expect("partial translation")
         .trace;
     assert!(
@@ -328,13 +321,13 @@ fn an_encoder_decoders_passes_read_back_what_its_views_read_and_the_rest_togethe
 fn a_device_lost_before_the_rest_is_read_says_so() {
     let model = common::minilm();
     let backend = GpuBackend::new(gpu_context(), &model.weights);
-    let names = vec![describe(Op::Softmax, Some(0), &model.config).name];
+    let names = vec![step_name(Op::Softmax, Some(0))];
     let partial = common::passes::reading(
         model,
         &backend,
         model.encode(TEXT).expect("tokens"),
         TEXT,
-        readback(model, &names),
+        readback(&names),
     )
     .expect("partial pass");
     backend.lose_device();

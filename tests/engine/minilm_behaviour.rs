@@ -4,6 +4,7 @@
 use crate::common;
 use common::*;
 use transformer_viz::analysis::pooling::{cosine, mean_pool};
+use transformer_viz::explain::step_text;
 use transformer_viz::Op;
 
 fn embedding(text: &str) -> ndarray::Array1<f32> {
@@ -125,7 +126,8 @@ fn trace_walks_the_bert_block_in_order() {
                 step.name
             );
         }
-        assert!(!step.equation.is_empty() && !step.explanation.is_empty());
+        let text = step_text(step, &trace.config);
+        assert!(!text.equation.is_empty() && !text.explanation.is_empty());
     }
     // Norm statistics: 1 embedding norm + 2 per layer, each with per-token stats.
     assert_eq!(trace.norms.len(), 13);

@@ -1,15 +1,24 @@
-//! The words and equations the stepper shows for each step, in the notation of the lecture
-//! notes (row vectors: Q = X W_Q, softmax(Q K^T / sqrt(d_k)) V).
+//! The words and equation the stepper shows beside each step of a pass, in the notation of
+//! the lecture notes (row vectors: Q = X W_Q, softmax(Q K^T / sqrt(d_k)) V). Every text that
+//! names a number (a width, a head count) reads it from the model's config.
 
-use super::Op;
-use crate::model::config::{Activation, ModelConfig, NormKind, Position};
+use crate::model::config::{Activation, ModelConfig, NormKind, NormPlace, Position};
+use crate::trace::{Op, Step};
 
+/// What a student reads about one step.
 pub struct StepText {
-    pub name: String,
+    /// "Scaled scores (layer 1)".
     pub title: String,
+    /// The equation applied, in LaTeX.
     pub equation: String,
+    /// What happened, in plain words.
     pub explanation: String,
-    pub axes: Vec<String>,
+}
+
+/// The texts of `step`, a step of a pass of the model `config` describes (an encoder-decoder's
+/// encoder steps: `ModelConfig::encoder_config`).
+pub fn step_text(step: &Step, config: &ModelConfig) -> StepText {
+    op_text(step.op, step.layer, config)
 }
 
 fn norm_equation(config: &ModelConfig) -> &'static str {
@@ -30,31 +39,17 @@ fn norm_words(config: &ModelConfig) -> &'static str {
     }
 }
 
-/// Name, title, equation, explanation and axis names for one step.
-pub fn describe(op: Op, layer: Option<usize>, config: &ModelConfig) -> StepText {
-    let prefix = layer.map(|l| format!("layer{l}.")).unwrap_or_default();
+/// The texts of the step `op` of `layer` (`None` outside the layers).
+pub fn op_text(op: Op, layer: Option<usize>, config: &ModelConfig) -> StepText {
     let at = layer.map(|l| format!(" (layer {l})")).unwrap_or_default();
-    let ax = |names: &[&str]| names.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-    let tokens_model = ax(&["token", "feature"]);
-    let heads_tt = ax(&["head", "query token", "key token"]);
-    let post = config.norm_place == crate::model::config::NormPlace::Post;
-    // "kv head" only means something with grouped-query attention (fewer key/value heads
-    // than query heads); otherwise keys and values have one head per query head.
-    let kv_head_axis = if config.n_kv_heads < config.n_heads {
-        "kv head"
-    } else {
-        "head"
-    };
-    let (key, title, equation, explanation, axes): (&str, String, String, String, Vec<String>) = match op {
+    let post = config.norm_place == NormPlace::Post;
+    let (title, equation, explanation): (String, String, String) = match op {
         Op::Tokenize => (
-            "tokens",
             "Tokenize".into(),
             r"\text{text} \mapsto (t_1, \dots, t_T)".into(),
             "The text is cut into tokens from the model's vocabulary; each token becomes an integer id.".into(),
-            ax(&["token"]),
         ),
         Op::TokenEmbedding => (
-            "embed.tokens",
             "Token embedding".into(),
             if config.embedding_scale == 1.0 {
                 r"X_i = E[t_i] \in \mathbb{R}^{d_{model}}".into()
@@ -66,14 +61,11 @@ pub fn describe(op: Op, layer: Option<usize>, config: &ModelConfig) -> StepText 
             } else {
                 format!("Each id picks one row of the learned embedding matrix E: a vector that stands for the token before it has seen any context. As in the original paper, the row is multiplied by √d_model = {:.2}, so that the token's part is about as large as the position vector added next (E itself stays small, because it is also the unembedding).", config.embedding_scale)
             },
-            tokens_model,
         ),
         Op::SegmentEmbedding => (
-            "embed.segment",
             "Segment embedding".into(),
             r"S_0 \in \mathbb{R}^{d_{model}}".into(),
             "BERT-style models add a learned vector saying which sentence a token belongs to; with one sentence every token gets segment 0.".into(),
-            tokens_model,
         ),
         Op::PositionEncoding => {
             let (eq, words) = match config.position {
@@ -86,10 +78,9 @@ pub fn describe(op: Op, layer: Option<usize>, config: &ModelConfig) -> StepText 
                     "Position p picks row p of a table learned in training, in the same way a token id picks its embedding.",
                 ),
             };
-            ("embed.position", "Positional encoding".into(), eq.into(), words.into(), tokens_model)
+            ("Positional encoding".into(), eq.into(), words.into())
         }
         Op::AddPosition => (
-            "embed.sum",
             "Add position".into(),
             {
                 // The token's part as the step before computed it: scaled when the model scales it.
@@ -102,25 +93,19 @@ pub fn describe(op: Op, layer: Option<usize>, config: &ModelConfig) -> StepText 
                 format!("x_p = {token} + P_p{segment}")
             },
             "Attention itself ignores order, so the position vector is added to each token's embedding: the same word at two places now has two different inputs.".into(),
-            tokens_model,
         ),
         Op::EmbeddingNorm => (
-            "embed.norm",
             "Embedding layer norm".into(),
             norm_equation(config).into(),
             format!("Before the first layer, {}.", norm_words(config)),
-            tokens_model,
         ),
         Op::AttentionNorm => (
-            "attn_norm",
             format!("Layer norm{}", if post { " after attention" } else { " before attention" }),
             if post { format!(r"x \leftarrow \mathrm{{LN}}(x + \mathrm{{MultiHead}}(x)),\quad {}", norm_equation(config)) } else { norm_equation(config).into() },
             format!("{}: {}.", if post { "The sum of the stream and attention's output is normalised" } else { "The stream is normalised before attention reads it" }, norm_words(config)),
-            tokens_model,
         ),
-        Op::Query => ("q", "Queries".into(), r"Q_h = X W_Q^h + b_Q^h".into(), "Each token projects itself into a query per head: what it is looking for.".into(), ax(&["head", "token", "dim"])),
+        Op::Query => ("Queries".into(), r"Q_h = X W_Q^h + b_Q^h".into(), "Each token projects itself into a query per head: what it is looking for.".into()),
         Op::Key => (
-            "k",
             "Keys".into(),
             r"K_h = X W_K^h + b_K^h".into(),
             if config.n_kv_heads < config.n_heads {
@@ -128,28 +113,22 @@ pub fn describe(op: Op, layer: Option<usize>, config: &ModelConfig) -> StepText 
             } else {
                 "Each token projects itself into a key per head: what it offers to be found by.".into()
             },
-            ax(&[kv_head_axis, "token", "dim"]),
         ),
-        Op::Value => ("v", "Values".into(), r"V_h = X W_V^h + b_V^h".into(), "Each token projects itself into a value per head: what it hands over when attended to.".into(), ax(&[kv_head_axis, "token", "dim"])),
+        Op::Value => ("Values".into(), r"V_h = X W_V^h + b_V^h".into(), "Each token projects itself into a value per head: what it hands over when attended to.".into()),
         Op::RotaryQuery | Op::RotaryKey => {
-            let (key, title) = if op == Op::RotaryQuery { ("q_rot", "Rotate queries") } else { ("k_rot", "Rotate keys") };
+            let title = if op == Op::RotaryQuery { "Rotate queries" } else { "Rotate keys" };
             (
-                key,
                 title.into(),
                 r"(x_{2i}, x_{2i+1}) \mapsto R(p\,\theta_i)(x_{2i}, x_{2i+1}),\quad \theta_i = b^{-2i/d_k}".into(),
                 "Rotary encoding turns each pair of features by an angle proportional to the position, so the dot product of a query and a key depends only on how far apart they are.".into(),
-                ax(&["head", "token", "dim"]),
             )
         }
         Op::Scores => (
-            "scores",
             "Scaled scores".into(),
             r"S_h = \frac{Q_h K_h^\top}{\sqrt{d_k}}".into(),
             format!("Every query is compared with every key by a dot product, divided by sqrt(d_k) = sqrt({}) so the scores do not grow with the head size.", config.head_dim),
-            heads_tt.clone(),
         ),
         Op::Mask => (
-            "masked",
             "Mask".into(),
             if config.causal { r"S_{ij} \leftarrow -\infty \quad \text{for } j > i".into() } else { r"S_{ij} \text{ unchanged: every token may see every token}".into() },
             if config.causal {
@@ -157,178 +136,131 @@ pub fn describe(op: Op, layer: Option<usize>, config: &ModelConfig) -> StepText 
             } else {
                 "This is an encoder, so nothing is hidden: every token may attend to every other token, before and after it.".into()
             },
-            heads_tt.clone(),
         ),
         Op::Softmax => (
-            "attention",
             "Softmax".into(),
             r"A_{ij} = \frac{e^{S_{ij}}}{\sum_k e^{S_{ik}}}".into(),
             "Each row of scores becomes a probability distribution: the weights a query gives to the keys, positive and summing to 1.".into(),
-            heads_tt,
         ),
         Op::WeightedSum => (
-            "heads",
             "Weighted sum of values".into(),
             r"\mathrm{head}_h = A_h V_h".into(),
             "Each token's head output is the average of the value vectors, weighted by its attention row.".into(),
-            ax(&["head", "token", "dim"]),
         ),
         Op::Concat => (
-            "concat",
             "Concatenate heads".into(),
             r"\mathrm{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_h)".into(),
             format!("The {} head outputs of each token are laid side by side into one vector of {} features.", config.n_heads, config.n_heads * config.head_dim),
-            ax(&["token", "head x dim"]),
         ),
         Op::OutputProjection => (
-            "attn_out",
             "Output projection".into(),
             r"\mathrm{MultiHead}(X) = \mathrm{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_h)\, W^O".into(),
             "A learned matrix mixes the heads' findings back into the model's width.".into(),
-            tokens_model.clone(),
         ),
         Op::AttentionResidual => (
-            "resid_attn",
             "Residual add (attention)".into(),
             r"x \leftarrow x + \mathrm{MultiHead}(x)".into(),
             "Attention's output is added to its input instead of replacing it: the stream keeps what it had and gains what attention found.".into(),
-            tokens_model.clone(),
         ),
         Op::EncoderOutput => (
-            "encoder_output",
             "Encoder output".into(),
             r"M = \mathrm{Encoder}(s_1, \dots, s_S) \in \mathbb{R}^{S \times d_{model}}".into(),
             "The encoder has read the whole source, every token seeing every other: these are its final vectors, one per source token. Every cross-attention below takes its keys and values from them.".into(),
-            ax(&["source token", "feature"]),
         ),
         Op::CrossNorm => (
-            "cross_norm",
             format!("Layer norm{}", if post { " after cross-attention" } else { " before cross-attention" }),
             if post { format!(r"x \leftarrow \mathrm{{LN}}(x + \mathrm{{CrossAttn}}(x, M)),\quad {}", norm_equation(config)) } else { norm_equation(config).into() },
             format!("{}: {}.", if post { "The sum of the stream and cross-attention's output is normalised" } else { "The stream is normalised before cross-attention reads it" }, norm_words(config)),
-            tokens_model.clone(),
         ),
         Op::CrossQuery => (
-            "cross_q",
             "Cross-attention queries".into(),
             r"Q_h = X W_Q^h + b_Q^h \quad (X: \text{the decoder's stream})".into(),
             "Each target token projects itself into a query per head: what it needs from the source.".into(),
-            ax(&["head", "target token", "dim"]),
         ),
         Op::CrossKey => (
-            "cross_k",
             "Cross-attention keys".into(),
             r"K_h = M W_K^h + b_K^h \quad (M: \text{the encoder's output})".into(),
             "The keys come from the encoder's output, not from the decoder: each source token offers itself to be found.".into(),
-            ax(&[kv_head_axis, "source token", "dim"]),
         ),
         Op::CrossValue => (
-            "cross_v",
             "Cross-attention values".into(),
             r"V_h = M W_V^h + b_V^h".into(),
             "The values also come from the encoder's output: what each source token hands over to the target tokens that attend to it.".into(),
-            ax(&[kv_head_axis, "source token", "dim"]),
         ),
         Op::CrossScores => (
-            "cross_scores",
             "Cross-attention scores".into(),
             r"S_h = \frac{Q_h K_h^\top}{\sqrt{d_k}} \in \mathbb{R}^{T \times S}".into(),
             format!("Every target token's query is compared with every source token's key, divided by sqrt(d_k) = sqrt({}). Nothing is masked: the whole source is known before decoding starts.", config.head_dim),
-            ax(&["head", "target token", "source token"]),
         ),
         Op::CrossSoftmax => (
-            "cross_attention",
             "Cross-attention softmax".into(),
             r"A_{ij} = \frac{e^{S_{ij}}}{\sum_k e^{S_{ik}}}".into(),
             "Each target row becomes a distribution over the source tokens: where in the source this target token looks.".into(),
-            ax(&["head", "target token", "source token"]),
         ),
         Op::CrossWeightedSum => (
-            "cross_heads",
             "Cross-attention: weighted sum".into(),
             r"\mathrm{head}_h = A_h V_h".into(),
             "Each target token receives the average of the source tokens' values, weighted by its row of cross-attention.".into(),
-            ax(&["head", "target token", "dim"]),
         ),
         Op::CrossConcat => (
-            "cross_concat",
             "Cross-attention: concatenate heads".into(),
             r"\mathrm{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_h)".into(),
             format!("The {} head outputs of each target token are laid side by side.", config.n_heads),
-            ax(&["target token", "head x dim"]),
         ),
         Op::CrossOutput => (
-            "cross_out",
             "Cross-attention output projection".into(),
             r"\mathrm{CrossAttn}(X, M) = \mathrm{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_h)\, W^O".into(),
             "A learned matrix mixes what the heads brought from the source back into the model's width.".into(),
-            tokens_model.clone(),
         ),
         Op::CrossResidual => (
-            "resid_cross",
             "Residual add (cross-attention)".into(),
             r"x \leftarrow x + \mathrm{CrossAttn}(x, M)".into(),
             "What the target tokens read from the source is added to their stream.".into(),
-            tokens_model.clone(),
         ),
         Op::FfnNorm => (
-            "ffn_norm",
             format!("Layer norm{}", if post { " after the feed-forward" } else { " before the feed-forward" }),
             if post { format!(r"x \leftarrow \mathrm{{LN}}(x + \mathrm{{FFN}}(x)),\quad {}", norm_equation(config)) } else { norm_equation(config).into() },
             format!("{}: {}.", if post { "The sum of the stream and the feed-forward output is normalised" } else { "The stream is normalised before the feed-forward reads it" }, norm_words(config)),
-            tokens_model.clone(),
         ),
         Op::FfnUp => (
-            "ffn_up",
             "Feed-forward: expand".into(),
             r"z = x W_1 + b_1".into(),
             format!("Each token on its own is projected from {} up to {} features; the same weights serve every position.", config.d_model, config.d_ff),
-            ax(&["token", "hidden"]),
         ),
-        Op::FfnGate => ("ffn_gate", "Feed-forward: gate".into(), r"g = x W_{gate}".into(), "A second projection that decides, feature by feature, how much of the expansion passes.".into(), ax(&["token", "hidden"])),
+        Op::FfnGate => ("Feed-forward: gate".into(), r"g = x W_{gate}".into(), "A second projection that decides, feature by feature, how much of the expansion passes.".into()),
         Op::FfnActivation => {
             let (eq, words) = match config.activation {
                 Activation::Relu => (r"h = \max(0, z)", "ReLU keeps positive features and zeroes the rest."),
                 Activation::Gelu => (r"h = z\,\Phi(z) = \tfrac{z}{2}\left(1 + \mathrm{erf}(z/\sqrt{2})\right)", "GELU lets positive features through and smoothly squashes negative ones towards 0."),
                 Activation::SwiGlu => (r"h = \mathrm{SiLU}(g) \odot z,\quad \mathrm{SiLU}(g) = g\,\sigma(g)", "SwiGLU multiplies the expansion by a smooth gate computed from the token itself."),
             };
-            ("ffn_act", "Feed-forward: activation".into(), eq.into(), words.into(), ax(&["token", "hidden"]))
+            ("Feed-forward: activation".into(), eq.into(), words.into())
         }
         Op::FfnDown => (
-            "ffn_down",
             "Feed-forward: project back".into(),
             r"\mathrm{FFN}(x) = h W_2 + b_2".into(),
             format!("The {} hidden features are projected back down to {}.", config.d_ff, config.d_model),
-            tokens_model.clone(),
         ),
         Op::FfnResidual => (
-            "resid_ffn",
             "Residual add (feed-forward)".into(),
             r"x \leftarrow x + \mathrm{FFN}(x)".into(),
             "The feed-forward output is added to the stream, as attention's was.".into(),
-            tokens_model.clone(),
         ),
-        Op::FinalNorm => ("final_norm", "Final norm".into(), norm_equation(config).into(), format!("After the last layer, {}.", norm_words(config)), tokens_model),
+        Op::FinalNorm => ("Final norm".into(), norm_equation(config).into(), format!("After the last layer, {}.", norm_words(config))),
         Op::Unembed => (
-            "logits",
             "Unembed".into(),
             r"\text{logits} = x\, W_U^\top".into(),
             "Each final vector is compared with every vocabulary entry by a dot product: one score per possible next token.".into(),
-            ax(&["token", "vocabulary"]),
         ),
         Op::NextTokenProbabilities => (
-            "next_token",
             "Next-token probabilities".into(),
             r"p(w \mid t_{1..T}) = \mathrm{softmax}(\text{logits}_T)_w".into(),
             "Softmax over the last token's scores gives the model's probability for every possible next token.".into(),
-            ax(&["vocabulary"]),
         ),
     };
     StepText {
-        name: format!("{prefix}{key}"),
         title: format!("{title}{at}"),
         equation,
         explanation,
-        axes,
     }
 }

@@ -135,6 +135,8 @@ enum Command {
     },
     /// Convert a safetensors file's floating-point tensors to f16.
     ConvertF16 { input: PathBuf, output: PathBuf },
+    /// Print stories of the lecture models' story generator, one a line (seeded).
+    Stories(train::StoriesArgs),
     /// Learn a byte-level BPE vocabulary from a folder of text (for `train`).
     Vocab(train::VocabArgs),
     /// Train one of the lecture's models on a folder of text (both cores, seeded).
@@ -306,6 +308,7 @@ fn run(cli: Cli) -> Result<()> {
                 Ok(())
             })
         }
+        Command::Stories(args) => train::print_stories(args),
         Command::Vocab(args) => train::vocab(args),
         Command::Train(args) => train::train(args),
         Command::TrainReverse(args) => train::train_reverse(args),

@@ -10,6 +10,7 @@ use crate::train::bigram::bigram_loss;
 use crate::train::corpus::{token_stream, Corpus};
 use crate::train::head_probe::HeadProbe;
 use crate::train::run::{Run, Settings};
+use crate::train::stories::{stories, Split};
 use crate::train::vocab::learn_vocab;
 
 #[derive(clap::Args)]
@@ -20,8 +21,22 @@ pub struct VocabArgs {
     /// Tokens in all: the 256 bytes, the merges and the start token.
     #[arg(long, default_value_t = 2048)]
     pub size: usize,
+    /// Generated stories added to the text (`transformer-viz stories`; give `train` the same).
+    #[arg(long, default_value_t = 0)]
+    pub stories: usize,
     #[arg(long)]
     pub out: PathBuf,
+}
+
+#[derive(clap::Args)]
+pub struct StoriesArgs {
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    #[arg(long, default_value_t = 10)]
+    pub count: usize,
+    /// The held-out names and templates (what evaluation uses) instead of the training ones.
+    #[arg(long)]
+    pub held_out: bool,
 }
 
 #[derive(clap::Args)]
@@ -57,6 +72,11 @@ pub struct TrainArgs {
     pub eval_every: usize,
     #[arg(long, default_value_t = 500)]
     pub checkpoint_every: usize,
+    /// Generated stories added to the training text (`transformer-viz stories`): names
+    /// referred to again, indirect objects, repeated lists, agreement. The held-out text
+    /// stays real text.
+    #[arg(long, default_value_t = 0)]
+    pub stories: usize,
     /// Train on plain text only (no sequences with a repeated span).
     #[arg(long)]
     pub no_repeats: bool,
@@ -133,8 +153,21 @@ fn io(path: &std::path::Path) -> impl Fn(std::io::Error) -> VizError + '_ {
     }
 }
 
+pub fn print_stories(args: StoriesArgs) -> Result<()> {
+    let split = if args.held_out {
+        Split::HeldOut
+    } else {
+        Split::Train
+    };
+    for story in stories(args.seed, args.count, split) {
+        println!("{story}");
+    }
+    Ok(())
+}
+
 pub fn vocab(args: VocabArgs) -> Result<()> {
-    let corpus = Corpus::read(&args.corpus)?;
+    let mut corpus = Corpus::read(&args.corpus)?;
+    corpus.add_stories(args.stories);
     if !(258..=crate::tokenize::vocab_file::MAX_TOKENS).contains(&args.size) {
         return Err(VizError::Training(format!(
             "--size {} must be 258 to {}",
@@ -163,7 +196,8 @@ pub fn train(args: TrainArgs) -> Result<()> {
     let tokenizer = file.clone().tokenizer()?;
     let config = lecture::preset(&args.model, tokenizer.vocab_size())
         .ok_or_else(|| VizError::UnknownModel(args.model.clone(), lecture::DECODERS.join(", ")))?;
-    let corpus = Corpus::read(&args.corpus)?;
+    let mut corpus = Corpus::read(&args.corpus)?;
+    corpus.add_stories(args.stories);
     let started = std::time::Instant::now();
     let train = token_stream(&corpus.train, &tokenizer, bos)?;
     let held_out = token_stream(&corpus.held_out, &tokenizer, bos)?;

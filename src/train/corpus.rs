@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::stories::{stories, Split};
 use crate::error::{Result, VizError};
 use crate::tokenize::Tokenizer;
 
@@ -67,6 +68,20 @@ impl Corpus {
         Ok(corpus)
     }
 }
+
+impl Corpus {
+    /// Adds `count` generated stories (`stories::stories`, the training side's names and
+    /// templates, seed `STORIES_SEED`) to the training documents, one document a story; the
+    /// held-out documents stay real text.
+    pub fn add_stories(&mut self, count: usize) {
+        self.train
+            .extend(stories(STORIES_SEED, count, Split::Train));
+    }
+}
+
+/// The seed of the stories `Corpus::add_stories` adds: the vocabulary and the model learn
+/// from the same ones.
+pub const STORIES_SEED: u64 = 2022;
 
 /// The documents as one id stream: `bos` before each document.
 pub fn token_stream(documents: &[String], tokenizer: &dyn Tokenizer, bos: u32) -> Result<Vec<u32>> {

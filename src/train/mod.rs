@@ -13,4 +13,5 @@ pub mod head_probe;
 pub mod network;
 pub mod reversal;
 pub mod run;
+pub mod stories;
 pub mod vocab;

@@ -31,6 +31,7 @@ mod rotary_view;
 mod sampling;
 mod section_views;
 mod smollm2_reference;
+mod stories;
 mod threads;
 mod trace_memory;
 mod trainer;

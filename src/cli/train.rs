@@ -12,6 +12,7 @@ use crate::train::head_probe::HeadProbe;
 use crate::train::run::{Run, Settings};
 use crate::train::stories::{stories, Split};
 use crate::train::vocab::learn_vocab;
+use crate::train::vocab_report::{text_tokens, tokens_per_word, vocab_report};
 
 #[derive(clap::Args)]
 pub struct VocabArgs {
@@ -24,6 +25,12 @@ pub struct VocabArgs {
     /// Generated stories added to the text (`transformer-viz stories`; give `train` the same).
     #[arg(long, default_value_t = 0)]
     pub stories: usize,
+    /// A sentence whose tokens per word the report gives.
+    #[arg(
+        long,
+        default_value = "When Mary and John went to the store, John gave a drink to Mary."
+    )]
+    pub sentence: String,
     #[arg(long)]
     pub out: PathBuf,
 }
@@ -185,6 +192,27 @@ pub fn vocab(args: VocabArgs) -> Result<()> {
         corpus.train.len(),
         started.elapsed().as_secs_f64(),
         args.out.display()
+    );
+    let tokenizer = file.tokenizer()?;
+    let report = vocab_report(&tokenizer, &corpus.held_out, 1000)?;
+    let shown: Vec<String> = report
+        .split
+        .iter()
+        .take(12)
+        .map(|(word, pieces)| format!("{word} = {}", pieces.join("|")))
+        .collect();
+    eprintln!(
+        "{} of the {} most frequent words of the held-out text are one token ({:.1}%); the most frequent others: {}",
+        report.single,
+        report.words,
+        100.0 * report.single as f64 / report.words.max(1) as f64,
+        shown.join(", ")
+    );
+    let pieces = text_tokens(&tokenizer, &args.sentence)?;
+    eprintln!(
+        "{:.2} tokens a word: {}",
+        tokens_per_word(&tokenizer, &args.sentence)?,
+        pieces.join("|")
     );
     Ok(())
 }

@@ -15,3 +15,4 @@ pub mod reversal;
 pub mod run;
 pub mod stories;
 pub mod vocab;
+pub mod vocab_report;

@@ -20,6 +20,7 @@ use transformer_viz::train::head_probe::HeadProbe;
 use transformer_viz::train::network::{id_tensor, Network};
 use transformer_viz::train::run::{evaluate, learning_rate, Run, Settings};
 use transformer_viz::train::vocab::learn_vocab;
+use transformer_viz::train::vocab_report::{text_tokens, tokens_per_word, vocab_report};
 
 fn corpus_dir() -> PathBuf {
     common::models_dir().join("corpus")
@@ -279,6 +280,31 @@ fn the_learned_vocabulary_round_trips_text_and_shortens_it() {
         ids.len() < 10,
         "merges learned from the text shorten it: {ids:?}"
     );
+}
+
+#[test]
+fn the_vocabulary_report_counts_the_frequent_words_that_are_one_token() {
+    // "the" and "cat" are frequent enough to be merged whole; "hippopotamus" occurs once.
+    let docs = vec!["the cat sat. the cat ran. the cat hid. ".repeat(30) + "a hippopotamus"];
+    let tokenizer = learn_vocab(&docs, 280).unwrap().tokenizer().unwrap();
+    let report = vocab_report(&tokenizer, &docs, 3).unwrap();
+    assert_eq!(
+        report.words, 3,
+        "the three most frequent: the, cat, and one of sat/ran/hid"
+    );
+    assert_eq!(report.single, 3, "{:?}", report.split);
+    let all = vocab_report(&tokenizer, &docs, 100).unwrap();
+    assert_eq!(all.words, 7, "the, cat, sat, ran, hid, a, hippopotamus");
+    let (word, pieces) = all.split.iter().find(|(w, _)| w == "hippopotamus").unwrap();
+    assert!(pieces.len() > 1, "{word}: {pieces:?}");
+    assert_eq!(
+        pieces.concat(),
+        " hippopotamus",
+        "the pieces spell the word, space first"
+    );
+    // Tokens a word: "the cat sat." is three words in three tokens and a full stop.
+    assert_eq!(text_tokens(&tokenizer, " the cat sat.").unwrap().len(), 4);
+    assert!((tokens_per_word(&tokenizer, "the cat sat.").unwrap() - 4.0 / 3.0).abs() < 1e-9);
 }
 
 /// How far below the bigram baseline's held-out loss the committed decoders are at least

@@ -13,9 +13,11 @@
 //! - **agreement across a distance**: a subject, a phrase whose noun has the other number, then
 //!   the verb that agrees with the subject ("The keys to the old cabinet are ...").
 //!
-//! Evaluation must be on what training never saw: every name and every sentence template has a
-//! fixed side (`Split`), and `stories(.., Split::HeldOut)` uses only the held-out ones. The same
-//! seed gives the same stories on every machine (ChaCha8).
+//! Evaluation must be on what training never saw, yet a model can only know that Mary takes
+//! "she" if it met Mary in training. So every name is in the training stories, but every pair
+//! of names and every sentence template has a fixed side (`Split`): a held-out pair never meets
+//! in a training story, and `stories(.., Split::HeldOut)` casts only held-out pairs and uses
+//! only held-out templates. The same seed gives the same stories on every machine (ChaCha8).
 
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
@@ -27,13 +29,12 @@ pub enum Split {
     HeldOut,
 }
 
-/// Every `HELD_OUT_EVERY`-th name of each list (and the names the page's examples use) is
-/// held out of training.
+/// About one pair of names in `HELD_OUT_EVERY` is held out of training (`pair_split`).
 pub const HELD_OUT_EVERY: usize = 5;
 
-/// Names the page and the tests show off: held out, so what the page shows on them is the
+/// Pairs the page and the tests show off: held out, so what the page shows on them is the
 /// model generalising, not remembering.
-pub const SHOWCASE_NAMES: [&str; 4] = ["Mary", "John", "Anna", "Tom"];
+pub const SHOWCASE_PAIRS: [(&str, &str); 2] = [("Mary", "John"), ("Anna", "Tom")];
 
 const FEMALE: &[&str] = &[
     "Mary", "Anna", "Lucy", "Emma", "Sarah", "Kate", "Alice", "Rose", "Jane", "Lily", "Clara",
@@ -140,20 +141,30 @@ const IOI: &[IoiTemplate] = &[
     },
 ];
 
-/// Female and male names on one side of the division.
-pub fn names(split: Split) -> (Vec<&'static str>, Vec<&'static str>) {
-    let side = |list: &[&'static str]| -> Vec<&'static str> {
-        list.iter()
-            .enumerate()
-            .filter(|&(i, name)| {
-                let held =
-                    i % HELD_OUT_EVERY == HELD_OUT_EVERY - 1 || SHOWCASE_NAMES.contains(name);
-                held == (split == Split::HeldOut)
-            })
-            .map(|(_, &name)| name)
-            .collect()
-    };
-    (side(FEMALE), side(MALE))
+/// Every name: the female ones and the male ones.
+pub fn names() -> (&'static [&'static str], &'static [&'static str]) {
+    (FEMALE, MALE)
+}
+
+/// The side of the division a pair of names is on, whichever order they come in.
+pub fn pair_split(a: &str, b: &str) -> Split {
+    if SHOWCASE_PAIRS.contains(&(a, b)) || SHOWCASE_PAIRS.contains(&(b, a)) {
+        return Split::HeldOut;
+    }
+    // A fixed mix of the two names' bytes (FNV-1a over the pair in sorted order).
+    let (x, y) = if a < b { (a, b) } else { (b, a) };
+    let hash = x
+        .bytes()
+        .chain([0])
+        .chain(y.bytes())
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, byte| {
+            (h ^ byte as u64).wrapping_mul(0x0100_0000_01b3)
+        });
+    if hash % HELD_OUT_EVERY as u64 == 0 {
+        Split::HeldOut
+    } else {
+        Split::Train
+    }
 }
 
 /// One indirect-object sentence cut before its answer: "When Mary and John went to the store,
@@ -212,8 +223,7 @@ impl Person {
 
 struct Generator {
     rng: ChaCha8Rng,
-    female: Vec<&'static str>,
-    male: Vec<&'static str>,
+    split: Split,
     ioi: Vec<&'static str>,
 }
 
@@ -226,7 +236,6 @@ fn capitalised(s: &str) -> String {
 
 impl Generator {
     fn new(seed: u64, split: Split) -> Self {
-        let (female, male) = names(split);
         let ioi = IOI
             .iter()
             .filter(|t| t.split == split)
@@ -234,8 +243,7 @@ impl Generator {
             .collect();
         Self {
             rng: ChaCha8Rng::seed_from_u64(seed),
-            female,
-            male,
+            split,
             ioi,
         }
     }
@@ -249,19 +257,18 @@ impl Generator {
     }
 
     fn person(&mut self, female: bool) -> Person {
-        let list = if female { &self.female } else { &self.male };
-        let name = list[(self.rng.next_u64() % list.len() as u64) as usize];
+        let name = self.pick(if female { FEMALE } else { MALE });
         Person { name, female }
     }
 
-    /// Two different people, of either gender.
+    /// Two different people, of either gender, a pair of the generator's side.
     fn two_people(&mut self) -> (Person, Person) {
-        let a_female = self.below(2) == 0;
-        let a = self.person(a_female);
         loop {
+            let a_female = self.below(2) == 0;
+            let a = self.person(a_female);
             let b_female = self.below(2) == 0;
             let b = self.person(b_female);
-            if b.name != a.name {
+            if b.name != a.name && pair_split(a.name, b.name) == self.split {
                 return (a, b);
             }
         }

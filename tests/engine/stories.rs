@@ -1,10 +1,13 @@
 //! The story generator of the lecture models' training text (`train::stories`): seeded, each
 //! kind of episode present, pronouns that fit their antecedents, indirect-object prompts
-//! whose answer is the name said once, and evaluation names and templates never in training.
+//! whose answer is the name said once, and evaluation pairs of names and templates never in
+//! training.
 
 use std::collections::HashSet;
 
-use transformer_viz::train::stories::{ioi_prompts, names, stories, Split, SHOWCASE_NAMES};
+use transformer_viz::train::stories::{
+    ioi_prompts, names, pair_split, stories, Split, SHOWCASE_PAIRS,
+};
 
 fn words(text: &str) -> HashSet<String> {
     text.split(|c: char| !c.is_alphanumeric())
@@ -23,28 +26,65 @@ fn the_same_seed_gives_the_same_stories_and_another_seed_others() {
 }
 
 #[test]
-fn the_two_sides_share_no_name_and_the_showcase_names_are_held_out() {
-    let (train_f, train_m) = names(Split::Train);
-    let (held_f, held_m) = names(Split::HeldOut);
-    let train: HashSet<_> = train_f.iter().chain(&train_m).collect();
-    let held: HashSet<_> = held_f.iter().chain(&held_m).collect();
-    assert!(train.is_disjoint(&held));
-    assert!(
-        train.len() >= 30 && held.len() >= 8,
-        "{} {}",
-        train.len(),
-        held.len()
-    );
-    for name in SHOWCASE_NAMES {
-        assert!(held.contains(&name), "{name}");
+fn held_out_pairs_never_meet_in_training_and_every_name_is_trained() {
+    let (female, male) = names();
+    let all: Vec<&str> = female.iter().chain(male).copied().collect();
+    for (a, b) in SHOWCASE_PAIRS {
+        assert_eq!(pair_split(a, b), Split::HeldOut, "{a} and {b}");
+        assert_eq!(pair_split(b, a), Split::HeldOut, "{b} and {a}");
     }
-    // No held-out name appears anywhere in a thousand training stories.
-    let seen: HashSet<String> = stories(1, 1000, Split::Train)
+    let pairs: Vec<(&str, &str)> = all
         .iter()
-        .flat_map(|s| words(s))
+        .enumerate()
+        .flat_map(|(i, &a)| all[i + 1..].iter().map(move |&b| (a, b)))
         .collect();
-    for name in &held {
-        assert!(!seen.contains(**name), "{name} is in the training stories");
+    let held = pairs
+        .iter()
+        .filter(|(a, b)| pair_split(a, b) == Split::HeldOut)
+        .count();
+    let share = held as f64 / pairs.len() as f64;
+    assert!(
+        (0.12..0.28).contains(&share),
+        "{held} of {} pairs held out",
+        pairs.len()
+    );
+    // Each training story's cast is a training pair; every name is met in training.
+    let training = stories(1, 2000, Split::Train);
+    let mut seen = HashSet::new();
+    let mut both = 0;
+    for story in &training {
+        let cast: Vec<&str> = all
+            .iter()
+            .copied()
+            .filter(|n| words(story).contains(*n))
+            .collect();
+        // A story may tell only one of its two people's episodes.
+        assert!(cast.len() <= 2, "{story}");
+        if let [a, b] = cast[..] {
+            assert_eq!(pair_split(a, b), Split::Train, "{story}");
+            both += 1;
+        }
+        seen.extend(cast);
+    }
+    assert_eq!(
+        seen.len(),
+        all.len(),
+        "every name is in some training story"
+    );
+    assert!(
+        both > 1000,
+        "{both} of 2000 stories name both of their cast"
+    );
+    for story in stories(1, 200, Split::HeldOut) {
+        let cast: Vec<&str> = all
+            .iter()
+            .copied()
+            .filter(|n| words(&story).contains(*n))
+            .collect();
+        assert!(cast.len() <= 2, "{story}");
+        if let [a, b] = cast[..] {
+            assert_eq!(pair_split(a, b), Split::HeldOut, "{story}");
+        }
     }
 }
 
@@ -67,7 +107,7 @@ fn every_kind_of_episode_is_there() {
 
 #[test]
 fn each_pronoun_fits_the_person_it_stands_for() {
-    let (female, _) = names(Split::Train);
+    let (female, _) = names();
     let pronoun = |name: &str, subject: bool| match (female.contains(&name), subject) {
         (true, true) => "She",
         (false, true) => "He",

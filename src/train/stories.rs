@@ -275,7 +275,8 @@ impl Generator {
     }
 
     fn ioi(&mut self, a: &str, b: &str) -> String {
-        let template = self.pick(&self.ioi.clone());
+        let i = self.below(self.ioi.len());
+        let template = self.ioi[i];
         let place = self.pick(PLACES);
         let gift = self.pick(GIFTS);
         // Half the time the pair is introduced the other way round (B and A): the answer is

@@ -5,6 +5,7 @@
 use ndarray::{ArrayView2, Axis};
 use serde::Serialize;
 
+use super::antecedents::{references, Reference};
 use crate::error::{Result, VizError};
 use crate::trace::Trace;
 
@@ -35,6 +36,9 @@ pub struct HeadScores {
     /// Duplicate token: the mean weight from a repeated token on its earlier copy (see
     /// `duplicate_targets`); `None` when the text repeats no token.
     pub duplicate: Option<f32>,
+    /// Antecedent: the mean weight from a pronoun on the word it refers to, by agreement
+    /// (`antecedents::references`); `None` when no pronoun's antecedent is known.
+    pub antecedent: Option<f32>,
 }
 
 /// The queries an induction head acts on, each with the key it should attend to: a token i
@@ -71,6 +75,18 @@ pub fn duplicate_targets(ids: &[u32]) -> Vec<(usize, usize)> {
 pub fn induction_score(a: ArrayView2<f32>, targets: &[(usize, usize)]) -> Option<f32> {
     (!targets.is_empty())
         .then(|| targets.iter().map(|&(q, k)| a[[q, k]]).sum::<f32>() / targets.len() as f32)
+}
+
+/// Mean weight that `a` (T, T) puts from each pronoun on its antecedent's tokens (both names
+/// of a pair, summed); `None` when there is no reference.
+pub fn antecedent_score(a: ArrayView2<f32>, references: &[Reference]) -> Option<f32> {
+    (!references.is_empty()).then(|| {
+        references
+            .iter()
+            .map(|r| r.antecedent.iter().map(|&k| a[[r.pronoun, k]]).sum::<f32>())
+            .sum::<f32>()
+            / references.len() as f32
+    })
 }
 
 /// Where one head sends the most weight from one query token.
@@ -125,6 +141,7 @@ pub fn head_scores(trace: &Trace) -> Result<Vec<HeadScores>> {
     let ids: Vec<u32> = trace.tokens.iter().map(|t| t.id).collect();
     let targets = induction_targets(&ids);
     let duplicates = duplicate_targets(&ids);
+    let references = references(&trace.tokens);
     let mut all = Vec::with_capacity(trace.config.n_layers * trace.config.n_heads);
     for layer in 0..trace.config.n_layers {
         let heads = trace.attention_layer(layer)?; // (heads, T, T)
@@ -135,6 +152,7 @@ pub fn head_scores(trace: &Trace) -> Result<Vec<HeadScores>> {
                 scores: pattern_scores(a, special_end),
                 induction: induction_score(a, &targets),
                 duplicate: induction_score(a, &duplicates),
+                antecedent: antecedent_score(a, &references),
             });
         }
     }

@@ -1,5 +1,6 @@
 //! Things computed from a trace or a forward pass rather than inside it.
 
+pub mod antecedents;
 pub mod generation;
 pub mod heads;
 pub mod logit_lens;

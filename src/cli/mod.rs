@@ -137,6 +137,18 @@ enum Command {
     ConvertF16 { input: PathBuf, output: PathBuf },
     /// Print stories of the lecture models' story generator, one a line (seeded).
     Stories(train::StoriesArgs),
+    /// What a lecture model's heads do, on held-out text: previous-token and induction heads,
+    /// copying, pronouns' antecedents, indirect objects, and five continuations.
+    Behaviours {
+        #[command(flatten)]
+        model: ModelArgs,
+        /// The held-out text's folder (for the previous-token sentences).
+        #[arg(long, default_value = "models/corpus")]
+        corpus: PathBuf,
+        /// Held-out pronoun sentences and indirect-object prompts measured.
+        #[arg(long, default_value_t = 200)]
+        count: usize,
+    },
     /// Learn a byte-level BPE vocabulary from a folder of text (for `train`).
     Vocab(train::VocabArgs),
     /// Train one of the lecture's models on a folder of text (both cores, seeded).
@@ -309,6 +321,11 @@ fn run(cli: Cli) -> Result<()> {
             })
         }
         Command::Stories(args) => train::print_stories(args),
+        Command::Behaviours {
+            model,
+            corpus,
+            count,
+        } => train::behaviours(&model.load()?, &corpus, count),
         Command::Vocab(args) => train::vocab(args),
         Command::Train(args) => train::train(args),
         Command::TrainReverse(args) => train::train_reverse(args),

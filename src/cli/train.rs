@@ -2,15 +2,18 @@
 
 use std::path::PathBuf;
 
+use crate::analysis::generation::{generate, SamplingSettings};
 use crate::checkpoints::lecture;
 use crate::error::{Result, VizError};
 use crate::tokenize::vocab_file::VocabFile;
 use crate::tokenize::Tokenizer;
+use crate::train::batches::Mixture;
+use crate::train::behaviour::{ioi_report, pronoun_heads};
 use crate::train::bigram::bigram_loss;
 use crate::train::corpus::{token_stream, Corpus};
 use crate::train::head_probe::HeadProbe;
 use crate::train::run::{Run, Settings};
-use crate::train::stories::{stories, Split};
+use crate::train::stories::{ioi_prompts, pronoun_cases, stories, Split};
 use crate::train::vocab::learn_vocab;
 use crate::train::vocab_report::{text_tokens, tokens_per_word, vocab_report};
 
@@ -84,9 +87,29 @@ pub struct TrainArgs {
     /// stays real text.
     #[arg(long, default_value_t = 0)]
     pub stories: usize,
-    /// Train on plain text only (no sequences with a repeated span).
-    #[arg(long)]
-    pub no_repeats: bool,
+    /// Sequences that repeat a random run of tokens until full, in thousandths of a batch
+    /// (the induction heads' lesson; 0 for plain text only).
+    #[arg(long, default_value_t = 100)]
+    pub random_repeat: u32,
+    /// Windows of text with a span copied later into them, in thousandths of a batch.
+    #[arg(long, default_value_t = 150)]
+    pub copied_span: u32,
+    /// Random runs draw from this many of the training text's most frequent tokens (0: from
+    /// the whole vocabulary).
+    #[arg(long, default_value_t = 0)]
+    pub run_pool: u32,
+    /// AdamW's second-moment decay.
+    #[arg(long, default_value_t = 0.95)]
+    pub beta2: f64,
+    /// A curriculum: the first N steps draw from the --early-* mixture (0: none).
+    #[arg(long, default_value_t = 0)]
+    pub early_steps: usize,
+    #[arg(long, default_value_t = 600)]
+    pub early_random_repeat: u32,
+    #[arg(long, default_value_t = 100)]
+    pub early_copied_span: u32,
+    #[arg(long, default_value_t = 256)]
+    pub early_run_pool: u32,
     /// Continue from the checkpoint in --out (same settings).
     #[arg(long)]
     pub resume: bool,
@@ -131,7 +154,9 @@ pub fn train_reverse(args: ReverseArgs) -> Result<()> {
         seed: args.seed,
         eval_every: args.eval_every,
         checkpoint_every: args.steps,
-        repeats: false,
+        beta2: 0.95,
+        mixture: Mixture::PLAIN,
+        early: None,
     };
     let outcome = crate::train::reversal::ReversalRun {
         settings,
@@ -158,6 +183,62 @@ fn io(path: &std::path::Path) -> impl Fn(std::io::Error) -> VizError + '_ {
         path: path.display().to_string(),
         reason: e.to_string(),
     }
+}
+
+/// Held-out sentences' seed for `behaviours` (any seed: the names and templates are held out).
+const BEHAVIOUR_SEED: u64 = 7;
+
+/// Prompts the model continues in `behaviours`.
+pub const CONTINUED: [&str; 5] = [
+    "Mary met John at the park. She",
+    "The code on the door was 4 1 7 9. Tom said the code again: 4",
+    "When Anna and Tom went to the market, Tom gave a book to",
+    "It was a cold morning, and the old man",
+    "The ship sailed out of the harbour",
+];
+
+pub fn behaviours(
+    model: &crate::Transformer,
+    corpus: &std::path::Path,
+    count: usize,
+) -> Result<()> {
+    let corpus = Corpus::read(corpus)?;
+    // The lecture tokenizers start every text with their one special token.
+    let start = model.tokenizer.encode("a", 4)?;
+    let bos = match start.tokens.first() {
+        Some(t) if t.special => t.id,
+        _ => {
+            return Err(VizError::Training(format!(
+                "{} is not a lecture decoder: its texts do not start with a special token",
+                model.config.name
+            )))
+        }
+    };
+    let heads = HeadProbe::new(&corpus.held_out, bos, None).measure(model)?;
+    println!("{}", heads.summary());
+    let pronouns = pronoun_heads(model, &pronoun_cases(BEHAVIOUR_SEED, count))?;
+    let best = pronouns[0];
+    println!(
+        "pronouns: layer {} head {} puts its strongest weight on the antecedent of {:.1}% of {} held-out sentences' pronouns",
+        best.layer,
+        best.head,
+        100.0 * best.share,
+        count
+    );
+    let ioi = ioi_report(model, &ioi_prompts(BEHAVIOUR_SEED, count, Split::HeldOut))?;
+    println!(
+        "indirect objects: the answer first in {:.1}% of {} held-out prompts, above the repeated name in {:.1}% (mean probability {:.3} against {:.3})",
+        100.0 * ioi.first,
+        ioi.prompts,
+        100.0 * ioi.beats_other,
+        ioi.answer_probability,
+        ioi.other_probability
+    );
+    for prompt in CONTINUED {
+        let g = generate(model, prompt, 16, &SamplingSettings::greedy())?;
+        println!("{prompt:?} -> {:?}", g.text);
+    }
+    Ok(())
 }
 
 pub fn print_stories(args: StoriesArgs) -> Result<()> {
@@ -246,7 +327,20 @@ pub fn train(args: TrainArgs) -> Result<()> {
         seed: args.seed,
         eval_every: args.eval_every,
         checkpoint_every: args.checkpoint_every,
-        repeats: !args.no_repeats,
+        beta2: args.beta2,
+        mixture: Mixture {
+            random_repeat: args.random_repeat,
+            copied_span: args.copied_span,
+            pool: args.run_pool,
+        },
+        early: (args.early_steps > 0).then_some((
+            args.early_steps,
+            Mixture {
+                random_repeat: args.early_random_repeat,
+                copied_span: args.early_copied_span,
+                pool: args.early_run_pool,
+            },
+        )),
     };
     let probe = HeadProbe::new(&corpus.held_out, bos, Some(file.clone()));
     let log_path = args.out.join("train.log");

@@ -1,6 +1,7 @@
 //! Every head of every layer as one grid (layers down, heads across), each cell coloured by
 //! how strongly the head follows one pattern on the current text: the previous token, the
-//! first token, or induction (the token after the last occurrence of the current one). A
+//! first token, induction (the token after the last occurrence of the current one), the
+//! earlier copy of the current token, or a pronoun's antecedent. A
 //! click on a cell opens that head (`Drawn.geometry` maps the click to layer and head).
 
 use ndarray::Array2;
@@ -21,6 +22,7 @@ pub enum HeadPattern {
     Previous,
     Induction,
     Duplicate,
+    Antecedent,
     First,
 }
 
@@ -30,6 +32,7 @@ impl HeadPattern {
             HeadPattern::Previous => "previous-token score",
             HeadPattern::Induction => "induction score",
             HeadPattern::Duplicate => "duplicate-token score",
+            HeadPattern::Antecedent => "antecedent score",
             HeadPattern::First => "first-token score",
         }
     }
@@ -46,6 +49,7 @@ pub fn score_grid(trace: &Trace, pattern: HeadPattern) -> Result<Option<Array2<f
             HeadPattern::First => Some(s.scores.first),
             HeadPattern::Induction => s.induction,
             HeadPattern::Duplicate => s.duplicate,
+            HeadPattern::Antecedent => s.antecedent,
         };
         match score {
             Some(score) => grid[[s.layer, s.head]] = score,
@@ -68,6 +72,7 @@ pub fn draw_head_grid<DB: Canvas>(
     let title = match &scores {
         Some(_) => format!("Every head's {} (mean attention weight), {layers} layers × {heads} heads", pattern.words()),
         // Drawn empty with the reason, not refused: the student sees what to do.
+        None if pattern == HeadPattern::Antecedent => "No pronoun in this text refers to a name or a noun the finder knows (she, he, it, they after Mary, John, the dog…): use “Pronouns”".to_string(),
         None => format!("No token repeats in this text, so no head can show its {}: use “Repeat a random sequence twice”", pattern.words()),
     };
     let grid = scores.unwrap_or_else(|| Array2::zeros((layers, heads))); // (layers, heads)

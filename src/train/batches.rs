@@ -3,15 +3,46 @@
 //! token after an earlier occurrence of the current one, and predict it) far earlier when
 //! its data rewards copying often (Olsson et al., 2022, "In-context learning and induction
 //! heads"):
-//! - `RANDOM_REPEAT`: random tokens, the same run repeated until the sequence is full;
-//! - `COPIED_SPAN`: a window of text with a span of it copied later into the same window.
+//! - random runs: random tokens, the same run repeated until the sequence is full;
+//! - copied spans: a window of text with a span of it copied later into the same window.
 
 use rand_chacha::ChaCha8Rng;
 use rand_core::RngCore;
+use serde::{Deserialize, Serialize};
 
-/// Shares of sequences of each kind, in thousandths.
-pub const RANDOM_REPEAT: u32 = 100;
-pub const COPIED_SPAN: u32 = 150;
+/// How many sequences of each kind a batch holds, in thousandths (the rest is plain text),
+/// and which tokens a random run draws from.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct Mixture {
+    pub random_repeat: u32,
+    pub copied_span: u32,
+    /// A random run draws from this many of the training text's most frequent ordinary
+    /// tokens (0: from all of them alike).
+    pub pool: u32,
+}
+
+impl Mixture {
+    pub const PLAIN: Mixture = Mixture {
+        random_repeat: 0,
+        copied_span: 0,
+        pool: 0,
+    };
+}
+
+/// The `size` most frequent ordinary tokens (ids below `bos`) of `stream`, most frequent
+/// first: random runs made of them are runs of words the model has learned to read.
+pub fn run_pool(stream: &[u32], bos: u32, size: usize) -> Vec<u32> {
+    let mut counts = vec![0u64; bos as usize];
+    for &id in stream {
+        if id < bos {
+            counts[id as usize] += 1;
+        }
+    }
+    let mut ids: Vec<u32> = (0..bos).collect();
+    ids.sort_by_key(|&id| (std::cmp::Reverse(counts[id as usize]), id)); // (bos,)
+    ids.truncate(size.clamp(1, bos as usize));
+    ids
+}
 
 fn below(rng: &mut ChaCha8Rng, n: usize) -> usize {
     (rng.next_u64() % n as u64) as usize
@@ -22,32 +53,46 @@ fn between(rng: &mut ChaCha8Rng, lo: usize, hi: usize) -> usize {
 }
 
 /// One sequence of `len + 1` ids starting with `bos` (inputs are the first `len`, targets
-/// the last `len`).
+/// the last `len`). `pool` holds the ordinary ids most frequent first (`run_pool`); a random
+/// run draws uniformly from the mixture's first `pool` of them (all when 0; with an empty
+/// `pool`, from the ids below that).
 pub fn sample_sequence(
     rng: &mut ChaCha8Rng,
     stream: &[u32],
     len: usize,
     bos: u32,
-    repeats: bool,
+    mixture: &Mixture,
+    pool: &[u32],
 ) -> Vec<u32> {
-    let kind = if repeats {
+    let kind = if mixture.random_repeat + mixture.copied_span > 0 {
         below(rng, 1000) as u32
     } else {
         u32::MAX
     };
     let mut seq = Vec::with_capacity(len + 1);
     seq.push(bos);
-    if kind < RANDOM_REPEAT {
-        // The vocabulary's ordinary tokens are the ids below `bos`.
+    if kind < mixture.random_repeat {
         let run: Vec<u32> = (0..between(rng, 8, 48))
-            .map(|_| below(rng, bos as usize) as u32)
+            .map(|_| {
+                // The mixture's share of the pool; every ordinary id without one.
+                let size = match (mixture.pool as usize, pool.len()) {
+                    (0, 0) => bos as usize,
+                    (0, all) => all,
+                    (n, 0) => n.min(bos as usize),
+                    (n, all) => n.min(all),
+                };
+                match pool.get(below(rng, size)) {
+                    Some(&id) => id,
+                    None => below(rng, bos as usize) as u32,
+                }
+            })
             .collect();
         seq.extend(run.iter().cycle().take(len));
         return seq;
     }
     let start = below(rng, stream.len() - len);
     seq.extend_from_slice(&stream[start..start + len]);
-    if kind < RANDOM_REPEAT + COPIED_SPAN {
+    if kind < mixture.random_repeat + mixture.copied_span {
         let span = between(rng, 8, 40.min(len / 4));
         let from = between(rng, 1, len / 2 - span);
         let to = between(rng, from + span, len + 1 - span);

@@ -6,6 +6,7 @@
 
 pub mod adamw;
 pub mod batches;
+pub mod behaviour;
 pub mod bigram;
 pub mod corpus;
 pub mod curve;

@@ -12,7 +12,7 @@ use rand_core::SeedableRng;
 use serde::{Deserialize, Serialize};
 
 use super::adamw::{clip_gradients, AdamW};
-use super::batches::{evaluation_windows, sample_sequence};
+use super::batches::{evaluation_windows, run_pool, sample_sequence, Mixture};
 use super::curve::{loss_curve_svg, CurvePoint};
 use super::head_probe::HeadProbe;
 use super::network::{candle_err, id_tensor, Network};
@@ -35,8 +35,25 @@ pub struct Settings {
     pub seed: u64,
     pub eval_every: usize,
     pub checkpoint_every: usize,
-    /// Whether a share of sequences repeats a span (see `batches`).
-    pub repeats: bool,
+    /// AdamW's second-moment decay.
+    pub beta2: f64,
+    /// The shares of random runs and copied spans, and the random runs' pool (`batches`).
+    pub mixture: Mixture,
+    /// A curriculum's first part: its steps and its mixture (the `mixture` after it). A small
+    /// model learns to copy a short run of a few tokens long before a long run of any token,
+    /// and once it copies, it copies any token.
+    #[serde(default)]
+    pub early: Option<(usize, Mixture)>,
+}
+
+impl Settings {
+    /// The mixture that step `step` draws its batch from.
+    pub fn mixture_at(&self, step: usize) -> &Mixture {
+        match &self.early {
+            Some((steps, early)) if step < *steps => early,
+            _ => &self.mixture,
+        }
+    }
 }
 
 /// Linear warm-up to the peak, then a cosine down to `final_rate_share` of it.
@@ -205,6 +222,8 @@ fn save_checkpoint(dir: &Path, net: &Network, opt: &AdamW, state: &CheckpointSta
 struct Training {
     net: Network,
     opt: AdamW,
+    /// Every ordinary id, most frequent in the training text first (`run_pool`).
+    pool: Vec<u32>,
     /// The sampler's random stream.
     rng: ChaCha8Rng,
     history: History,
@@ -350,10 +369,13 @@ impl Run<'_> {
     fn start(&self) -> Result<Training> {
         let s = &self.settings;
         let net = Network::init(&self.config, s.seed)?;
-        let opt = AdamW::new(net.vars(), s.weight_decay).map_err(candle_err)?;
+        let mut opt = AdamW::new(net.vars(), s.weight_decay).map_err(candle_err)?;
+        opt.beta2 = s.beta2;
+        let pool = run_pool(self.train, self.bos, self.bos as usize); // (bos,): by frequency
         let mut training = Training {
             net,
             opt,
+            pool,
             // The sampler's stream is seeded apart from the initial weights'.
             rng: ChaCha8Rng::seed_from_u64(s.seed ^ 0x5eed_da7a),
             history: History::default(),
@@ -399,7 +421,8 @@ impl Run<'_> {
                     self.train,
                     s.sequence,
                     self.bos,
-                    s.repeats,
+                    s.mixture_at(step),
+                    &training.pool,
                 )
             })
             .collect();

@@ -20,6 +20,8 @@
 //! only held-out templates. The same seed gives the same stories on every machine (ChaCha8).
 
 use rand_chacha::ChaCha8Rng;
+
+use crate::analysis::antecedents::{ANIMALS, FEMALE_NAMES as FEMALE, MALE_NAMES as MALE, THINGS};
 use rand_core::{RngCore, SeedableRng};
 
 /// Which side of the fixed train / held-out division a story's names and templates are from.
@@ -36,16 +38,6 @@ pub const HELD_OUT_EVERY: usize = 5;
 /// model generalising, not remembering.
 pub const SHOWCASE_PAIRS: [(&str, &str); 2] = [("Mary", "John"), ("Anna", "Tom")];
 
-const FEMALE: &[&str] = &[
-    "Mary", "Anna", "Lucy", "Emma", "Sarah", "Kate", "Alice", "Rose", "Jane", "Lily", "Clara",
-    "Ella", "Grace", "Nora", "Ruth", "Sophie", "Helen", "Amy", "Laura", "Julia", "Eva", "Molly",
-    "Hannah", "Ivy", "Mia",
-];
-const MALE: &[&str] = &[
-    "John", "Tom", "Sam", "Jack", "Peter", "Paul", "Mark", "David", "James", "Ben", "Leo", "Max",
-    "Henry", "Oscar", "Adam", "Luke", "Harry", "Daniel", "Noah", "Ryan", "Alex", "Joe", "Fred",
-    "Carl", "Dan",
-];
 const PLACES: &[&str] = &[
     "store", "park", "school", "market", "garden", "station", "beach", "library", "river", "farm",
     "kitchen", "museum", "harbour", "bakery", "forest", "village",
@@ -68,21 +60,6 @@ const GIFTS: &[&str] = &[
     "an orange",
     "a lamp",
 ];
-/// Things, each with its plural.
-const THINGS: &[(&str, &str)] = &[
-    ("ball", "balls"),
-    ("kite", "kites"),
-    ("box", "boxes"),
-    ("boat", "boats"),
-    ("basket", "baskets"),
-    ("drum", "drums"),
-    ("clock", "clocks"),
-    ("bell", "bells"),
-    ("bike", "bikes"),
-    ("jar", "jars"),
-    ("glass", "glasses"),
-    ("brush", "brushes"),
-];
 const COLOURS: &[&str] = &[
     "red", "blue", "green", "yellow", "small", "big", "old", "new",
 ];
@@ -90,19 +67,6 @@ const ITEMS: &[&str] = &[
     "bread", "milk", "eggs", "apples", "rice", "cheese", "pears", "soap", "tea", "honey",
     "carrots", "salt", "beans", "plums", "butter", "nuts",
 ];
-/// Animals, each with its plural.
-const ANIMALS: &[(&str, &str)] = &[
-    ("dog", "dogs"),
-    ("cat", "cats"),
-    ("horse", "horses"),
-    ("bird", "birds"),
-    ("goat", "goats"),
-    ("fox", "foxes"),
-    ("duck", "ducks"),
-    ("mouse", "mice"),
-    ("sheep", "sheep"),
-];
-
 /// An indirect-object template: `{A}` and `{B}` are introduced, `{B}` is said again, and the
 /// sentence ends on the gift's receiver, `{A}`.
 struct IoiTemplate {
@@ -140,6 +104,40 @@ const IOI: &[IoiTemplate] = &[
         split: Split::HeldOut,
     },
 ];
+
+// Pronoun episodes (`Generator::render` fills the slots). Training uses the first three, the
+// held-out sentences the last two: a model that resolves them has learned the cue, not the
+// sentence.
+const PRONOUN_THING: &str =
+    "{A} had a {colour} {thing}. {A.Subj} gave {it} to the {animal}, and the {animal} liked {it}.";
+const PRONOUN_TWO: &str =
+    "{A} met {B} at the {place}. {B.Subj} was happy to see {A.obj}, so {B.subj} gave {A.obj} {gift}.";
+const PRONOUN_PAIR: &str =
+    "{A} and {B} went to the {place}. They saw a {animal} there, and they followed it home.";
+const HELD_OUT_PRONOUN_TWO: &str =
+    "{A} called {B} from the {place}. {B.Subj} told {A.obj} about the {animal}, and {A.subj} laughed.";
+const HELD_OUT_PRONOUN_THING: &str =
+    "{A} found a {colour} {thing} at the {place}. {A.Subj} showed {it} to {B}.";
+
+/// A text and, for each pronoun in it, the byte where the pronoun starts and the byte where
+/// the name or noun it stands for was first said.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Rendered {
+    pub text: String,
+    pub references: Vec<(usize, usize)>,
+}
+
+/// `count` held-out pronoun sentences (held-out pairs of names, held-out templates), each
+/// with its pronouns and their antecedents (`Rendered`).
+pub fn pronoun_cases(seed: u64, count: usize) -> Vec<Rendered> {
+    let mut g = Generator::new(seed, Split::HeldOut);
+    (0..count)
+        .map(|_| {
+            let (a, b) = g.two_people();
+            g.pronoun_episode(a, b)
+        })
+        .collect()
+}
 
 /// Every name: the female ones and the male ones.
 pub fn names() -> (&'static [&'static str], &'static [&'static str]) {
@@ -297,39 +295,88 @@ impl Generator {
     /// One person, then "he" or "she" and "it" for their thing; or two people of different
     /// genders, each referred to by the pronoun that only fits them; or a pair as "they".
     fn pronouns(&mut self, a: Person, b: Person) -> String {
-        match self.below(3) {
-            0 => {
-                let colour = self.pick(COLOURS);
-                let (thing, _) = self.pick(THINGS);
-                let (animal, _) = self.pick(ANIMALS);
-                format!(
-                    "{} had a {colour} {thing}. {} gave it to the {animal}, and the {animal} liked it.",
-                    a.name,
-                    capitalised(a.subject()),
-                )
-            }
-            1 if a.female != b.female => {
-                let place = self.pick(PLACES);
-                let gift = self.pick(GIFTS);
-                format!(
-                    "{} met {} at the {place}. {} was happy to see {}, so {} gave {} {gift}.",
-                    a.name,
-                    b.name,
-                    capitalised(b.subject()),
-                    a.object(),
-                    b.subject(),
-                    a.object(),
-                )
-            }
-            _ => {
-                let place = self.pick(PLACES);
-                let (animal, _) = self.pick(ANIMALS);
-                format!(
-                    "{} and {} went to the {place}. They saw a {animal} there, and they followed it home.",
-                    a.name, b.name,
-                )
+        self.pronoun_episode(a, b).text
+    }
+
+    /// A pronoun episode of the generator's side, with where each pronoun and the word it
+    /// stands for are.
+    fn pronoun_episode(&mut self, a: Person, b: Person) -> Rendered {
+        let template = match self.split {
+            Split::Train => match self.below(3) {
+                0 => PRONOUN_THING,
+                1 if a.female != b.female => PRONOUN_TWO,
+                _ => PRONOUN_PAIR,
+            },
+            Split::HeldOut => match self.below(2) {
+                1 if a.female != b.female => HELD_OUT_PRONOUN_TWO,
+                _ => HELD_OUT_PRONOUN_THING,
+            },
+        };
+        self.render(template, a, b)
+    }
+
+    /// Fills a pronoun template's slots in the order they come (a slot said twice keeps its
+    /// first word): `{A}` and `{B}` are the names, `{A.Subj}` / `{A.subj}` / `{A.obj}` their
+    /// pronouns, `{thing}` a thing that `{it}` refers to, `{colour}`, `{place}`, `{gift}` and
+    /// `{animal}` fillers.
+    fn render(&mut self, template: &str, a: Person, b: Person) -> Rendered {
+        let mut out = Rendered::default();
+        let mut filled: Vec<(&str, &'static str)> = Vec::new();
+        // Where each entity (A, B, the thing) was first named.
+        let mut named: Vec<(char, usize)> = Vec::new();
+        let mut rest = template;
+        while let Some(open) = rest.find('{') {
+            out.text.push_str(&rest[..open]);
+            let close = open + rest[open..].find('}').expect("a closed slot");
+            let slot = &rest[open + 1..close];
+            rest = &rest[close + 1..];
+            let at = out.text.len();
+            let (word, entity, pronoun): (String, Option<char>, bool) = match slot {
+                "A" => (a.name.to_string(), Some('A'), false),
+                "B" => (b.name.to_string(), Some('B'), false),
+                "A.Subj" => (capitalised(a.subject()), Some('A'), true),
+                "B.Subj" => (capitalised(b.subject()), Some('B'), true),
+                "A.subj" => (a.subject().to_string(), Some('A'), true),
+                "B.subj" => (b.subject().to_string(), Some('B'), true),
+                "A.obj" => (a.object().to_string(), Some('A'), true),
+                "B.obj" => (b.object().to_string(), Some('B'), true),
+                "it" => ("it".to_string(), Some('T'), true),
+                filler => {
+                    let word = match filled.iter().find(|(name, _)| *name == filler) {
+                        Some((_, word)) => *word,
+                        None => {
+                            let word = match filler {
+                                "thing" => self.pick(THINGS).0,
+                                "colour" => self.pick(COLOURS),
+                                "place" => self.pick(PLACES),
+                                "gift" => self.pick(GIFTS),
+                                "animal" => self.pick(ANIMALS).0,
+                                other => panic!("unknown slot {{{other}}} in a pronoun template"),
+                            };
+                            filled.push((filler, word));
+                            word
+                        }
+                    };
+                    let entity = (filler == "thing").then_some('T');
+                    (word.to_string(), entity, false)
+                }
+            };
+            out.text.push_str(&word);
+            match (entity, pronoun) {
+                (Some(e), false) if !named.iter().any(|(n, _)| *n == e) => named.push((e, at)),
+                (Some(e), true) => {
+                    let antecedent = named
+                        .iter()
+                        .find(|(n, _)| *n == e)
+                        .map(|(_, at)| *at)
+                        .expect("a template names an entity before its pronoun");
+                    out.references.push((at, antecedent));
+                }
+                _ => {}
             }
         }
+        out.text.push_str(rest);
+        out
     }
 
     /// A list said twice: the second time can be copied from the first.

@@ -7,6 +7,7 @@ use web_sys::HtmlCanvasElement;
 use super::canvas::FastCanvas;
 use super::js::{js_err, to_js};
 use super::viz::Viz;
+use crate::analysis::antecedents::references;
 use crate::analysis::heads::{head_scores, heads_from};
 use crate::draw::compare::{draw_compare_view, CompareView};
 use crate::draw::draw_err;
@@ -161,5 +162,11 @@ impl Viz {
     /// tokens right before and after it (the previous/next-token heads' targets).
     pub fn heads_from(&self, token: usize, beyond_neighbours: bool) -> Result<JsValue, JsError> {
         to_js(&heads_from(self.current()?, token, beyond_neighbours).map_err(js_err)?)
+    }
+
+    /// The sentence's pronouns, each with the tokens of the word it stands for by agreement
+    /// (`analysis::antecedents`): what the antecedent score measures.
+    pub fn references(&self) -> Result<JsValue, JsError> {
+        to_js(&references(&self.current()?.tokens))
     }
 }

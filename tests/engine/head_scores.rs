@@ -261,3 +261,61 @@ fn heads_from_a_decoder_token_name_only_earlier_words() {
         }
     }
 }
+
+/// The antecedent rule on WordPiece (MiniLM) and byte-level BPE (SmolLM2) tokens: agreement
+/// picks the nearest earlier name or noun; a pair of names is "they"; unknown words leave the
+/// pronoun out; a name cut into pieces is found by its first piece.
+#[test]
+fn pronouns_find_the_nearest_earlier_word_that_agrees_with_them() {
+    use transformer_viz::analysis::antecedents::references;
+    let cases: [(&str, &[(&str, &[&str])]); 4] = [
+        (
+            "Mary met John at the park. She was happy to see him.",
+            &[("she", &["mary"]), ("him", &["john"])],
+        ),
+        (DEFAULT_SENTENCE, &[("it", &["animal"])]),
+        (
+            "Anna and Tom went home. They saw a fox, and it ran.",
+            &[("they", &["anna", "tom"]), ("it", &["fox"])],
+        ),
+        ("The weather was bad, so it rained.", &[]),
+    ];
+    for model in [Some(minilm()), smollm2()].into_iter().flatten() {
+        for (text, expected) in cases {
+            let encoding = model.tokenizer.encode(text, 512).unwrap();
+            let tokens = &encoding.tokens;
+            let word = |i: usize| tokens[i].text.trim().trim_start_matches('Ġ').to_lowercase();
+            let found: Vec<(String, Vec<String>)> = references(tokens)
+                .iter()
+                .map(|r| {
+                    (
+                        word(r.pronoun),
+                        r.antecedent.iter().map(|&k| word(k)).collect(),
+                    )
+                })
+                .collect();
+            let expected: Vec<(String, Vec<String>)> = expected
+                .iter()
+                .map(|(p, a)| (p.to_string(), a.iter().map(|w| w.to_string()).collect()))
+                .collect();
+            assert_eq!(found, expected, "{text} ({})", model.config.name);
+        }
+    }
+    // The head scores carry the antecedent score only where a pronoun's word is known.
+    let trace = minilm().trace(DEFAULT_SENTENCE).unwrap();
+    let scores = head_scores(&trace).unwrap();
+    assert!(scores.iter().all(|s| s.antecedent.is_some()));
+    let it = trace.token_texts().iter().position(|t| t == "it").unwrap();
+    let animal = trace
+        .token_texts()
+        .iter()
+        .position(|t| t == "animal")
+        .unwrap();
+    let l3 = trace.attention_layer(3).unwrap(); // (heads, T, T)
+    assert_eq!(scores[3 * 12 + 1].antecedent, Some(l3[[1, it, animal]]));
+    let plain = minilm().trace("the quick brown fox jumps").unwrap();
+    assert!(head_scores(&plain)
+        .unwrap()
+        .iter()
+        .all(|s| s.antecedent.is_none()));
+}

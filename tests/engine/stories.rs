@@ -5,8 +5,9 @@
 
 use std::collections::HashSet;
 
+use transformer_viz::analysis::antecedents::THINGS;
 use transformer_viz::train::stories::{
-    ioi_prompts, names, pair_split, stories, Split, SHOWCASE_PAIRS,
+    ioi_prompts, names, pair_split, pronoun_cases, stories, Split, SHOWCASE_PAIRS,
 };
 
 fn words(text: &str) -> HashSet<String> {
@@ -164,4 +165,47 @@ fn an_indirect_object_prompt_ends_before_the_name_said_once() {
     assert!(held
         .iter()
         .all(|p| p.contains("were working at") || p.contains("had a long day")));
+}
+
+#[test]
+fn held_out_pronoun_sentences_point_each_pronoun_at_its_name_or_thing() {
+    let (female, male) = names();
+    let cases = pronoun_cases(4, 300);
+    assert_eq!(cases, pronoun_cases(4, 300), "seeded");
+    let mut pronouns = 0;
+    for case in &cases {
+        let text = &case.text;
+        // Held-out templates only, never a training one.
+        assert!(
+            text.contains(" called ") || text.contains(" found a "),
+            "{text}"
+        );
+        assert!(!case.references.is_empty(), "{text}");
+        for &(p, a) in &case.references {
+            assert!(a < p, "the antecedent comes first: {text}");
+            let word = |at: usize| {
+                text[at..]
+                    .split(|c: char| !c.is_alphanumeric())
+                    .next()
+                    .unwrap()
+                    .to_string()
+            };
+            let (pronoun, antecedent) = (word(p).to_lowercase(), word(a));
+            let fits = match pronoun.as_str() {
+                "she" | "her" => female.contains(&antecedent.as_str()),
+                "he" | "him" => male.contains(&antecedent.as_str()),
+                "it" => THINGS.iter().any(|(one, _)| *one == antecedent),
+                other => panic!("pronoun {other:?} in {text}"),
+            };
+            assert!(fits, "{pronoun} -> {antecedent} in {text}");
+            pronouns += 1;
+        }
+    }
+    assert!(pronouns > 400, "{pronouns}");
+    // Both held-out templates are there.
+    assert!(cases.iter().any(|c| c.text.contains(" called ")));
+    assert!(cases.iter().any(|c| c.text.contains(" found a ")));
+    // No training story uses them.
+    let training = stories(6, 500, Split::Train).join(" ");
+    assert!(!training.contains(" called ") && !training.contains(" found a "));
 }

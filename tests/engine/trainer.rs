@@ -14,6 +14,7 @@ use transformer_viz::model::config::NormPlace;
 use transformer_viz::model::forward;
 use transformer_viz::tokenize::Tokenizer;
 use transformer_viz::trace::NoRecorder;
+use transformer_viz::train::batches::Mixture;
 use transformer_viz::train::bigram::bigram_loss;
 use transformer_viz::train::corpus::{token_stream, Corpus};
 use transformer_viz::train::head_probe::HeadProbe;
@@ -64,7 +65,13 @@ fn short_settings(steps: usize, seed: u64) -> Settings {
         seed,
         eval_every: 5,
         checkpoint_every: 1000,
-        repeats: true,
+        beta2: 0.95,
+        mixture: Mixture {
+            random_repeat: 100,
+            copied_span: 150,
+            pool: 64,
+        },
+        early: None,
     }
 }
 
@@ -379,12 +386,13 @@ fn committed_decoders_have_a_previous_token_head() {
     }
 }
 
-/// Induction (copying a repeated run) did not form in the committed runs (the README gives
-/// the figures), so this check is ignored; `cargo test --release --test trainer -- --ignored`
-/// prints every head's scores.
+/// Copying: on a random run of 40 tokens shown twice, some head looks from each token of the
+/// second copy at the token after its first occurrence (induction, above 0.5), and the model
+/// predicts the second copy (at most 1 nat a token) while the first, random, stays near the
+/// uniform guess ln V.
 #[test]
-#[ignore = "the committed decoders do not copy a repeated run yet (no induction head; see the README)"]
-fn committed_decoders_copy_a_repeated_run() {
+#[ignore = "the committed decoders are not yet retrained (issue 31): `cargo test --test engine -- --ignored committed_decoders` measures them"]
+fn committed_decoders_copy_a_repeated_run_with_an_induction_head() {
     let corpus = corpus();
     for name in lecture::DECODERS {
         let model = load_named(&common::models_dir(), name, WeightPrecision::F32).unwrap();
@@ -397,11 +405,72 @@ fn committed_decoders_copy_a_repeated_run() {
             report.induction,
             report.summary()
         );
+        let best = report.best_induction();
+        assert!(best.score > 0.5, "{name}: best induction head {best:?}");
+        let uniform = (model.config.vocab_size as f64).ln();
         assert!(
-            report.copy_loss[1] < report.copy_loss[0] - 1.0,
-            "{name}: the model does not copy ({:.2?})",
+            report.copy_loss[1] <= 1.0 && report.copy_loss[0] > uniform - 1.0,
+            "{name}: copy loss {:.2?} (ln V = {uniform:.2})",
             report.copy_loss
         );
+    }
+}
+
+/// Words, not fragments: the vocabulary makes at least 95% of the held-out text's 1,000 most
+/// frequent words one token, and the page's default sentence at most 1.3 tokens a word; the
+/// context holds a 40-token run twice and a paragraph (256 tokens).
+#[test]
+#[ignore = "the committed decoders are not yet retrained (issue 31): `cargo test --test engine -- --ignored committed_decoders` measures them"]
+fn committed_decoders_read_in_words_with_a_context_of_256() {
+    let corpus = corpus();
+    let page = std::fs::read_to_string(common::root().join("www/index.html")).unwrap();
+    let default = page
+        .split(r#"<textarea id="text""#)
+        .nth(1)
+        .and_then(|t| t.split('>').nth(1))
+        .and_then(|t| t.split("</textarea").next())
+        .unwrap();
+    for name in lecture::DECODERS {
+        let model = load_named(&common::models_dir(), name, WeightPrecision::F32).unwrap();
+        let report = vocab_report(model.tokenizer.as_ref(), &corpus.held_out, 1000).unwrap();
+        let share = report.single as f64 / report.words as f64;
+        assert!(
+            share >= 0.95,
+            "{name}: {share:.3} of the frequent words are one token"
+        );
+        let per_word = tokens_per_word(model.tokenizer.as_ref(), default).unwrap();
+        assert!(
+            per_word <= 1.3,
+            "{name}: {default:?} at {per_word:.2} tokens a word"
+        );
+        assert!(
+            model.config.context >= 256,
+            "{name}: context {}",
+            model.config.context
+        );
+    }
+}
+
+/// Pronouns and indirect objects on held-out names and templates: some head sends at least
+/// 80% of the pronouns to the name or thing they stand for, and the model ends at least 90%
+/// of the indirect-object prompts with the name that was said once.
+#[test]
+#[ignore = "the committed decoders are not yet retrained (issue 31): `cargo test --test engine -- --ignored committed_decoders` measures them"]
+fn committed_decoders_resolve_held_out_pronouns_and_indirect_objects() {
+    use transformer_viz::train::behaviour::{ioi_report, pronoun_heads};
+    use transformer_viz::train::stories::{ioi_prompts, pronoun_cases, Split};
+    for name in lecture::DECODERS {
+        let model = load_named(&common::models_dir(), name, WeightPrecision::F32).unwrap();
+        let heads = pronoun_heads(&model, &pronoun_cases(7, 200)).unwrap();
+        eprintln!("{name}: pronoun heads {:?}", &heads[..3]);
+        assert!(
+            heads[0].share >= 0.8,
+            "{name}: best pronoun head {:?}",
+            heads[0]
+        );
+        let ioi = ioi_report(&model, &ioi_prompts(7, 200, Split::HeldOut)).unwrap();
+        eprintln!("{name}: {ioi:?}");
+        assert!(ioi.first >= 0.9, "{name}: {ioi:?}");
     }
 }
 
@@ -512,7 +581,9 @@ fn a_shortened_reversal_run_is_reproducible() {
         seed,
         eval_every: 6,
         checkpoint_every: 12,
-        repeats: false,
+        beta2: 0.95,
+        mixture: Mixture::PLAIN,
+        early: None,
     };
     let (a, b, c) = (temp_dir("rev-a"), temp_dir("rev-b"), temp_dir("rev-c"));
     let run = |dir: &std::path::Path, seed| {

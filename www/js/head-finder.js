@@ -123,7 +123,7 @@ function renderFrom() {
 
 function renderPattern() {
   const kind = $('finder-kind').value;
-  const names = { previous: 'the previous token', next: 'the next token', first: firstTokenWords(), last: 'the last token ([SEP])', induction: 'the token after the last occurrence of its own token', duplicate: 'the earlier copy of its own token' };
+  const names = { previous: 'the previous token', next: 'the next token', first: firstTokenWords(), last: 'the last token ([SEP])', induction: 'the token after the last occurrence of its own token', duplicate: 'the earlier copy of its own token', antecedent: 'the name or noun a pronoun stands for' };
   const ranked = finder.scores.filter((s) => s[kind] !== null && s[kind] !== undefined).sort((a, b) => b[kind] - a[kind]);
   syncChildren($('finder-pattern'), ranked.slice(0, SHOWN).map((s) => ({
     layer: s.layer,
@@ -156,20 +156,59 @@ function chooseToken(index, { show = false } = {}) {
   if (show) $('finder-from').scrollIntoView({ block: 'nearest' });
 }
 
+const percent = (x) => `${(x * 100).toFixed(0)}%`;
+
+/** The sentence's pronouns and the words they stand for, as `"it" → "animal"`. */
+function referencesInWords(texts) {
+  const word = (i) => texts[i].trim();
+  return session.viz.references().map((r) => `"${word(r.pronoun)}" → ${r.antecedent.map((k) => `"${word(k)}"`).join(' and ')}`).join(', ');
+}
+
+/** How many tokens of the sentence repeat an earlier one (not the one just before). */
+function repeats() {
+  const seen = new Map();
+  let count = 0;
+  session.summary.tokens.forEach((t, i) => {
+    if (t.special) return;
+    const before = seen.get(t.text);
+    if (before !== undefined && before < i - 1) count += 1;
+    seen.set(t.text, i);
+  });
+  return count;
+}
+
+/** The jobs a head can be seen doing on a sentence, in the order the page prefers to open on
+ * them, each with the least score (mean weight where the job says) that counts as doing it,
+ * and when the sentence gives enough to judge (two repeated tokens, not one "the"). */
+const JOBS = [
+  { kind: 'antecedent', least: 0.4, judged: () => true, job: 'an antecedent head', says: (s, texts) => `from each pronoun it puts ${percent(s.antecedent)} of its attention on the name or noun the pronoun stands for (${referencesInWords(texts)})` },
+  { kind: 'induction', least: 0.4, judged: () => repeats() >= 2, job: 'an induction head', says: (s) => `from a token seen before it puts ${percent(s.induction)} of its attention on the token that followed it last time, the one to copy next` },
+  { kind: 'duplicate', least: 0.4, judged: () => repeats() >= 2, job: 'a duplicate-token head', says: (s) => `from a repeated word it puts ${percent(s.duplicate)} of its attention on the word's earlier copy` },
+];
+
 /**
- * The head to open on when the URL names none: for a sentence with a pronoun, the head that
- * sends the pronoun most strongly back to an earlier word (the word it stands for); else the
- * strongest previous-token head, the easiest pattern to see. Says why in the finder's note.
+ * The head to open on when the URL names none, from the scores on this sentence: the best head
+ * of the first job in JOBS some head does (an antecedent head when a pronoun's word is known,
+ * an induction or duplicate-token head when a word repeats); else, for a pronoun, the head
+ * that sends it most strongly back to an earlier word; else the strongest previous-token head,
+ * the easiest pattern to see. Says which job, and why, in the finder's note.
  */
 function openingHead() {
   const texts = tokenTexts();
+  for (const { kind, least, judged, job, says } of JOBS) {
+    if (!judged()) continue;
+    const best = finder.scores.reduce((a, b) => ((b[kind] ?? -1) > (a[kind] ?? -1) ? b : a));
+    if ((best[kind] ?? 0) >= least) {
+      return { ...best, job: kind, why: `Opened on layer ${best.layer}, head ${best.head}, ${job}: on this sentence ${says(best, texts)}.` };
+    }
+  }
   const q = finder.token;
   if (isPronoun(session.summary.tokens, q)) {
     const back = session.viz.heads_from(q, true).find((r) => r.key < q);
-    if (back) return { ...back, why: `Opened on layer ${back.layer}, head ${back.head}: of all ${finder.scores.length} heads it sends "${texts[q]}" most strongly back to an earlier word, "${texts[back.key]}" (${back.weight.toFixed(2)}).` };
+    if (back) return { ...back, job: 'pronoun', why: `Opened on layer ${back.layer}, head ${back.head}: of all ${finder.scores.length} heads it sends "${texts[q]}" most strongly back to an earlier word, "${texts[back.key]}" (${back.weight.toFixed(2)}).` };
   }
   const best = finder.scores.reduce((a, b) => (b.previous > a.previous ? b : a));
-  return { ...best, why: `Opened on layer ${best.layer}, head ${best.head}, the clearest previous-token head: on average each token gives ${(best.previous * 100).toFixed(0)}% of its attention to the token before it.` };
+  return { ...best, job: 'previous', why: `Opened on layer ${best.layer}, head ${best.head}, a previous-token head: on this sentence each token gives on average ${percent(best.previous)} of its attention to the token before it.` };
 }
 
 /** After each pass, before the charts are drawn: new scores and lists, and on the first
@@ -184,6 +223,7 @@ export function renderHeadFinder() {
   kinds.querySelector('option[value=last]').disabled = finder.scores[0]?.last === null;
   kinds.querySelector('option[value=induction]').disabled = finder.scores[0]?.induction === null;
   kinds.querySelector('option[value=duplicate]').disabled = finder.scores[0]?.duplicate === null;
+  kinds.querySelector('option[value=antecedent]').disabled = finder.scores[0]?.antecedent === null;
   // In a decoder no token sees the one after it: that score is always 0, so it is not offered.
   kinds.querySelector('option[value=next]').disabled = Boolean(session.config.causal);
   setIfChanged(kinds.querySelector('option[value=first]'), 'textContent', firstTokenWords().replace('the first', 'first'));
@@ -196,7 +236,7 @@ export function renderHeadFinder() {
       state.head = open.head;
       $('layer').value = state.layer;
       $('head').value = state.head;
-      finder.opened = { layer: open.layer, head: open.head, why: open.why, model: session.modelName, text: state.text };
+      finder.opened = { layer: open.layer, head: open.head, job: open.job, why: open.why, model: session.modelName, text: state.text };
       renderLinesControls(); // its caption names the head
       document.dispatchEvent(new CustomEvent('tviz:head', { detail: { layer: state.layer, head: state.head } }));
     }
@@ -211,6 +251,7 @@ function renderNote() {
   const o = finder.opened;
   const holds = o && o.model === session.modelName && o.text === state.text && o.layer === state.layer && o.head === state.head;
   $('finder-note').textContent = holds ? o.why : '';
+  $('finder-note').dataset.job = holds ? o.job : '';
 }
 
 // Common words, each one token for MiniLM's and SmolLM2's tokenizers (a few for the lecture
@@ -235,6 +276,13 @@ export function repeatedRandomText(random = Math.random, fits = () => true) {
   return twice(n);
 }
 
+// A held-out pair of names in a held-out sentence shape of the lecture stories: each pronoun
+// has one name it can stand for, by gender, and it comes before the pronoun (a decoder looks
+// only back).
+const PRONOUN_EXAMPLE = 'Anna called Tom from the station. He told her about the dog, and she laughed.';
+// The indirect-object sentence (Wang et al., 2022): the name said once gets the gift.
+const NAMES_EXAMPLE = 'When Mary and John went to the store, John gave a drink to';
+
 function useExample(text) {
   $('text').value = text;
   $('text').dispatchEvent(new Event('input', { bubbles: true }));
@@ -251,6 +299,16 @@ export function wireHeadFinder() {
     $('grid-pattern').value = 'induction';
     state.gridPattern = 'induction';
     useExample(repeatedRandomText(Math.random, (text) => session.viz.fits(text)));
+  });
+  $('example-pronouns').addEventListener('click', () => {
+    $('grid-pattern').value = 'antecedent';
+    state.gridPattern = 'antecedent';
+    useExample(PRONOUN_EXAMPLE);
+  });
+  $('example-names').addEventListener('click', () => {
+    $('grid-pattern').value = 'duplicate';
+    state.gridPattern = 'duplicate';
+    useExample(NAMES_EXAMPLE);
   });
   $('example-sentence').addEventListener('click', () => useExample('The animal didn\'t cross the street because it was too tired.'));
   canvasOf('head-grid').addEventListener('click', (event) => {

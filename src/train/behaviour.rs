@@ -1,0 +1,152 @@
+//! What a lecture model does with the stories' held-out sentences, measured through the
+//! engine: whether a head sends each pronoun to the word it stands for, and whether the model
+//! names the right person at the end of an indirect-object sentence. `transformer-viz
+//! behaviours` prints it; `tests/engine/trainer.rs` asks it of the committed models.
+
+use crate::error::{Result, VizError};
+use crate::transformer::Transformer;
+
+use super::stories::{IoiPrompt, Rendered};
+
+/// How often one head's strongest weight from a pronoun lands on its antecedent.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PronounHead {
+    pub layer: usize,
+    pub head: usize,
+    /// Share of the pronouns (0 to 1).
+    pub share: f32,
+}
+
+/// The token where byte `at` of `text` begins a word: the number of tokens of the text before
+/// it (a byte-level BPE cuts before a word's leading space, so the prefix's tokens are the
+/// whole text's first tokens). An error when no token starts there.
+pub fn token_at(model: &Transformer, text: &str, at: usize) -> Result<usize> {
+    let whole = model.tokenizer.encode(text, usize::MAX)?;
+    let before = model.tokenizer.encode(&text[..at], usize::MAX)?;
+    let index = before.tokens.len();
+    let word = text[at..]
+        .split(|c: char| !c.is_alphanumeric())
+        .next()
+        .unwrap_or("");
+    let found = whole
+        .tokens
+        .get(index)
+        .map(|t| t.text.trim_start().to_string());
+    match found {
+        Some(t) if !t.is_empty() && word.starts_with(&t) => Ok(index),
+        _ => Err(VizError::Training(format!(
+            "no token of {text:?} starts at byte {at} (the word {word:?})"
+        ))),
+    }
+}
+
+/// For every head, the share of the cases' pronouns whose strongest weight, among the other
+/// ordinary tokens before it, is on the first token of its antecedent; best head first.
+pub fn pronoun_heads(model: &Transformer, cases: &[Rendered]) -> Result<Vec<PronounHead>> {
+    let c = &model.config;
+    let mut hits = vec![0usize; c.n_layers * c.n_heads];
+    let mut pronouns = 0usize;
+    for case in cases {
+        let trace = model.trace(&case.text)?;
+        let refs: Vec<(usize, usize)> = case
+            .references
+            .iter()
+            .map(|&(p, a)| {
+                Ok((
+                    token_at(model, &case.text, p)?,
+                    token_at(model, &case.text, a)?,
+                ))
+            })
+            .collect::<Result<_>>()?;
+        for layer in 0..c.n_layers {
+            let heads = trace.attention_layer(layer)?; // (heads, T, T)
+            for (head, a) in heads.outer_iter().enumerate() {
+                for &(q, k) in &refs {
+                    let strongest = (0..q)
+                        .filter(|&j| !trace.tokens[j].special)
+                        .max_by(|&x, &y| a[[q, x]].total_cmp(&a[[q, y]]));
+                    if strongest == Some(k) {
+                        hits[layer * c.n_heads + head] += 1;
+                    }
+                }
+            }
+        }
+        pronouns += refs.len();
+    }
+    let mut ranked: Vec<PronounHead> = hits
+        .iter()
+        .enumerate()
+        .map(|(i, &h)| PronounHead {
+            layer: i / c.n_heads,
+            head: i % c.n_heads,
+            share: h as f32 / pronouns.max(1) as f32,
+        })
+        .collect();
+    ranked.sort_by(|x, y| y.share.total_cmp(&x.share));
+    Ok(ranked)
+}
+
+/// How the model ends indirect-object sentences.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct IoiReport {
+    pub prompts: usize,
+    /// Share of prompts whose most likely next token is the answer.
+    pub first: f32,
+    /// Share whose answer is more likely than the repeated name.
+    pub beats_other: f32,
+    /// Mean probability of the answer and of the other name.
+    pub answer_probability: f32,
+    pub other_probability: f32,
+}
+
+/// The single token of `word` (with its leading space), or an error naming the word.
+fn single_token(model: &Transformer, word: &str) -> Result<u32> {
+    let e = model.tokenizer.encode(word, usize::MAX)?;
+    let ordinary: Vec<u32> = e
+        .tokens
+        .iter()
+        .filter(|t| !t.special)
+        .map(|t| t.id)
+        .collect();
+    match ordinary[..] {
+        [id] => Ok(id),
+        _ => Err(VizError::Training(format!(
+            "{word:?} is {} tokens for this vocabulary, not one",
+            ordinary.len()
+        ))),
+    }
+}
+
+pub fn ioi_report(model: &Transformer, prompts: &[IoiPrompt]) -> Result<IoiReport> {
+    let mut report = IoiReport {
+        prompts: prompts.len(),
+        first: 0.0,
+        beats_other: 0.0,
+        answer_probability: 0.0,
+        other_probability: 0.0,
+    };
+    let n = prompts.len().max(1) as f32;
+    for p in prompts {
+        let (answer, other) = (
+            single_token(model, &p.answer)?,
+            single_token(model, &p.other)?,
+        );
+        let ids = model
+            .tokenizer
+            .encode(&p.prompt, model.config.context)?
+            .ids();
+        let logits = model.run_ids(&ids)?.logits.ok_or(VizError::NoLmHead)?; // (T, V)
+        let last = logits.row(logits.nrows() - 1); // (V,)
+        let max = last.iter().copied().fold(f32::MIN, f32::max);
+        let log_sum = last.iter().map(|v| (v - max).exp()).sum::<f32>().ln() + max;
+        let probability = |id: u32| (last[id as usize] - log_sum).exp();
+        let top = (0..last.len())
+            .max_by(|&x, &y| last[x].total_cmp(&last[y]))
+            .unwrap_or(0);
+        report.first += (top == answer as usize) as u32 as f32 / n;
+        report.beats_other += (last[answer as usize] > last[other as usize]) as u32 as f32 / n;
+        report.answer_probability += probability(answer) / n;
+        report.other_probability += probability(other) / n;
+    }
+    Ok(report)
+}

@@ -101,6 +101,10 @@ pub struct TrainArgs {
     /// AdamW's second-moment decay.
     #[arg(long, default_value_t = 0.95)]
     pub beta2: f64,
+    /// The projections' standard deviation at initialisation (0.088 = 1/sqrt(128) is
+    /// Xavier's for the lecture width).
+    #[arg(long, default_value_t = 0.02)]
+    pub projection_std: f32,
     /// A curriculum: the first N steps draw from the --early-* mixture (0: none).
     #[arg(long, default_value_t = 0)]
     pub early_steps: usize,
@@ -157,6 +161,7 @@ pub fn train_reverse(args: ReverseArgs) -> Result<()> {
         beta2: 0.95,
         mixture: Mixture::PLAIN,
         early: None,
+        projection_std: 0.02,
     };
     let outcome = crate::train::reversal::ReversalRun {
         settings,
@@ -333,6 +338,7 @@ pub fn train(args: TrainArgs) -> Result<()> {
             copied_span: args.copied_span,
             pool: args.run_pool,
         },
+        projection_std: args.projection_std,
         early: (args.early_steps > 0).then_some((
             args.early_steps,
             Mixture {

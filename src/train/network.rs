@@ -22,6 +22,9 @@ pub fn candle_err(e: candle_core::Error) -> VizError {
     VizError::Training(e.to_string())
 }
 
+/// The projections' standard deviation at initialisation unless a run chooses another.
+pub const DEFAULT_PROJECTION_STD: f32 = 0.02;
+
 pub type CResult<T> = std::result::Result<T, candle_core::Error>;
 
 /// The parameters by their engine names, and the fixed sinusoidal table.
@@ -72,6 +75,15 @@ impl Network {
     /// has features of size 1, like the sinusoidal table's, while the same rows used as the
     /// unembedding give logits of size 1), zero biases, gamma 1, beta 0.
     pub fn init(config: &ModelConfig, seed: u64) -> Result<Self> {
+        Self::init_scaled(config, seed, DEFAULT_PROJECTION_STD)
+    }
+
+    /// `init` with the projections' standard deviation `std` (the sublayers' output
+    /// projections `std / sqrt(2 * layers)`, GPT-2's rule). The token embedding enters the
+    /// stream with entries of standard deviation 1 (scaled by sqrt(d)); projections of
+    /// 1/sqrt(d) (Xavier's, the original Transformer's) let each sublayer write into it on the
+    /// same scale from the start, where 0.02 leaves them fifty times fainter.
+    pub fn init_scaled(config: &ModelConfig, seed: u64, std: f32) -> Result<Self> {
         check_trainable(config)?;
         let c = config;
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -92,7 +104,7 @@ impl Network {
             } else {
                 0
             };
-        let residual_std = 0.02 / (writers as f32).sqrt();
+        let residual_std = std / (writers as f32).sqrt();
         let crossed = c.is_encoder_decoder();
         (|| -> CResult<()> {
             put(
@@ -104,19 +116,19 @@ impl Network {
             let encoder = (0..c.encoder_layers).map(|i| (format!("encoder.layers.{i}"), false));
             for (p, crossed) in decoder.chain(encoder) {
                 let mut linears = vec![
-                    ("attention.query", d, d, 0.02),
-                    ("attention.key", d, d, 0.02),
-                    ("attention.value", d, d, 0.02),
+                    ("attention.query", d, d, std),
+                    ("attention.key", d, d, std),
+                    ("attention.value", d, d, std),
                     ("attention.output", d, d, residual_std),
-                    ("ffn.up", f, d, 0.02),
+                    ("ffn.up", f, d, std),
                     ("ffn.down", d, f, residual_std),
                 ];
                 let mut norms = vec!["attention_norm", "ffn_norm"];
                 if crossed {
                     linears.extend([
-                        ("cross_attention.query", d, d, 0.02),
-                        ("cross_attention.key", d, d, 0.02),
-                        ("cross_attention.value", d, d, 0.02),
+                        ("cross_attention.query", d, d, std),
+                        ("cross_attention.key", d, d, std),
+                        ("cross_attention.value", d, d, std),
                         ("cross_attention.output", d, d, residual_std),
                     ]);
                     norms.push("cross_norm");

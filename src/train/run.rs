@@ -44,6 +44,13 @@ pub struct Settings {
     /// and once it copies, it copies any token.
     #[serde(default)]
     pub early: Option<(usize, Mixture)>,
+    /// The projections' standard deviation at initialisation (`Network::init_scaled`).
+    #[serde(default = "default_projection_std")]
+    pub projection_std: f32,
+}
+
+fn default_projection_std() -> f32 {
+    super::network::DEFAULT_PROJECTION_STD
 }
 
 impl Settings {
@@ -368,7 +375,7 @@ impl Run<'_> {
     /// The seeded initial state, or the checkpoint's when resuming from one.
     fn start(&self) -> Result<Training> {
         let s = &self.settings;
-        let net = Network::init(&self.config, s.seed)?;
+        let net = Network::init_scaled(&self.config, s.seed, s.projection_std)?;
         let mut opt = AdamW::new(net.vars(), s.weight_decay).map_err(candle_err)?;
         opt.beta2 = s.beta2;
         let pool = run_pool(self.train, self.bos, self.bos as usize); // (bos,): by frequency

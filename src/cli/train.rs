@@ -105,6 +105,9 @@ pub struct TrainArgs {
     /// Xavier's for the lecture width).
     #[arg(long, default_value_t = 0.02)]
     pub projection_std: f32,
+    /// An unembedding of its own instead of the embedding transposed.
+    #[arg(long)]
+    pub untied: bool,
     /// A curriculum: the first N steps draw from the --early-* mixture (0: none).
     #[arg(long, default_value_t = 0)]
     pub early_steps: usize,
@@ -308,8 +311,11 @@ pub fn train(args: TrainArgs) -> Result<()> {
     let file = VocabFile::parse(&vocab_json)?;
     let bos = file.bos;
     let tokenizer = file.clone().tokenizer()?;
-    let config = lecture::preset(&args.model, tokenizer.vocab_size())
+    let mut config = lecture::preset(&args.model, tokenizer.vocab_size())
         .ok_or_else(|| VizError::UnknownModel(args.model.clone(), lecture::DECODERS.join(", ")))?;
+    if args.untied {
+        config.lm_head = crate::model::config::LmHead::Separate;
+    }
     let mut corpus = Corpus::read(&args.corpus)?;
     corpus.add_stories(args.stories);
     let started = std::time::Instant::now();

@@ -55,7 +55,7 @@ pub fn check_trainable(c: &ModelConfig) -> Result<()> {
     let supported = c.position == Position::Sinusoidal
         && c.norm == NormKind::Layer
         && c.activation == Activation::Relu
-        && c.lm_head == LmHead::Tied
+        && c.lm_head != LmHead::None
         && c.linear_bias
         && c.n_kv_heads == c.n_heads
         && c.n_heads * c.head_dim == c.d_model
@@ -64,7 +64,7 @@ pub fn check_trainable(c: &ModelConfig) -> Result<()> {
     if supported {
         c.validate()
     } else {
-        Err(VizError::Training("the trainer implements the notes' architecture only: sinusoidal positions, LayerNorm, ReLU FFN, tied unembedding, biases, n_heads x head_dim = d_model".into()))
+        Err(VizError::Training("the trainer implements the notes' architecture only: sinusoidal positions, LayerNorm, ReLU FFN, a language-model head, biases, n_heads x head_dim = d_model".into()))
     }
 }
 
@@ -156,6 +156,14 @@ impl Network {
                     put(format!("{name}.gamma"), &[d], vec![1.0; d])?;
                     put(format!("{name}.beta"), &[d], vec![0.0; d])?;
                 }
+            }
+            // Drawn last, so a tied model's weights are the same draws with or without it.
+            if c.lm_head == LmHead::Separate {
+                put(
+                    "lm_head".into(),
+                    &[c.vocab_size, d],
+                    normal(&mut rng, c.vocab_size * d, std),
+                )?;
             }
             Ok(())
         })()
@@ -417,7 +425,11 @@ impl Network {
         if c.norm_place == NormPlace::Pre {
             x = self.layer_norm(&x, "final_norm")?; // (B*T, d)
         }
-        x.matmul(&self.p("token_embedding").t()?) // (B*T, V): the unembedding is the embedding, transposed
+        let unembedding = match c.lm_head {
+            LmHead::Separate => self.p("lm_head"), // (V, d)
+            _ => self.p("token_embedding"),        // (V, d): tied, the embedding itself
+        };
+        x.matmul(&unembedding.t()?) // (B*T, V)
     }
 
     /// Mean cross-entropy of predicting `targets` (B, T) from `ids` (B, T).

@@ -145,14 +145,19 @@ test('duplicate-token heads: a repeated name is scored in the head finder and th
 // "John" looks back at the first (coloured by the duplicate-token score). On MiniLM, whose
 // heads these tests know: the grid's title names the score, and the finder offers both.
 test('the pronoun and the names examples colour the head grid by antecedent and duplicate token', async () => {
-  const { page, context, problems } = await open(env, env.base, { model: MINILM });
+  // The grid reports the texts it painted (its title among them).
+  const reporting = await env.browser.newContext({ viewport: { width: 1280, height: 720 } });
+  await reporting.addInitScript(() => document.addEventListener('DOMContentLoaded', () => {
+    document.querySelector('canvas[data-chart="head-grid"]').setAttribute('data-report-texts', '');
+  }));
+  const { page, context, problems } = await open(env, env.base, { model: MINILM, context: reporting });
   for (const [button, pattern, word] of [['#example-pronouns', 'antecedent', 'laughed'], ['#example-names', 'duplicate', 'drink']]) {
     const before = await page.evaluate(() => window.__tviz.renders);
     await page.click(button);
     await page.waitForFunction((n) => window.__tviz.renders > n, before);
     assert.ok((await page.inputValue('#text')).includes(word));
     assert.equal(await page.inputValue('#grid-pattern'), pattern);
-    const grid = await drawn(page, 'head-grid', (d, p) => d.texts?.some((t) => t.includes(p)), `${pattern === 'antecedent' ? 'antecedent' : 'duplicate-token'} score`);
+    const grid = await drawn(page, 'head-grid', (d, p) => d.texts?.some((t) => t.text.includes(p)), `${pattern === 'antecedent' ? 'antecedent' : 'duplicate-token'} score`);
     assert.equal(grid.values.length, 72);
     assert.ok(grid.values.some((v) => v > 0.3), `some head scores ${Math.max(...grid.values)}`);
     assert.equal(await page.locator(`#finder-kind option[value=${pattern}]`).isDisabled(), false);
@@ -161,7 +166,7 @@ test('the pronoun and the names examples colour the head grid by antecedent and 
   await page.click('#example-sentence');
   await page.selectOption('#grid-pattern', 'antecedent');
   await typeSentenceOrFill(page, 'the weather was bad so it rained');
-  await drawn(page, 'head-grid', (d) => d.texts?.some((t) => t.startsWith('No pronoun in this text')));
+  await drawn(page, 'head-grid', (d) => d.texts?.some((t) => t.text.startsWith('No pronoun in this text')));
   assert.equal(await page.locator('#finder-kind option[value=antecedent]').isDisabled(), true);
   assert.deepEqual(problems, []);
   await context.close();

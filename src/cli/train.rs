@@ -98,6 +98,11 @@ pub struct TrainArgs {
     /// the whole vocabulary).
     #[arg(long, default_value_t = 0)]
     pub run_pool: u32,
+    /// A random run's length, shortest and longest ("8-48").
+    #[arg(long, default_value = "8-48", value_parser = parse_range)]
+    pub run_lengths: (u32, u32),
+    #[arg(long, default_value = "8-48", value_parser = parse_range)]
+    pub early_run_lengths: (u32, u32),
     /// AdamW's second-moment decay.
     #[arg(long, default_value_t = 0.95)]
     pub beta2: f64,
@@ -191,6 +196,21 @@ fn io(path: &std::path::Path) -> impl Fn(std::io::Error) -> VizError + '_ {
         path: path.display().to_string(),
         reason: e.to_string(),
     }
+}
+
+/// "A-B" as (A, B), A at least 1 and at most B.
+fn parse_range(text: &str) -> std::result::Result<(u32, u32), String> {
+    let (a, b) = text
+        .split_once('-')
+        .ok_or_else(|| format!("{text:?} is not A-B"))?;
+    let (a, b): (u32, u32) = (
+        a.trim().parse().map_err(|_| format!("{a:?} is not a count"))?,
+        b.trim().parse().map_err(|_| format!("{b:?} is not a count"))?,
+    );
+    if a == 0 || a > b {
+        return Err(format!("{text:?}: need 1 <= A <= B"));
+    }
+    Ok((a, b))
 }
 
 /// Held-out sentences' seed for `behaviours` (any seed: the names and templates are held out).
@@ -343,6 +363,7 @@ pub fn train(args: TrainArgs) -> Result<()> {
             random_repeat: args.random_repeat,
             copied_span: args.copied_span,
             pool: args.run_pool,
+            run_lengths: args.run_lengths,
         },
         projection_std: args.projection_std,
         early: (args.early_steps > 0).then_some((
@@ -351,6 +372,7 @@ pub fn train(args: TrainArgs) -> Result<()> {
                 random_repeat: args.early_random_repeat,
                 copied_span: args.early_copied_span,
                 pool: args.early_run_pool,
+                run_lengths: args.early_run_lengths,
             },
         )),
     };

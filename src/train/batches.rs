@@ -19,6 +19,15 @@ pub struct Mixture {
     /// A random run draws from this many of the training text's most frequent ordinary
     /// tokens (0: from all of them alike).
     pub pool: u32,
+    /// A random run's length, shortest and longest. Runs of 2 or 3 tokens are copied by
+    /// looking 1 or 2 tokens back: a positional head that copies, the two halves an induction
+    /// circuit is built from, learned before any content has to be matched.
+    #[serde(default = "default_run_lengths")]
+    pub run_lengths: (u32, u32),
+}
+
+fn default_run_lengths() -> (u32, u32) {
+    (8, 48)
 }
 
 impl Mixture {
@@ -26,6 +35,7 @@ impl Mixture {
         random_repeat: 0,
         copied_span: 0,
         pool: 0,
+        run_lengths: (8, 48),
     };
 }
 
@@ -72,7 +82,8 @@ pub fn sample_sequence(
     let mut seq = Vec::with_capacity(len + 1);
     seq.push(bos);
     if kind < mixture.random_repeat {
-        let run: Vec<u32> = (0..between(rng, 8, 48))
+        let (shortest, longest) = mixture.run_lengths;
+        let run: Vec<u32> = (0..between(rng, shortest.max(1) as usize, longest.max(shortest.max(1)) as usize))
             .map(|_| {
                 // The mixture's share of the pool; every ordinary id without one.
                 let size = match (mixture.pool as usize, pool.len()) {

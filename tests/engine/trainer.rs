@@ -70,6 +70,7 @@ fn short_settings(steps: usize, seed: u64) -> Settings {
             random_repeat: 100,
             copied_span: 150,
             pool: 64,
+            run_lengths: (8, 48),
         },
         early: None,
         projection_std: 0.02,

@@ -57,7 +57,7 @@ pub fn decoder_config(name: &str, vocab_size: usize, place: NormPlace) -> ModelC
         n_kv_heads: 4,
         head_dim: 32,
         d_ff: 512,
-        context: 256,
+        context: 128,
         position: Position::Sinusoidal,
         norm: NormKind::Layer,
         norm_place: place,

@@ -83,7 +83,11 @@ pub fn sample_sequence(
     seq.push(bos);
     if kind < mixture.random_repeat {
         let (shortest, longest) = mixture.run_lengths;
-        let run: Vec<u32> = (0..between(rng, shortest.max(1) as usize, longest.max(shortest.max(1)) as usize))
+        let run: Vec<u32> = (0..between(
+            rng,
+            shortest.max(1) as usize,
+            longest.max(shortest.max(1)) as usize,
+        ))
             .map(|_| {
                 // The mixture's share of the pool; every ordinary id without one.
                 let size = match (mixture.pool as usize, pool.len()) {

@@ -17,27 +17,24 @@ pub struct PronounHead {
     pub share: f32,
 }
 
-/// The token where byte `at` of `text` begins a word: the number of tokens of the text before
-/// it (a byte-level BPE cuts before a word's leading space, so the prefix's tokens are the
-/// whole text's first tokens). An error when no token starts there.
+/// The token of `text` that holds byte `at` (the text's tokens laid end to end, special ones
+/// left out), as a position of the model's encoding of the whole text. An error when the
+/// tokens do not spell the text out (a character cut between tokens is spelled in neither).
 pub fn token_at(model: &Transformer, text: &str, at: usize) -> Result<usize> {
-    let whole = model.tokenizer.encode(text, usize::MAX)?;
-    let before = model.tokenizer.encode(&text[..at], usize::MAX)?;
-    let index = before.tokens.len();
-    let word = text[at..]
-        .split(|c: char| !c.is_alphanumeric())
-        .next()
-        .unwrap_or("");
-    let found = whole
-        .tokens
-        .get(index)
-        .map(|t| t.text.trim_start().to_string());
-    match found {
-        Some(t) if !t.is_empty() && word.starts_with(&t) => Ok(index),
-        _ => Err(VizError::Training(format!(
-            "no token of {text:?} starts at byte {at} (the word {word:?})"
-        ))),
+    let encoding = model.tokenizer.encode(text, usize::MAX)?;
+    let mut end = 0;
+    for (i, t) in encoding.tokens.iter().enumerate() {
+        if t.special {
+            continue;
+        }
+        end += t.text.len();
+        if at < end {
+            return Ok(i);
+        }
     }
+    Err(VizError::Training(format!(
+        "no token of {text:?} holds byte {at}"
+    )))
 }
 
 /// For every head, the share of the cases' pronouns whose strongest weight, among the other

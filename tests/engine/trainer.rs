@@ -686,3 +686,36 @@ fn the_trainers_gradients_match_finite_differences() {
         }
     }
 }
+
+/// `transformer-viz behaviours` prints the head probe, the pronoun head, the indirect objects
+/// (or, for a vocabulary that cuts names into pieces, why it cannot) and five continuations.
+#[test]
+fn the_behaviours_command_reports_each_measure() {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_transformer-viz"))
+        .args(["behaviours", "--model", "lecture-pre-ln", "--count", "30"])
+        .args(["--models-dir", common::models_dir().to_str().unwrap()])
+        .args(["--corpus", corpus_dir().to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(lines[0].starts_with("previous-token best "), "{stdout}");
+    assert!(lines[0].contains("copy loss"), "{stdout}");
+    let pronouns = regex::Regex::new(r"^pronouns: layer \d head \d puts its strongest weight on the antecedent of \d+\.\d% of the pronouns of 30 held-out sentences$").unwrap();
+    assert!(pronouns.is_match(lines[1]), "{stdout}");
+    assert!(
+        lines[2].starts_with("indirect objects: the answer first in ")
+            || lines[2].starts_with("indirect objects: not measured: "),
+        "{stdout}"
+    );
+    assert_eq!(
+        lines[3..].iter().filter(|l| l.contains("\" -> \"")).count(),
+        5,
+        "{stdout}"
+    );
+}

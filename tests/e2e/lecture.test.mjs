@@ -193,3 +193,27 @@ test('a sentence that starts with the model\'s name starts with a capital', asyn
   assert.deepEqual(problems, []);
   await context.close();
 });
+
+// The default page opens on a head that does a job on the default sentence and names the job,
+// from that sentence's scores: the note's job, the head it names and the head shown agree, and
+// the finder's score for that job is the best one.
+test('the default page opens on a head and names the job it does on the sentence', async (t) => {
+  const { page, context, problems } = await openDefault();
+  await page.waitForFunction(() => document.getElementById('finder-note').textContent !== '');
+  const note = await page.textContent('#finder-note');
+  const job = await page.getAttribute('#finder-note', 'data-job');
+  t.diagnostic(note);
+  const [, layer, head] = note.match(/^Opened on layer (\d+), head (\d+)/);
+  assert.equal(await page.inputValue('#layer'), layer);
+  assert.equal(await page.inputValue('#head'), head);
+  const words = { antecedent: 'an antecedent head', induction: 'an induction head', duplicate: 'a duplicate-token head', previous: 'a previous-token head', pronoun: 'most strongly back to an earlier word' };
+  assert.ok(note.includes(words[job]), `${job}: ${note}`);
+  if (job !== 'pronoun') {
+    // The finder ranks the same head first by that job's score.
+    await page.selectOption('#finder-kind', job);
+    const first = (await page.locator('#finder-pattern li').first().textContent());
+    assert.match(first, new RegExp(`^layer ${layer}, head ${head}: `), first);
+  }
+  assert.deepEqual(problems, []);
+  await context.close();
+});

@@ -64,8 +64,8 @@ fn between(rng: &mut ChaCha8Rng, lo: usize, hi: usize) -> usize {
 
 /// One sequence of `len + 1` ids starting with `bos` (inputs are the first `len`, targets
 /// the last `len`). `pool` holds the ordinary ids most frequent first (`run_pool`); a random
-/// run draws uniformly from the mixture's first `pool` of them (all when 0; with an empty
-/// `pool`, from the ids below that).
+/// run draws uniformly from the mixture's first `pool` of them, or from every id below `bos`
+/// when the mixture's pool is 0 (or `pool` is empty).
 pub fn sample_sequence(
     rng: &mut ChaCha8Rng,
     stream: &[u32],
@@ -89,16 +89,13 @@ pub fn sample_sequence(
             longest.max(shortest.max(1)) as usize,
         ))
             .map(|_| {
-                // The mixture's share of the pool; every ordinary id without one.
-                let size = match (mixture.pool as usize, pool.len()) {
-                    (0, 0) => bos as usize,
-                    (0, all) => all,
-                    (n, 0) => n.min(bos as usize),
-                    (n, all) => n.min(all),
-                };
-                match pool.get(below(rng, size)) {
-                    Some(&id) => id,
-                    None => below(rng, bos as usize) as u32,
+                // Every ordinary id alike (id = the number drawn, as the committed runs drew
+                // them), or one of the pool's first `mixture.pool` ids.
+                let size = (mixture.pool as usize).min(pool.len());
+                if size == 0 {
+                    below(rng, bos as usize) as u32
+                } else {
+                    pool[below(rng, size)]
                 }
             })
             .collect();

@@ -719,3 +719,63 @@ fn the_behaviours_command_reports_each_measure() {
         "{stdout}"
     );
 }
+
+/// The default mixture draws exactly what the committed runs drew (before the mixture was a
+/// setting): `scripts/train-lecture.sh` still reproduces the committed weights. The sampler of
+/// the committed runs, written out again: a draw below 1000 picks the kind (below 100: a
+/// random run of 8 to 48 ids below the start token; below 250: a window with a copied span).
+#[test]
+fn the_default_mixture_draws_the_committed_runs_sequences() {
+    use rand_chacha::ChaCha8Rng;
+    use rand_core::{RngCore, SeedableRng};
+    use transformer_viz::train::batches::{run_pool, sample_sequence};
+    fn below(rng: &mut ChaCha8Rng, n: usize) -> usize {
+        (rng.next_u64() % n as u64) as usize
+    }
+    fn between(rng: &mut ChaCha8Rng, lo: usize, hi: usize) -> usize {
+        lo + below(rng, hi - lo + 1)
+    }
+    fn committed(rng: &mut ChaCha8Rng, stream: &[u32], len: usize, bos: u32) -> Vec<u32> {
+        let kind = below(rng, 1000);
+        let mut seq = vec![bos];
+        if kind < 100 {
+            let run: Vec<u32> = (0..between(rng, 8, 48))
+                .map(|_| below(rng, bos as usize) as u32)
+                .collect();
+            seq.extend(run.iter().cycle().take(len));
+            return seq;
+        }
+        let start = below(rng, stream.len() - len);
+        seq.extend_from_slice(&stream[start..start + len]);
+        if kind < 250 {
+            let span = between(rng, 8, 40.min(len / 4));
+            let from = between(rng, 1, len / 2 - span);
+            let to = between(rng, from + span, len + 1 - span);
+            let copy: Vec<u32> = seq[from..from + span].to_vec();
+            seq[to..to + span].copy_from_slice(&copy);
+        }
+        seq
+    }
+    let stream = synthetic_stream(5000, 299);
+    let default = Mixture {
+        random_repeat: 100,
+        copied_span: 150,
+        pool: 0,
+        run_lengths: (8, 48),
+    };
+    let pool = run_pool(&stream, 299, 299);
+    let (mut a, mut b) = (ChaCha8Rng::seed_from_u64(5), ChaCha8Rng::seed_from_u64(5));
+    let mut random_runs = 0;
+    for _ in 0..300 {
+        let now = sample_sequence(&mut a, &stream, 128, 299, &default, &pool);
+        let then = committed(&mut b, &stream, 128, 299);
+        assert_eq!(now, then);
+        // A random run repeats with its period.
+        let periodic = (8..=48).any(|p| now[1..].iter().zip(&now[1 + p..]).all(|(x, y)| x == y));
+        random_runs += periodic as usize;
+    }
+    assert!(
+        (10..=60).contains(&random_runs),
+        "{random_runs} random runs of 300"
+    );
+}

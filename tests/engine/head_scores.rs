@@ -268,7 +268,9 @@ fn heads_from_a_decoder_token_name_only_earlier_words() {
 #[test]
 fn pronouns_find_the_nearest_earlier_word_that_agrees_with_them() {
     use transformer_viz::analysis::antecedents::references;
-    let cases: [(&str, &[(&str, &[&str])]); 4] = [
+    // (text, [(pronoun, [its antecedent's words])])
+    type Expected<'a> = &'a [(&'a str, &'a [&'a str])];
+    let cases: [(&str, Expected); 4] = [
         (
             "Mary met John at the park. She was happy to see him.",
             &[("she", &["mary"]), ("him", &["john"])],

@@ -666,7 +666,7 @@ fn the_trainers_gradients_match_finite_differences() {
                 .unwrap();
             for i in [largest, grad.len() / 3, grad.len() / 2 + 1] {
                 let h = 1e-2f32;
-                let mut at = |delta: f32| {
+                let at = |delta: f32| {
                     let mut w = original.clone();
                     w[i] += delta;
                     var.set(

@@ -247,33 +247,40 @@ pub fn behaviours(
         }
     };
     let heads = HeadProbe::new(&corpus.held_out, bos, None).measure(model)?;
-    println!("{}", heads.summary());
+    let mut lines = vec![heads.summary()];
     let pronouns = pronoun_heads(model, &pronoun_cases(BEHAVIOUR_SEED, count))?;
     let best = pronouns[0];
-    println!(
+    lines.push(format!(
         "pronouns: layer {} head {} puts its strongest weight on the antecedent of {:.1}% of the pronouns of {} held-out sentences",
         best.layer,
         best.head,
         100.0 * best.share,
         count
-    );
+    ));
     // A vocabulary that cuts names into pieces cannot name one person in one token.
-    match ioi_report(model, &ioi_prompts(BEHAVIOUR_SEED, count, Split::HeldOut)) {
-        Ok(ioi) => println!(
-            "indirect objects: the answer first in {:.1}% of {} held-out prompts, above the repeated name in {:.1}% (mean probability {:.3} against {:.3})",
-            100.0 * ioi.first,
-            ioi.prompts,
-            100.0 * ioi.beats_other,
-            ioi.answer_probability,
-            ioi.other_probability
-        ),
-        Err(e) => println!("indirect objects: not measured: {e}"),
-    }
+    lines.push(
+        match ioi_report(model, &ioi_prompts(BEHAVIOUR_SEED, count, Split::HeldOut)) {
+            Ok(ioi) => format!(
+                "indirect objects: the answer first in {:.1}% of {} held-out prompts, above the repeated name in {:.1}% (mean probability {:.3} against {:.3})",
+                100.0 * ioi.first,
+                ioi.prompts,
+                100.0 * ioi.beats_other,
+                ioi.answer_probability,
+                ioi.other_probability
+            ),
+            Err(e) => format!("indirect objects: not measured: {e}"),
+        },
+    );
     for prompt in CONTINUED {
         let g = generate(model, prompt, 16, &SamplingSettings::greedy())?;
-        println!("{prompt:?} -> {:?}", g.text);
+        lines.push(format!("{prompt:?} -> {:?}", g.text));
     }
-    Ok(())
+    print_lines(&lines)
+}
+
+/// One line each on standard output; a reader that closes the pipe early ends it quietly.
+fn print_lines(lines: &[String]) -> Result<()> {
+    super::print_stdout(|out| lines.iter().try_for_each(|line| writeln!(out, "{line}")))
 }
 
 pub fn print_stories(args: StoriesArgs) -> Result<()> {
@@ -282,10 +289,7 @@ pub fn print_stories(args: StoriesArgs) -> Result<()> {
     } else {
         Split::Train
     };
-    for story in stories(args.seed, args.count, split) {
-        println!("{story}");
-    }
-    Ok(())
+    print_lines(&stories(args.seed, args.count, split))
 }
 
 pub fn vocab(args: VocabArgs) -> Result<()> {

@@ -39,9 +39,9 @@ impl Mixture {
     };
 }
 
-/// The `size` most frequent ordinary tokens (ids below `bos`) of `stream`, most frequent
-/// first: random runs made of them are runs of words the model has learned to read.
-pub fn run_pool(stream: &[u32], bos: u32, size: usize) -> Vec<u32> {
+/// The ordinary tokens (ids below `bos`), most frequent in `stream` first: a random run drawn
+/// from the first of them is a run of words the model has learned to read.
+pub fn run_pool(stream: &[u32], bos: u32) -> Vec<u32> {
     let mut counts = vec![0u64; bos as usize];
     for &id in stream {
         if id < bos {
@@ -50,7 +50,6 @@ pub fn run_pool(stream: &[u32], bos: u32, size: usize) -> Vec<u32> {
     }
     let mut ids: Vec<u32> = (0..bos).collect();
     ids.sort_by_key(|&id| (std::cmp::Reverse(counts[id as usize]), id)); // (bos,)
-    ids.truncate(size.clamp(1, bos as usize));
     ids
 }
 
@@ -83,15 +82,15 @@ pub fn sample_sequence(
     seq.push(bos);
     if kind < mixture.random_repeat {
         let (shortest, longest) = mixture.run_lengths;
+        // Every ordinary id alike (id = the number drawn, as the committed runs drew them),
+        // or one of the pool's first `mixture.pool` ids.
+        let size = (mixture.pool as usize).min(pool.len());
         let run: Vec<u32> = (0..between(
             rng,
             shortest.max(1) as usize,
             longest.max(shortest.max(1)) as usize,
         ))
             .map(|_| {
-                // Every ordinary id alike (id = the number drawn, as the committed runs drew
-                // them), or one of the pool's first `mixture.pool` ids.
-                let size = (mixture.pool as usize).min(pool.len());
                 if size == 0 {
                     below(rng, bos as usize) as u32
                 } else {

@@ -4,6 +4,8 @@
 //! behaviours` prints it; `tests/engine/trainer.rs` asks it of the committed models.
 
 use crate::error::{Result, VizError};
+use crate::model::attention::probabilities_of;
+use crate::tokenize::TokenInfo;
 use crate::transformer::Transformer;
 
 use super::stories::{IoiPrompt, Rendered};
@@ -17,13 +19,11 @@ pub struct PronounHead {
     pub share: f32,
 }
 
-/// The token of `text` that holds byte `at` (the text's tokens laid end to end, special ones
-/// left out), as a position of the model's encoding of the whole text. An error when the
-/// tokens do not spell the text out (a character cut between tokens is spelled in neither).
-pub fn token_at(model: &Transformer, text: &str, at: usize) -> Result<usize> {
-    let encoding = model.tokenizer.encode(text, usize::MAX)?;
+/// The token that holds byte `at` of the text `tokens` spell out (laid end to end, special
+/// ones left out), as a position in `tokens`. An error when they do not reach that byte.
+pub fn token_at(tokens: &[TokenInfo], text: &str, at: usize) -> Result<usize> {
     let mut end = 0;
-    for (i, t) in encoding.tokens.iter().enumerate() {
+    for (i, t) in tokens.iter().enumerate() {
         if t.special {
             continue;
         }
@@ -50,8 +50,8 @@ pub fn pronoun_heads(model: &Transformer, cases: &[Rendered]) -> Result<Vec<Pron
             .iter()
             .map(|&(p, a)| {
                 Ok((
-                    token_at(model, &case.text, p)?,
-                    token_at(model, &case.text, a)?,
+                    token_at(&trace.tokens, &case.text, p)?,
+                    token_at(&trace.tokens, &case.text, a)?,
                 ))
             })
             .collect::<Result<_>>()?;
@@ -134,16 +134,18 @@ pub fn ioi_report(model: &Transformer, prompts: &[IoiPrompt]) -> Result<IoiRepor
             .ids();
         let logits = model.run_ids(&ids)?.logits.ok_or(VizError::NoLmHead)?; // (T, V)
         let last = logits.row(logits.nrows() - 1); // (V,)
-        let max = last.iter().copied().fold(f32::MIN, f32::max);
-        let log_sum = last.iter().map(|v| (v - max).exp()).sum::<f32>().ln() + max;
-        let probability = |id: u32| (last[id as usize] - log_sum).exp();
-        let top = (0..last.len())
-            .max_by(|&x, &y| last[x].total_cmp(&last[y]))
+        let probabilities = probabilities_of(last.to_owned()); // (V,)
+        let top = (0..probabilities.len())
+            .max_by(|&x, &y| probabilities[x].total_cmp(&probabilities[y]))
             .unwrap_or(0);
+        let (p_answer, p_other) = (
+            probabilities[answer as usize],
+            probabilities[other as usize],
+        );
         report.first += (top == answer as usize) as u32 as f32 / n;
-        report.beats_other += (last[answer as usize] > last[other as usize]) as u32 as f32 / n;
-        report.answer_probability += probability(answer) / n;
-        report.other_probability += probability(other) / n;
+        report.beats_other += (p_answer > p_other) as u32 as f32 / n;
+        report.answer_probability += p_answer / n;
+        report.other_probability += p_other / n;
     }
     Ok(report)
 }

@@ -378,7 +378,7 @@ impl Run<'_> {
         let net = Network::init_scaled(&self.config, s.seed, s.projection_std)?;
         let mut opt = AdamW::new(net.vars(), s.weight_decay).map_err(candle_err)?;
         opt.beta2 = s.beta2;
-        let pool = run_pool(self.train, self.bos, self.bos as usize); // (bos,): by frequency
+        let pool = run_pool(self.train, self.bos); // (bos,): by frequency
         let mut training = Training {
             net,
             opt,

@@ -57,3 +57,19 @@ fn similarity_into_an_already_closed_pipe_exits_quietly() {
     drop(child.stdout.take()); // closed before the tool has loaded the model and printed anything
     assert_quiet_success(child);
 }
+
+#[test]
+fn behaviours_into_an_already_closed_pipe_exits_quietly() {
+    let corpus = concat!(env!("CARGO_MANIFEST_DIR"), "/models/corpus");
+    let mut child = spawn(&[
+        "behaviours",
+        "--model",
+        "lecture-pre-ln",
+        "--count",
+        "5",
+        "--corpus",
+        corpus,
+    ]);
+    drop(child.stdout.take()); // closed before the tool has measured anything
+    assert_quiet_success(child);
+}

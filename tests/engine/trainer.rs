@@ -763,7 +763,7 @@ fn the_default_mixture_draws_the_committed_runs_sequences() {
         pool: 0,
         run_lengths: (8, 48),
     };
-    let pool = run_pool(&stream, 299, 299);
+    let pool = run_pool(&stream, 299);
     let (mut a, mut b) = (ChaCha8Rng::seed_from_u64(5), ChaCha8Rng::seed_from_u64(5));
     let mut random_runs = 0;
     for _ in 0..300 {

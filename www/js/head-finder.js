@@ -179,11 +179,11 @@ function repeats() {
 
 /** The jobs a head can be seen doing on a sentence, in the order the page prefers to open on
  * them, each with the least score (mean weight where the job says) that counts as doing it,
- * and when the sentence gives enough to judge (two repeated tokens, not one "the"). */
+ * and the repeated tokens the sentence needs to judge it (two, not one "the"). */
 const JOBS = [
-  { kind: 'antecedent', least: 0.4, judged: () => true, job: 'an antecedent head', says: (s, texts) => `from each pronoun it puts ${percent(s.antecedent)} of its attention on the name or noun the pronoun stands for (${referencesInWords(texts)})` },
-  { kind: 'induction', least: 0.4, judged: () => repeats() >= 2, job: 'an induction head', says: (s) => `from a token seen before it puts ${percent(s.induction)} of its attention on the token that followed it last time, the one to copy next` },
-  { kind: 'duplicate', least: 0.4, judged: () => repeats() >= 2, job: 'a duplicate-token head', says: (s) => `from a repeated word it puts ${percent(s.duplicate)} of its attention on the word's earlier copy` },
+  { kind: 'antecedent', least: 0.4, repeats: 0, job: 'an antecedent head', says: (s, texts) => `from each pronoun it puts ${percent(s.antecedent)} of its attention on the name or noun the pronoun stands for (${referencesInWords(texts)})` },
+  { kind: 'induction', least: 0.4, repeats: 2, job: 'an induction head', says: (s) => `from a token seen before it puts ${percent(s.induction)} of its attention on the token that followed it last time, the one to copy next` },
+  { kind: 'duplicate', least: 0.4, repeats: 2, job: 'a duplicate-token head', says: (s) => `from a repeated word it puts ${percent(s.duplicate)} of its attention on the word's earlier copy` },
 ];
 
 /**
@@ -195,8 +195,9 @@ const JOBS = [
  */
 function openingHead() {
   const texts = tokenTexts();
-  for (const { kind, least, judged, job, says } of JOBS) {
-    if (!judged()) continue;
+  const repeated = repeats();
+  for (const { kind, least, repeats: needed, job, says } of JOBS) {
+    if (repeated < needed) continue;
     const best = finder.scores.reduce((a, b) => ((b[kind] ?? -1) > (a[kind] ?? -1) ? b : a));
     if ((best[kind] ?? 0) >= least) {
       return { ...best, job: kind, why: `Opened on layer ${best.layer}, head ${best.head}, ${job}: on this sentence ${says(best, texts)}.` };

@@ -14,6 +14,7 @@ use transformer_viz::checkpoints::{load_named, WeightPrecision};
 use transformer_viz::gpu::{GpuBackend, GpuContext};
 use transformer_viz::model::backend::on_cpu;
 use transformer_viz::model::cpu::Cpu;
+use transformer_viz::model::edits::Edits;
 use transformer_viz::model::forward::{forward_with, Logits};
 use transformer_viz::model::kv_cache::KvCache;
 use transformer_viz::trace::{NoRecorder, Readback};
@@ -76,6 +77,7 @@ fn backends(c: &mut Criterion) {
                         &model.config,
                         &mut NoRecorder,
                         Logits::All,
+                        Edits::NONE,
                     ))
                     .expect("a pass on the GPU")
                 })

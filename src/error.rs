@@ -53,6 +53,15 @@ pub enum VizError {
     #[error("the model config is invalid: {}", clip_message(.0))]
     BadConfig(String),
 
+    /// A word that should be one token (an answer to score) is several, or none.
+    #[error("{:?} is {tokens} tokens for this model's vocabulary, not one", clip(.text))]
+    NotOneToken { text: String, tokens: usize },
+
+    /// A change asked of a pass (a head or layer switched off, a run patched in) that does
+    /// not fit the model or the text.
+    #[error("cannot change the pass so: {}", clip_message(.0))]
+    BadEdit(String),
+
     /// One field of a config is wrong: missing, of the wrong type, out of range, or not what
     /// the weights hold. `field` is spelled as in `file` (`num_hidden_layers` in a BERT
     /// `config.json`, `n_layers` in this project's `ModelConfig`); `value` is the offending

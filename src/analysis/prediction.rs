@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use crate::error::Result;
+use crate::error::{Result, VizError};
 use crate::tensor::top_ids;
 use crate::trace::Trace;
 use crate::Transformer;
@@ -42,4 +42,23 @@ pub fn prediction(model: &Transformer, trace: &Trace, top: usize) -> Result<Pred
         tokens: trace.token_texts(),
         next,
     })
+}
+
+/// The single token of `word` (with its leading space, as in " Mary"), or an error naming the
+/// word: an answer to score must be one token.
+pub fn single_token(model: &Transformer, word: &str) -> Result<u32> {
+    let e = model.tokenizer.encode(word, usize::MAX)?;
+    let ordinary: Vec<u32> = e
+        .tokens
+        .iter()
+        .filter(|t| !t.special)
+        .map(|t| t.id)
+        .collect();
+    match ordinary[..] {
+        [id] => Ok(id),
+        _ => Err(VizError::NotOneToken {
+            text: word.to_string(),
+            tokens: ordinary.len(),
+        }),
+    }
 }

@@ -102,6 +102,50 @@ enum Command {
         #[arg(long, default_value_t = 5)]
         top: usize,
     },
+    /// The most likely next tokens with parts of the model switched off (heads, feed-forward
+    /// layers), beside the intact model's, as JSON.
+    Ablate {
+        #[command(flatten)]
+        model: ModelArgs,
+        #[arg(long)]
+        text: String,
+        /// Heads to switch off, as layer:head (from 0), comma-separated: 1:3,2:0.
+        #[arg(long, value_delimiter = ',')]
+        head: Vec<String>,
+        /// Feed-forward layers to switch off (from 0), comma-separated.
+        #[arg(long, value_delimiter = ',')]
+        ffn: Vec<usize>,
+        /// Replace each part's output by its mean over the text instead of zeros.
+        #[arg(long)]
+        mean: bool,
+        /// Leave out the positional encoding.
+        #[arg(long)]
+        no_position: bool,
+        /// Lift the causal mask (every token sees the later ones; never trained so).
+        #[arg(long)]
+        no_mask: bool,
+        /// How many of the most likely tokens to print.
+        #[arg(long, default_value_t = 5)]
+        top: usize,
+    },
+    /// Activation patching: each head's output, and the stream at each layer and token, of
+    /// TEXT put into the run on CORRUPT (as many tokens); prints how much of the logit
+    /// difference between the two answers each patch moves back, as JSON.
+    Patch {
+        #[command(flatten)]
+        model: ModelArgs,
+        #[arg(long)]
+        text: String,
+        #[arg(long)]
+        corrupt: String,
+        /// The answer the text leads to (one token, with its leading space: " Mary");
+        /// default: the text's most likely next token.
+        #[arg(long)]
+        answer: Option<String>,
+        /// The answer the corrupt text leads to; default: its most likely next token.
+        #[arg(long)]
+        wrong: Option<String>,
+    },
     /// Continues the text by up to N tokens (a causal model), greedy or sampled, through the
     /// KV cache; prints JSON: the prompt's tokens, each generated token with the probability
     /// it was drawn with, the new text and the speed.
@@ -277,6 +321,48 @@ fn run(cli: Cli) -> Result<()> {
             let m = model.load()?;
             let trace = m.trace(&text)?;
             print_json(&crate::analysis::prediction::prediction(&m, &trace, top)?)
+        }
+        Command::Ablate {
+            model,
+            text,
+            head,
+            ffn,
+            mean,
+            no_position,
+            no_mask,
+            top,
+        } => {
+            use crate::analysis::ablation::{ablated_prediction, parse_head, Fill, Part, Switch};
+            let m = model.load()?;
+            let fill = if mean { Fill::Mean } else { Fill::Zero };
+            let mut parts = head
+                .iter()
+                .map(|h| parse_head(h))
+                .collect::<Result<Vec<Part>>>()?;
+            parts.extend(ffn.iter().map(|&layer| Part::Ffn { layer }));
+            parts.extend(no_position.then_some(Part::Position));
+            parts.extend(no_mask.then_some(Part::Mask));
+            let switches: Vec<Switch> = parts
+                .into_iter()
+                .map(|part| Switch { part, fill })
+                .collect();
+            print_json(&ablated_prediction(&m, &text, &switches, top)?)
+        }
+        Command::Patch {
+            model,
+            text,
+            corrupt,
+            answer,
+            wrong,
+        } => {
+            let m = model.load()?;
+            print_json(&crate::analysis::patching::patch(
+                &m,
+                &text,
+                &corrupt,
+                answer.as_deref(),
+                wrong.as_deref(),
+            )?)
         }
         Command::Generate {
             model,

@@ -24,6 +24,7 @@ use super::error::GpuError;
 use super::tensor::GpuTensor;
 use crate::model::backend::{Backend, Shaped};
 use crate::model::config::{Activation, NormKind};
+use crate::model::edits::Overwrite;
 use crate::model::linear::Linear;
 use crate::model::matrix::Matrix;
 use crate::model::weights::{NormWeights, Weights};
@@ -421,6 +422,18 @@ impl Backend for GpuBackend {
     fn rotary(&self, x: GpuValue, base: f32, adjacent_pairs: bool, first: usize) -> GpuValue {
         self.run(x.shape.clone(), &[&x], |t| {
             super::rotary(&self.ctx, t[0], base, adjacent_pairs, first)
+        }) // (heads, T, hd)
+    }
+
+    fn overwrite_rows(&self, x: GpuValue, overwrite: &Overwrite) -> GpuValue {
+        self.run(x.shape.clone(), &[&x], |t| {
+            super::splice(&self.ctx, t[0], overwrite)
+        }) // (T, d)
+    }
+
+    fn overwrite_heads(&self, x: GpuValue, overwrite: &Overwrite) -> GpuValue {
+        self.run(x.shape.clone(), &[&x], |t| {
+            super::splice(&self.ctx, t[0], overwrite)
         }) // (heads, T, hd)
     }
 

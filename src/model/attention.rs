@@ -5,6 +5,7 @@ use ndarray::{s, Array2, Array3, ArrayView3, ArrayViewD, ArrayViewMut2, Axis, Ix
 
 use super::backend::{Backend, Shaped};
 use super::config::{ModelConfig, Position};
+use super::edits::Edits;
 use super::kv_cache::KvCache;
 use super::record::{Op, Recorder};
 use super::threads;
@@ -141,6 +142,9 @@ pub fn softmax_rows(mut x: ArrayViewMut2<f32>) {
 /// With a cache (a causal model), `x` holds only the new tokens, at positions `first`,
 /// `first + 1`, ...: their keys and values are appended to the cache and their queries attend
 /// over every cached key too, so scores and weights are (heads, T, first + T).
+///
+/// `edits` may leave out the rotation (a pass without positions), lift the causal mask, and
+/// overwrite heads' outputs (switched off or patched) before they are joined.
 #[allow(clippy::too_many_arguments)]
 pub fn self_attention<B: Backend, R: Recorder>(
     backend: &B,
@@ -152,6 +156,7 @@ pub fn self_attention<B: Backend, R: Recorder>(
     rec: &mut R,
     cache: Option<&mut KvCache<B::Heads>>,
     first: usize,
+    edits: &Edits,
 ) -> B::Rows {
     let l = Some(layer);
     let (heads, kv_heads, hd) = (c.n_heads, c.n_kv_heads, c.head_dim);
@@ -162,10 +167,13 @@ pub fn self_attention<B: Backend, R: Recorder>(
     rec.step(Op::Query, l, &[input], || backend.trace_heads(&q));
     rec.step(Op::Key, l, &[input], || backend.trace_heads(&k));
     rec.step(Op::Value, l, &[input], || backend.trace_heads(&v));
-    let (q, k, q_op, k_op) = if let Position::Rotary {
-        base,
-        adjacent_pairs,
-    } = c.position
+    let (q, k, q_op, k_op) = if let (
+        Position::Rotary {
+            base,
+            adjacent_pairs,
+        },
+        false,
+    ) = (c.position, edits.without_position)
     {
         let q = backend.rotary(q, base, adjacent_pairs, first); // (heads, T, hd)
         let k = backend.rotary(k, base, adjacent_pairs, first); // (kv_heads, T, hd)
@@ -190,11 +198,17 @@ pub fn self_attention<B: Backend, R: Recorder>(
 
     let scale = 1.0 / (hd as f32).sqrt();
     let group = c.group_size();
-    let causal = c.causal.then_some(first);
+    let masked = c.causal && !edits.without_mask;
+    let causal = masked.then_some(first);
     let (weights, head_out) = backend.attend(&q, &keys, &values, group, scale, causal); // (heads, T, first + T), (heads, T, hd)
-                                                                                        // `attend` does not hand out the scores (a GPU keeps them on the device), and they and the
-                                                                                        // mask are the largest tensors of a pass: the recorder decides whether to keep how to
-                                                                                        // compute them again from the queries and keys (`derive`) or their values (`make`).
+    let overwrite = edits.heads(layer, false, t, hd);
+    let head_out = match &overwrite {
+        Some(o) => backend.overwrite_heads(head_out, o), // (heads, T, hd)
+        None => head_out,
+    };
+    // `attend` does not hand out the scores (a GPU keeps them on the device), and they and the
+    // mask are the largest tensors of a pass: the recorder decides whether to keep how to
+    // compute them again from the queries and keys (`derive`) or their values (`make`).
     let tt = [heads, t, total];
     rec.derived_step(
         Op::Scores,
@@ -207,7 +221,7 @@ pub fn self_attention<B: Backend, R: Recorder>(
             // (heads, T, T)
         },
     );
-    if c.causal {
+    if masked {
         rec.derived_step(
             Op::Mask,
             l,
@@ -229,17 +243,24 @@ pub fn self_attention<B: Backend, R: Recorder>(
     rec.step(Op::Softmax, l, &[Op::Mask], || {
         backend.heads_into_trace(weights)
     });
-    rec.derived_step(
-        Op::WeightedSum,
-        l,
-        &[Op::Softmax, Op::Value],
-        &[heads, t, hd],
-        || backend.trace_heads(&head_out),
-        move |av| {
-            weighted_values(as_heads(&av[0]), as_heads(&av[1]), group).into_dyn()
-            // (heads, T, hd)
-        },
-    );
+    if overwrite.is_some() {
+        // Not the weights times the values any more: kept as the pass has them.
+        rec.step(Op::WeightedSum, l, &[Op::Softmax, Op::Value], || {
+            backend.trace_heads(&head_out)
+        });
+    } else {
+        rec.derived_step(
+            Op::WeightedSum,
+            l,
+            &[Op::Softmax, Op::Value],
+            &[heads, t, hd],
+            || backend.trace_heads(&head_out),
+            move |av| {
+                weighted_values(as_heads(&av[0]), as_heads(&av[1]), group).into_dyn()
+                // (heads, T, hd)
+            },
+        );
+    }
     let concat = backend.merge_heads(head_out); // (T, heads * hd)
     rec.derived_step(
         Op::Concat,

@@ -19,6 +19,7 @@ use std::task::{Context, Poll, Waker};
 use ndarray::{Array2, Array3};
 
 use super::config::{Activation, NormKind};
+use super::edits::Overwrite;
 use super::linear::Linear;
 use super::matrix::Matrix;
 use super::weights::NormWeights;
@@ -101,6 +102,10 @@ pub trait Backend {
     fn gate(&self, up: &Self::Rows, gate: &Self::Rows) -> Self::Rows;
     /// Rotary position embedding of (heads, T, hd) rows at positions first, first + 1, ...
     fn rotary(&self, x: Self::Heads, base: f32, adjacent_pairs: bool, first: usize) -> Self::Heads;
+    /// `x` (T, width) with `overwrite`'s pieces written in (a pass's change, `edits`).
+    fn overwrite_rows(&self, x: Self::Rows, overwrite: &Overwrite) -> Self::Rows;
+    /// `x` (heads, T, hd) with `overwrite`'s pieces written in (a head switched off or patched).
+    fn overwrite_heads(&self, x: Self::Heads, overwrite: &Overwrite) -> Self::Heads;
     /// (kv_heads, P, hd) then (kv_heads, n, hd) along the tokens: (kv_heads, P + n, hd), for
     /// the KV cache.
     fn append_tokens(&self, cached: &Self::Heads, new: &Self::Heads) -> Self::Heads;

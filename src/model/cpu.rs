@@ -10,6 +10,7 @@ use super::attention::{
 };
 use super::backend::Backend;
 use super::config::{Activation, NormKind};
+use super::edits::Overwrite;
 use super::ffn::{activated, gated};
 use super::linear::Linear;
 use super::matrix::Matrix;
@@ -62,6 +63,16 @@ impl Backend for Cpu {
 
     fn add(&self, mut x: Array2<f32>, y: &Array2<f32>) -> Array2<f32> {
         x += y; // (T, d)
+        x
+    }
+
+    fn overwrite_rows(&self, mut x: Array2<f32>, overwrite: &Overwrite) -> Array2<f32> {
+        overwrite.apply(x.as_slice_mut().expect("the pass's rows are contiguous")); // (T, d)
+        x
+    }
+
+    fn overwrite_heads(&self, mut x: Array3<f32>, overwrite: &Overwrite) -> Array3<f32> {
+        overwrite.apply(x.as_slice_mut().expect("the pass's heads are contiguous")); // (heads, T, hd)
         x
     }
 

@@ -6,12 +6,13 @@
 use super::attention::{as_heads, scaled_scores};
 use super::backend::{Backend, Shaped};
 use super::config::ModelConfig;
+use super::edits::Edits;
 use super::record::{Op, Recorder};
 use super::weights::AttentionWeights;
 
 /// Cross-attention of one layer: `x` (T, d_model) is the decoder's stream (read from op
 /// `input`), `memory` (S, d_model) the encoder's output. Returns the (T, d_model) output
-/// projection.
+/// projection. `edits` may overwrite heads' outputs (`Site::CrossHead`).
 #[allow(clippy::too_many_arguments)]
 pub fn cross_attention<B: Backend, R: Recorder>(
     backend: &B,
@@ -22,6 +23,7 @@ pub fn cross_attention<B: Backend, R: Recorder>(
     layer: usize,
     input: Op,
     rec: &mut R,
+    edits: &Edits,
 ) -> B::Rows {
     let l = Some(layer);
     let (heads, kv_heads, hd) = (c.n_heads, c.n_kv_heads, c.head_dim);
@@ -39,8 +41,12 @@ pub fn cross_attention<B: Backend, R: Recorder>(
     let scale = 1.0 / (hd as f32).sqrt();
     let group = c.group_size();
     let (weights, head_out) = backend.attend(&q, &k, &v, group, scale, None); // (heads, T, S), (heads, T, hd)
-                                                                              // The scores stay where `attend` computed them (a GPU keeps them): the trace computes them
-                                                                              // again from the queries and keys it keeps, when read.
+    let head_out = match edits.heads(layer, true, t, hd) {
+        Some(o) => backend.overwrite_heads(head_out, &o), // (heads, T, hd)
+        None => head_out,
+    };
+    // The scores stay where `attend` computed them (a GPU keeps them): the trace computes them
+    // again from the queries and keys it keeps, when read.
     rec.derived_step(
         Op::CrossScores,
         l,

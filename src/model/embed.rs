@@ -11,13 +11,15 @@ use crate::tensor::Tensor;
 
 /// Returns the (T, d_model) stream before any layer (before the embedding norm) and the op
 /// that produced it. The tokens sit at positions `first`, `first + 1`, ... (`first` > 0 when
-/// the pass continues a cached one).
+/// the pass continues a cached one). Without `with_position` no position is added (a pass
+/// that tests what the positional encoding does).
 pub fn embed<R: Recorder>(
     ids: &[u32],
     first: usize,
     w: &Weights,
     c: &ModelConfig,
     rec: &mut R,
+    with_position: bool,
 ) -> (Array2<f32>, Op) {
     let t = ids.len();
     let rows: Vec<usize> = ids.iter().map(|&i| i as usize).collect();
@@ -48,6 +50,7 @@ pub fn embed<R: Recorder>(
         sum_inputs.push(Op::SegmentEmbedding);
     }
     let position = match c.position {
+        _ if !with_position => None,
         Position::Learned => w
             .position_embedding
             .as_ref()

@@ -4,6 +4,7 @@ use ndarray::{Array, Array2, ArrayView, ArrayView2, Dimension, Zip};
 
 use super::backend::{Backend, Shaped};
 use super::config::Activation;
+use super::edits::Overwrite;
 use super::record::{Op, Recorder};
 use super::weights::FfnWeights;
 
@@ -82,6 +83,7 @@ pub fn feed_forward<B: Backend, R: Recorder>(
     layer: usize,
     input: Op,
     rec: &mut R,
+    overwrite: Option<&Overwrite>,
 ) -> B::Rows {
     let l = Some(layer);
     let up = backend.linear(x, &w.up); // (T, d_ff)
@@ -119,6 +121,11 @@ pub fn feed_forward<B: Backend, R: Recorder>(
         }
     };
     let out = backend.linear(&hidden, &w.down); // (T, d_model)
+                                                // Switched off or patched (`edits`): the layer's output is what the stream receives.
+    let out = match overwrite {
+        Some(o) => backend.overwrite_rows(out, o), // (T, d_model)
+        None => out,
+    };
     rec.step(Op::FfnDown, l, &[Op::FfnActivation], || {
         backend.trace_rows(&out)
     });

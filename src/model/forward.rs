@@ -7,6 +7,7 @@ use super::backend::{on_cpu, Backend, Shaped};
 use super::config::{ModelConfig, NormPlace};
 use super::cpu::Cpu;
 use super::cross_attention::cross_attention;
+use super::edits::Edits;
 use super::embed::embed;
 use super::ffn::feed_forward;
 use super::kv_cache::KvCache;
@@ -68,9 +69,16 @@ pub fn layer_forward<B: Backend, R: Recorder>(
     cache: Option<&mut KvCache<B::Heads>>,
     first: usize,
     memory: Option<&B::Rows>,
+    edits: &Edits,
 ) -> (B::Rows, Op) {
     let l = Some(i);
     rec.layer_input(i, stream);
+    // A patched token's stream enters the layer as the other run's (the trace keeps the
+    // stream as computed; a layer computed again on read patches it again).
+    let x = match edits.stream(i, c.d_model) {
+        Some(o) => backend.overwrite_rows(x, &o), // (T, d)
+        None => x,
+    };
     let cross = lw.cross.as_ref().zip(memory);
     debug_assert_eq!(
         lw.cross.is_some(),
@@ -79,7 +87,18 @@ pub fn layer_forward<B: Backend, R: Recorder>(
     );
     match c.norm_place {
         NormPlace::Post => {
-            let attn = self_attention(backend, &x, &lw.attention, c, i, stream, rec, cache, first); // (T, d)
+            let attn = self_attention(
+                backend,
+                &x,
+                &lw.attention,
+                c,
+                i,
+                stream,
+                rec,
+                cache,
+                first,
+                edits,
+            ); // (T, d)
             let x = backend.add(x, &attn); // (T, d)
             rec.step(
                 Op::AttentionResidual,
@@ -108,6 +127,7 @@ pub fn layer_forward<B: Backend, R: Recorder>(
                     i,
                     Op::AttentionNorm,
                     rec,
+                    edits,
                 ); // (T, d)
                 let sum = backend.add(x, &read); // (T, d)
                 rec.step(
@@ -128,7 +148,16 @@ pub fn layer_forward<B: Backend, R: Recorder>(
                 ); // (T, d)
                 ffn_input = Op::CrossNorm;
             }
-            let ffn = feed_forward(backend, &x, &lw.ffn, c.activation, i, ffn_input, rec); // (T, d)
+            let ffn = feed_forward(
+                backend,
+                &x,
+                &lw.ffn,
+                c.activation,
+                i,
+                ffn_input,
+                rec,
+                edits.ffn(i, x.dims()[0], c.d_model).as_ref(),
+            ); // (T, d)
             let x = backend.add(x, &ffn); // (T, d)
             rec.step(Op::FfnResidual, l, &[ffn_input, Op::FfnDown], || {
                 backend.trace_rows(&x)
@@ -166,6 +195,7 @@ pub fn layer_forward<B: Backend, R: Recorder>(
                 rec,
                 cache,
                 first,
+                edits,
             ); // (T, d)
             let mut x = backend.add(x, &attn); // (T, d)
             rec.step(
@@ -186,8 +216,17 @@ pub fn layer_forward<B: Backend, R: Recorder>(
                     Op::AttentionResidual,
                     rec,
                 ); // (T, d)
-                let read =
-                    cross_attention(backend, &h, memory, &xw.attention, c, i, Op::CrossNorm, rec); // (T, d)
+                let read = cross_attention(
+                    backend,
+                    &h,
+                    memory,
+                    &xw.attention,
+                    c,
+                    i,
+                    Op::CrossNorm,
+                    rec,
+                    edits,
+                ); // (T, d)
                 x = backend.add(x, &read); // (T, d)
                 rec.step(
                     Op::CrossResidual,
@@ -198,7 +237,16 @@ pub fn layer_forward<B: Backend, R: Recorder>(
                 sum = Op::CrossResidual;
             }
             let h = norm_step(backend, &x, &lw.ffn_norm, c, Op::FfnNorm, l, sum, rec); // (T, d)
-            let ffn = feed_forward(backend, &h, &lw.ffn, c.activation, i, Op::FfnNorm, rec); // (T, d)
+            let ffn = feed_forward(
+                backend,
+                &h,
+                &lw.ffn,
+                c.activation,
+                i,
+                Op::FfnNorm,
+                rec,
+                edits.ffn(i, h.dims()[0], c.d_model).as_ref(),
+            ); // (T, d)
             let x = backend.add(x, &ffn); // (T, d)
             rec.step(Op::FfnResidual, l, &[sum, Op::FfnDown], || {
                 backend.trace_rows(&x)
@@ -230,12 +278,24 @@ pub fn forward_cached<R: Recorder>(
     rec: &mut R,
     logits: Logits,
 ) -> ForwardOutput {
-    on_cpu(forward_with(&Cpu, ids, cache, w, c, rec, logits)).expect("the CPU's pass never fails")
+    on_cpu(forward_with(
+        &Cpu,
+        ids,
+        cache,
+        w,
+        c,
+        rec,
+        logits,
+        Edits::NONE,
+    ))
+    .expect("the CPU's pass never fails")
 }
 
 /// `forward_cached` on `backend`. `None` when the backend failed during the pass (a GPU's
 /// lost device or failed kernel, which `backend` reports): compute it again on the CPU, with
-/// a new recorder (this one holds zeros where the device's values were).
+/// a new recorder (this one holds zeros where the device's values were). `edits` change the
+/// pass (`Edits::check`ed against the model and the tokens; with edits, pass no cache that
+/// holds tokens computed without them).
 #[allow(clippy::too_many_arguments)]
 pub async fn forward_with<B: Backend, R: Recorder>(
     backend: &B,
@@ -245,12 +305,13 @@ pub async fn forward_with<B: Backend, R: Recorder>(
     c: &ModelConfig,
     rec: &mut R,
     logits: Logits,
+    edits: &Edits,
 ) -> Option<ForwardOutput> {
     debug_assert!(
         !c.is_encoder_decoder(),
         "an encoder-decoder's decoder runs through `decode`, with the encoder's output"
     );
-    let out = pass(backend, ids, cache, None, w, c, rec, logits);
+    let out = pass(backend, ids, cache, None, w, c, rec, logits, edits);
     finished(backend, out).await
 }
 
@@ -269,10 +330,22 @@ pub async fn encode_source<B: Backend, R: Recorder>(
     rec.step(Op::Tokenize, None, &[], || {
         Tensor::from_array(Array1::from_iter(source.iter().map(|&i| i as f32)).into_dyn())
     });
-    let (x, mut stream) = embed(source, 0, w, &ec, rec); // (S, d)
+    let (x, mut stream) = embed(source, 0, w, &ec, rec, true); // (S, d)
     let mut x = backend.rows(x); // (S, d)
     for (i, lw) in w.encoder_layers.iter().enumerate() {
-        (x, stream) = layer_forward(backend, x, lw, &ec, i, stream, rec, None, 0, None);
+        (x, stream) = layer_forward(
+            backend,
+            x,
+            lw,
+            &ec,
+            i,
+            stream,
+            rec,
+            None,
+            0,
+            None,
+            Edits::NONE,
+        );
         // (S, d)
     }
     if let (NormPlace::Pre, Some(n)) = (ec.norm_place, &w.encoder_final_norm) {
@@ -285,7 +358,8 @@ pub async fn encode_source<B: Backend, R: Recorder>(
 /// The decoder of an encoder-decoder on the target ids (the start token and the tokens
 /// decoded so far), every layer cross-attending to `memory`, the encoder's (S, d_model)
 /// output. The same pass as every decoder's, plus the cross-attention sublayers. `None` when
-/// the backend failed (as `forward_with`).
+/// the backend failed (as `forward_with`). `edits` change the decoder's layers only.
+#[allow(clippy::too_many_arguments)]
 pub async fn decode<B: Backend, R: Recorder>(
     backend: &B,
     target: &[u32],
@@ -294,8 +368,19 @@ pub async fn decode<B: Backend, R: Recorder>(
     c: &ModelConfig,
     rec: &mut R,
     logits: Logits,
+    edits: &Edits,
 ) -> Option<ForwardOutput> {
-    let out = pass(backend, target, None, Some(memory), w, c, rec, logits);
+    let out = pass(
+        backend,
+        target,
+        None,
+        Some(memory),
+        w,
+        c,
+        rec,
+        logits,
+        edits,
+    );
     finished(backend, out).await
 }
 
@@ -332,6 +417,7 @@ fn pass<B: Backend, R: Recorder>(
     c: &ModelConfig,
     rec: &mut R,
     logits: Logits,
+    edits: &Edits,
 ) -> Pending {
     // Only a causal model's earlier tokens are unchanged by later ones.
     let first = match &cache {
@@ -345,7 +431,7 @@ fn pass<B: Backend, R: Recorder>(
     rec.step(Op::Tokenize, None, &[], || {
         Tensor::from_array(Array1::from_iter(ids.iter().map(|&i| i as f32)).into_dyn())
     });
-    let (x, mut stream) = embed(ids, first, w, c, rec); // (T, d)
+    let (x, mut stream) = embed(ids, first, w, c, rec, !edits.without_position); // (T, d)
     let mut x = backend.rows(x); // (T, d)
     if let Some(n) = &w.embedding_norm {
         x = norm_step(backend, &x, n, c, Op::EmbeddingNorm, None, stream, rec); // (T, d)
@@ -369,6 +455,7 @@ fn pass<B: Backend, R: Recorder>(
             cache.as_deref_mut(),
             first,
             memory.as_ref(),
+            edits,
         ); // (T, d)
     }
     if let (NormPlace::Pre, Some(n)) = (c.norm_place, &w.final_norm) {

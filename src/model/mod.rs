@@ -5,6 +5,7 @@ pub mod backend;
 pub mod config;
 pub mod cpu;
 pub mod cross_attention;
+pub mod edits;
 pub mod embed;
 pub mod ffn;
 pub mod forward;

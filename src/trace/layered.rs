@@ -16,6 +16,7 @@ use super::continued::{join, join_stats};
 use super::{NormRows, Op, Recorder, Tensor, TensorData, Trace, TraceRecorder};
 use crate::model::config::{ModelConfig, NormPlace};
 use crate::model::cpu::Cpu;
+use crate::model::edits::Edits;
 use crate::model::forward::layer_forward;
 use crate::model::Weights;
 use crate::tensor::join_rows;
@@ -34,6 +35,8 @@ pub struct LayeredRecorder<'a> {
     /// Shared with the recipes of the steps computed on read.
     config: Arc<ModelConfig>,
     weights: Arc<Weights>,
+    /// The pass's changes, made again when a layer is computed again.
+    edits: Arc<Edits>,
     prefix: Option<Prefix<'a>>,
     /// Tokens in the whole trace: the prefix's and the new ones.
     total: usize,
@@ -47,6 +50,7 @@ impl<'a> LayeredRecorder<'a> {
     pub fn new(
         config: &'a ModelConfig,
         weights: Arc<Weights>,
+        edits: Arc<Edits>,
         prefix: Option<(&'a Trace, usize)>,
         total: usize,
     ) -> Self {
@@ -54,6 +58,7 @@ impl<'a> LayeredRecorder<'a> {
             inner: TraceRecorder::new(config),
             config: Arc::new(config.clone()),
             weights,
+            edits,
             prefix: prefix.map(|(trace, rows)| Prefix {
                 trace,
                 rows,
@@ -103,8 +108,12 @@ impl<'a> LayeredRecorder<'a> {
             .layer_input
             .clone()
             .expect("forward reports each layer's input before its steps");
-        let (weights, config) = (self.weights.clone(), self.config.clone());
-        let recipe = Box::new(move || replay(&weights, &config, layer, &input, stream, op));
+        let (weights, config, edits) = (
+            self.weights.clone(),
+            self.config.clone(),
+            self.edits.clone(),
+        );
+        let recipe = Box::new(move || replay(&weights, &config, &edits, layer, &input, stream, op));
         self.inner.push(
             op,
             Some(layer),
@@ -121,6 +130,7 @@ impl<'a> LayeredRecorder<'a> {
 fn replay(
     weights: &Weights,
     config: &ModelConfig,
+    edits: &Edits,
     layer: usize,
     input: &Tensor,
     stream: Op,
@@ -141,6 +151,7 @@ fn replay(
         None,
         0,
         None,
+        edits,
     );
     pick.found
         .expect("a layer records the same steps every time it runs")

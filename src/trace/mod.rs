@@ -195,6 +195,25 @@ impl Trace {
             .view2()
     }
 
+    /// The residual stream entering layer `layer`, (T, d_model): the embedding's output (after
+    /// its norm, if any) for layer 0, the layer before's output otherwise.
+    pub fn stream_into(&self, layer: usize) -> Result<ArrayView2<'_, f32>> {
+        let step = match layer {
+            0 => self
+                .find(Op::EmbeddingNorm, None)
+                .or_else(|| self.find(Op::AddPosition, None))
+                .or_else(|| self.find(Op::TokenEmbedding, None)),
+            l if l <= self.config.n_layers => match self.config.norm_place {
+                NormPlace::Post => self.find(Op::FfnNorm, Some(l - 1)),
+                NormPlace::Pre => self.find(Op::FfnResidual, Some(l - 1)),
+            },
+            _ => None,
+        };
+        step.ok_or_else(|| VizError::NoSuchStep(format!("the stream into layer {layer}")))?
+            .tensor
+            .view2()
+    }
+
     /// The residual stream after embedding and after each attention and FFN sublayer.
     /// For post-LN models the stream is the normalised sum, for pre-LN the raw sum.
     pub fn residual_stream(&self) -> Vec<StreamPoint<'_>> {

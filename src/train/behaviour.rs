@@ -3,6 +3,7 @@
 //! names the right person at the end of an indirect-object sentence. `transformer-viz
 //! behaviours` prints it; `tests/engine/trainer.rs` asks it of the committed models.
 
+use crate::analysis::prediction::single_token;
 use crate::error::{Result, VizError};
 use crate::model::attention::probabilities_of;
 use crate::tokenize::TokenInfo;
@@ -94,24 +95,6 @@ pub struct IoiReport {
     /// Mean probability of the answer and of the other name.
     pub answer_probability: f32,
     pub other_probability: f32,
-}
-
-/// The single token of `word` (with its leading space), or an error naming the word.
-fn single_token(model: &Transformer, word: &str) -> Result<u32> {
-    let e = model.tokenizer.encode(word, usize::MAX)?;
-    let ordinary: Vec<u32> = e
-        .tokens
-        .iter()
-        .filter(|t| !t.special)
-        .map(|t| t.id)
-        .collect();
-    match ordinary[..] {
-        [id] => Ok(id),
-        _ => Err(VizError::Training(format!(
-            "{word:?} is {} tokens for this vocabulary, not one",
-            ordinary.len()
-        ))),
-    }
 }
 
 pub fn ioi_report(model: &Transformer, prompts: &[IoiPrompt]) -> Result<IoiReport> {

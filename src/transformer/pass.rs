@@ -5,6 +5,8 @@
 //! (encoder, causal decoder, encoder-decoder) is decided here, once; the CLI, the page's CPU
 //! and GPU paths, generation and translation all come through it.
 
+use std::sync::Arc;
+
 use ndarray::ArrayView2;
 
 use super::request::{Continue, Input, Keep, Kind, Pass, PassRequest};
@@ -43,7 +45,21 @@ impl Transformer {
             input,
             continues,
             keep,
+            edits,
         } = request;
+        // Keys and values cached without the pass's changes cannot be reused with them.
+        let continues = match continues {
+            Some(Continue::Trace(_, cache)) if !edits.is_empty() => {
+                cache.truncate_with(0, |h, n| backend.first_tokens(h, n));
+                None
+            }
+            Some(Continue::After(_)) if !edits.is_empty() => {
+                return Err(VizError::BadEdit(
+                    "a changed pass computes every token: it cannot follow cached ones".into(),
+                ))
+            }
+            other => other,
+        };
         if self.kind() == Kind::EncoderDecoder {
             let source = match input {
                 Input::Text(text) | Input::Tokens(_, text) => text,
@@ -58,7 +74,7 @@ impl Transformer {
             if let Some(Continue::Trace(_, cache) | Continue::After(cache)) = continues {
                 cache.truncate_with(0, |h, n| backend.first_tokens(h, n));
             }
-            return self.translate_pass(backend, source, keep).await;
+            return self.translate_pass(backend, source, keep, edits).await;
         }
         let (encoding, text) = match input {
             Input::Text(text) => (self.encode(text)?, text),
@@ -69,6 +85,7 @@ impl Transformer {
         if ids.is_empty() {
             return Err(VizError::EmptyText);
         }
+        edits.check(&self.config, ids.len())?;
         let (previous, cache, after) = match continues {
             Some(Continue::Trace(previous, cache)) => (previous, Some(cache), false),
             Some(Continue::After(cache)) => (None, Some(cache), true),
@@ -118,6 +135,7 @@ impl Transformer {
                     &self.config,
                     &mut NoRecorder,
                     logits,
+                    edits,
                 )
                 .await;
                 if let Some(out) = out {
@@ -132,8 +150,13 @@ impl Transformer {
                 None
             }
             Keep::Layers if self.kind() == Kind::Causal && backend.values_at_once() => {
-                let mut rec =
-                    LayeredRecorder::new(&self.config, self.weights.clone(), prefix, total);
+                let mut rec = LayeredRecorder::new(
+                    &self.config,
+                    self.weights.clone(),
+                    Arc::new(edits.clone()),
+                    prefix,
+                    total,
+                );
                 forward_with(
                     backend,
                     new,
@@ -142,6 +165,7 @@ impl Transformer {
                     &self.config,
                     &mut rec,
                     logits,
+                    edits,
                 )
                 .await
                 .map(|_| rec.into_parts())
@@ -164,6 +188,7 @@ impl Transformer {
                     &self.config,
                     &mut rec,
                     logits,
+                    edits,
                 )
                 .await
                 .map(|_| rec.into_parts())
@@ -191,7 +216,9 @@ impl Transformer {
                         "the backend failed and lost the cached tokens this pass follows".into(),
                     ));
                 }
-                let request = PassRequest::tokens(encoding, text).keeping(retry);
+                let request = PassRequest::tokens(encoding, text)
+                    .keeping(retry)
+                    .editing(edits);
                 on_cpu(self.pass_boxed(&Cpu, request))
             }
         }

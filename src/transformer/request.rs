@@ -5,6 +5,7 @@
 use ndarray::Array2;
 
 use crate::error::{Result, VizError};
+use crate::model::edits::Edits;
 use crate::model::forward::Logits;
 use crate::model::kv_cache::KvCache;
 use crate::model::ForwardOutput;
@@ -46,11 +47,14 @@ pub enum Continue<'a, H> {
     After(&'a mut KvCache<H>),
 }
 
-/// One pass: what to read, what to continue, what to keep.
+/// One pass: what to read, what to continue, what to keep, what to change.
 pub struct PassRequest<'a, H> {
     pub input: Input<'a>,
     pub continues: Option<Continue<'a, H>>,
     pub keep: Keep,
+    /// The pass's changes (`Edits::NONE`: the model as trained). A changed pass computes every
+    /// token: the cache's keys and values were computed without the change.
+    pub edits: &'a Edits,
 }
 
 impl<'a, H> PassRequest<'a, H> {
@@ -74,7 +78,14 @@ impl<'a, H> PassRequest<'a, H> {
             input,
             continues: None,
             keep: Keep::Layers,
+            edits: Edits::NONE,
         }
+    }
+
+    /// The pass with `edits` made (a head switched off, a run patched in).
+    pub fn editing(mut self, edits: &'a Edits) -> Self {
+        self.edits = edits;
+        self
     }
 
     pub fn keeping(mut self, keep: Keep) -> Self {

@@ -11,6 +11,7 @@ use crate::error::{Result, VizError};
 use crate::model::attention::probabilities_of;
 use crate::model::backend::{on_cpu, Backend};
 use crate::model::cpu::Cpu;
+use crate::model::edits::{Edits, Site, With};
 use crate::model::forward::{decode, encode_source, Logits};
 use crate::tensor::top_ids;
 use crate::trace::{NoRecorder, Readback, Trace, TraceRecorder};
@@ -70,6 +71,7 @@ impl Transformer {
         backend: &B,
         source: &str,
         keep: Keep,
+        edits: &Edits,
     ) -> Result<Pass> {
         let readback = match keep {
             Keep::Output(_) => None,
@@ -78,7 +80,7 @@ impl Transformer {
         };
         // A backend that fails during a pass (a GPU's lost device, say; it says why) leaves the
         // translation to the CPU.
-        let on_the_cpu = |keep: Keep| on_cpu(self.translate_boxed(source, keep));
+        let on_the_cpu = |keep: Keep| on_cpu(self.translate_boxed(source, keep, edits));
         let traced = readback.is_some();
         let retry = || match traced {
             false => Keep::Output(Logits::Last),
@@ -88,6 +90,20 @@ impl Transformer {
         if !c.is_encoder_decoder() {
             return Err(VizError::NotEncoderDecoder);
         }
+        // The decoder grows a token a pass: a part can be switched off at every token (zeros,
+        // a mean), not given one run's values.
+        if edits
+            .replacements
+            .iter()
+            .any(|r| matches!(r.with, With::Values(_)) || matches!(r.site, Site::Stream { .. }))
+        {
+            return Err(VizError::BadEdit(
+                "an encoder-decoder writes a token a pass: its parts can be switched off \
+                 (zeros or their mean), not patched from another run"
+                    .into(),
+            ));
+        }
+        edits.check(c, 1)?;
         let dropped = self.unspellable(source);
         if !dropped.is_empty() {
             return Err(VizError::Unspellable {
@@ -134,6 +150,7 @@ impl Transformer {
                 c,
                 &mut NoRecorder,
                 Logits::Last,
+                edits,
             )
             .await
             else {
@@ -188,6 +205,7 @@ impl Transformer {
             c,
             &mut rec,
             Logits::All,
+            edits,
         )
         .await
         .is_none()
@@ -233,7 +251,8 @@ impl Transformer {
         &'s self,
         source: &'s str,
         keep: Keep,
+        edits: &'s Edits,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Pass>> + 's>> {
-        Box::pin(self.translate_pass(&Cpu, source, keep))
+        Box::pin(self.translate_pass(&Cpu, source, keep, edits))
     }
 }

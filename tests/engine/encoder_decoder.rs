@@ -64,6 +64,7 @@ fn engine_and_trainer_agree_on_an_encoder_decoder() {
                 &model.config,
                 &mut NoRecorder,
                 Logits::All,
+                transformer_viz::model::edits::Edits::NONE,
             ))
             .expect("the CPU never fails")
             .logits

@@ -374,6 +374,7 @@ fn cached_passes<B: Backend>(
     ids: &[u32],
     split: usize,
 ) -> (Vec<(String, ndarray::ArrayD<f32>)>, ndarray::Array2<f32>) {
+    use transformer_viz::model::edits::Edits;
     use transformer_viz::model::forward::{forward_with, Logits};
     use transformer_viz::model::kv_cache::KvCache;
     use transformer_viz::trace::{NoRecorder, TraceRecorder};
@@ -387,6 +388,7 @@ fn cached_passes<B: Backend>(
         c,
         &mut NoRecorder,
         Logits::Last,
+        Edits::NONE,
     ))
     .expect("the first pass");
     assert_eq!(cache.len(), split);
@@ -399,6 +401,7 @@ fn cached_passes<B: Backend>(
         c,
         &mut rec,
         Logits::All,
+        Edits::NONE,
     ))
     .expect("the pass through the cache");
     assert_eq!(cache.len(), ids.len());

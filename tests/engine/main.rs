@@ -20,6 +20,7 @@ mod gpu_forward;
 mod gpu_kernels;
 mod gpu_readback;
 mod head_scores;
+mod interventions;
 mod kv_cache;
 mod logit_lens;
 mod long_text;

@@ -556,6 +556,7 @@ fn the_committed_reverser_reverses_held_out_text_along_the_anti_diagonal() {
         c,
         &mut NoRecorder,
         transformer_viz::model::forward::Logits::All,
+        transformer_viz::model::edits::Edits::NONE,
     ))
     .expect("the CPU never fails")
     .logits

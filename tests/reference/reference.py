@@ -6,7 +6,8 @@ Hugging Face `tokenizers` library, and implements attention, norms, FFNs and pos
 from their textbook definitions.
 
   reference.py bert    MODEL_DIR  < sentences.json   (BERT layout: config.json, tokenizer.json, model.safetensors)
-  reference.py generic MODEL_DIR  < ids.json         (this project's format: config.json = ModelConfig, model.safetensors)
+  reference.py generic MODEL_DIR  < ids.json         (this project's format: config.json = ModelConfig, model.safetensors;
+                                                     an item may carry edits: heads and FFNs switched off, patching)
   reference.py tokenize MODEL_DIR < sentences.json   (token ids only, from tokenizer.json)
 
 Prints JSON: one record per input with ids, attention (layers, heads, T, T), hidden (T, d),
@@ -138,24 +139,35 @@ def generic(model_dir, id_lists):
         y = x @ w[name + ".weight"].T
         return y + w[name + ".bias"] if bias else y
 
-    def attention(x, p):
+    def attention(x, p, layer, e, cap):
         T = x.shape[0]
         q = lin(x, p + "attention.query").reshape(T, H, hd).transpose(1, 0, 2)
         k = lin(x, p + "attention.key").reshape(T, KV, hd).transpose(1, 0, 2)
         v = lin(x, p + "attention.value").reshape(T, KV, hd).transpose(1, 0, 2)
-        if isinstance(pos, dict) and "Rotary" in pos:
+        if isinstance(pos, dict) and "Rotary" in pos and not e.get("no_position"):
             q = rotate(q, pos["Rotary"]["base"], pos["Rotary"]["adjacent_pairs"])
             k = rotate(k, pos["Rotary"]["base"], pos["Rotary"]["adjacent_pairs"])
         k = np.repeat(k, H // KV, axis=0)
         v = np.repeat(v, H // KV, axis=0)
         s = q @ k.transpose(0, 2, 1) / math.sqrt(hd)
-        if c["causal"]:
+        if c["causal"] and not e.get("no_mask"):
             s = s + np.triu(np.full((T, T), -np.inf), 1)
         a = softmax(s)
-        z = (a @ v).transpose(1, 0, 2).reshape(T, H * hd)
+        heads = a @ v  # (H, T, hd)
+        cap["heads"].append(heads.copy())
+        for l, h in e.get("zero_heads", []):
+            if l == layer:
+                heads[h] = 0.0
+        for l, h in e.get("mean_heads", []):
+            if l == layer:
+                heads[h] = e["intact"]["heads"][l][h].mean(0)
+        for l, h in e.get("patch_heads", []):
+            if l == layer:
+                heads[h] = e["from"]["heads"][l][h]
+        z = heads.transpose(1, 0, 2).reshape(T, H * hd)
         return lin(z, p + "attention.output"), a
 
-    def ffn(x, p):
+    def ffn(x, p, layer, e, cap):
         up = lin(x, p + "ffn.up")
         if c["activation"] == "Relu":
             h = np.maximum(0, up)
@@ -164,15 +176,24 @@ def generic(model_dir, id_lists):
         else:
             g = lin(x, p + "ffn.gate")
             h = g / (1 + np.exp(-g)) * up
-        return lin(h, p + "ffn.down")
+        out = lin(h, p + "ffn.down")
+        cap["ffn"].append(out.copy())
+        if layer in e.get("zero_ffn", []):
+            out = np.zeros_like(out)
+        if layer in e.get("mean_ffn", []):
+            out = np.broadcast_to(e["intact"]["ffn"][layer].mean(0), out.shape).copy()
+        return out
 
-    results = []
-    for ids in id_lists:
+    def run(ids, e):
+        """One pass with the edits `e` (see `generic`); returns the record and what it saw."""
+        cap = {"heads": [], "stream": [], "ffn": []}
         T = len(ids)
-        x = w["token_embedding"][ids].copy()
+        x = w["token_embedding"][ids] * c.get("embedding_scale", 1.0)
         if c["token_types"] > 0:
             x += w["segment_embedding"][0]
-        if pos == "Learned":
+        if e.get("no_position"):
+            pass
+        elif pos == "Learned":
             x += w["position_embedding"][:T]
         elif pos == "Sinusoidal":
             pe = np.zeros((T, d))
@@ -186,14 +207,19 @@ def generic(model_dir, id_lists):
         attn_all = []
         for i in range(c["n_layers"]):
             p = f"layers.{i}."
+            cap["stream"].append(x.copy())
+            for l, at in e.get("patch_stream", []):
+                if l == i:
+                    x = x.copy()
+                    x[at] = e["from"]["stream"][l][at]
             if c["norm_place"] == "Post":
-                o, a = attention(x, p)
+                o, a = attention(x, p, i, e, cap)
                 x = norm(x + o, p + "attention_norm")
-                x = norm(x + ffn(x, p), p + "ffn_norm")
+                x = norm(x + ffn(x, p, i, e, cap), p + "ffn_norm")
             else:
-                o, a = attention(norm(x, p + "attention_norm"), p)
+                o, a = attention(norm(x, p + "attention_norm"), p, i, e, cap)
                 x = x + o
-                x = x + ffn(norm(x, p + "ffn_norm"), p)
+                x = x + ffn(norm(x, p + "ffn_norm"), p, i, e, cap)
             attn_all.append(a.tolist())
         if c["norm_place"] == "Pre":
             x = norm(x, "final_norm")
@@ -201,6 +227,24 @@ def generic(model_dir, id_lists):
         if c["lm_head"] != "None":
             u = w["token_embedding"] if c["lm_head"] == "Tied" else w["lm_head"]
             rec["logits"] = (x @ u.T).tolist()
+        return rec, cap
+
+    results = []
+    for item in id_lists:
+        # A list of ids, or {"ids": [...], "edits": {...}}: zero_heads / mean_heads [[layer,
+        # head]], zero_ffn / mean_ffn [layer] (means over the tokens of the intact pass),
+        # no_position, no_mask, and patch_heads [[layer,
+        # head]] / patch_stream [[layer, position]] with "patch_from": ids of the run whose
+        # head outputs (or stream entering the layer) replace this run's.
+        if isinstance(item, dict):
+            e = dict(item.get("edits", {}))
+            # Means are the intact pass's, over the sentence's tokens.
+            _, e["intact"] = run(item["ids"], {})
+            if "patch_from" in item:
+                _, e["from"] = run(item["patch_from"], {})
+            rec, _ = run(item["ids"], e)
+        else:
+            rec, _ = run(item, {})
         results.append(rec)
     return results
 

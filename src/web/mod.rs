@@ -4,13 +4,15 @@
 //! passes on WebGPU.
 //!
 //! Lowest first: `js` (errors, values, the clock), `canvas` (a fast plotters backend),
-//! `generated` and `summary` (what the page is handed), `gpu_session`, `viz`, `views`.
+//! `generated` and `summary` (what the page is handed), `gpu_session`, `viz`, `views` and
+//! `switches` (parts switched off).
 
 mod canvas;
 mod generated;
 pub mod gpu_session;
 mod js;
 mod summary;
+mod switches;
 mod views;
 pub mod viz;
 

@@ -7,6 +7,7 @@ use super::generated::{Generated, NextToken, Prompt};
 use super::gpu_session::GpuPass;
 use super::js::{js_err, now_ms, to_js};
 use super::summary::{CompareSummary, NormInfo, StepInfo, Summary, TranslationSummary};
+use crate::analysis::ablation::{edits_for, Switch};
 use crate::analysis::generation::draw_token;
 use crate::analysis::sampling::{Sampler, SamplingSettings};
 use crate::checkpoints::catalog;
@@ -35,6 +36,10 @@ pub struct Viz {
     pub(super) compare: Option<Trace>,
     /// The summary's `steps` as last sent, and a hash of what they said (`steps_js`).
     steps_sent: std::cell::RefCell<Option<(u64, JsValue)>>,
+    /// Parts switched off (`set_switches`): the views draw the pass without them.
+    pub(super) switches: Vec<Switch>,
+    /// The pass as trained, beside the changed one the views draw, while parts are off.
+    pub(super) intact: Option<Trace>,
 }
 
 /// The pass the views draw, computed here on the CPU or installed from the GPU session, and
@@ -95,6 +100,8 @@ impl Viz {
             generation: None,
             compare: None,
             steps_sent: Default::default(),
+            switches: Vec::new(),
+            intact: None,
         })
     }
 
@@ -138,15 +145,52 @@ impl Viz {
         encoding: crate::tokenize::Encoding,
         text: &str,
     ) -> Result<(), JsError> {
-        let mut previous = self.pass.trace.take();
+        // The pass as trained continues the last one as trained (the cache holds its keys and
+        // values); a changed pass is dropped first.
+        let mut previous = match self.intact.take() {
+            Some(intact) => {
+                self.pass.trace = None;
+                Some(intact)
+            }
+            None => self.pass.trace.take(),
+        };
         if self.model.kind() != Kind::Causal {
             previous = None;
         }
+        let switched = (!self.switches.is_empty()).then(|| encoding.clone());
         let request =
             PassRequest::tokens(encoding, text).continuing(previous.as_ref(), &mut self.pass.cache);
         let pass = on_cpu(self.model.pass(&Cpu, request));
         drop(previous);
-        let pass = pass.map_err(js_err)?;
+        let mut pass = pass.map_err(js_err)?;
+        // With parts switched off, the views draw the changed pass; the intact one stays
+        // beside it for the comparison (and for the next pass to continue).
+        if let Some(encoding) = switched {
+            let intact = pass
+                .trace
+                .take()
+                .ok_or_else(|| js_err(VizError::EmptyText))?;
+            let edits = match edits_for(&intact, &self.switches) {
+                Ok(edits) => edits,
+                Err(e) => {
+                    // The model as trained stays on screen; the page says what was refused.
+                    pass.trace = Some(intact);
+                    self.install_cpu_pass(pass);
+                    return Err(js_err(e));
+                }
+            };
+            let request = PassRequest::tokens(encoding, text).editing(&edits);
+            let changed = on_cpu(self.model.pass(&Cpu, request)).map_err(js_err)?;
+            pass.trace = changed.trace;
+            pass.decoding = changed.decoding;
+            self.intact = Some(intact);
+        }
+        self.install_cpu_pass(pass);
+        Ok(())
+    }
+
+    /// Makes a pass computed here the current one.
+    fn install_cpu_pass(&mut self, pass: crate::transformer::Pass) {
         // The page computes on the CPU now: no GPU pass to check.
         self.check = GpuCheck::default();
         self.pass = CurrentPass {
@@ -156,8 +200,7 @@ impl Viz {
             recompute: self.pass.recompute,
             ..CurrentPass::default()
         };
-        self.pass.trace = Some(pass.into_trace());
-        Ok(())
+        self.pass.trace = pass.trace;
     }
 
     /// Opens the GPU backend (WebGPU through wgpu) on this model: a promise of a
@@ -213,7 +256,9 @@ impl Viz {
         if self.model.config.is_encoder_decoder() != parts.translation.is_some() {
             return Err(JsError::new("this pass is not of the model shown"));
         }
-        // The CPU's cache is emptied with the rest of the last pass.
+        // The CPU's cache is emptied with the rest of the last pass (a GPU pass is the model
+        // as trained: the page switches parts off on the CPU).
+        self.intact = None;
         self.pass = CurrentPass {
             trace: Some(parts.trace),
             reused: parts.reused,

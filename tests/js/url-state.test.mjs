@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { deflateRawSync } from 'node:zlib';
 import fc from 'fast-check';
 import {
-  encodeText, decodeText, textFragment, parseLink, clampToLimits, parseDims, queryFor, shorten, capText,
+  encodeText, decodeText, textFragment, parseLink, clampToLimits, parseDims, queryFor, shorten, capText, parseOff, offCode,
   MAX_TEXT_FRAGMENT, MAX_DECODED_TEXT_BYTES, MAX_DIMS, MAX_TEXT_CHARS,
 } from '../../www/js/url-state.js';
 import { threadPlan, MAX_THREADS } from '../../www/js/threads.js';
@@ -186,4 +186,28 @@ test('the text cap keeps a whole-character prefix of at most MAX_TEXT_CHARS, and
   assert.equal([...values.text].length, MAX_TEXT_CHARS);
   assert.ok(notes.some((n) => /cut to its first 32,768 characters/.test(n)), notes.join('\n'));
   assert.equal(capText('short').cut, 0);
+});
+
+test('parts switched off read and write as short codes, each part once', () => {
+  const off = parseOff('h1.2,f0m,pos,mask,x0.1m,h1.2m');
+  assert.deepEqual(off, [
+    { part: 'head', layer: 1, head: 2, fill: 'zero' },
+    { part: 'ffn', layer: 0, fill: 'mean' },
+    { part: 'position', fill: 'zero' },
+    { part: 'mask', fill: 'zero' },
+    { part: 'cross_head', layer: 0, head: 1, fill: 'mean' },
+  ]);
+  assert.equal(offCode(off), 'h1.2,f0m,pos,mask,x0.1m');
+  for (const bad of ['h1', 'f', 'zz', 'h1.2.3', 'pos;mask', '', Array(65).fill('pos').join(',')]) {
+    assert.equal(parseOff(bad), null, bad);
+  }
+});
+
+test('a link that switches parts off is read, and a bad one is noted', async () => {
+  const { values } = await parseLink('?off=h0.1m,mask', '');
+  assert.deepEqual(values.off, [{ part: 'head', layer: 0, head: 1, fill: 'mean' }, { part: 'mask', fill: 'zero' }]);
+  const { values: none, notes } = await parseLink('?off=head1', '');
+  assert.equal(none.off, undefined);
+  assert.match(notes[0], /does not name parts of a model/);
+  assert.match(queryFor({ layer: 0, head: 0, mode: 'heatmap', step: 0, stepHead: 0, norm: 1, dims: [0], off: [{ part: 'ffn', layer: 2, fill: 'zero' }] }, 'm'), /off=f2/);
 });

@@ -17,6 +17,10 @@ export const gpu = {
   difference: null, // the last GPU pass's largest difference from the CPU's
 };
 
+/** Whether passes run on the GPU: it is active and no part of the model is switched off
+ * (ablation.js: a changed pass is computed on the CPU). */
+export const passesOnGpu = () => gpu.active && !(state.off?.length > 0);
+
 /** The CPU's threads as start-wasm.js planned them (threads.js), with `start()` when threaded. */
 export const threadsPlan = () => window.wasmThreads ?? { threads: 1, threaded: false, why: 'the page was started without its loader' };
 

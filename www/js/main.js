@@ -33,6 +33,7 @@ import { wireResidual } from './residual.js';
 import { wireRotary, renderRotaryForModel, pairCount } from './rotary.js';
 import { wireStepper } from './stepper.js';
 import { wireTranslation } from './translation.js';
+import { wireSwitches } from './ablation.js';
 import { attachHover } from './hover.js';
 import { attachExport } from './export.js';
 import { startThreads } from './cpu-threads.js';
@@ -58,7 +59,7 @@ function showHistoryView(before) {
   $('norm').value = state.norm;
   $('rotary-pair').value = String(state.rotaryPair);
   renderSamplingControls();
-  if (state.text !== before.text) {
+  if (state.text !== before.text || JSON.stringify(state.off) !== JSON.stringify(before.off)) {
     update(); // a new pass, then every chart
   } else {
     drawAll();
@@ -82,6 +83,7 @@ function wire() {
   wirePrediction({ showSummary, passOnGpuWith, passAgainIfTyped, differenceFromCpu });
   wireStepper();
   wireTranslation();
+  wireSwitches({ update });
   wirePresenter();
   $('text').addEventListener('input', (event) => { state.text = textBoxText(); scheduleUpdate(event); });
   for (const name of Object.keys(charts)) attachExport(name);

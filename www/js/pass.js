@@ -19,7 +19,8 @@ import { resetLinesFocus } from './attention.js';
 import { renderCompare } from './compare.js';
 import { renderTranslation } from './translation.js';
 import { fallBack } from './gpu-backend.js';
-import { gpu, showBackend, renderGpuStatus } from './backend-status.js';
+import { gpu, passesOnGpu, showBackend, renderGpuStatus } from './backend-status.js';
+import { syncSwitches, renderSwitches } from './ablation.js';
 import { readback, stepsToRead } from './gpu-readback.js';
 import { testHook, publish, publishReadback, count, record } from './testing-hook.js';
 
@@ -31,7 +32,8 @@ drawTiming.passPending = () => pending;
 export function update() {
   const { viz } = session;
   if (!viz) return;
-  if (gpu.active) {
+  syncSwitches();
+  if (passesOnGpu()) {
     passOnGpu();
     return;
   }
@@ -147,7 +149,7 @@ export function differenceFromCpu(viz) {
 // The rest of a GPU pass came back: the difference now covers every value. The values could
 // not come back (a device lost meanwhile): the pass is computed again, on the CPU.
 readback.arrived.push(() => {
-  if (gpu.active && session.viz) {
+  if (passesOnGpu() && session.viz) {
     gpu.difference = differenceFromCpu(session.viz);
     renderGpuStatus();
   }
@@ -196,6 +198,7 @@ export function showSummary(summary, started = performance.now()) {
   drawAll();
   renderStep();
   renderPrediction();
+  renderSwitches();
   if (summary.threads !== testHook.threads) showBackend(); // the threads started
   $('timing').textContent = timingText(summary);
   $('timing').title = $('timing').textContent; // cut to the header's width on screen

@@ -8,7 +8,7 @@ import { modelTitle } from './models.js';
 import { draw, drawAll, drawTiming, specsOnScreen, registerChart } from './charts.js';
 import { showError, clearError } from './messages.js';
 import { isEncoderDecoder } from './applicable.js';
-import { gpu, renderGpuStatus } from './backend-status.js';
+import { gpu, passesOnGpu, renderGpuStatus } from './backend-status.js';
 import { stepsToRead } from './gpu-readback.js';
 import { exposeForTests } from './testing-hook.js';
 
@@ -100,7 +100,7 @@ function nextTask() {
 /** The next token's pass: on the GPU when passes run there (through its KV cache on the
  * device), else on the CPU. Null when another model was loaded meanwhile. */
 async function nextTokenPass(viz, gpuPass) {
-  if (!gpu.active) return viz.generate_next(samplingSettings());
+  if (!passesOnGpu()) return viz.generate_next(samplingSettings());
   const next = viz.draw_next_token(samplingSettings());
   // Read back what the charts on screen draw; they are redrawn after each token.
   return gpuPass.passOnGpuWith((opened) => opened.generate(next, stepsToRead(specsOnScreen())), { compare: false });
@@ -167,7 +167,7 @@ async function generate(pass) {
   } finally {
     generation.running = false;
     if (session.viz === viz) viz.end_generation(); // a model switched to meanwhile freed this one
-    if (gpu.active && session.viz === viz) {
+    if (passesOnGpu() && session.viz === viz) {
       // The GPU's tokens are checked against the CPU once, on the last one's pass.
       gpu.difference = pass.differenceFromCpu(viz);
       renderGpuStatus();

@@ -27,6 +27,7 @@ export const state = {
   topK: 0, // 0: off
   topP: 1, // 1: off
   seed: 0,
+  off: [], // parts switched off (ablation.js): [{part, layer, head, fill}]
   gridPattern: 'previous', // the head grid's colouring: previous, induction, duplicate or first
   threads: null, // a link's threads=N (threads.js); null: as many as the device reports, up to 8
   backend: 'auto', // where passes run: auto, cpu or gpu (`?backend=`, gpu-backend.js)
@@ -62,7 +63,7 @@ export function checkAgainst(limits, asked = state) {
 }
 
 // ---------- the address bar ----------
-const KEYS = ['model', 'text', 'layer', 'head', 'mode', 'stack', 'step', 'stepHead', 'norm', 'dims', 'residualTokens', 'rotaryPair', 'query', 'temperature', 'topK', 'topP', 'seed'];
+const KEYS = ['model', 'text', 'layer', 'head', 'mode', 'stack', 'step', 'stepHead', 'norm', 'dims', 'residualTokens', 'rotaryPair', 'query', 'temperature', 'topK', 'topP', 'seed', 'off'];
 let written = null; // the state the current history entry shows
 let lastChange = { keys: '', at: -Infinity };
 let linkSeq = 0;
@@ -162,6 +163,12 @@ function flushReplace() {
   history.replaceState(entry, '', url);
 }
 addEventListener('pagehide', flushReplace);
+
+/** The next write makes a history entry of its own, however soon after the last change of
+ * the same kind (a part switched off, then another: Back undoes one at a time). */
+export function newChoice() {
+  lastChange = { keys: '', at: -Infinity };
+}
 
 /** Calls `apply(previousState)` when Back or Forward lands on another view. */
 export function onHistoryMove(apply) {

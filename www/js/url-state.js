@@ -163,6 +163,11 @@ export async function parseLink(search, hash) {
     if (Number.isFinite(n) && n >= lo && n <= hi && (!whole || Number.isInteger(n))) values[key] = n;
     else notes.push(`The link's ${param}=${shorten(text)} is not ${whole ? 'a whole number' : 'a number'} from ${lo} to ${hi}, so it was ignored.`);
   }
+  if (q.has('off')) {
+    const off = parseOff(q.get('off'));
+    if (off) values.off = off;
+    else notes.push(`The link's off=${shorten(q.get('off'))} does not name parts of a model (h1.2 is layer 1 head 2, f0 layer 0's feed-forward, pos and mask; m after one means its mean), so nothing is switched off.`);
+  }
   const threads = threadsInLink(search);
   if (Number.isInteger(threads)) values.threads = threads;
   else if (Number.isNaN(threads)) notes.push(`The link's threads=${shorten(q.get('threads'))} is not a whole number from 1 to ${MAX_THREADS}, so the page chooses how many threads compute.`);
@@ -233,6 +238,7 @@ export function queryFor(state, model) {
   if (state.topK) q.set('topk', String(state.topK));
   if (state.topP !== undefined && state.topP !== 1) q.set('topp', String(state.topP));
   if (state.seed) q.set('seed', String(state.seed));
+  if (state.off?.length) q.set('off', offCode(state.off));
   if (state.threads) q.set('threads', String(state.threads));
   if (state.backend && state.backend !== 'auto') q.set('backend', state.backend);
   return `?${q}`;
@@ -242,4 +248,38 @@ export function queryFor(state, model) {
 export function shorten(value, max = 40) {
   const chars = [...String(value)];
   return chars.length > max ? `${chars.slice(0, max).join('')}…` : chars.join('');
+}
+
+/** Parts switched off in a link: "h1.2" (layer 1 head 2), "x0.1" (a cross-attention head),
+ * "f0" (layer 0's feed-forward), "pos", "mask"; an "m" after a head or a layer means its mean
+ * over the text instead of zeros. Comma-separated; at most 64. */
+export function offCode(off) {
+  return off.map((s) => {
+    const mean = s.fill === 'mean' ? 'm' : '';
+    switch (s.part) {
+      case 'head': return `h${s.layer}.${s.head}${mean}`;
+      case 'cross_head': return `x${s.layer}.${s.head}${mean}`;
+      case 'ffn': return `f${s.layer}${mean}`;
+      case 'position': return 'pos';
+      default: return 'mask';
+    }
+  }).join(',');
+}
+
+/** The parts a link's `off=` names (see `offCode`), or null when it is not such a list. */
+export function parseOff(text) {
+  const parts = String(text).split(',').filter(Boolean);
+  if (!parts.length || parts.length > 64) return null;
+  const off = [];
+  for (const p of parts) {
+    let m;
+    if (p === 'pos') off.push({ part: 'position', fill: 'zero' });
+    else if (p === 'mask') off.push({ part: 'mask', fill: 'zero' });
+    else if ((m = /^([hx])(\d{1,4})\.(\d{1,4})(m?)$/.exec(p))) {
+      off.push({ part: m[1] === 'h' ? 'head' : 'cross_head', layer: Number(m[2]), head: Number(m[3]), fill: m[4] ? 'mean' : 'zero' });
+    } else if ((m = /^f(\d{1,4})(m?)$/.exec(p))) off.push({ part: 'ffn', layer: Number(m[1]), fill: m[2] ? 'mean' : 'zero' });
+    else return null;
+  }
+  const codes = off.map((s) => offCode([s]).replace(/m$/, ''));
+  return off.filter((_, i) => codes.indexOf(codes[i]) === i); // each part once
 }

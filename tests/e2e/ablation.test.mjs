@@ -1,0 +1,77 @@
+// Switching parts of the model off: the picker and the attention section's button switch a
+// part off, the bar under the sentence lists it (one click puts it back), the table shows the
+// next token as trained and without it, the link keeps it and Back restores it.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { usePage, openPage as open, typeSentence, writtenUrl } from './helpers.mjs';
+
+const env = usePage();
+const openPage = (url, options) => open(env, url, options);
+
+/** The comparison table's rows: [token, as trained %, switched off %]. */
+const tableRows = (page) => page.$$eval('#off-table tbody tr', (rows) => rows.map((r) => [...r.children].map((td) => td.textContent)));
+const chips = (page) => page.$$eval('#off-list button', (b) => b.map((x) => x.textContent));
+
+test('a part switched off changes the prediction, shows in the bar and the link, and comes back', async () => {
+  const { page, context, problems } = await openPage(env.base);
+  await typeSentence(page, 'The cat sat on the mat. The cat sat on the');
+  assert.equal(await page.isVisible('#off-bar'), false, 'nothing is off at first');
+  await page.locator('#switch-section').scrollIntoViewIfNeeded();
+  const options = await page.$$eval('#off-part option', (o) => o.map((x) => x.textContent));
+  assert.ok(options.includes('layer 0 feed-forward'), options.join(', '));
+  assert.ok(options.includes('layer 2 head 3') && options.includes('causal mask'), 'every head and the mask are listed');
+
+  // Layer 0's feed-forward off, with zeros.
+  await page.selectOption('#off-part', { label: 'layer 0 feed-forward' });
+  await page.click('#off-add');
+  await page.waitForFunction(() => document.querySelectorAll('#off-table tbody tr').length > 0);
+  assert.deepEqual(await chips(page), ['layer 0 feed-forward ×']);
+  assert.equal(await page.isVisible('#off-bar'), true);
+  assert.match(await page.textContent('#off-caption'), /as trained and with layer 0 feed-forward switched off/);
+  const rows = await tableRows(page);
+  assert.ok(rows.length >= 8, `the top tokens of both: ${rows.length}`);
+  const moved = rows.filter(([, a, b]) => a !== b);
+  assert.ok(moved.length > 0, `switching the layer off changes some probability: ${JSON.stringify(rows)}`);
+  assert.match(await writtenUrl(page), /[?&]off=f0(&|#|$)/);
+
+  // The attention section's button switches its head off too.
+  await page.selectOption('#layer', '1');
+  await page.selectOption('#head', '2');
+  await page.click('#off-this-head');
+  await page.waitForFunction(() => document.querySelectorAll('#off-list button').length === 2);
+  assert.deepEqual(await chips(page), ['layer 0 feed-forward ×', 'layer 1 head 2 ×']);
+  assert.equal(await page.isDisabled('#off-this-head'), true, 'that head is off already');
+  assert.match(await writtenUrl(page), /[?&]off=f0%2Ch1\.2(&|#|$)/);
+
+  // One click on its chip puts the layer back; Back switches it off again.
+  await page.click('#off-list button:has-text("layer 0 feed-forward")');
+  await page.waitForFunction(() => document.querySelectorAll('#off-list button').length === 1);
+  assert.match(await writtenUrl(page), /[?&]off=h1\.2(&|#|$)/);
+  await page.goBack();
+  await page.waitForFunction(() => document.querySelectorAll('#off-list button').length === 2);
+  assert.deepEqual(await chips(page), ['layer 0 feed-forward ×', 'layer 1 head 2 ×']);
+
+  // All back on: the bar goes, the table says nothing is off.
+  await page.click('#off-clear');
+  await page.waitForFunction(() => document.querySelector('#off-bar').hidden);
+  assert.equal(await page.isVisible('#off-table'), false);
+  assert.match(await page.textContent('#off-empty'), /Nothing is switched off/);
+  assert.doesNotMatch(await writtenUrl(page), /[?&]off=/);
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
+test('a link switches parts off; a part the model lacks is refused beside the picker', async () => {
+  const { page, context, problems } = await openPage(`${env.base}?off=h0.1m,mask`);
+  await page.waitForFunction(() => document.querySelectorAll('#off-list button').length === 2);
+  assert.deepEqual(await chips(page), ['layer 0 head 1 (its mean) ×', 'causal mask ×']);
+  assert.match(await page.textContent('#off-note'), /never saw in training/, 'lifting the mask is said to be untrained');
+
+  const { page: other, context: second } = await openPage(`${env.base}?off=h9.0`);
+  await other.waitForFunction(() => !document.querySelector('#off-message').hidden);
+  assert.match(await other.textContent('#off-message'), /has no layer 9 head 0: it stays on/);
+  assert.equal(await other.isVisible('#off-bar'), false, 'nothing is off');
+  assert.deepEqual(problems, []);
+  await context.close();
+  await second.close();
+});

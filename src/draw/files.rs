@@ -312,7 +312,7 @@ fn rotary_jobs(model: &Transformer, layer: usize, out: &Path) -> Vec<Job> {
 }
 
 /// A model with a language-model head: its prediction as it is and reshaped by sampling
-/// settings, and the logit lens.
+/// settings, the logit lens, and each part's vote on the next token.
 fn prediction_jobs(model: &Transformer, out: &Path) -> Vec<Job> {
     if !model.config.has_lm_head() {
         return Vec::new();
@@ -348,5 +348,6 @@ fn prediction_jobs(model: &Transformer, out: &Path) -> Vec<Job> {
             View::LogitLens { positions: None },
             (1100, 820),
         ),
+        Job::new(out, "votes", View::Votes { token: None }, (900, 700)),
     ]
 }

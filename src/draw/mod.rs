@@ -20,6 +20,7 @@ pub mod residual;
 pub mod rotary;
 pub mod token_ids;
 pub mod view;
+pub mod votes;
 
 #[cfg(not(target_arch = "wasm32"))]
 pub mod files;

@@ -13,7 +13,7 @@ use super::pixels::{embed_images, EmbeddedImage};
 use super::Canvas;
 use super::{
     attention, draw_err, head_grid, layer_norm, logit_lens, position, prediction, residual, rotary,
-    token_ids,
+    token_ids, votes,
 };
 use crate::analysis::position::position_table;
 use crate::analysis::sampling::SamplingSettings;
@@ -127,6 +127,11 @@ pub enum View {
         #[serde(flatten)]
         settings: SamplingSettings,
     },
+    /// Each part's vote on `token` (default: the most likely next token).
+    Votes {
+        #[serde(default)]
+        token: Option<u32>,
+    },
 }
 
 fn default_top() -> usize {
@@ -196,6 +201,7 @@ pub enum Plotted {
     RotaryFrequencies(rotary::FrequenciesDrawn),
     RotaryPair(rotary::PairDrawn),
     RotaryDistance(rotary::DistanceDrawn),
+    Votes(votes::VotesDrawn),
 }
 
 impl Drawn {
@@ -455,6 +461,9 @@ fn draw_view_parts<DB: Canvas>(
         View::Prediction { top, settings } => Ok(Drawn::plotted(Plotted::Prediction(
             prediction::draw_prediction(area, model, trace, *top, settings)?,
         ))),
+        View::Votes { token } => Ok(Drawn::plotted(Plotted::Votes(votes::draw_votes(
+            area, model, trace, *token,
+        )?))),
         View::Step { index, head } => {
             // The last step's whole vocabulary as the prediction chart draws it: its most
             // likely tokens by name, not a row of unlabelled cells.

@@ -3,7 +3,7 @@
 // next token as trained and without it, the link keeps it and Back restores it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { usePage, openPage as open, typeSentence, writtenUrl } from './helpers.mjs';
+import { usePage, openPage as open, typeSentence, writtenUrl, drawn } from './helpers.mjs';
 
 const env = usePage();
 const openPage = (url, options) => open(env, url, options);
@@ -71,6 +71,30 @@ test('a link switches parts off; a part the model lacks is refused beside the pi
   await other.waitForFunction(() => !document.querySelector('#off-message').hidden);
   assert.match(await other.textContent('#off-message'), /has no layer 9 head 0: it stays on/);
   assert.equal(await other.isVisible('#off-bar'), false, 'nothing is off');
+  assert.deepEqual(problems, []);
+  await context.close();
+  await second.close();
+});
+
+test('each part votes on the answer: shares that add up for pre-LN, switched-off falls for post-LN', async () => {
+  const { page, context, problems } = await openPage(`${env.base}?model=lecture-pre-ln`);
+  await page.waitForFunction(() => window.__tviz.model === 'lecture-pre-ln');
+  await typeSentence(page, 'The cat sat on the mat. The cat sat on the');
+  const pre = (await drawn(page, 'votes', (d) => d.plotted?.kind === 'votes' && d.plotted.bars.length > 0)).plotted;
+  assert.equal(pre.exact, true);
+  const labels = pre.bars.map((b) => b.label);
+  assert.equal(labels[0], 'token embedding');
+  for (const l of ['position', 'L0 H0', 'L2 H3', 'L2 FFN']) assert.ok(labels.includes(l), `${l} in ${labels}`);
+  const sum = pre.bars.reduce((s, b) => s + b.logit, 0);
+  assert.ok(Math.abs(sum + pre.bias_term - pre.logit) < 1e-3 * Math.max(1, Math.abs(pre.logit)), `${sum} + ${pre.bias_term} against ${pre.logit}`);
+  assert.match(pre.caption, /add up to/);
+
+  const { page: post, context: second } = await openPage(`${env.base}?model=lecture-post-ln`);
+  await post.waitForFunction(() => window.__tviz.model === 'lecture-post-ln');
+  const votes = (await drawn(post, 'votes', (d) => d.plotted?.kind === 'votes' && d.plotted.bars.length > 0)).plotted;
+  assert.equal(votes.exact, false);
+  assert.match(votes.caption, /switched off/);
+  assert.ok(!votes.bars.some((b) => b.label === 'token embedding'), 'the embedding cannot be switched off');
   assert.deepEqual(problems, []);
   await context.close();
   await second.close();

@@ -8,6 +8,9 @@ import { session } from './session.js';
 import { showError, clearError } from './messages.js';
 import { offCode } from './url-state.js';
 import { gpu } from './backend-status.js';
+import { registerChart } from './charts.js';
+
+registerChart('votes', { spec: () => ({ kind: 'votes' }), shape: [0.62, 560] });
 
 /** The token as it reads, a leading space shown as "·". */
 const tokenText = (text) => text.replace(/^ /, '·').replace(/\n/g, '\\n');

@@ -40,6 +40,9 @@ export function whyNotShown(name) {
   if ((name === 'cross' || name === 'cross-grid') && !isEncoderDecoder(config)) {
     return `${title} has no encoder stack, so nothing to cross-attend to: only an encoder-decoder's decoder reads another stack's output.`;
   }
+  if (name === 'votes' && config.lm_head === 'None') {
+    return `${title} has no language-model head: no logit for its parts to vote on.`;
+  }
   if (name === 'prediction' && config.lm_head === 'None') {
     return `${title} has no language-model head, so there is no prediction to draw.`;
   }

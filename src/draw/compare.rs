@@ -10,9 +10,11 @@ use serde::Deserialize;
 
 use super::attention::draw_token_matrix;
 use super::colors::Scale;
+use super::patching::{draw_patch_grid, PatchChart};
 use super::view::Drawn;
 use super::Canvas;
 use super::{anchored_text, draw_err};
+use crate::analysis::patching::PatchGrid;
 use crate::error::Result;
 use crate::trace::Trace;
 
@@ -36,16 +38,47 @@ pub enum CompareView {
     },
     /// A − B for one head, cell by cell, when both sentences have as many tokens.
     CompareDifference { layer: usize, head: usize },
+    /// Patching A into B (`analysis::patching`): each head's share of the logit difference
+    /// between `answer` and `wrong` (one token each; default: each sentence's most likely next
+    /// token) restored.
+    PatchHeads {
+        #[serde(default)]
+        answer: Option<String>,
+        #[serde(default)]
+        wrong: Option<String>,
+    },
+    /// The same for the stream entering each layer at each token.
+    PatchStream {
+        #[serde(default)]
+        answer: Option<String>,
+        #[serde(default)]
+        wrong: Option<String>,
+    },
+}
+
+impl CompareView {
+    /// The answers a patching chart measures, if it is one.
+    pub fn patch_answers(&self) -> Option<(Option<&str>, Option<&str>)> {
+        match self {
+            CompareView::PatchHeads { answer, wrong }
+            | CompareView::PatchStream { answer, wrong } => {
+                Some((answer.as_deref(), wrong.as_deref()))
+            }
+            _ => None,
+        }
+    }
 }
 
 /// Draws a compare chart; `b` is `None` until a second sentence is typed, and then the chart
-/// says so in words instead of staying blank.
+/// says so in words instead of staying blank. A patching chart draws `patch`, the grid of A
+/// put into B (or says why there is none).
 pub fn draw_compare_view<DB: Canvas>(
     area: &DrawingArea<DB, Shift>,
     a: &Trace,
     b: Option<&Trace>,
     view: &CompareView,
     vector: bool,
+    patch: Option<&Result<PatchGrid>>,
 ) -> Result<Drawn> {
     area.fill(&WHITE).map_err(draw_err)?;
     let Some(b) = b else {
@@ -55,7 +88,7 @@ pub fn draw_compare_view<DB: Canvas>(
         )?;
         return Ok(Drawn::plain());
     };
-    match *view {
+    let mut drawn = match *view {
         CompareView::CompareHead { which, layer, head } => {
             let (trace, name) = if which == Sentence::A {
                 (a, "A")
@@ -67,7 +100,31 @@ pub fn draw_compare_view<DB: Canvas>(
         CompareView::CompareDifference { layer, head } => {
             draw_difference(area, a, b, layer, head, vector)
         }
-    }
+        CompareView::PatchHeads { .. } | CompareView::PatchStream { .. } => {
+            let chart = match view {
+                CompareView::PatchHeads { .. } => PatchChart::Heads,
+                _ => PatchChart::Stream,
+            };
+            match patch {
+                Some(Ok(grid)) => draw_patch_grid(area, grid, chart, vector),
+                Some(Err(e)) => {
+                    let why = e.to_string();
+                    message(area, &["No patching for these two sentences:", &why])?;
+                    Ok(Drawn {
+                        note: Some(why),
+                        ..Drawn::plain()
+                    })
+                }
+                None => {
+                    message(area, &["Patching was not computed."])?;
+                    Ok(Drawn::plain())
+                }
+            }
+        }
+    }?;
+    // The size every box is given in (the page maps the mouse with it).
+    (drawn.width, drawn.height) = area.dim_in_pixel();
+    Ok(drawn)
 }
 
 /// One head's weights on sentence `name`.

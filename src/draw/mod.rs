@@ -10,6 +10,7 @@ pub mod head_grid;
 pub mod heatmap;
 pub mod layer_norm;
 pub mod logit_lens;
+pub mod patching;
 pub mod pixels;
 pub use pixels::Canvas;
 pub mod position;

@@ -9,6 +9,7 @@ use super::js::{js_err, to_js};
 use super::viz::Viz;
 use crate::analysis::antecedents::references;
 use crate::analysis::heads::{head_scores, heads_from};
+use crate::analysis::patching::{patch, PatchGrid};
 use crate::draw::compare::{draw_compare_view, CompareView};
 use crate::draw::draw_err;
 use crate::draw::view::{draw_view, view_svg, Drawn, View};
@@ -48,10 +49,50 @@ impl Viz {
         match view {
             AnyView::Single(view) => draw_view(area, &self.model, trace, view, vector),
             AnyView::Compare(view) => {
-                draw_compare_view(area, trace, self.compare.as_ref(), view, vector)
+                let grid = match (view.patch_answers(), self.compare.as_ref()) {
+                    (Some((answer, wrong)), Some(b)) => {
+                        Some(self.patch_grid(trace, b, answer, wrong))
+                    }
+                    _ => None,
+                };
+                draw_compare_view(
+                    area,
+                    trace,
+                    self.compare.as_ref(),
+                    view,
+                    vector,
+                    grid.as_deref(),
+                )
             }
         }
         .map_err(js_err)
+    }
+
+    /// The patching grids of sentence A (`a`, the current pass's text) put into sentence B,
+    /// computed once for each pair of texts and answers (both charts and every redraw share
+    /// them). The model as trained: parts switched off do not apply.
+    fn patch_grid(
+        &self,
+        a: &Trace,
+        b: &Trace,
+        answer: Option<&str>,
+        wrong: Option<&str>,
+    ) -> std::rc::Rc<Result<PatchGrid, crate::error::VizError>> {
+        let key = (
+            a.text.clone(),
+            b.text.clone(),
+            answer.map(str::to_string),
+            wrong.map(str::to_string),
+        );
+        let mut cached = self.patch.borrow_mut();
+        if let Some((k, grid)) = cached.as_ref() {
+            if *k == key {
+                return grid.clone();
+            }
+        }
+        let grid = std::rc::Rc::new(patch(&self.model, &a.text, &b.text, answer, wrong));
+        *cached = Some((key, grid.clone()));
+        grid
     }
 
     /// Draws a view on a canvas; returns where its cells and labels are (in CSS pixels) and

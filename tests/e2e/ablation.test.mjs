@@ -99,3 +99,45 @@ test('each part votes on the answer: shares that add up for pre-LN, switched-off
   await context.close();
   await second.close();
 });
+
+test('patching sentence A into B: the grids are drawn, the changed token restores all, a click opens a head', { timeout: 120_000 }, async () => {
+  const { page, context, problems } = await openPage(env.base);
+  await page.click('#compare summary');
+  // Two sentences one token apart in this model's vocabulary (the page's counts say which).
+  const text = (w) => `The ${w} sat on the mat, and then it sat on the`;
+  let pair = null;
+  for (const [a, b] of [['cat', 'dog'], ['cat', 'hat'], ['red', 'big'], ['man', 'boy'], ['1', '7']]) {
+    await typeSentence(page, text(a));
+    const runs = await page.evaluate(() => window.__tviz.compareRuns ?? 0);
+    await page.fill('#compare-text', text(b));
+    await page.waitForFunction((n) => (window.__tviz.compareRuns ?? 0) > n, runs);
+    const statusB = await page.textContent('#compare-status');
+    const tokensA = Number((await page.textContent('#token-count')).split(' ')[0]);
+    const tokensB = Number(/Sentence B: (\d+) tokens/.exec(statusB)?.[1]);
+    if (tokensA === tokensB) { pair = [a, b]; break; }
+  }
+  assert.ok(pair, 'some pair of words is one token each');
+  // Two answers every byte-level vocabulary has as one token.
+  await page.fill('#patch-answer', 'the');
+  await page.fill('#patch-wrong', 'a');
+  await page.dispatchEvent('#patch-wrong', 'change');
+  const heads = await drawn(page, 'patch-heads', (d) => d.geometry && d.values.length === 12);
+  assert.deepEqual(heads.row_labels, ['layer 0', 'layer 1', 'layer 2']);
+  const stream = await drawn(page, 'patch-stream', (d) => d.geometry && d.row_labels.length === 3);
+  const cols = stream.col_labels.length;
+  const changed = stream.col_labels.findIndex((l) => l.includes('/'));
+  assert.ok(changed > 0, `the token that differs is labelled with both: ${stream.col_labels}`);
+  assert.ok(Math.abs(stream.values[changed] - 1) < 1e-3, `A's token put into B before the first layer restores all: ${stream.values[changed]}`);
+  for (let c = 0; c < changed; c += 1) assert.ok(Math.abs(stream.values[c]) < 1e-3, `token ${c} is the same in both: ${stream.values[c]}`);
+  assert.equal(stream.values.length, 3 * cols);
+
+  // A click on the head grid's cell of layer 2, head 1 opens that head.
+  await page.locator('canvas[data-chart="patch-heads"]').scrollIntoViewIfNeeded();
+  const box = await page.locator('canvas[data-chart="patch-heads"]').boundingBox();
+  const g = heads.geometry;
+  const scale = box.width / heads.width;
+  await page.mouse.click(box.x + (g.left + g.width * (1.5 / 4)) * scale, box.y + (g.top + g.height * (2.5 / 3)) * scale);
+  await page.waitForFunction(() => document.querySelector('#layer').value === '2' && document.querySelector('#head').value === '1');
+  assert.deepEqual(problems, []);
+  await context.close();
+});

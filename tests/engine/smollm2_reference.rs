@@ -240,3 +240,127 @@ fn smollm2_predicts_what_the_notes_say_and_copies_a_repeated_sequence() {
     let scores = head_scores(&trace).unwrap();
     assert!(scores.iter().any(|s| s.layer == best.1 && s.head == best.2));
 }
+
+/// Switching SmolLM2's parts off and patching one run into another give the reference's own
+/// changed pass (its means from its own intact run) within 1e-2 on the last logits. Its query
+/// heads share key and value heads three to one: switching one query head off removes that
+/// head's weighted values only, the shared keys and values stay for its two siblings.
+#[test]
+fn smollm2_ablation_and_patching_match_the_numpy_reference() {
+    use transformer_viz::analysis::ablation::{edits_for, Fill, Part, Switch};
+    use transformer_viz::model::backend::on_cpu;
+    use transformer_viz::model::cpu::Cpu;
+    use transformer_viz::model::edits::{Edits, Replacement, Site, With};
+    use transformer_viz::model::forward::Logits;
+    use transformer_viz::transformer::{Keep, PassRequest};
+    let Some(model) = common::smollm2() else {
+        return;
+    };
+    let clean = "When Mary and John went to the store, John gave a drink to";
+    let corrupt = "When Mary and John went to the store, Mary gave a drink to";
+    let (ids, other) = (
+        model.encode(clean).unwrap().ids(),
+        model.encode(corrupt).unwrap().ids(),
+    );
+    assert_eq!(ids.len(), other.len(), "the names are one token each");
+    let switch = |part, fill| Switch { part, fill };
+    let cases = [
+        vec![
+            switch(Part::Head { layer: 11, head: 3 }, Fill::Zero),
+            switch(Part::Head { layer: 17, head: 8 }, Fill::Mean),
+        ],
+        vec![
+            switch(Part::Ffn { layer: 5 }, Fill::Zero),
+            switch(Part::Ffn { layer: 20 }, Fill::Mean),
+        ],
+    ];
+    let json_of = |s: &[Switch]| {
+        let mut e = serde_json::Map::new();
+        for w in s {
+            let (key, v) = match (w.part, w.fill) {
+                (Part::Head { layer, head }, Fill::Zero) => ("zero_heads", json!([layer, head])),
+                (Part::Head { layer, head }, Fill::Mean) => ("mean_heads", json!([layer, head])),
+                (Part::Ffn { layer }, Fill::Zero) => ("zero_ffn", json!(layer)),
+                (Part::Ffn { layer }, Fill::Mean) => ("mean_ffn", json!(layer)),
+                _ => unreachable!(),
+            };
+            e.entry(key)
+                .or_insert_with(|| json!([]))
+                .as_array_mut()
+                .unwrap()
+                .push(v);
+        }
+        serde_json::Value::Object(e)
+    };
+    let mut items: Vec<Value> = cases
+        .iter()
+        .map(|s| json!({"ids": ids, "edits": json_of(s)}))
+        .collect();
+    let patched = (15, 2);
+    items.push(json!({"ids": other, "patch_from": ids, "edits": {"patch_heads": [[patched.0, patched.1]]}}));
+    let gguf = common::models_dir().join(GGUF);
+    let vocab = common::root().join("target/test-data/smollm2-vocab-reference.json");
+    reference(&[], &[]); // writes the vocabulary file the reference reads
+    let out = python(
+        &[
+            common::root()
+                .join("tests/reference/smollm2_reference.py")
+                .to_str()
+                .unwrap(),
+            gguf.to_str().unwrap(),
+            vocab.to_str().unwrap(),
+        ],
+        &json!({ "edits": items }).to_string(),
+    );
+    let want: Value = serde_json::from_slice(&out).unwrap();
+    let last = |text: &str, edits: &Edits| -> Vec<f32> {
+        let request = PassRequest::text(text)
+            .keeping(Keep::Output(Logits::Last))
+            .editing(edits);
+        let logits = on_cpu(model.pass(&Cpu, request))
+            .unwrap()
+            .into_logits()
+            .unwrap(); // (1, vocab)
+        logits.row(logits.nrows() - 1).to_vec()
+    };
+    let gap = |got: &[f32], r: &Value| {
+        got.iter()
+            .zip(floats(&r["last_logits"]))
+            .fold(0f32, |m, (a, b)| m.max((a - b).abs()))
+    };
+    let intact = model.trace(clean).unwrap();
+    let unchanged = last(clean, Edits::NONE);
+    for (i, switches) in cases.iter().enumerate() {
+        let got = last(clean, &edits_for(&intact, switches).unwrap());
+        let d = gap(&got, &want["edits"][i]);
+        eprintln!("{switches:?}: logits within {d:.2e}");
+        assert!(d < 1e-2, "{switches:?}: logits differ by {d}");
+        let moved = got
+            .iter()
+            .zip(&unchanged)
+            .fold(0f32, |m, (a, b)| m.max((a - b).abs()));
+        assert!(moved > 1e-2, "{switches:?} changes the logits");
+    }
+    let outputs = intact
+        .find(transformer_viz::Op::WeightedSum, Some(patched.0))
+        .unwrap()
+        .tensor
+        .view3()
+        .unwrap()
+        .index_axis(ndarray::Axis(0), patched.1)
+        .iter()
+        .copied()
+        .collect();
+    let edits = Edits {
+        replacements: vec![Replacement {
+            site: Site::Head {
+                layer: patched.0,
+                head: patched.1,
+            },
+            with: With::Values(outputs),
+        }],
+        ..Edits::default()
+    };
+    let d = gap(&last(corrupt, &edits), &want["edits"][cases.len()]);
+    assert!(d < 1e-2, "a patched head's logits differ by {d}");
+}

@@ -71,7 +71,12 @@ class Llama:
         out[..., 1::2] = a * sin + b * cos
         return out
 
-    def forward(self, ids, want_attention):
+    def forward(self, ids, want_attention, e=None, cap=None):
+        """`e`: changes (zero_heads / mean_heads [[layer, head]], zero_ffn / mean_ffn [layer],
+        patch_heads [[layer, head]] with e["from"], another run's `cap`; means from e["intact"],
+        the intact run's `cap`); `cap` collects each layer's head outputs and FFN outputs."""
+        e = e or {}
+        cap = cap if cap is not None else {"heads": [], "ffn": []}
         t = len(ids)
         x = self.embedding[ids]  # (T, d)
         attention = {}
@@ -93,12 +98,29 @@ class Llama:
             for (layer, head) in want_attention:
                 if layer == i:
                     attention[f"{layer},{head}"] = weights[head].tolist()
-            heads_out = (weights @ v).transpose(1, 0, 2).reshape(t, self.d)  # (T, d)
+            per_head = weights @ v  # (H, T, hd)
+            cap["heads"].append(per_head.copy())
+            for layer, head in e.get("zero_heads", []):
+                if layer == i:
+                    per_head[head] = 0.0
+            for layer, head in e.get("mean_heads", []):
+                if layer == i:
+                    per_head[head] = e["intact"]["heads"][layer][head].mean(0)
+            for layer, head in e.get("patch_heads", []):
+                if layer == i:
+                    per_head[head] = e["from"]["heads"][layer][head]
+            heads_out = per_head.transpose(1, 0, 2).reshape(t, self.d)  # (T, d)
             x = x + heads_out @ blk["attn_output"].T
             h = self.rms_norm(x, blk["ffn_norm"])
             gate = h @ blk["ffn_gate"].T  # (T, d_ff)
             up = h @ blk["ffn_up"].T  # (T, d_ff)
-            x = x + (gate / (1.0 + np.exp(-gate)) * up) @ blk["ffn_down"].T
+            ffn = (gate / (1.0 + np.exp(-gate)) * up) @ blk["ffn_down"].T  # (T, d)
+            cap["ffn"].append(ffn.copy())
+            if i in e.get("zero_ffn", []):
+                ffn = np.zeros_like(ffn)
+            if i in e.get("mean_ffn", []):
+                ffn = np.broadcast_to(e["intact"]["ffn"][i].mean(0), ffn.shape)
+            x = x + ffn
         x = self.rms_norm(x, self.final_norm)
         logits = x @ self.output.T  # (T, vocab)
         # Cross-entropy of each next token: -log softmax(logits[i])[ids[i+1]].
@@ -125,6 +147,17 @@ def main():
         "texts": [model.forward(tok.encode(text, add_special_tokens=True).ids, want) for text in request.get("texts", [])],
         "ids": [model.forward(ids, want) for ids in request.get("ids", [])],
     }
+    # Changed passes: {"ids", "edits", "patch_from"?}, each with the intact run's means.
+    changed = []
+    for item in request.get("edits", []):
+        e = dict(item["edits"])
+        e["intact"] = {"heads": [], "ffn": []}
+        model.forward(item["ids"], [], {}, e["intact"])
+        if "patch_from" in item:
+            e["from"] = {"heads": [], "ffn": []}
+            model.forward(item["patch_from"], [], {}, e["from"])
+        changed.append(model.forward(item["ids"], [], e))
+    out["edits"] = changed
     json.dump(out, sys.stdout)
 
 

@@ -4,12 +4,22 @@
 import { $ } from './dom.js';
 import { state } from './state.js';
 import { session } from './session.js';
-import { draw, registerChart } from './charts.js';
-import { attachHover } from './hover.js';
+import { draw, registerChart, canvasOf } from './charts.js';
+import { attachHover, chartPoint, cellAt } from './hover.js';
+import { selectHead } from './attention.js';
+import { goToStep } from './stepper.js';
 import { count } from './testing-hook.js';
 
-export const COMPARE_CHARTS = ['compare-a', 'compare-b', 'compare-diff'];
+export const COMPARE_CHARTS = ['compare-a', 'compare-b', 'compare-diff', 'patch-heads', 'patch-stream'];
 for (const name of COMPARE_CHARTS) registerChart(name, { spec: () => compareSpec(name), shape: [0.9, 340] });
+
+/** An answer box's token: a word gets the space in front that a byte-level vocabulary keeps
+ * with it ("Mary" → " Mary"); empty: null (the sentence's most likely next token). */
+function answerOf(id) {
+  const text = $(id).value;
+  if (!text.trim()) return null;
+  return /^\s/.test(text) ? text : ` ${text}`;
+}
 
 // The second sentence's tokens once its pass ran (null while the box is closed or its text
 // cannot be read), and how many times it changed (so unchanged charts are not redrawn).
@@ -20,6 +30,10 @@ const compare = { tokens: null, version: 0, pending: false };
 export function compareSpec(name) {
   const base = { layer: state.layer, head: state.head, sentence_b: compare.version };
   if (name === 'compare-diff') return { kind: 'compare_difference', ...base };
+  if (name.startsWith('patch-')) {
+    // The text of sentence A tells the chart cache which pair a grid is for.
+    return { kind: name === 'patch-heads' ? 'patch_heads' : 'patch_stream', answer: answerOf('patch-answer'), wrong: answerOf('patch-wrong'), sentence_b: compare.version, sentence_a: state.text };
+  }
   return { kind: 'compare_head', which: name === 'compare-a' ? 'a' : 'b', ...base };
 }
 
@@ -88,4 +102,24 @@ export function wireCompare() {
   });
   document.addEventListener('tviz:head', drawCompare);
   for (const name of COMPARE_CHARTS) attachHover(name); // their export buttons: main.js, as every chart's
+  for (const id of ['patch-answer', 'patch-wrong']) {
+    $(id).addEventListener('change', () => { draw('patch-heads'); draw('patch-stream'); });
+  }
+  // A click on a head opens it in the attention section; on the stream, that layer's steps.
+  canvasOf('patch-heads').addEventListener('click', (event) => {
+    const point = chartPoint('patch-heads', event);
+    const cell = point && cellAt(point);
+    if (!cell) return;
+    selectHead(cell.row, cell.col);
+    $('attention-section').scrollIntoView({ block: 'start' });
+  });
+  canvasOf('patch-stream').addEventListener('click', (event) => {
+    const point = chartPoint('patch-stream', event);
+    const cell = point && cellAt(point);
+    if (!cell) return;
+    const first = session.summary.steps.findIndex((s) => s.layer === cell.row);
+    if (first < 0) return;
+    goToStep(first);
+    $('stepper-section').scrollIntoView({ block: 'start' });
+  });
 }

@@ -47,6 +47,9 @@ pub enum CompareView {
         #[serde(default)]
         wrong: Option<String>,
     },
+    /// The current pass with parts switched off minus the pass as trained, for one head
+    /// (`b` is the intact pass): what switching the parts off did to that head's attention.
+    OffDifference { layer: usize, head: usize },
     /// The same for the stream entering each layer at each token.
     PatchStream {
         #[serde(default)]
@@ -82,10 +85,13 @@ pub fn draw_compare_view<DB: Canvas>(
 ) -> Result<Drawn> {
     area.fill(&WHITE).map_err(draw_err)?;
     let Some(b) = b else {
-        message(
-            area,
-            &["Type a second sentence to compare it with the first."],
-        )?;
+        let why = match view {
+            CompareView::OffDifference { .. } => {
+                "Nothing is switched off: the model as trained is all there is."
+            }
+            _ => "Type a second sentence to compare it with the first.",
+        };
+        message(area, &[why])?;
         return Ok(Drawn::plain());
     };
     let mut drawn = match *view {
@@ -98,8 +104,17 @@ pub fn draw_compare_view<DB: Canvas>(
             draw_sentence_head(area, trace, name, layer, head, vector)
         }
         CompareView::CompareDifference { layer, head } => {
-            draw_difference(area, a, b, layer, head, vector)
+            draw_difference(area, a, b, layer, head, vector, ("A", "B"))
         }
+        CompareView::OffDifference { layer, head } => draw_difference(
+            area,
+            a,
+            b,
+            layer,
+            head,
+            vector,
+            ("switched off", "as trained"),
+        ),
         CompareView::PatchHeads { .. } | CompareView::PatchStream { .. } => {
             let chart = match view {
                 CompareView::PatchHeads { .. } => PatchChart::Heads,
@@ -156,7 +171,7 @@ fn draw_sentence_head<DB: Canvas>(
     ))
 }
 
-/// A − B for one head, cell by cell, or why there is none.
+/// A − B for one head, cell by cell, or why there is none; `names` are what A and B are called.
 fn draw_difference<DB: Canvas>(
     area: &DrawingArea<DB, Shift>,
     a: &Trace,
@@ -164,6 +179,7 @@ fn draw_difference<DB: Canvas>(
     layer: usize,
     head: usize,
     vector: bool,
+    names: (&str, &str),
 ) -> Result<Drawn> {
     if a.len() != b.len() {
         // Position i holds different words in the two sentences: a cell-by-cell
@@ -207,7 +223,7 @@ fn draw_difference<DB: Canvas>(
         })
         .collect();
     let largest = difference.iter().fold(0.0f32, |m, v| m.max(v.abs()));
-    let title = format!("A − B: layer {layer}, head {head}");
+    let title = format!("{} − {}: layer {layer}, head {head}", names.0, names.1);
     // Scaled to the largest change, so small shifts stay visible; the colour bar gives the numbers.
     let scale = Scale::Diverging {
         limit: largest.max(0.01),
@@ -218,7 +234,7 @@ fn draw_difference<DB: Canvas>(
         &labels,
         &title,
         scale,
-        "A − B",
+        &format!("{} − {}", names.0, names.1),
         vector,
     )?;
     Ok(Drawn::heatmap(

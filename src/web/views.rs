@@ -55,14 +55,12 @@ impl Viz {
                     }
                     _ => None,
                 };
-                draw_compare_view(
-                    area,
-                    trace,
-                    self.compare.as_ref(),
-                    view,
-                    vector,
-                    grid.as_deref(),
-                )
+                // The difference a switched-off part made is drawn against the intact pass.
+                let b = match view {
+                    CompareView::OffDifference { .. } => self.intact.as_ref(),
+                    _ => self.compare.as_ref(),
+                };
+                draw_compare_view(area, trace, b, view, vector, grid.as_deref())
             }
         }
         .map_err(js_err)

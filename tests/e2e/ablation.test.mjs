@@ -33,6 +33,11 @@ test('a part switched off changes the prediction, shows in the bar and the link,
   const moved = rows.filter(([, a, b]) => a !== b);
   assert.ok(moved.length > 0, `switching the layer off changes some probability: ${JSON.stringify(rows)}`);
   assert.match(await writtenUrl(page), /[?&]off=f0(&|#|$)/);
+  // The chosen head's attention changed (layer 0's feed-forward feeds every later layer).
+  await page.selectOption('#layer', '2');
+  const change = await drawn(page, 'off-attention', (d) => d.geometry && d.values.length > 0);
+  assert.ok(change.values.some((v) => Math.abs(v) > 1e-4), 'switching the layer off moves a later head\'s weights');
+  assert.ok(change.labels.cols.length > 0);
 
   // The attention section's button switches its head off too.
   await page.selectOption('#layer', '1');

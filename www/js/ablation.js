@@ -8,9 +8,11 @@ import { session } from './session.js';
 import { showError, clearError } from './messages.js';
 import { offCode } from './url-state.js';
 import { gpu } from './backend-status.js';
-import { registerChart } from './charts.js';
+import { draw, registerChart } from './charts.js';
 
 registerChart('votes', { spec: () => ({ kind: 'votes' }), shape: [0.62, 560] });
+// `off` only tells the chart cache which parts a picture is for; Rust ignores it.
+registerChart('off-attention', { spec: () => ({ kind: 'off_difference', layer: state.layer, head: state.head, off: offCode(state.off) }), shape: [0.9, 340] });
 
 /** The token as it reads, a leading space shown as "·". */
 const tokenText = (text) => text.replace(/^ /, '·').replace(/\n/g, '\\n');
@@ -130,6 +132,7 @@ function switchOff(s, update) {
 }
 
 export function wireSwitches({ update }) {
+  document.addEventListener('tviz:head', () => draw('off-attention'));
   $('off-add').addEventListener('click', () => {
     const parts = JSON.parse($('off-part').dataset.parts || '[]');
     const part = parts[Number($('off-part').value)];

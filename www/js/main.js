@@ -87,7 +87,7 @@ function wire() {
   wirePresenter();
   $('text').addEventListener('input', (event) => { state.text = textBoxText(); scheduleUpdate(event); });
   for (const name of Object.keys(charts)) attachExport(name);
-  for (const name of ['attention', 'pos-table', 'pos-sin-table', 'pos-sim', 'pos-sin', 'step', 'head-grid', 'lens', 'rotary-distance', 'cross']) attachHover(name);
+  for (const name of ['attention', 'pos-table', 'pos-sin-table', 'pos-sim', 'pos-sin', 'step', 'head-grid', 'lens', 'rotary-distance', 'cross', 'off-attention']) attachHover(name);
   let resize = null;
   addEventListener('resize', () => { clearTimeout(resize); resize = setTimeout(() => session.summary && drawAll(), 150); });
   observeCharts();

@@ -177,17 +177,25 @@ impl Viz {
                 .trace
                 .take()
                 .ok_or_else(|| js_err(VizError::EmptyText))?;
+            // When the change is refused (or its pass fails), the model as trained stays on
+            // screen and the page says why.
             let edits = match edits_for(&intact, &self.switches) {
                 Ok(edits) => edits,
                 Err(e) => {
-                    // The model as trained stays on screen; the page says what was refused.
                     pass.trace = Some(intact);
                     self.install_cpu_pass(pass);
                     return Err(js_err(e));
                 }
             };
             let request = PassRequest::tokens(encoding, text).editing(&edits);
-            let changed = on_cpu(self.model.pass(&Cpu, request)).map_err(js_err)?;
+            let changed = match on_cpu(self.model.pass(&Cpu, request)) {
+                Ok(changed) => changed,
+                Err(e) => {
+                    pass.trace = Some(intact);
+                    self.install_cpu_pass(pass);
+                    return Err(js_err(e));
+                }
+            };
             pass.trace = changed.trace;
             pass.decoding = changed.decoding;
             self.intact = Some(intact);

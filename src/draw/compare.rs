@@ -92,7 +92,9 @@ pub fn draw_compare_view<DB: Canvas>(
             _ => "Type a second sentence to compare it with the first.",
         };
         message(area, &[why])?;
-        return Ok(Drawn::plain());
+        let mut drawn = Drawn::plain();
+        (drawn.width, drawn.height) = area.dim_in_pixel();
+        return Ok(drawn);
     };
     let mut drawn = match *view {
         CompareView::CompareHead { which, layer, head } => {

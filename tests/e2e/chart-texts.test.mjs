@@ -91,7 +91,7 @@ for (const [model, sentence] of MODELS) {
       if (onScreen.unseen.length) failures.push(`${chart} on screen: ${onScreen.unseen.join(', ')}`);
 
       const box = page.locator(`.export[data-for="${chart}"]`).first();
-      const [png] = await Promise.all([page.waitForEvent('download'), box.getByText('Export PNG').click()]);
+      const [png] = await Promise.all([page.waitForEvent('download').catch((e) => { throw new Error(`${chart}: ${e.message}`); }), box.getByText('Export PNG').click()]);
       const pngBase64 = readFileSync(await png.path()).toString('base64');
       const inPng = await page.evaluate(async ([texts, width, base64]) => {
         const bytes = Uint8Array.from(atob(base64), (ch) => ch.charCodeAt(0));

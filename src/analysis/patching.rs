@@ -86,6 +86,35 @@ fn patched_logits(
     Ok(logits.index_axis(Axis(0), logits.nrows() - 1).to_owned()) // (vocab)
 }
 
+/// The changes that put `site`'s values in `from` (another run's trace, as many tokens) into a
+/// pass: a head's output, or one token's stream entering a layer.
+pub fn patched_from(from: &Trace, site: Site) -> Result<Edits> {
+    let values = match site {
+        Site::Head { layer, head } => from
+            .find(Op::WeightedSum, Some(layer))
+            .ok_or_else(|| VizError::NoSuchStep(format!("head outputs of layer {layer}")))?
+            .tensor
+            .view3()? // (heads, T, hd)
+            .index_axis(Axis(0), head)
+            .iter()
+            .copied()
+            .collect(), // (T * hd)
+        Site::Stream { layer, position } => from.stream_into(layer)?.row(position).to_vec(), // (d)
+        other => {
+            return Err(VizError::BadEdit(format!(
+                "{other:?} is not patched from another run here"
+            )))
+        }
+    };
+    Ok(Edits {
+        replacements: vec![Replacement {
+            site,
+            with: With::Values(values),
+        }],
+        ..Edits::default()
+    })
+}
+
 /// Patches every head and every (layer, token) of the stream of `clean` into `corrupt` (see
 /// the module), on the CPU.
 pub fn patch(
@@ -129,33 +158,17 @@ pub fn patch(
     let c = &model.config;
     let mut heads = vec![vec![0.0; c.n_heads]; c.n_layers];
     for (layer, row) in heads.iter_mut().enumerate() {
-        let outputs = clean_trace
-            .find(Op::WeightedSum, Some(layer))
-            .ok_or_else(|| VizError::NoSuchStep(format!("head outputs of layer {layer}")))?
-            .tensor
-            .view3()?; // (heads, T, hd)
         for (head, cell) in row.iter_mut().enumerate() {
-            let values = outputs.index_axis(Axis(0), head).iter().copied().collect(); // (T * hd)
-            *cell = share(Edits {
-                replacements: vec![Replacement {
-                    site: Site::Head { layer, head },
-                    with: With::Values(values),
-                }],
-                ..Edits::default()
-            })?;
+            *cell = share(patched_from(&clean_trace, Site::Head { layer, head })?)?;
         }
     }
     let mut stream = vec![vec![0.0; t]; c.n_layers];
     for (layer, row) in stream.iter_mut().enumerate() {
-        let rows = clean_trace.stream_into(layer)?; // (T, d)
         for (position, cell) in row.iter_mut().enumerate() {
-            *cell = share(Edits {
-                replacements: vec![Replacement {
-                    site: Site::Stream { layer, position },
-                    with: With::Values(rows.row(position).to_vec()),
-                }],
-                ..Edits::default()
-            })?;
+            *cell = share(patched_from(
+                &clean_trace,
+                Site::Stream { layer, position },
+            )?)?;
         }
     }
     let text = |id: u32| model.tokenizer.token_text(id).unwrap_or("").to_string();

@@ -149,26 +149,14 @@ fn check_against_reference(model: &Transformer, dir: &std::path::Path, tolerance
         );
     }
     // A head of the clean run patched into the other run.
-    let outputs = intact
-        .find(transformer_viz::Op::WeightedSum, Some(patched_head.0))
-        .unwrap()
-        .tensor
-        .view3()
-        .unwrap()
-        .index_axis(ndarray::Axis(0), patched_head.1)
-        .iter()
-        .copied()
-        .collect();
-    let edits = Edits {
-        replacements: vec![Replacement {
-            site: Site::Head {
-                layer: patched_head.0,
-                head: patched_head.1,
-            },
-            with: With::Values(outputs),
-        }],
-        ..Edits::default()
-    };
+    let edits = transformer_viz::analysis::patching::patched_from(
+        &intact,
+        Site::Head {
+            layer: patched_head.0,
+            head: patched_head.1,
+        },
+    )
+    .unwrap();
     let got = logits(model, &other_text, &edits);
     let d = max_abs_diff(&want[all.len()]["logits"], &flat(&got));
     assert!(
@@ -176,17 +164,14 @@ fn check_against_reference(model: &Transformer, dir: &std::path::Path, tolerance
         "{}: a patched head's logits differ by {d}",
         c.name
     );
-    let stream = intact.stream_into(c.n_layers - 1).unwrap();
-    let edits = Edits {
-        replacements: vec![Replacement {
-            site: Site::Stream {
-                layer: c.n_layers - 1,
-                position: differs,
-            },
-            with: With::Values(stream.row(differs).to_vec()),
-        }],
-        ..Edits::default()
-    };
+    let edits = transformer_viz::analysis::patching::patched_from(
+        &intact,
+        Site::Stream {
+            layer: c.n_layers - 1,
+            position: differs,
+        },
+    )
+    .unwrap();
     let got = logits(model, &other_text, &edits);
     let d = max_abs_diff(&want[all.len() + 1]["logits"], &flat(&got));
     assert!(

@@ -250,7 +250,7 @@ fn smollm2_ablation_and_patching_match_the_numpy_reference() {
     use transformer_viz::analysis::ablation::{edits_for, Fill, Part, Switch};
     use transformer_viz::model::backend::on_cpu;
     use transformer_viz::model::cpu::Cpu;
-    use transformer_viz::model::edits::{Edits, Replacement, Site, With};
+    use transformer_viz::model::edits::{Edits, Site};
     use transformer_viz::model::forward::Logits;
     use transformer_viz::transformer::{Keep, PassRequest};
     let Some(model) = common::smollm2() else {
@@ -341,26 +341,14 @@ fn smollm2_ablation_and_patching_match_the_numpy_reference() {
             .fold(0f32, |m, (a, b)| m.max((a - b).abs()));
         assert!(moved > 1e-2, "{switches:?} changes the logits");
     }
-    let outputs = intact
-        .find(transformer_viz::Op::WeightedSum, Some(patched.0))
-        .unwrap()
-        .tensor
-        .view3()
-        .unwrap()
-        .index_axis(ndarray::Axis(0), patched.1)
-        .iter()
-        .copied()
-        .collect();
-    let edits = Edits {
-        replacements: vec![Replacement {
-            site: Site::Head {
-                layer: patched.0,
-                head: patched.1,
-            },
-            with: With::Values(outputs),
-        }],
-        ..Edits::default()
-    };
+    let edits = transformer_viz::analysis::patching::patched_from(
+        &intact,
+        Site::Head {
+            layer: patched.0,
+            head: patched.1,
+        },
+    )
+    .unwrap();
     let d = gap(&last(corrupt, &edits), &want["edits"][cases.len()]);
     assert!(d < 1e-2, "a patched head's logits differ by {d}");
 }

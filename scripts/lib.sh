@@ -7,6 +7,19 @@ cd "$ROOT"
 export PATH="$HOME/.cargo/bin:$ROOT/node_modules/.bin:$PATH"
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-/tmp}"
 
+# Cargo's build directory lives outside the clone, one per user, as ~/.cargo keeps the crates it
+# downloads: a fresh clone then compiles only this crate, not its ~300 dependencies again. Cargo
+# tells the clones apart (each clone's path is part of its build's hash), so a build never takes
+# another clone's. TVIZ_TARGET_DIR=target keeps the build in the clone (a cold build, as on a bare
+# machine); an exported CARGO_TARGET_DIR wins over both.
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-${TVIZ_TARGET_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/transformer-viz/target}}"
+# Each clone adds its own build of this crate (~1 GB for the test command); past 40 GB the
+# directory starts again from nothing.
+if [[ -d $CARGO_TARGET_DIR ]] && (( $(du -sk "$CARGO_TARGET_DIR" | cut -f1) > 40 * 1024 * 1024 )); then
+  echo "[build] $CARGO_TARGET_DIR is past 40 GB: emptied"
+  rm -rf "$CARGO_TARGET_DIR"
+fi
+
 WASM_BINDGEN_VERSION=0.2.130
 TRUNK_VERSION=0.21.14
 
@@ -115,10 +128,10 @@ build_threaded_page() {
     -C link-arg=--export=__wasm_init_tls -C link-arg=--export=__tls_size
     -C link-arg=--export=__tls_align -C link-arg=--export=__tls_base)
   RUSTFLAGS="${flags[*]}" cargo +nightly build --quiet --release --lib --features threads \
-    --target wasm32-unknown-unknown -Z build-std=panic_abort,std --target-dir target/threads
+    --target wasm32-unknown-unknown -Z build-std=panic_abort,std --target-dir "$CARGO_TARGET_DIR/threads"
   rm -rf dist/threads
   wasm-bindgen --target web --out-dir dist/threads --no-typescript \
-    target/threads/wasm32-unknown-unknown/release/transformer_viz.wasm
+    "$CARGO_TARGET_DIR/threads/wasm32-unknown-unknown/release/transformer_viz.wasm"
   wasm-opt -O3 --enable-threads --enable-bulk-memory --enable-mutable-globals --enable-simd \
     --enable-sign-ext --enable-nontrapping-float-to-int --enable-reference-types --enable-multivalue \
     dist/threads/transformer_viz_bg.wasm -o dist/threads/transformer_viz_bg.wasm

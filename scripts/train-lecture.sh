@@ -13,7 +13,7 @@ REVERSE_STEPS=${REVERSE_STEPS:-12000}
 OUT=${OUT:-trained}
 scripts/fetch-corpus.sh
 cargo build --release --quiet --bin transformer-viz
-bin=target/release/transformer-viz
+bin=${CARGO_TARGET_DIR:-target}/release/transformer-viz
 mkdir -p "$OUT"
 $bin vocab --corpus models/corpus --size 512 --out "$OUT/vocab.json"
 # candle allocates a fresh buffer for every tensor; glibc's default returns big ones to the

@@ -25,6 +25,9 @@ pub struct Vote {
     pub label: String,
     pub layer: Option<usize>,
     pub head: Option<usize>,
+    /// The part as it is switched off (`part_tokens` reads it): a head, a cross-attention head
+    /// or a feed-forward layer; none for the embeddings and biases.
+    pub part: Option<Part>,
     /// Its share of the token's logit (pre-LN), or the logit's fall when it is switched off
     /// (post-LN).
     pub logit: f32,
@@ -52,6 +55,8 @@ struct Write {
     label: String,
     layer: Option<usize>,
     head: Option<usize>,
+    /// The part as it is switched off, for a head or a feed-forward layer.
+    part: Option<Part>,
     row: Array1<f32>, // (d)
 }
 
@@ -98,6 +103,7 @@ fn writes(model: &Transformer, trace: &Trace) -> Result<Vec<Write>> {
         label: "token embedding".into(),
         layer: None,
         head: None,
+        part: None,
         row: token,
     });
     for (op, label) in [
@@ -109,12 +115,16 @@ fn writes(model: &Transformer, trace: &Trace) -> Result<Vec<Write>> {
                 label: label.into(),
                 layer: None,
                 head: None,
+                part: None,
                 row,
             });
         }
     }
     for (l, lw) in model.weights.layers.iter().enumerate() {
-        let mut attention = |w: &crate::model::weights::AttentionWeights, op: Op, what: &str| {
+        let mut attention = |w: &crate::model::weights::AttentionWeights,
+                             op: Op,
+                             what: &str,
+                             part: fn(usize, usize) -> Part| {
             let Some(rows) = head_writes(trace, &w.output, op, l)? else {
                 return Ok::<(), VizError>(());
             };
@@ -123,6 +133,7 @@ fn writes(model: &Transformer, trace: &Trace) -> Result<Vec<Write>> {
                     label: format!("L{l} {what}H{h}"),
                     layer: Some(l),
                     head: Some(h),
+                    part: Some(part(l, h)),
                     row: row.to_owned(),
                 });
             }
@@ -131,14 +142,22 @@ fn writes(model: &Transformer, trace: &Trace) -> Result<Vec<Write>> {
                     label: format!("L{l} {what}attention bias"),
                     layer: Some(l),
                     head: None,
+                    part: None,
                     row: b.clone(),
                 });
             }
             Ok(())
         };
-        attention(&lw.attention, Op::WeightedSum, "")?;
+        attention(&lw.attention, Op::WeightedSum, "", |layer, head| {
+            Part::Head { layer, head }
+        })?;
         if let Some(cross) = &lw.cross {
-            attention(&cross.attention, Op::CrossWeightedSum, "cross ")?;
+            attention(
+                &cross.attention,
+                Op::CrossWeightedSum,
+                "cross ",
+                |layer, head| Part::CrossHead { layer, head },
+            )?;
         }
         let ffn = last_row(trace, Op::FfnDown, Some(l))?
             .ok_or_else(|| VizError::NoSuchStep(format!("the feed-forward output of layer {l}")))?;
@@ -146,6 +165,7 @@ fn writes(model: &Transformer, trace: &Trace) -> Result<Vec<Write>> {
             label: format!("L{l} FFN"),
             layer: Some(l),
             head: None,
+            part: Some(Part::Ffn { layer: l }),
             row: ffn,
         });
     }
@@ -153,8 +173,82 @@ fn writes(model: &Transformer, trace: &Trace) -> Result<Vec<Write>> {
     Ok(out)
 }
 
-/// The votes on `id` (default: the most likely next token) after the trace's text.
-pub fn attribution(model: &Transformer, trace: &Trace, id: Option<u32>) -> Result<Attribution> {
+/// The final norm as a pre-LN pass met it at the last token: with its scale held at the value
+/// the pass computed, a linear map from what a part wrote to what the unembedding reads.
+struct FinalRead {
+    gamma: Array1<f32>, // (d)
+    /// 1 / sqrt(variance + eps) of the stream the norm read.
+    inverse_scale: f32,
+    /// Layer norm subtracts the mean; RMS norm does not.
+    centred: bool,
+}
+
+impl FinalRead {
+    fn new(model: &Transformer, parts: &[Write]) -> Result<Self> {
+        let c = &model.config;
+        let norm = model
+            .weights
+            .final_norm
+            .as_ref()
+            .ok_or_else(|| VizError::NoSuchStep("the final norm".into()))?;
+        let centred = c.norm == NormKind::Layer;
+        // The stream the final norm read: the sum of every part's write.
+        let stream = parts
+            .iter()
+            .fold(Array1::<f32>::zeros(c.d_model), |acc, w| acc + &w.row); // (d)
+        let mean = if centred {
+            stream.mean().unwrap_or(0.0)
+        } else {
+            0.0
+        };
+        let variance = stream.mapv(|v| (v - mean).powi(2)).mean().unwrap_or(0.0);
+        Ok(FinalRead {
+            gamma: norm.gamma.clone(),
+            inverse_scale: 1.0 / (variance + c.norm_eps).sqrt(),
+            centred,
+        })
+    }
+
+    /// What the unembedding reads of a part's write `w` (d): centred, scaled, times gamma.
+    fn read(&self, w: ArrayView1<f32>) -> Array1<f32> {
+        let mean = if self.centred {
+            w.mean().unwrap_or(0.0)
+        } else {
+            0.0
+        };
+        (&w - mean) * &self.gamma * self.inverse_scale // (d)
+    }
+}
+
+/// The logits (vocab) at the last token of a pass.
+fn last_logits(model: &Transformer, trace: &Trace) -> Result<Array1<f32>> {
+    let unembedding = model
+        .weights
+        .unembedding(&model.config)
+        .ok_or(VizError::NoLmHead)?;
+    let hidden = trace.final_hidden()?; // (T, d)
+    let last = hidden.slice(s![hidden.nrows() - 1.., ..]); // (1, d)
+    Ok(unembedding
+        .multiply_rows(last, 0, unembedding.rows())
+        .index_axis_move(Axis(0), 0)) // (vocab)
+}
+
+/// The pass on the trace's text with `part` switched off as well as the parts in `off` (the
+/// ones the trace was computed without).
+fn without(model: &Transformer, trace: &Trace, off: &[Switch], part: Part) -> Result<Trace> {
+    let mut switches = off.to_vec();
+    switches.push(Switch::zero(part));
+    Ok(ablate(model, &trace.text, &switches)?.changed)
+}
+
+/// The votes on `id` (default: the most likely next token) after the trace's text. `off`: the
+/// parts the trace was computed without (the post-LN votes switch each other part off on top).
+pub fn attribution(
+    model: &Transformer,
+    trace: &Trace,
+    id: Option<u32>,
+    off: &[Switch],
+) -> Result<Attribution> {
     let c = &model.config;
     let unembedding = model.weights.unembedding(c).ok_or(VizError::NoLmHead)?;
     let probabilities = trace.next_token_probabilities()?; // (vocab)
@@ -176,43 +270,24 @@ pub fn attribution(model: &Transformer, trace: &Trace, id: Option<u32>) -> Resul
     let hidden = trace.final_hidden()?; // (T, d)
     let logit = hidden.row(hidden.nrows() - 1).dot(&u);
     if c.norm_place == NormPlace::Post {
-        return switched_off_votes(model, trace, id, token, logit);
+        return switched_off_votes(model, trace, id, token, logit, off);
     }
-    let norm = model
-        .weights
-        .final_norm
-        .as_ref()
-        .ok_or_else(|| VizError::NoSuchStep("the final norm".into()))?;
     let parts = writes(model, trace)?;
-    // The stream the final norm read, and its scale as the pass computed it.
-    let stream = parts
-        .iter()
-        .fold(Array1::<f32>::zeros(c.d_model), |acc, w| acc + &w.row); // (d)
-    let centred = c.norm == NormKind::Layer;
-    let centre = |v: ArrayView1<f32>| {
-        if centred {
-            v.mean().unwrap_or(0.0)
-        } else {
-            0.0
-        }
-    };
-    let mean = centre(stream.view());
-    let variance = stream.mapv(|v| (v - mean).powi(2)).mean().unwrap_or(0.0);
-    let scale = (variance + c.norm_eps).sqrt();
-    let read = &norm.gamma * &u / scale; // (d): what a unit of stream is worth to the logit
+    let read = FinalRead::new(model, &parts)?;
     let votes = parts
         .into_iter()
-        .map(|w| {
-            let m = centre(w.row.view());
-            Vote {
-                label: w.label,
-                layer: w.layer,
-                head: w.head,
-                logit: (&w.row - m).dot(&read),
-            }
+        .map(|w| Vote {
+            logit: read.read(w.row.view()).dot(&u),
+            label: w.label,
+            layer: w.layer,
+            head: w.head,
+            part: w.part,
         })
         .collect();
-    let bias_term = norm.beta.as_ref().map_or(0.0, |b| b.dot(&u));
+    let norm = model.weights.final_norm.as_ref();
+    let bias_term = norm
+        .and_then(|n| n.beta.as_ref())
+        .map_or(0.0, |b| b.dot(&u));
     Ok(Attribution {
         token,
         id,
@@ -227,29 +302,35 @@ pub fn attribution(model: &Transformer, trace: &Trace, id: Option<u32>) -> Resul
     })
 }
 
-/// Post-LN: each head's and feed-forward layer's vote measured by switching it off.
+/// Post-LN: each head's and feed-forward layer's vote measured by switching it off (a part
+/// already off has no vote).
 fn switched_off_votes(
     model: &Transformer,
     trace: &Trace,
     id: u32,
     token: String,
     logit: f32,
+    off: &[Switch],
 ) -> Result<Attribution> {
     let c = &model.config;
+    let unembedding = model.weights.unembedding(c).ok_or(VizError::NoLmHead)?;
+    let u = unembedding.rows_f32(id as usize, id as usize + 1); // (1, d)
     let mut votes = Vec::new();
     let mut vote = |part: Part, label: String, layer: usize, head: Option<usize>| {
-        let changed = ablate(model, &trace.text, &[Switch::zero(part)])?.changed;
+        if off.iter().any(|s| s.part == part) {
+            return Ok::<(), VizError>(());
+        }
+        let changed = without(model, trace, off, part)?;
         let hidden = changed.final_hidden()?; // (T, d)
-        let unembedding = model.weights.unembedding(c).ok_or(VizError::NoLmHead)?;
-        let u = unembedding.rows_f32(id as usize, id as usize + 1); // (1, d)
         let without = hidden.row(hidden.nrows() - 1).dot(&u.row(0));
         votes.push(Vote {
             label,
             layer: Some(layer),
             head,
+            part: Some(part),
             logit: logit - without,
         });
-        Ok::<(), VizError>(())
+        Ok(())
     };
     for layer in 0..c.n_layers {
         for head in 0..c.n_heads {
@@ -274,5 +355,91 @@ fn switched_off_votes(
                instead how far the logit falls when that part is switched off (zeros); the bars \
                do not add up."
             .into(),
+    })
+}
+
+/// A token and how far a part moves its logit.
+#[derive(Debug, Clone, Serialize)]
+pub struct TokenEffect {
+    pub token: String,
+    pub logit: f32,
+}
+
+/// The tokens a part's output pushes up and down most at the last token.
+#[derive(Debug, Clone, Serialize)]
+pub struct PartTokens {
+    /// True for a pre-LN model's direct effect through the final norm, false for the effect
+    /// of switching the part off (post-LN).
+    pub exact: bool,
+    /// The `k` tokens it raises most, the strongest first.
+    pub promoted: Vec<TokenEffect>,
+    /// The `k` tokens it lowers most, the strongest first.
+    pub suppressed: Vec<TokenEffect>,
+    /// What the numbers are, in a sentence for the page.
+    pub note: String,
+}
+
+/// The tokens `part` (a head, a cross-attention head or a feed-forward layer) promotes and
+/// suppresses at the last token of the trace's text, `k` of each. Pre-LN: its write read
+/// through the final norm (its scale held, as the votes do) and the unembedding, every
+/// token's share of its vote. Post-LN: the logits as computed minus the logits with the part
+/// switched off too. `off`: the parts the trace was computed without.
+pub fn part_tokens(
+    model: &Transformer,
+    trace: &Trace,
+    part: Part,
+    k: usize,
+    off: &[Switch],
+) -> Result<PartTokens> {
+    let c = &model.config;
+    let unembedding = model.weights.unembedding(c).ok_or(VizError::NoLmHead)?;
+    let exact = c.norm_place == NormPlace::Pre;
+    let (effects, note) = if exact {
+        let parts = writes(model, trace)?;
+        let read = FinalRead::new(model, &parts)?;
+        let write = parts
+            .iter()
+            .find(|w| w.part == Some(part))
+            .ok_or_else(|| VizError::BadEdit(format!("{} has no {part:?}", c.name)))?;
+        let r = read.read(write.row.view()).insert_axis(Axis(0)); // (1, d)
+        let effects = unembedding
+            .multiply_rows(r.view(), 0, unembedding.rows())
+            .index_axis_move(Axis(0), 0); // (vocab)
+        (
+            effects,
+            "What this part wrote into the stream, read through the final norm (at this pass's \
+             scale) and the unembedding: how much it adds to each token's logit.",
+        )
+    } else {
+        if off.iter().any(|s| s.part == part) {
+            return Err(VizError::BadEdit(
+                "this part is switched off already: it moves no token".into(),
+            ));
+        }
+        let changed = without(model, trace, off, part)?;
+        let effects = last_logits(model, trace)? - last_logits(model, &changed)?; // (vocab)
+        (
+            effects,
+            "A post-LN model normalises after every addition, so a part's write has no fixed \
+             effect on the logits: each number is the logit as computed minus the logit with \
+             this part switched off (zeros).",
+        )
+    };
+    let k = k.min(effects.len());
+    let mut order: Vec<usize> = (0..effects.len()).collect();
+    order.sort_by(|&i, &j| effects[j].total_cmp(&effects[i]));
+    let effect = |&i: &usize| TokenEffect {
+        token: model
+            .tokenizer
+            .token_text(i as u32)
+            .unwrap_or("")
+            .to_string(),
+        logit: effects[i],
+    };
+    Ok(PartTokens {
+        exact,
+        promoted: order[..k].iter().map(effect).collect(),
+        suppressed: order[order.len() - k..].iter().rev().map(effect).collect(),
+        note: note.into(),
     })
 }

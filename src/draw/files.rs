@@ -348,6 +348,14 @@ fn prediction_jobs(model: &Transformer, out: &Path) -> Vec<Job> {
             View::LogitLens { positions: None },
             (1100, 820),
         ),
-        Job::new(out, "votes", View::Votes { token: None }, (900, 700)),
+        Job::new(
+            out,
+            "votes",
+            View::Votes {
+                token: None,
+                off: vec![],
+            },
+            (900, 700),
+        ),
     ]
 }

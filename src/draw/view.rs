@@ -127,10 +127,13 @@ pub enum View {
         #[serde(flatten)]
         settings: SamplingSettings,
     },
-    /// Each part's vote on `token` (default: the most likely next token).
+    /// Each part's vote on `token` (default: the most likely next token); `off`: the parts the
+    /// trace was computed without (the page fills it in).
     Votes {
         #[serde(default)]
         token: Option<u32>,
+        #[serde(default)]
+        off: Vec<crate::analysis::ablation::Switch>,
     },
 }
 
@@ -461,8 +464,8 @@ fn draw_view_parts<DB: Canvas>(
         View::Prediction { top, settings } => Ok(Drawn::plotted(Plotted::Prediction(
             prediction::draw_prediction(area, model, trace, *top, settings)?,
         ))),
-        View::Votes { token } => Ok(Drawn::plotted(Plotted::Votes(votes::draw_votes(
-            area, model, trace, *token,
+        View::Votes { token, off } => Ok(Drawn::plotted(Plotted::Votes(votes::draw_votes(
+            area, model, trace, *token, off,
         )?))),
         View::Step { index, head } => {
             // The last step's whole vocabulary as the prediction chart draws it: its most

@@ -13,6 +13,7 @@ use super::furniture::fitting_title;
 use super::prediction::token_label;
 use super::Canvas;
 use super::{anchored_text, draw_err, short_label};
+use crate::analysis::ablation::Switch;
 use crate::analysis::attribution::attribution;
 use crate::error::Result;
 use crate::trace::Trace;
@@ -30,6 +31,9 @@ pub struct VoteBar {
     pub logit: f32,
     pub layer: Option<usize>,
     pub head: Option<usize>,
+    /// A head's, cross-attention head's or feed-forward layer's bar: the part (the page
+    /// lists the tokens it promotes when the bar is clicked).
+    pub part: Option<crate::analysis::ablation::Part>,
     /// The bar's row on the chart, in chart pixels.
     pub top: i32,
     pub bottom: i32,
@@ -47,14 +51,16 @@ pub struct VotesDrawn {
     pub caption: String,
 }
 
-/// Draws the votes on `token` (default: the most likely next token) after `trace`'s text.
+/// Draws the votes on `token` (default: the most likely next token) after `trace`'s text;
+/// `off`: the parts the trace was computed without.
 pub fn draw_votes<DB: Canvas>(
     area: &DrawingArea<DB, Shift>,
     model: &Transformer,
     trace: &Trace,
     token: Option<u32>,
+    off: &[Switch],
 ) -> Result<VotesDrawn> {
-    let a = attribution(model, trace, token)?;
+    let a = attribution(model, trace, token, off)?;
     area.fill(&WHITE).map_err(draw_err)?;
     let (width, height) = area.dim_in_pixel();
     let (w, h) = (width as i32, height as i32);
@@ -166,6 +172,7 @@ pub fn draw_votes<DB: Canvas>(
             logit: v.logit,
             layer: v.layer,
             head: v.head,
+            part: v.part,
             top,
             bottom,
         });

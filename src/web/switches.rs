@@ -8,6 +8,7 @@ use wasm_bindgen::prelude::*;
 use super::js::{js_err, to_js};
 use super::viz::Viz;
 use crate::analysis::ablation::{Part, Switch};
+use crate::analysis::attribution::part_tokens;
 use crate::error::VizError;
 use crate::model::config::Position;
 use crate::model::ModelConfig;
@@ -131,5 +132,29 @@ impl Viz {
             })
             .collect();
         to_js(&SwitchedPrediction { off, rows })
+    }
+
+    /// The tokens a head, cross-attention head or feed-forward layer (`{part, layer, head?}`)
+    /// pushes up and down most at the last token, `top` of each, on the pass the page shows:
+    /// `{exact, promoted: [{token, logit}], suppressed: [...], note}`
+    /// (`analysis::attribution::part_tokens`).
+    pub fn part_tokens(&self, part: JsValue, top: usize) -> Result<JsValue, JsError> {
+        let part: Part = serde_wasm_bindgen::from_value(part)
+            .map_err(|e| JsError::new(&format!("a part: {e}")))?;
+        if !matches!(
+            part,
+            Part::Head { .. } | Part::CrossHead { .. } | Part::Ffn { .. }
+        ) || !parts_of(&self.model.config).contains(&part)
+        {
+            return Err(js_err(VizError::BadEdit(format!(
+                "{} has no {} that writes into the stream",
+                self.model.config.name,
+                part_label(&part)
+            ))));
+        }
+        let trace = self.current()?;
+        let tokens =
+            part_tokens(&self.model, trace, part, top.min(50), &self.switches).map_err(js_err)?;
+        to_js(&tokens)
     }
 }

@@ -47,6 +47,14 @@ impl Viz {
     ) -> Result<Drawn, JsError> {
         let trace = self.current()?;
         match view {
+            // The votes of a post-LN model switch each part off on top of those already off.
+            AnyView::Single(View::Votes { token, .. }) => {
+                let view = View::Votes {
+                    token: *token,
+                    off: self.switches.clone(),
+                };
+                draw_view(area, &self.model, trace, &view, vector)
+            }
             AnyView::Single(view) => draw_view(area, &self.model, trace, view, vector),
             AnyView::Compare(view) => {
                 let grid = match (view.patch_answers(), self.compare.as_ref()) {

@@ -105,6 +105,46 @@ test('each part votes on the answer: shares that add up for pre-LN, switched-off
   await second.close();
 });
 
+test('what one part writes: the head chosen above, then a clicked bar, each with the tokens it pushes up and down', async () => {
+  const { page, context, problems } = await openPage(`${env.base}?model=lecture-pre-ln&layer=1&head=2`);
+  await page.waitForFunction(() => window.__tviz.model === 'lecture-pre-ln');
+  await typeSentence(page, 'The cat sat on the mat. The cat sat on the');
+  await page.locator('#writes-section').scrollIntoViewIfNeeded();
+  const lists = async (caption) => {
+    await page.waitForFunction((c) => document.querySelector('#writes-up-caption').textContent === `${c} pushes up`
+      && document.querySelectorAll('#writes-up tbody tr').length === 8
+      && document.querySelectorAll('#writes-down tbody tr').length === 8, caption);
+    return page.evaluate(() => Object.fromEntries(['up', 'down'].map((w) => [w, [...document.querySelectorAll(`#writes-${w} tbody tr`)]
+      .map((tr) => ({ token: tr.children[0].textContent, logit: Number(tr.children[1].textContent.replace('−', '-')) }))])));
+  };
+  // The head the attention section shows.
+  const head = await lists('layer 1 head 2');
+  assert.ok(head.up.every((r, i) => i === 0 || r.logit <= head.up[i - 1].logit), `pushes up, strongest first: ${JSON.stringify(head.up)}`);
+  assert.ok(head.down.every((r, i) => i === 0 || r.logit >= head.down[i - 1].logit), `pushes down, strongest first: ${JSON.stringify(head.down)}`);
+  assert.ok(head.up[0].logit > head.down[0].logit);
+  assert.ok(head.up.every((r) => r.token.length > 0));
+  assert.match(await page.textContent('#writes-note'), /final norm/);
+  // A click on the last feed-forward layer's bar of the votes chart lists what it writes.
+  const votes = (await drawn(page, 'votes', (d) => d.plotted?.kind === 'votes' && d.plotted.bars.length > 0));
+  const bar = votes.plotted.bars.find((b) => b.label === 'L2 FFN');
+  assert.deepEqual(bar.part, { part: 'ffn', layer: 2 });
+  await page.locator('#votes-canvas').scrollIntoViewIfNeeded();
+  const box = await page.locator('#votes-canvas').boundingBox();
+  const scale = box.height / votes.height;
+  await page.mouse.click(box.x + box.width / 2, box.y + ((bar.top + bar.bottom) / 2) * scale);
+  const ffn = await lists('layer 2 feed-forward');
+  assert.notDeepEqual(ffn.up.map((r) => r.token), head.up.map((r) => r.token));
+  assert.equal(await page.inputValue('#writes-part').then((v) => page.evaluate((i) => document.querySelector('#writes-part').options[i].textContent, Number(v))), 'layer 2 feed-forward');
+  // The post-LN twin: the effect of switching the part off, said as such.
+  await page.goto(`${env.base}?model=lecture-post-ln&layer=0&head=3`);
+  await page.waitForFunction(() => window.__tviz.model === 'lecture-post-ln');
+  await page.locator('#writes-section').scrollIntoViewIfNeeded();
+  await lists('layer 0 head 3');
+  assert.match(await page.textContent('#writes-note'), /switched off/);
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
 test('patching sentence A into B: the grids are drawn, the changed token restores all, a click opens a head', { timeout: 120_000 }, async () => {
   const { page, context, problems } = await openPage(env.base);
   await page.click('#compare summary');

@@ -389,7 +389,7 @@ fn a_changed_pass_gives_the_same_numbers_on_the_gpu_as_on_the_cpu() {
 fn check_votes_add_up(model: &Transformer, text: &str) {
     use transformer_viz::analysis::attribution::attribution;
     let trace = model.trace(text).unwrap();
-    let a = attribution(model, &trace, None).unwrap();
+    let a = attribution(model, &trace, None, &[]).unwrap();
     assert!(
         a.exact,
         "{}: a pre-LN model's votes are exact",
@@ -435,7 +435,7 @@ fn a_post_ln_models_votes_are_the_logits_fall_without_each_part() {
     )
     .unwrap();
     let trace = model.trace(TEXT).unwrap();
-    let a = attribution(&model, &trace, None).unwrap();
+    let a = attribution(&model, &trace, None, &[]).unwrap();
     assert!(!a.exact);
     assert!(a.note.contains("switched off"));
     // Each vote is the fall of the logit when that one part is zeroed.
@@ -457,4 +457,99 @@ fn a_post_ln_models_votes_are_the_logits_fall_without_each_part() {
         a.logit - without
     );
     assert_eq!(changed.len(), trace.len());
+}
+
+/// The effect `part_tokens` gives `id`, asking for every token so none is left out.
+fn effect_on(
+    model: &Transformer,
+    trace: &transformer_viz::Trace,
+    part: Part,
+    id: u32,
+    off: &[Switch],
+) -> f32 {
+    use transformer_viz::analysis::attribution::part_tokens;
+    let all = part_tokens(model, trace, part, model.config.vocab_size, off).unwrap();
+    let token = model.tokenizer.token_text(id).unwrap();
+    // Every token once, in order: promoted from the strongest, suppressed the reverse.
+    assert_eq!(all.promoted.len(), model.config.vocab_size);
+    assert!(all.promoted.windows(2).all(|w| w[0].logit >= w[1].logit));
+    assert!(all.suppressed.windows(2).all(|w| w[0].logit <= w[1].logit));
+    assert_eq!(all.promoted[0].token, all.suppressed.last().unwrap().token);
+    // Token texts can repeat (byte tokens); the first entry with that text and that effect.
+    let ids: Vec<usize> = (0..model.config.vocab_size)
+        .filter(|&i| model.tokenizer.token_text(i as u32) == Some(token))
+        .collect();
+    assert_eq!(ids.len(), 1, "{token:?} is one token");
+    all.promoted
+        .iter()
+        .find(|e| e.token == token)
+        .unwrap()
+        .logit
+}
+
+#[test]
+fn the_tokens_a_part_promotes_carry_its_vote_on_each_token() {
+    use transformer_viz::analysis::attribution::{attribution, part_tokens};
+    for (name, exact) in [(lecture::PRE_LN, true), (lecture::POST_LN, false)] {
+        let model = load_named(&common::models_dir(), name, WeightPrecision::F32).unwrap();
+        let trace = model.trace(TEXT).unwrap();
+        let votes = attribution(&model, &trace, None, &[]).unwrap();
+        // A head and a feed-forward layer: the effect on the predicted token is its vote.
+        for part in [Part::Head { layer: 1, head: 2 }, Part::Ffn { layer: 2 }] {
+            let vote = votes.votes.iter().find(|v| v.part == Some(part)).unwrap();
+            let effect = effect_on(&model, &trace, part, votes.id, &[]);
+            assert!(
+                (effect - vote.logit).abs() <= 1e-4 * vote.logit.abs().max(1.0),
+                "{name} {part:?}: {effect} on {:?} against its vote {}",
+                votes.token,
+                vote.logit
+            );
+            let top = part_tokens(&model, &trace, part, 5, &[]).unwrap();
+            assert_eq!(top.exact, exact);
+            assert_eq!((top.promoted.len(), top.suppressed.len()), (5, 5));
+            assert!(
+                top.promoted[0].logit > top.suppressed[0].logit,
+                "{name} {part:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn with_parts_switched_off_a_post_ln_models_votes_switch_each_other_part_off_on_top() {
+    use transformer_viz::analysis::attribution::{attribution, part_tokens};
+    let model = load_named(
+        &common::models_dir(),
+        lecture::POST_LN,
+        WeightPrecision::F32,
+    )
+    .unwrap();
+    let off = [Switch::zero(Part::Head { layer: 0, head: 3 })];
+    let changed = ablate(&model, TEXT, &off).unwrap().changed;
+    let a = attribution(&model, &changed, None, &off).unwrap();
+    // The part already off has no vote; the others are the fall without both.
+    assert!(a.votes.iter().all(|v| v.part != Some(off[0].part)));
+    assert_eq!(
+        a.votes.len(),
+        model.config.n_layers * (model.config.n_heads + 1) - 1
+    );
+    let v = a
+        .votes
+        .iter()
+        .find(|v| v.part == Some(Part::Ffn { layer: 1 }))
+        .unwrap();
+    let both = [off[0], Switch::zero(Part::Ffn { layer: 1 })];
+    let intact = model.trace(TEXT).unwrap();
+    let logits = logits(&model, TEXT, &edits_for(&intact, &both).unwrap());
+    let without = logits[[logits.nrows() - 1, a.id as usize]];
+    assert!(
+        (a.logit - without - v.logit).abs() < 1e-4,
+        "{} against {}",
+        v.logit,
+        a.logit - without
+    );
+    assert!(matches!(
+        part_tokens(&model, &changed, off[0].part, 5, &off),
+        Err(VizError::BadEdit(_))
+    ));
 }

@@ -34,6 +34,7 @@ import { wireRotary, renderRotaryForModel, pairCount } from './rotary.js';
 import { wireStepper } from './stepper.js';
 import { wireTranslation } from './translation.js';
 import { wireSwitches } from './ablation.js';
+import { wirePartTokens } from './part-tokens.js';
 import { attachHover } from './hover.js';
 import { attachExport } from './export.js';
 import { startThreads } from './cpu-threads.js';
@@ -84,6 +85,7 @@ function wire() {
   wireStepper();
   wireTranslation();
   wireSwitches({ update });
+  wirePartTokens();
   wirePresenter();
   $('text').addEventListener('input', (event) => { state.text = textBoxText(); scheduleUpdate(event); });
   for (const name of Object.keys(charts)) attachExport(name);

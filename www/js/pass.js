@@ -21,6 +21,7 @@ import { renderTranslation } from './translation.js';
 import { fallBack } from './gpu-backend.js';
 import { gpu, passesOnGpu, showBackend, renderGpuStatus } from './backend-status.js';
 import { syncSwitches, renderSwitches } from './ablation.js';
+import { renderPartTokens } from './part-tokens.js';
 import { readback, stepsToRead } from './gpu-readback.js';
 import { testHook, publish, publishReadback, count, record } from './testing-hook.js';
 
@@ -199,6 +200,7 @@ export function showSummary(summary, started = performance.now()) {
   renderStep();
   renderPrediction();
   renderSwitches();
+  renderPartTokens();
   if (summary.threads !== testHook.threads) showBackend(); // the threads started
   $('timing').textContent = timingText(summary);
   $('timing').title = $('timing').textContent; // cut to the header's width on screen

@@ -23,7 +23,7 @@ export const JS_LAYERS = [
   ['engine', ['applicable.js', 'backend-status.js', 'cpu-threads.js', 'gpu-backend.js', 'gpu-readback.js']],
   ['charts', ['charts.js', 'hover.js', 'export.js']],
   ['sections', ['tokens.js', 'attention.js', 'head-finder.js', 'query.js', 'compare.js', 'position.js', 'norm.js', 'residual.js',
-    'rotary.js', 'stepper.js', 'prediction.js', 'translation.js', 'presenter.js', 'twin.js', 'ablation.js', 'part-tokens.js']],
+    'rotary.js', 'stepper.js', 'prediction.js', 'translation.js', 'presenter.js', 'twin.js', 'ablation.js', 'part-tokens.js', 'patch-sweep.js']],
   ['flow', ['pass.js', 'model-picker.js']],
   ['main', ['main.js']],
 ];

@@ -72,6 +72,13 @@ impl CompareView {
     }
 }
 
+/// What a patching chart shows: the grid (or why there is none), or how far the sweep that
+/// computes it has come.
+pub enum PatchShown<'a> {
+    Grid(&'a Result<PatchGrid>),
+    Running { done: usize, total: usize },
+}
+
 /// Draws a compare chart; `b` is `None` until a second sentence is typed, and then the chart
 /// says so in words instead of staying blank. A patching chart draws `patch`, the grid of A
 /// put into B (or says why there is none).
@@ -81,7 +88,7 @@ pub fn draw_compare_view<DB: Canvas>(
     b: Option<&Trace>,
     view: &CompareView,
     vector: bool,
-    patch: Option<&Result<PatchGrid>>,
+    patch: Option<PatchShown>,
 ) -> Result<Drawn> {
     area.fill(&WHITE).map_err(draw_err)?;
     let Some(b) = b else {
@@ -123,8 +130,16 @@ pub fn draw_compare_view<DB: Canvas>(
                 _ => PatchChart::Stream,
             };
             match patch {
-                Some(Ok(grid)) => draw_patch_grid(area, grid, chart, vector),
-                Some(Err(e)) => {
+                Some(PatchShown::Grid(Ok(grid))) => draw_patch_grid(area, grid, chart, vector),
+                Some(PatchShown::Running { done, total }) => {
+                    let progress = format!("{done} of {total} patches made so far.");
+                    message(area, &["Patching sentence A into B:", &progress])?;
+                    Ok(Drawn {
+                        note: Some(progress),
+                        ..Drawn::plain()
+                    })
+                }
+                Some(PatchShown::Grid(Err(e))) => {
                     let why = e.to_string();
                     message(area, &["No patching for these two sentences:", &why])?;
                     Ok(Drawn {

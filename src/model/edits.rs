@@ -163,6 +163,66 @@ impl Edits {
         Ok(())
     }
 
+    /// The changes for a pass over the tokens from `first` on that follows a KV cache of the
+    /// first `first` (computed without changes): each replacement's values from that token
+    /// on, a stream row counted from there. Only another run's values (`With::Values`) can be
+    /// cut so, and only when they equal this run's own for the cached tokens (as when
+    /// patching two texts that share their first `first` tokens): that is the caller's to
+    /// know. Zeros, a mean, a stream row before `first`, no positional encoding or no mask
+    /// would change the cached tokens too and are refused.
+    pub fn from_token(&self, first: usize, c: &ModelConfig) -> Result<Edits> {
+        if first == 0 {
+            return Ok(self.clone());
+        }
+        let refuse = |what: &str| {
+            Err(VizError::BadEdit(format!(
+                "{what} changes the first {first} tokens too: the pass cannot follow their \
+                 cached keys and values"
+            )))
+        };
+        if self.without_position {
+            return refuse("leaving the positional encoding out");
+        }
+        if self.without_mask {
+            return refuse("lifting the causal mask");
+        }
+        let mut replacements = Vec::with_capacity(self.replacements.len());
+        for r in &self.replacements {
+            let With::Values(values) = &r.with else {
+                return refuse(&format!("replacing {:?} by zeros or a mean", r.site));
+            };
+            let (site, values) = match r.site {
+                Site::Head { .. } | Site::CrossHead { .. } | Site::Ffn { .. } => {
+                    let row = match r.site {
+                        Site::Ffn { .. } => c.d_model,
+                        _ => c.head_dim,
+                    };
+                    let start = (first * row).min(values.len());
+                    (r.site, values[start..].to_vec())
+                }
+                Site::Stream { layer, position } if position >= first => (
+                    Site::Stream {
+                        layer,
+                        position: position - first,
+                    },
+                    values.clone(),
+                ),
+                Site::Stream { .. } => {
+                    return refuse(&format!("replacing {:?}", r.site));
+                }
+            };
+            replacements.push(Replacement {
+                site,
+                with: With::Values(values),
+            });
+        }
+        Ok(Edits {
+            replacements,
+            without_position: false,
+            without_mask: false,
+        })
+    }
+
     /// The head outputs of `layer` ((heads, T, hd), row-major, T = `tokens`) to overwrite, if
     /// any: a cross-attention's when `cross`.
     pub fn heads(

@@ -47,15 +47,19 @@ impl Transformer {
             keep,
             edits,
         } = request;
-        // Keys and values cached without the pass's changes cannot be reused with them.
+        // Keys and values cached without the pass's changes cannot be reused with them. A
+        // pass that follows a cache (`after`) changes only its own tokens: its edits are for
+        // them (`Edits::from_token`), and they must not reach back into the cached ones.
         let continues = match continues {
             Some(Continue::Trace(_, cache)) if !edits.is_empty() => {
                 cache.truncate_with(0, |h, n| backend.first_tokens(h, n));
                 None
             }
-            Some(Continue::After(_)) if !edits.is_empty() => {
+            Some(Continue::After(_)) if edits.without_position || edits.without_mask => {
                 return Err(VizError::BadEdit(
-                    "a changed pass computes every token: it cannot follow cached ones".into(),
+                    "without the positional encoding or the mask a pass computes every token: \
+                     it cannot follow cached ones"
+                        .into(),
                 ))
             }
             other => other,

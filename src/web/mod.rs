@@ -4,13 +4,14 @@
 //! passes on WebGPU.
 //!
 //! Lowest first: `js` (errors, values, the clock), `canvas` (a fast plotters backend),
-//! `generated` and `summary` (what the page is handed), `gpu_session`, `viz`, `views` and
-//! `switches` (parts switched off).
+//! `generated` and `summary` (what the page is handed), `gpu_session`, `viz`, `views`,
+//! `switches` (parts switched off) and `patch_sweep` (patching, a few patches at a time).
 
 mod canvas;
 mod generated;
 pub mod gpu_session;
 mod js;
+mod patch_sweep;
 mod summary;
 mod switches;
 mod views;

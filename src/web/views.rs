@@ -6,11 +6,11 @@ use web_sys::HtmlCanvasElement;
 
 use super::canvas::FastCanvas;
 use super::js::{js_err, to_js};
+use super::patch_sweep::{PatchNow, PatchState, PATCH_MS_WHILE_DRAWING};
 use super::viz::Viz;
 use crate::analysis::antecedents::references;
 use crate::analysis::heads::{head_scores, heads_from};
-use crate::analysis::patching::{patch, PatchGrid};
-use crate::draw::compare::{draw_compare_view, CompareView};
+use crate::draw::compare::{draw_compare_view, CompareView, PatchShown};
 use crate::draw::draw_err;
 use crate::draw::view::{draw_view, view_svg, Drawn, View};
 use crate::explain::DescribedTrace;
@@ -29,8 +29,58 @@ enum AnyView {
     Single(View),
 }
 
+impl Viz {
+    /// The patching grids of sentence A (`a`, the current pass's text) put into sentence B:
+    /// a new pair of texts or answers starts a sweep and makes patches for a moment; a sweep
+    /// that is not done says how far it has come (`patch_step` makes the rest). The model as
+    /// trained: parts switched off do not apply.
+    fn patch_sweep(
+        &self,
+        a: &Trace,
+        b: &Trace,
+        answer: Option<&str>,
+        wrong: Option<&str>,
+    ) -> PatchNow {
+        let mut slot = self.patch.borrow_mut();
+        let (mut state, fresh) =
+            PatchState::for_texts(slot.take(), &self.model, a, b, answer, wrong);
+        if fresh {
+            state.advance(&self.model, PATCH_MS_WHILE_DRAWING);
+        }
+        let now = state.now();
+        *slot = Some(state);
+        now
+    }
+}
+
 #[wasm_bindgen]
 impl Viz {
+    /// How far the last patching sweep has come: `{id, done, total, finished, shared,
+    /// milliseconds}`, or null before any.
+    pub fn patch_progress(&self) -> Result<JsValue, JsError> {
+        match self.patch.borrow().as_ref() {
+            Some(s) => to_js(&s.progress()),
+            None => Ok(JsValue::NULL),
+        }
+    }
+
+    /// Makes patches of the sweep under way for about `budget_ms` (at least one), then says
+    /// how far it has come (as `patch_progress`). The page calls it between frames until the
+    /// sweep is done or the student stops it.
+    pub fn patch_step(&self, budget_ms: f64) -> Result<JsValue, JsError> {
+        if !budget_ms.is_finite() || budget_ms < 0.0 {
+            return Err(js_err(crate::error::VizError::BadEdit(format!(
+                "a time to patch for must be a number of milliseconds, not {budget_ms}"
+            ))));
+        }
+        let mut slot = self.patch.borrow_mut();
+        let Some(s) = slot.as_mut() else {
+            return Ok(JsValue::NULL);
+        };
+        s.advance(&self.model, budget_ms);
+        to_js(&s.progress())
+    }
+
     /// Read as JSON first: `AnyView` is untagged, so serde tries `Compare` before `Single`,
     /// and each failed try read straight from JS would build a JS `Error` (a stack trace).
     fn view(spec: JsValue) -> Result<AnyView, JsError> {
@@ -57,9 +107,9 @@ impl Viz {
             }
             AnyView::Single(view) => draw_view(area, &self.model, trace, view, vector),
             AnyView::Compare(view) => {
-                let grid = match (view.patch_answers(), self.compare.as_ref()) {
+                let patch = match (view.patch_answers(), self.compare.as_ref()) {
                     (Some((answer, wrong)), Some(b)) => {
-                        Some(self.patch_grid(trace, b, answer, wrong))
+                        Some(self.patch_sweep(trace, b, answer, wrong))
                     }
                     _ => None,
                 };
@@ -68,37 +118,18 @@ impl Viz {
                     CompareView::OffDifference { .. } => self.intact.as_ref(),
                     _ => self.compare.as_ref(),
                 };
-                draw_compare_view(area, trace, b, view, vector, grid.as_deref())
+                let shown = match &patch {
+                    Some(PatchNow::Done(grid)) => Some(PatchShown::Grid(grid)),
+                    Some(PatchNow::Running { done, total }) => Some(PatchShown::Running {
+                        done: *done,
+                        total: *total,
+                    }),
+                    None => None,
+                };
+                draw_compare_view(area, trace, b, view, vector, shown)
             }
         }
         .map_err(js_err)
-    }
-
-    /// The patching grids of sentence A (`a`, the current pass's text) put into sentence B,
-    /// computed once for each pair of texts and answers (both charts and every redraw share
-    /// them). The model as trained: parts switched off do not apply.
-    fn patch_grid(
-        &self,
-        a: &Trace,
-        b: &Trace,
-        answer: Option<&str>,
-        wrong: Option<&str>,
-    ) -> std::rc::Rc<Result<PatchGrid, crate::error::VizError>> {
-        let key = (
-            a.text.clone(),
-            b.text.clone(),
-            answer.map(str::to_string),
-            wrong.map(str::to_string),
-        );
-        let mut cached = self.patch.borrow_mut();
-        if let Some((k, grid)) = cached.as_ref() {
-            if *k == key {
-                return grid.clone();
-            }
-        }
-        let grid = std::rc::Rc::new(patch(&self.model, &a.text, &b.text, answer, wrong));
-        *cached = Some((key, grid.clone()));
-        grid
     }
 
     /// Draws a view on a canvas; returns where its cells and labels are (in CSS pixels) and

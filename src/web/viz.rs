@@ -40,13 +40,9 @@ pub struct Viz {
     pub(super) switches: Vec<Switch>,
     /// The pass as trained, beside the changed one the views draw, while parts are off.
     pub(super) intact: Option<Trace>,
-    /// The last patching grids (`Viz::patch_grid`): the texts and answers they are for.
-    pub(super) patch: std::cell::RefCell<Option<(PatchKey, std::rc::Rc<PatchResult>)>>,
+    /// The last patching sweep (`Viz::patch_sweep`), under way or done.
+    pub(super) patch: std::cell::RefCell<Option<super::patch_sweep::PatchState>>,
 }
-
-/// Sentence A's and B's texts and the two answers of a patching grid.
-pub(super) type PatchKey = (String, String, Option<String>, Option<String>);
-pub(super) type PatchResult = Result<crate::analysis::patching::PatchGrid, VizError>;
 
 /// The pass the views draw, computed here on the CPU or installed from the GPU session, and
 /// what the next pass continues from.

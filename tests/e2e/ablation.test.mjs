@@ -81,6 +81,41 @@ test('a link switches parts off; a part the model lacks is refused beside the pi
   await second.close();
 });
 
+test('every model: MiniLM switches heads off with no prediction to compare, the encoder-decoder its cross-attention heads', async () => {
+  const { page, context, problems } = await openPage(`${env.base}?model=minilm-l6&off=h0.1&layer=2`);
+  await page.waitForFunction(() => window.__tviz.model === 'minilm-l6' && document.querySelectorAll('#off-list button').length === 1);
+  assert.deepEqual(await chips(page), ['layer 0 head 1 ×']);
+  await page.locator('#switch-section').scrollIntoViewIfNeeded();
+  await page.waitForFunction(() => /no next-token prediction to compare/.test(document.querySelector('#off-empty').textContent));
+  assert.equal(await page.isVisible('#off-table'), false);
+  // Attention reads both ways in an encoder: a later layer's head changes with head 0.1 off.
+  const change = await drawn(page, 'off-attention', (d) => d.geometry && d.values.length > 0);
+  assert.ok(change.values.some((v) => Math.abs(v) > 1e-4), 'a head of layer 2 looks elsewhere without layer 0 head 1');
+  await page.locator('#writes-section').scrollIntoViewIfNeeded();
+  await page.waitForFunction(() => /no next-token prediction/.test(document.querySelector('#writes-note').textContent));
+  assert.equal(await page.isVisible('#writes'), false);
+
+  // The encoder-decoder: without its cross-attention the decoder cannot read the source.
+  const { page: rev, context: second } = await openPage(`${env.base}?model=lecture-reverse`);
+  await rev.waitForFunction(() => window.__tviz.model === 'lecture-reverse');
+  await typeSentence(rev, 'attention heads');
+  await rev.waitForFunction(() => document.querySelector('#translation-output')?.textContent === 'sdaeh noitnetta');
+  const options = await rev.$$eval('#off-part option', (o) => o.map((x) => x.textContent));
+  assert.ok(options.includes('layer 1 cross-attention head 3'), options.join(', '));
+  const cross = [0, 1].flatMap((l) => [0, 1, 2, 3].map((h) => `x${l}.${h}`)).join(',');
+  await rev.goto(`${env.base}?model=lecture-reverse&off=${cross}`);
+  await rev.waitForFunction(() => window.__tviz.model === 'lecture-reverse' && document.querySelectorAll('#off-list button').length === 8);
+  await typeSentence(rev, 'attention heads');
+  await rev.waitForFunction(() => {
+    const out = document.querySelector('#translation-output')?.textContent;
+    return out && out !== 'sdaeh noitnetta';
+  });
+  assert.ok((await chips(rev)).includes('layer 1 cross-attention head 3 ×'));
+  assert.deepEqual(problems, []);
+  await context.close();
+  await second.close();
+});
+
 test('each part votes on the answer: shares that add up for pre-LN, switched-off falls for post-LN', async () => {
   const { page, context, problems } = await openPage(`${env.base}?model=lecture-pre-ln`);
   await page.waitForFunction(() => window.__tviz.model === 'lecture-pre-ln');
@@ -183,6 +218,52 @@ test('patching sentence A into B: the grids are drawn, the changed token restore
   const scale = box.width / heads.width;
   await page.mouse.click(box.x + (g.left + g.width * (1.5 / 4)) * scale, box.y + (g.top + g.height * (2.5 / 3)) * scale);
   await page.waitForFunction(() => document.querySelector('#layer').value === '2' && document.querySelector('#head').value === '1');
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
+test('patching SmolLM2 runs in slices: a progress bar, Stop and Continue, the shared first tokens computed once, then the grids', { timeout: 600_000 }, async () => {
+  const { page, context, problems } = await openPage(`${env.base}?model=smollm2-135m`);
+  await page.waitForFunction(() => window.__tviz.model === 'smollm2-135m', null, { timeout: 120_000 });
+  await page.click('#compare summary');
+  // The two sentences differ in one name, after the same first tokens.
+  await typeSentence(page, 'When Mary and John went out, John gave a drink to');
+  const runs = await page.evaluate(() => window.__tviz.compareRuns ?? 0);
+  await page.fill('#compare-text', 'When Mary and John went out, Mary gave a drink to');
+  await page.waitForFunction((n) => (window.__tviz.compareRuns ?? 0) > n, runs);
+  await page.locator('#patch-block').scrollIntoViewIfNeeded();
+  await page.waitForFunction(() => /^Patching: \d+ of \d+ patches/.test(document.querySelector('#patch-status').textContent), null, { timeout: 120_000 });
+  const status = await page.textContent('#patch-status');
+  const [, total] = /of (\d+) patches/.exec(status).map(Number);
+  const shared = Number(/the first (\d+) tokens are the same in both/.exec(status)?.[1]);
+  const tokens = Number((await page.textContent('#token-count')).split(' ')[0]);
+  assert.ok(shared >= 6 && shared < tokens, `${shared} shared tokens of ${tokens}`);
+  // Every head of its 30 layers of 9, and the stream from the first token that differs on.
+  assert.equal(total, 30 * 9 + 30 * (tokens - shared));
+  assert.equal(await page.getAttribute('#patch-progress', 'max'), String(total));
+
+  // Stop: no more patches are made, and the chart says how far it came.
+  await page.click('#patch-stop');
+  await page.waitForFunction(() => !window.__tvizPatchSweep.running);
+  const stopped = await page.evaluate(() => window.__tvizPatchSweep.last);
+  assert.ok(!stopped.finished && stopped.done < total, `stopped at ${stopped.done} of ${total}`);
+  assert.match(await page.textContent('#patch-status'), new RegExp(`^Stopped after ${stopped.done} of ${total} patches`));
+  assert.equal(await page.textContent('#patch-stop'), 'Continue');
+  assert.equal(await page.evaluate(() => window.__tvizPatchSweep.last.done), stopped.done);
+
+  // Continue: the sweep finishes and both grids are drawn from it.
+  await page.click('#patch-stop');
+  await page.waitForFunction(() => /^\d+ patches in /.test(document.querySelector('#patch-status').textContent), null, { timeout: 480_000 });
+  const heads = await drawn(page, 'patch-heads', (d) => d.geometry && d.values.length === 270);
+  assert.equal(heads.row_labels.length, 30);
+  const stream = await drawn(page, 'patch-stream', (d) => d.geometry && d.row_labels.length === 30);
+  const cols = stream.col_labels.length;
+  // Before the first token that differs the stream is the same in both runs: nothing moves.
+  for (let c = 0; c < shared; c += 1) assert.equal(stream.values[c], 0, `token ${c}`);
+  const changed = stream.col_labels.findIndex((l) => l.includes('/'));
+  assert.equal(changed, shared, `the first token that differs is labelled with both: ${stream.col_labels}`);
+  assert.ok(Math.abs(stream.values[changed] - 1) < 1e-2, `A's token put into B before the first layer restores all: ${stream.values[changed]}`);
+  assert.equal(stream.values.length, 30 * cols);
   assert.deepEqual(problems, []);
   await context.close();
 });

@@ -9,6 +9,7 @@ import { attachHover, chartPoint, cellAt } from './hover.js';
 import { selectHead } from './attention.js';
 import { goToStep } from './stepper.js';
 import { count } from './testing-hook.js';
+import { sweepVersion, wirePatchSweep } from './patch-sweep.js';
 
 export const COMPARE_CHARTS = ['compare-a', 'compare-b', 'compare-diff', 'patch-heads', 'patch-stream'];
 for (const name of COMPARE_CHARTS) registerChart(name, { spec: () => compareSpec(name), shape: [0.9, 340] });
@@ -31,8 +32,9 @@ export function compareSpec(name) {
   const base = { layer: state.layer, head: state.head, sentence_b: compare.version };
   if (name === 'compare-diff') return { kind: 'compare_difference', ...base };
   if (name.startsWith('patch-')) {
-    // The text of sentence A tells the chart cache which pair a grid is for.
-    return { kind: name === 'patch-heads' ? 'patch_heads' : 'patch_stream', answer: answerOf('patch-answer'), wrong: answerOf('patch-wrong'), sentence_b: compare.version, sentence_a: state.text };
+    // The text of sentence A tells the chart cache which pair a grid is for; `sweep`, that a
+    // sweep under way has finished.
+    return { kind: name === 'patch-heads' ? 'patch_heads' : 'patch_stream', answer: answerOf('patch-answer'), wrong: answerOf('patch-wrong'), sentence_b: compare.version, sentence_a: state.text, sweep: sweepVersion() };
   }
   return { kind: 'compare_head', which: name === 'compare-a' ? 'a' : 'b', ...base };
 }
@@ -102,6 +104,7 @@ export function wireCompare() {
   });
   document.addEventListener('tviz:head', drawCompare);
   for (const name of COMPARE_CHARTS) attachHover(name); // their export buttons: main.js, as every chart's
+  wirePatchSweep();
   for (const id of ['patch-answer', 'patch-wrong']) {
     $(id).addEventListener('change', () => { draw('patch-heads'); draw('patch-stream'); });
   }

@@ -91,7 +91,7 @@ export function wirePartTokens() {
   });
   $('votes-canvas').addEventListener('click', (event) => {
     const point = chartPoint('votes', event);
-    const bar = point?.info.bars?.find((b) => b.part && point.y >= b.top && point.y < b.bottom);
+    const bar = point?.info.plotted?.bars?.find((b) => b.part && point.y >= b.top && point.y < b.bottom);
     if (!bar) return;
     chosen = keyOf(bar.part);
     renderPartTokens();

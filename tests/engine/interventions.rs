@@ -553,3 +553,57 @@ fn with_parts_switched_off_a_post_ln_models_votes_switch_each_other_part_off_on_
         Err(VizError::BadEdit(_))
     ));
 }
+
+#[test]
+fn edits_for_a_pass_after_cached_tokens_keep_their_values_from_there_or_are_refused() {
+    let c = transformer_viz::checkpoints::fixture::decoder_config();
+    let (hd, d) = (c.head_dim, c.d_model);
+    let head: Vec<f32> = (0..5 * hd).map(|v| v as f32).collect(); // 5 tokens
+    let edits = Edits {
+        replacements: vec![
+            Replacement {
+                site: Site::Head { layer: 0, head: 1 },
+                with: With::Values(head.clone()),
+            },
+            Replacement {
+                site: Site::Stream {
+                    layer: 1,
+                    position: 3,
+                },
+                with: With::Values(vec![1.0; d]),
+            },
+        ],
+        ..Edits::default()
+    };
+    let after = edits.from_token(2, &c).unwrap();
+    assert_eq!(
+        after.replacements[0].with,
+        With::Values(head[2 * hd..].to_vec())
+    );
+    assert_eq!(
+        after.replacements[1].site,
+        Site::Stream {
+            layer: 1,
+            position: 1
+        }
+    );
+    assert_eq!(edits.from_token(0, &c).unwrap(), edits);
+    // Each would change a cached token too.
+    assert!(matches!(edits.from_token(4, &c), Err(VizError::BadEdit(_))));
+    let zeros = Edits {
+        replacements: vec![Replacement {
+            site: Site::Ffn { layer: 0 },
+            with: With::Zeros,
+        }],
+        ..Edits::default()
+    };
+    assert!(matches!(zeros.from_token(1, &c), Err(VizError::BadEdit(_))));
+    let no_mask = Edits {
+        without_mask: true,
+        ..Edits::default()
+    };
+    assert!(matches!(
+        no_mask.from_token(1, &c),
+        Err(VizError::BadEdit(_))
+    ));
+}

@@ -91,7 +91,7 @@ test('every model: MiniLM switches heads off with no prediction to compare, the 
   // Attention reads both ways in an encoder: a later layer's head changes with head 0.1 off.
   const change = await drawn(page, 'off-attention', (d) => d.geometry && d.values.length > 0);
   assert.ok(change.values.some((v) => Math.abs(v) > 1e-4), 'a head of layer 2 looks elsewhere without layer 0 head 1');
-  await page.locator('#writes-section').scrollIntoViewIfNeeded();
+  await page.locator('#writes').scrollIntoViewIfNeeded();
   await page.waitForFunction(() => /no next-token prediction/.test(document.querySelector('#writes-note').textContent));
   assert.equal(await page.isVisible('#writes'), false);
 
@@ -144,7 +144,7 @@ test('what one part writes: the head chosen above, then a clicked bar, each with
   const { page, context, problems } = await openPage(`${env.base}?model=lecture-pre-ln&layer=1&head=2`);
   await page.waitForFunction(() => window.__tviz.model === 'lecture-pre-ln');
   await typeSentence(page, 'The cat sat on the mat. The cat sat on the');
-  await page.locator('#writes-section').scrollIntoViewIfNeeded();
+  await page.locator('#writes').scrollIntoViewIfNeeded();
   const lists = async (caption) => {
     await page.waitForFunction((c) => document.querySelector('#writes-up-caption').textContent === `${c} pushes up`
       && document.querySelectorAll('#writes-up tbody tr').length === 8
@@ -163,17 +163,21 @@ test('what one part writes: the head chosen above, then a clicked bar, each with
   const votes = (await drawn(page, 'votes', (d) => d.plotted?.kind === 'votes' && d.plotted.bars.length > 0));
   const bar = votes.plotted.bars.find((b) => b.label === 'L2 FFN');
   assert.deepEqual(bar.part, { part: 'ffn', layer: 2 });
-  await page.locator('#votes-canvas').scrollIntoViewIfNeeded();
+  // The bar's row in the middle of the window (the chart may be taller than the window).
+  const middle = (bar.top + bar.bottom) / 2;
+  await page.evaluate(([y, h]) => {
+    const r = document.querySelector('#votes-canvas').getBoundingClientRect();
+    window.scrollBy(0, r.top + (y * r.height) / h - innerHeight / 2);
+  }, [middle, votes.height]);
   const box = await page.locator('#votes-canvas').boundingBox();
-  const scale = box.height / votes.height;
-  await page.mouse.click(box.x + box.width / 2, box.y + ((bar.top + bar.bottom) / 2) * scale);
+  await page.mouse.click(box.x + box.width / 2, box.y + (middle * box.height) / votes.height);
   const ffn = await lists('layer 2 feed-forward');
   assert.notDeepEqual(ffn.up.map((r) => r.token), head.up.map((r) => r.token));
   assert.equal(await page.inputValue('#writes-part').then((v) => page.evaluate((i) => document.querySelector('#writes-part').options[i].textContent, Number(v))), 'layer 2 feed-forward');
   // The post-LN twin: the effect of switching the part off, said as such.
   await page.goto(`${env.base}?model=lecture-post-ln&layer=0&head=3`);
   await page.waitForFunction(() => window.__tviz.model === 'lecture-post-ln');
-  await page.locator('#writes-section').scrollIntoViewIfNeeded();
+  await page.locator('#writes').scrollIntoViewIfNeeded();
   await lists('layer 0 head 3');
   assert.match(await page.textContent('#writes-note'), /switched off/);
   assert.deepEqual(problems, []);

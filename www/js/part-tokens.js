@@ -1,7 +1,8 @@
 // What one part writes: for a head, a cross-attention head or a feed-forward layer, the tokens
 // its output pushes up most and down most after the last token (`Viz::part_tokens`). The part
 // follows the head chosen in the attention section until the student picks another here or
-// clicks a bar of the votes chart. Computed after each pass while the panel is near the screen.
+// clicks a bar of the votes chart. Computed after each pass while the panel is near the screen;
+// the page holds the lists' rows from the start (index.html), so filling them moves nothing.
 import { $, fillSelect, syncChildren, setIfChanged } from './dom.js';
 import { state } from './state.js';
 import { session } from './session.js';
@@ -75,10 +76,14 @@ export function renderPartTokens() {
 }
 
 export function wirePartTokens() {
-  new IntersectionObserver((entries) => {
-    nearScreen = entries.some((e) => e.isIntersecting);
+  // Near the screen: the heading or the lists within 200 px of it.
+  const near = new Map();
+  const observer = new IntersectionObserver((entries) => {
+    for (const e of entries) near.set(e.target, e.isIntersecting);
+    nearScreen = [...near.values()].some(Boolean);
     renderPartTokens();
-  }, { rootMargin: '200px' }).observe($('writes-section'));
+  }, { rootMargin: '200px' });
+  for (const id of ['writes-heading', 'writes']) observer.observe($(id));
   $('writes-part').addEventListener('change', () => {
     const parts = writers();
     const p = parts[Number($('writes-part').value)];
@@ -95,6 +100,6 @@ export function wirePartTokens() {
     if (!bar) return;
     chosen = keyOf(bar.part);
     renderPartTokens();
-    $('writes-section').scrollIntoView({ block: 'nearest' });
+    $('writes-heading').scrollIntoView({ block: 'nearest' });
   });
 }

@@ -122,6 +122,9 @@ pub struct TrainArgs {
     pub early_copied_span: u32,
     #[arg(long, default_value_t = 256)]
     pub early_run_pool: u32,
+    /// The early runs' pool doubles every N steps until it holds every token (0: it stays).
+    #[arg(long, default_value_t = 0)]
+    pub early_pool_doubling: usize,
     /// Continue from the checkpoint in --out (same settings).
     #[arg(long)]
     pub resume: bool,
@@ -169,6 +172,7 @@ pub fn train_reverse(args: ReverseArgs) -> Result<()> {
         beta2: 0.95,
         mixture: Mixture::PLAIN,
         early: None,
+        pool_doubling: 0,
         projection_std: 0.02,
     };
     let outcome = crate::train::reversal::ReversalRun {
@@ -377,6 +381,7 @@ pub fn train(args: TrainArgs) -> Result<()> {
             run_lengths: args.run_lengths,
         },
         projection_std: args.projection_std,
+        pool_doubling: args.early_pool_doubling,
         early: (args.early_steps > 0).then_some((
             args.early_steps,
             Mixture {

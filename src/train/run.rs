@@ -44,6 +44,11 @@ pub struct Settings {
     /// and once it copies, it copies any token.
     #[serde(default)]
     pub early: Option<(usize, Mixture)>,
+    /// During the curriculum's first part, its random runs' pool doubles every this many
+    /// steps (0: it stays), from the early mixture's pool until it holds every ordinary token:
+    /// a copying circuit learned on a few tokens meets more of them a little at a time.
+    #[serde(default)]
+    pub pool_doubling: usize,
     /// The projections' standard deviation at initialisation (`Network::init_scaled`).
     #[serde(default = "default_projection_std")]
     pub projection_std: f32,
@@ -55,10 +60,17 @@ fn default_projection_std() -> f32 {
 
 impl Settings {
     /// The mixture that step `step` draws its batch from.
-    pub fn mixture_at(&self, step: usize) -> &Mixture {
+    pub fn mixture_at(&self, step: usize) -> Mixture {
         match &self.early {
-            Some((steps, early)) if step < *steps => early,
-            _ => &self.mixture,
+            Some((steps, early)) if step < *steps => {
+                let mut m = *early;
+                if self.pool_doubling > 0 && m.pool > 0 {
+                    let doublings = (step / self.pool_doubling).min(32) as u32;
+                    m.pool = ((m.pool as u64) << doublings).min(u32::MAX as u64) as u32;
+                }
+                m
+            }
+            _ => self.mixture,
         }
     }
 }
@@ -428,7 +440,7 @@ impl Run<'_> {
                     self.train,
                     s.sequence,
                     self.bos,
-                    s.mixture_at(step),
+                    &s.mixture_at(step),
                     &training.pool,
                 )
             })

@@ -73,6 +73,7 @@ fn short_settings(steps: usize, seed: u64) -> Settings {
             run_lengths: (8, 48),
         },
         early: None,
+        pool_doubling: 0,
         projection_std: 0.02,
     }
 }
@@ -587,6 +588,7 @@ fn a_shortened_reversal_run_is_reproducible() {
         beta2: 0.95,
         mixture: Mixture::PLAIN,
         early: None,
+        pool_doubling: 0,
         projection_std: 0.02,
     };
     let (a, b, c) = (temp_dir("rev-a"), temp_dir("rev-b"), temp_dir("rev-c"));
@@ -779,4 +781,31 @@ fn the_default_mixture_draws_the_committed_runs_sequences() {
         (10..=60).contains(&random_runs),
         "{random_runs} random runs of 300"
     );
+}
+
+#[test]
+fn a_curriculums_run_pool_doubles_every_so_many_steps_then_the_main_mixture_follows() {
+    let mut s = short_settings(100, 1);
+    let early = Mixture {
+        random_repeat: 1000,
+        copied_span: 0,
+        pool: 64,
+        run_lengths: (4, 16),
+    };
+    s.early = Some((50, early));
+    assert_eq!(s.mixture_at(0), early, "no doubling asked");
+    s.pool_doubling = 10;
+    let pools: Vec<u32> = [0, 9, 10, 25, 49]
+        .iter()
+        .map(|&t| s.mixture_at(t).pool)
+        .collect();
+    assert_eq!(pools, vec![64, 64, 128, 256, 1024]);
+    assert_eq!(
+        s.mixture_at(50),
+        s.mixture,
+        "after the curriculum, the main mixture"
+    );
+    // Far past any vocabulary: the pool stays a number, and every token is drawn.
+    s.early = Some((10_000, early));
+    assert_eq!(s.mixture_at(9_999).pool, u32::MAX);
 }

@@ -230,10 +230,11 @@ test('patching SmolLM2 runs in slices: a progress bar, Stop and Continue, the sh
   const { page, context, problems } = await openPage(`${env.base}?model=smollm2-135m`);
   await page.waitForFunction(() => window.__tviz.model === 'smollm2-135m', null, { timeout: 120_000 });
   await page.click('#compare summary');
-  // The two sentences differ in one name, after the same first tokens.
-  await typeSentence(page, 'When Mary and John went out, John gave a drink to');
+  // The two sentences differ in one name near their end, after the same first tokens (each
+  // patched run computes only the tokens from there on).
+  await typeSentence(page, 'When Mary and John went to the old store to buy a cold drink, John gave it to');
   const runs = await page.evaluate(() => window.__tviz.compareRuns ?? 0);
-  await page.fill('#compare-text', 'When Mary and John went out, Mary gave a drink to');
+  await page.fill('#compare-text', 'When Mary and John went to the old store to buy a cold drink, Mary gave it to');
   await page.waitForFunction((n) => (window.__tviz.compareRuns ?? 0) > n, runs);
   await page.locator('#patch-block').scrollIntoViewIfNeeded();
   await page.waitForFunction(() => /^Patching: \d+ of \d+ patches/.test(document.querySelector('#patch-status').textContent), null, { timeout: 120_000 });
@@ -241,7 +242,7 @@ test('patching SmolLM2 runs in slices: a progress bar, Stop and Continue, the sh
   const [, total] = /of (\d+) patches/.exec(status).map(Number);
   const shared = Number(/the first (\d+) tokens are the same in both/.exec(status)?.[1]);
   const tokens = Number((await page.textContent('#token-count')).split(' ')[0]);
-  assert.ok(shared >= 6 && shared < tokens, `${shared} shared tokens of ${tokens}`);
+  assert.ok(shared >= 12 && shared < tokens, `${shared} shared tokens of ${tokens}`);
   // Every head of its 30 layers of 9, and the stream from the first token that differs on.
   assert.equal(total, 30 * 9 + 30 * (tokens - shared));
   assert.equal(await page.getAttribute('#patch-progress', 'max'), String(total));

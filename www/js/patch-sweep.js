@@ -66,6 +66,7 @@ async function follow() {
 /** After a patching chart is drawn: a new sweep starts unstopped; one under way is followed. */
 function afterPatchChart() {
   const p = session.viz?.patch_progress();
+  sweep.last = p;
   if (p && p.id !== sweep.id) {
     sweep.id = p.id;
     sweep.stopped = false;

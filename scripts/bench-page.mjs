@@ -12,6 +12,8 @@
 //     the cores', four), each running batches of passes on the same tokens back to back
 //     with nothing drawn, the pages taking turns (so that the machine's changing speed falls on
 //     all three alike); each thread count's pass against one thread's, round by round.
+// OFF=h1.2,f0 (parts switched off, as the link writes them) measures each model as trained and
+// then with those parts off.
 // Prints a table and writes tests/artifacts/bench-page.json. MODELS=lecture-post-ln (names, by
 // commas) measures only those; KEYSTROKES=60 types more keys a size (20 by default). With
 // BASELINE_DIST=dir (another build, e.g. an older commit's dist/; BASELINE_SERVER=its
@@ -232,7 +234,13 @@ const all = [];
 try {
   for (let round = 0; round < rounds; round += 1) {
     for (const model of MODELS.filter((m) => !process.env.MODELS || process.env.MODELS.split(',').includes(m.name))) {
-      for (const dist of builds) all.push(await measure(dist, model));
+      // OFF=h1.2 (the link's code): each model as trained, then with those parts switched off.
+      const variants = process.env.OFF
+        ? [model, { ...model, name: `${model.name} with off=${process.env.OFF}`, query: [model.query, `off=${process.env.OFF}`].filter(Boolean).join('&') }]
+        : [model];
+      for (const variant of variants) {
+        for (const dist of builds) all.push(await measure(dist, variant));
+      }
     }
   }
 } finally {

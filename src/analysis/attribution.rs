@@ -11,12 +11,15 @@
 use ndarray::{s, Array1, Array2, ArrayView1, Axis};
 use serde::Serialize;
 
-use super::ablation::{ablate, Part, Switch};
+use super::ablation::{edits_for, Part, Switch};
 use crate::error::{Result, VizError};
+use crate::model::backend::on_cpu;
 use crate::model::config::{NormKind, NormPlace};
+use crate::model::cpu::Cpu;
+use crate::model::forward::Logits;
 use crate::model::record::Op;
 use crate::trace::Trace;
-use crate::transformer::Transformer;
+use crate::transformer::{Keep, PassRequest, Transformer};
 
 /// One part's vote.
 #[derive(Debug, Clone, Serialize)]
@@ -233,12 +236,27 @@ fn last_logits(model: &Transformer, trace: &Trace) -> Result<Array1<f32>> {
         .index_axis_move(Axis(0), 0)) // (vocab)
 }
 
-/// The pass on the trace's text with `part` switched off as well as the parts in `off` (the
-/// ones the trace was computed without).
-fn without(model: &Transformer, trace: &Trace, off: &[Switch], part: Part) -> Result<Trace> {
+/// The last token's logits (vocab) of a pass on the trace's text with `part` switched off as
+/// well as the parts in `off` (the ones the trace was computed without). With none off the
+/// trace is the intact pass the changes read their values from; only the logits are kept.
+fn logits_without(
+    model: &Transformer,
+    trace: &Trace,
+    off: &[Switch],
+    part: Part,
+) -> Result<Array1<f32>> {
     let mut switches = off.to_vec();
     switches.push(Switch::zero(part));
-    Ok(ablate(model, &trace.text, &switches)?.changed)
+    let edits = if off.is_empty() {
+        edits_for(trace, &switches)?
+    } else {
+        edits_for(&model.trace(&trace.text)?, &switches)?
+    };
+    let request = PassRequest::text(&trace.text)
+        .keeping(Keep::Output(Logits::Last))
+        .editing(&edits);
+    let logits = on_cpu(model.pass(&Cpu, request))?.into_logits()?; // (rows, vocab)
+    Ok(logits.index_axis(Axis(0), logits.nrows() - 1).to_owned()) // (vocab)
 }
 
 /// The votes on `id` (default: the most likely next token) after the trace's text. `off`: the
@@ -313,16 +331,12 @@ fn switched_off_votes(
     off: &[Switch],
 ) -> Result<Attribution> {
     let c = &model.config;
-    let unembedding = model.weights.unembedding(c).ok_or(VizError::NoLmHead)?;
-    let u = unembedding.rows_f32(id as usize, id as usize + 1); // (1, d)
     let mut votes = Vec::new();
     let mut vote = |part: Part, label: String, layer: usize, head: Option<usize>| {
         if off.iter().any(|s| s.part == part) {
             return Ok::<(), VizError>(());
         }
-        let changed = without(model, trace, off, part)?;
-        let hidden = changed.final_hidden()?; // (T, d)
-        let without = hidden.row(hidden.nrows() - 1).dot(&u.row(0));
+        let without = logits_without(model, trace, off, part)?[id as usize];
         votes.push(Vote {
             label,
             layer: Some(layer),
@@ -416,8 +430,7 @@ pub fn part_tokens(
                 "this part is switched off already: it moves no token".into(),
             ));
         }
-        let changed = without(model, trace, off, part)?;
-        let effects = last_logits(model, trace)? - last_logits(model, &changed)?; // (vocab)
+        let effects = last_logits(model, trace)? - logits_without(model, trace, off, part)?; // (vocab)
         (
             effects,
             "A post-LN model normalises after every addition, so a part's write has no fixed \

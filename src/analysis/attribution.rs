@@ -236,27 +236,36 @@ fn last_logits(model: &Transformer, trace: &Trace) -> Result<Array1<f32>> {
         .index_axis_move(Axis(0), 0)) // (vocab)
 }
 
-/// The last token's logits (vocab) of a pass on the trace's text with `part` switched off as
-/// well as the parts in `off` (the ones the trace was computed without). With none off the
-/// trace is the intact pass the changes read their values from; only the logits are kept.
+/// The last token's logits (vocab) of a pass on `intact`'s text (the pass as trained) with
+/// `part` switched off as well as the parts in `off`; only the logits are kept.
 fn logits_without(
     model: &Transformer,
-    trace: &Trace,
+    intact: &Trace,
     off: &[Switch],
     part: Part,
 ) -> Result<Array1<f32>> {
     let mut switches = off.to_vec();
     switches.push(Switch::zero(part));
-    let edits = if off.is_empty() {
-        edits_for(trace, &switches)?
-    } else {
-        edits_for(&model.trace(&trace.text)?, &switches)?
-    };
-    let request = PassRequest::text(&trace.text)
+    let edits = edits_for(intact, &switches)?;
+    let request = PassRequest::text(&intact.text)
         .keeping(Keep::Output(Logits::Last))
         .editing(&edits);
     let logits = on_cpu(model.pass(&Cpu, request))?.into_logits()?; // (rows, vocab)
     Ok(logits.index_axis(Axis(0), logits.nrows() - 1).to_owned()) // (vocab)
+}
+
+/// The pass as trained on the trace's text: the trace itself when no part is off (`off`: the
+/// parts the trace was computed without), else computed once.
+fn intact_of<'a>(
+    model: &Transformer,
+    trace: &'a Trace,
+    off: &[Switch],
+) -> Result<std::borrow::Cow<'a, Trace>> {
+    Ok(if off.is_empty() {
+        std::borrow::Cow::Borrowed(trace)
+    } else {
+        std::borrow::Cow::Owned(model.trace(&trace.text)?)
+    })
 }
 
 /// The votes on `id` (default: the most likely next token) after the trace's text. `off`: the
@@ -331,12 +340,13 @@ fn switched_off_votes(
     off: &[Switch],
 ) -> Result<Attribution> {
     let c = &model.config;
+    let intact = intact_of(model, trace, off)?;
     let mut votes = Vec::new();
     let mut vote = |part: Part, label: String, layer: usize, head: Option<usize>| {
         if off.iter().any(|s| s.part == part) {
             return Ok::<(), VizError>(());
         }
-        let without = logits_without(model, trace, off, part)?[id as usize];
+        let without = logits_without(model, &intact, off, part)?[id as usize];
         votes.push(Vote {
             label,
             layer: Some(layer),
@@ -430,7 +440,9 @@ pub fn part_tokens(
                 "this part is switched off already: it moves no token".into(),
             ));
         }
-        let effects = last_logits(model, trace)? - logits_without(model, trace, off, part)?; // (vocab)
+        let intact = intact_of(model, trace, off)?;
+        let without = logits_without(model, &intact, off, part)?; // (vocab)
+        let effects = last_logits(model, trace)? - without; // (vocab)
         (
             effects,
             "A post-LN model normalises after every addition, so a part's write has no fixed \

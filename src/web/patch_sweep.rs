@@ -35,6 +35,7 @@ pub(super) struct PatchState {
 }
 
 /// What a patching chart can draw now.
+#[derive(Clone)]
 pub(super) enum PatchNow {
     Done(Rc<Result<PatchGrid, VizError>>),
     Running { done: usize, total: usize },
@@ -101,13 +102,7 @@ impl PatchState {
 
     /// What a patching chart can draw now.
     pub(super) fn now(&self) -> PatchNow {
-        match &self.now {
-            PatchNow::Done(grid) => PatchNow::Done(grid.clone()),
-            PatchNow::Running { done, total } => PatchNow::Running {
-                done: *done,
-                total: *total,
-            },
-        }
+        self.now.clone()
     }
 
     /// Makes patches for about `budget` ms (at least one).

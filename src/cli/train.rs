@@ -103,6 +103,12 @@ pub struct TrainArgs {
     pub run_lengths: (u32, u32),
     #[arg(long, default_value = "8-48", value_parser = parse_range)]
     pub early_run_lengths: (u32, u32),
+    /// Random runs draw a token of frequency rank r with a chance proportional to
+    /// 1 / (r + 1)^Z (0: alike), from the pool or, with a pool of 0, from every token.
+    #[arg(long, default_value_t = 0.0)]
+    pub run_zipf: f32,
+    #[arg(long, default_value_t = 0.0)]
+    pub early_run_zipf: f32,
     /// AdamW's second-moment decay.
     #[arg(long, default_value_t = 0.95)]
     pub beta2: f64,
@@ -379,6 +385,7 @@ pub fn train(args: TrainArgs) -> Result<()> {
             copied_span: args.copied_span,
             pool: args.run_pool,
             run_lengths: args.run_lengths,
+            zipf: args.run_zipf,
         },
         projection_std: args.projection_std,
         pool_doubling: args.early_pool_doubling,
@@ -389,6 +396,7 @@ pub fn train(args: TrainArgs) -> Result<()> {
                 copied_span: args.early_copied_span,
                 pool: args.early_run_pool,
                 run_lengths: args.early_run_lengths,
+                zipf: args.early_run_zipf,
             },
         )),
     };

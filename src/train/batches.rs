@@ -24,6 +24,12 @@ pub struct Mixture {
     /// circuit is built from, learned before any content has to be matched.
     #[serde(default = "default_run_lengths")]
     pub run_lengths: (u32, u32),
+    /// 0: a random run draws its tokens alike. Above 0: it draws the token of frequency rank
+    /// r (from 0) with a chance of about 1 / (r + 1.5)^zipf (a power law, as words come in
+    /// text): the frequent tokens are met often enough to learn early, and every token still
+    /// comes.
+    #[serde(default)]
+    pub zipf: f32,
 }
 
 fn default_run_lengths() -> (u32, u32) {
@@ -36,6 +42,7 @@ impl Mixture {
         copied_span: 0,
         pool: 0,
         run_lengths: (8, 48),
+        zipf: 0.0,
     };
 }
 
@@ -55,6 +62,21 @@ pub fn run_pool(stream: &[u32], bos: u32) -> Vec<u32> {
 
 fn below(rng: &mut ChaCha8Rng, n: usize) -> usize {
     (rng.next_u64() % n as u64) as usize
+}
+
+/// A rank below `n` drawn with the chance the continuous power law x^-a (a > 0) gives
+/// [rank + 1, rank + 2) within [1, n + 1), about 1 / (rank + 1.5)^a: its distribution is
+/// inverted in closed form, so a draw costs no table.
+fn zipf_rank(rng: &mut ChaCha8Rng, n: usize, a: f64) -> usize {
+    let u = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64; // [0, 1)
+    let top = (n + 1) as f64;
+    let x = if (a - 1.0).abs() < 1e-9 {
+        top.powf(u)
+    } else {
+        let b = 1.0 - a;
+        (u * top.powf(b) + (1.0 - u)).powf(1.0 / b)
+    };
+    ((x.floor() as usize).max(1) - 1).min(n - 1)
 }
 
 fn between(rng: &mut ChaCha8Rng, lo: usize, hi: usize) -> usize {
@@ -83,8 +105,12 @@ pub fn sample_sequence(
     if kind < mixture.random_repeat {
         let (shortest, longest) = mixture.run_lengths;
         // Every ordinary id alike (id = the number drawn, as the committed runs drew them),
-        // or one of the pool's first `mixture.pool` ids.
-        let size = (mixture.pool as usize).min(pool.len());
+        // or one of the pool's first `mixture.pool` ids, alike or by a power law of rank.
+        let size = if mixture.zipf > 0.0 && mixture.pool == 0 {
+            pool.len()
+        } else {
+            (mixture.pool as usize).min(pool.len())
+        };
         let run: Vec<u32> = (0..between(
             rng,
             shortest.max(1) as usize,
@@ -93,6 +119,8 @@ pub fn sample_sequence(
             .map(|_| {
                 if size == 0 {
                     below(rng, bos as usize) as u32
+                } else if mixture.zipf > 0.0 {
+                    pool[zipf_rank(rng, size, mixture.zipf as f64)]
                 } else {
                     pool[below(rng, size)]
                 }

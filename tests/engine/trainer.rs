@@ -71,6 +71,7 @@ fn short_settings(steps: usize, seed: u64) -> Settings {
             copied_span: 150,
             pool: 64,
             run_lengths: (8, 48),
+            zipf: 0.0,
         },
         early: None,
         pool_doubling: 0,
@@ -765,6 +766,7 @@ fn the_default_mixture_draws_the_committed_runs_sequences() {
         copied_span: 150,
         pool: 0,
         run_lengths: (8, 48),
+        zipf: 0.0,
     };
     let pool = run_pool(&stream, 299);
     let (mut a, mut b) = (ChaCha8Rng::seed_from_u64(5), ChaCha8Rng::seed_from_u64(5));
@@ -784,6 +786,51 @@ fn the_default_mixture_draws_the_committed_runs_sequences() {
 }
 
 #[test]
+fn zipf_runs_draw_every_token_and_the_frequent_ones_as_often_as_their_rank_says() {
+    use rand_chacha::ChaCha8Rng;
+    use rand_core::SeedableRng;
+    use transformer_viz::train::batches::{run_pool, sample_sequence};
+    let stream = synthetic_stream(5000, 299);
+    let pool = run_pool(&stream, 299); // (299,): most frequent first
+    let zipf = Mixture {
+        random_repeat: 1000,
+        copied_span: 0,
+        pool: 0,
+        run_lengths: (16, 16),
+        zipf: 1.0,
+    };
+    let mut rng = ChaCha8Rng::seed_from_u64(3);
+    let mut counts = vec![0usize; 299]; // (299,): draws by frequency rank
+    let rank_of: std::collections::HashMap<u32, usize> =
+        pool.iter().enumerate().map(|(r, &id)| (id, r)).collect();
+    for _ in 0..4000 {
+        let seq = sample_sequence(&mut rng, &stream, 64, 299, &zipf, &pool);
+        for &id in &seq[1..17] {
+            counts[rank_of[&id]] += 1;
+        }
+    }
+    // 64,000 draws: with P(r) ~ 1 / (r + 1.5), rank 0 comes about seven times as often as
+    // rank 9 (12% of the draws) and the last ranks still come.
+    let ratio = counts[0] as f64 / counts[9] as f64;
+    assert!((5.5..9.0).contains(&ratio), "rank 0 / rank 9 = {ratio}");
+    assert!(
+        (6500..9000).contains(&counts[0]),
+        "rank 0 drawn {} times",
+        counts[0]
+    );
+    assert!(
+        counts[250..].iter().all(|&c| c > 0),
+        "every rare token drawn"
+    );
+    // Within a pool, only the pool's tokens.
+    let pooled = Mixture { pool: 32, ..zipf };
+    for _ in 0..200 {
+        let seq = sample_sequence(&mut rng, &stream, 64, 299, &pooled, &pool);
+        assert!(seq[1..].iter().all(|id| rank_of[id] < 32));
+    }
+}
+
+#[test]
 fn a_curriculums_run_pool_doubles_every_so_many_steps_then_the_main_mixture_follows() {
     let mut s = short_settings(100, 1);
     let early = Mixture {
@@ -791,6 +838,7 @@ fn a_curriculums_run_pool_doubles_every_so_many_steps_then_the_main_mixture_foll
         copied_span: 0,
         pool: 64,
         run_lengths: (4, 16),
+        zipf: 0.0,
     };
     s.early = Some((50, early));
     assert_eq!(s.mixture_at(0), early, "no doubling asked");

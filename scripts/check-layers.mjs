@@ -18,13 +18,14 @@ import { fileURLToPath } from 'node:url';
 
 /** The page's layers, lowest first: a module may import from its own layer or one below. */
 export const JS_LAYERS = [
-  ['foundations', ['dom.js', 'messages.js', 'math.js', 'threads.js', 'url-state.js', 'models.js', 'loading.js', 'model-files.js', 'testing-hook.js']],
+  ['foundations', ['dom.js', 'messages.js', 'math.js', 'threads.js', 'url-state.js', 'models.js', 'loading.js', 'model-files.js', 'testing-hook.js', 'lesson-format.js']],
   ['state', ['state.js', 'session.js']],
   ['engine', ['applicable.js', 'backend-status.js', 'cpu-threads.js', 'gpu-backend.js', 'gpu-readback.js']],
   ['charts', ['charts.js', 'hover.js', 'export.js']],
   ['sections', ['tokens.js', 'attention.js', 'head-finder.js', 'query.js', 'compare.js', 'position.js', 'norm.js', 'residual.js',
-    'rotary.js', 'stepper.js', 'prediction.js', 'translation.js', 'presenter.js', 'twin.js', 'ablation.js', 'part-tokens.js', 'patch-sweep.js']],
+    'rotary.js', 'stepper.js', 'prediction.js', 'translation.js', 'presenter.js', 'twin.js', 'ablation.js', 'part-tokens.js', 'patch-sweep.js', 'lesson-answers.js']],
   ['flow', ['pass.js', 'model-picker.js']],
+  ['lessons', ['lessons.js']],
   ['main', ['main.js']],
 ];
 

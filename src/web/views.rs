@@ -242,6 +242,37 @@ impl Viz {
         to_js(&heads_from(self.current()?, token, beyond_neighbours).map_err(js_err)?)
     }
 
+    /// The `top` most likely next tokens after the sentence, as the model computes them
+    /// (temperature 1, nothing cut): `[{id, token, probability}]`, most likely first. An
+    /// encoder has no language-model head: an error that says so.
+    pub fn next_tokens(&self, top: usize) -> Result<JsValue, JsError> {
+        #[derive(serde::Serialize)]
+        struct Next {
+            id: u32,
+            token: String,
+            probability: f32,
+        }
+        let probabilities = self
+            .current()?
+            .next_token_probabilities()
+            .map_err(js_err)?
+            .to_vec(); // (vocab,)
+        let next: Vec<Next> = crate::tensor::top_ids(&probabilities, top.min(64))
+            .into_iter()
+            .map(|id| Next {
+                id,
+                token: self
+                    .model
+                    .tokenizer
+                    .token_text(id)
+                    .unwrap_or("")
+                    .to_string(),
+                probability: probabilities[id as usize],
+            })
+            .collect();
+        to_js(&next)
+    }
+
     /// The sentence's pronouns, each with the tokens of the word it stands for by agreement
     /// (`analysis::antecedents`): what the antecedent score measures.
     pub fn references(&self) -> Result<JsValue, JsError> {

@@ -2,7 +2,8 @@
 // All model work and all chart drawing happen in Rust; these modules only keep state, ask for
 // views by name, and handle hover, export, the URL and the keyboard. Imports go one way, from
 // the top of this list down (scripts/check-layers.mjs checks it):
-//   main.js (wiring)   pass.js (text -> pass -> views)   model-picker.js (choosing and loading one)
+//   main.js (wiring)   lessons.js (the Lessons panel: steps that set the page, questions)
+//   pass.js (text -> pass -> views)   model-picker.js (choosing and loading one)
 //   sections, one module each, each registering its charts with charts.js: tokens.js
 //     attention.js  head-finder.js  query.js (one query at a time)  compare.js  position.js  norm.js
 //     residual.js  rotary.js
@@ -12,7 +13,7 @@
 //     gpu-readback.js  applicable.js (views a model does not have)
 //   state.js (choices + URL)   session.js (model + last pass)
 //   models.js (which models, their files: src/checkpoints/models.json)  model-files.js (Cache
-//     API, downloads)  url-state.js (link format)  threads.js  loading.js  messages.js  math.js
+//     API, downloads)  url-state.js (link format)  lesson-format.js (a lesson file, read)  threads.js  loading.js  messages.js  math.js
 //     dom.js  testing-hook.js (window.__tviz, for the browser tests)
 import { $ } from './dom.js';
 import { capText, MAX_TEXT_CHARS } from './url-state.js';
@@ -24,7 +25,7 @@ import { charts, drawAll, drawTiming, observeCharts } from './charts.js';
 import { renderStep } from './stepper.js';
 import { update, scheduleUpdate, showSummary, passOnGpuWith, passAgainIfTyped, differenceFromCpu } from './pass.js';
 import { wirePrediction, renderSamplingControls } from './prediction.js';
-import { wireAttention, renderLayerHeadOptions } from './attention.js';
+import { wireAttention, renderLayerHeadOptions, renderLinesControls } from './attention.js';
 import { wireHeadFinder } from './head-finder.js';
 import { wireCompare, refreshCompare } from './compare.js';
 import { wirePosition, renderDimsForModel } from './position.js';
@@ -43,6 +44,7 @@ import { openGpu, wireBackendChoice } from './gpu-backend.js';
 import { wirePresenter } from './presenter.js';
 import { openFirstModel, wirePicker, switchModel } from './model-picker.js';
 import { wireQuery } from './query.js';
+import { wireLessons, showLessonOfState, openLinkedLesson } from './lessons.js';
 import { publish } from './testing-hook.js';
 
 // Back/Forward landed on another view: show it.
@@ -56,6 +58,7 @@ function showHistoryView(before) {
   $('layer').value = state.layer;
   $('head').value = state.head;
   document.querySelector(`input[name=mode][value=${state.mode}]`).checked = true;
+  renderLinesControls(); // the caption names the head
   $('dims').value = state.dims.join(', ');
   $('norm').value = state.norm;
   $('rotary-pair').value = String(state.rotaryPair);
@@ -72,7 +75,7 @@ function showHistoryView(before) {
 function wire() {
   wireNotice();
   keepLinksOutOfHistory();
-  onHistoryMove(showHistoryView);
+  onHistoryMove((before) => { showHistoryView(before); showLessonOfState(); });
   wireAttention();
   wireHeadFinder();
   wireQuery();
@@ -87,6 +90,7 @@ function wire() {
   wireSwitches({ update });
   wirePartTokens();
   wirePresenter();
+  wireLessons(showHistoryView);
   $('text').addEventListener('input', (event) => { state.text = textBoxText(); scheduleUpdate(event); });
   for (const name of Object.keys(charts)) attachExport(name);
   for (const name of ['attention', 'pos-table', 'pos-sin-table', 'pos-sim', 'pos-sin', 'step', 'head-grid', 'lens', 'rotary-distance', 'cross', 'off-attention']) attachHover(name);
@@ -152,6 +156,7 @@ async function main() {
     writeUrl();
   }
   $('loading').hidden = true;
+  openLinkedLesson();
 }
 
 publish({

@@ -294,6 +294,14 @@ async function pick(name) {
   else offer(model);
 }
 
+/** Chooses model `name` as the picker does (a lesson's step): a small or cached one loads at
+ * once, a big one is offered with its size first. */
+export function pickModel(name) {
+  if (!modelNamed(name)) return;
+  $('model').value = name;
+  pick(name);
+}
+
 /** Models smaller than this load without asking first. */
 const SMALL_MODEL_BYTES = 10e6;
 

@@ -214,6 +214,7 @@ export function showSummary(summary, started = performance.now()) {
   inputAt = null;
   lastPassEnd = done;
   if (testHook.firstViewAt === undefined) publish({ firstViewAt: done });
+  document.dispatchEvent(new CustomEvent('tviz:pass')); // a lesson's question follows the sentence
 }
 
 export function scheduleUpdate(event) {

@@ -117,7 +117,27 @@ function show(sectionIndex, slideIndex = 0) {
   if (session.summary) drawAll(); // the slide's charts were hidden: size and draw them now
 }
 
+let driver = null; // a lesson's own steps, while one is open (lessons.js)
+
+/** While a lesson is open, PageDown/PageUp and the bar's buttons move through its steps:
+ * `move(+1 or -1)` returns true when it took the move; `place()` is the element the lesson's
+ * step is about (or null), the slide presenter mode opens on. */
+export function drivePresenter({ move: moveLesson, place }) {
+  driver = { move: moveLesson, place };
+}
+
+/** In presenter mode, shows the slide that holds `el` (the view a lesson's step is about). */
+export function presentElement(el) {
+  if (!presenting()) return;
+  const index = sections().findIndex((s) => s.contains(el));
+  if (index < 0) return;
+  show(index, 0);
+  const slide = slides.findIndex((blocks) => blocks.some((b) => b.contains(el) || el.contains(b)));
+  if (slide > 0) show(index, slide);
+}
+
 function move(step) {
+  if (driver?.move(step)) return;
   const next = place.slide + step;
   if (next >= 0 && next < slides.length) show(place.section, next);
   else if (step > 0 && place.section < sections().length - 1) show(place.section + 1, 0);
@@ -135,10 +155,12 @@ function setPresenting(on) {
   $('presenter-where').hidden = !on;
   setTextZoom(on ? PRESENTER_TEXT_ZOOM : 1);
   if (on) {
-    // Start on the section nearest the top of the window.
+    // Start on a lesson's view, or else the section nearest the top of the window.
     const all = sections();
     const nearest = all.findIndex((s) => s.getBoundingClientRect().bottom > 80);
     show(nearest < 0 ? 0 : nearest);
+    const lessonView = driver?.place();
+    if (lessonView) presentElement(lessonView);
   } else {
     clearTimeout(recut); // a cut asked for just before leaving must not hide blocks again
     setChartHeightLimit(null);

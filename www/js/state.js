@@ -32,6 +32,8 @@ export const state = {
   threads: null, // a link's threads=N (threads.js); null: as many as the device reports, up to 8
   backend: 'auto', // where passes run: auto, cpu or gpu (`?backend=`, gpu-backend.js)
   layerHeadFromUrl: false, // else the head finder picks an informative head to open on
+  lesson: null, // the shipped lesson open (lessons.js: its file's name in www/lessons/), or null
+  lessonStep: 0, // its step, from 0 (a link's lstep= counts from 1)
 };
 
 /** What the opening link stated (before any clamping), for `checkAgainst`. */
@@ -63,7 +65,7 @@ export function checkAgainst(limits, asked = state) {
 }
 
 // ---------- the address bar ----------
-const KEYS = ['model', 'text', 'layer', 'head', 'mode', 'stack', 'step', 'stepHead', 'norm', 'dims', 'residualTokens', 'rotaryPair', 'query', 'temperature', 'topK', 'topP', 'seed', 'off'];
+const KEYS = ['model', 'text', 'layer', 'head', 'mode', 'stack', 'step', 'stepHead', 'norm', 'dims', 'residualTokens', 'rotaryPair', 'query', 'temperature', 'topK', 'topP', 'seed', 'off', 'lesson', 'lessonStep'];
 let written = null; // the state the current history entry shows
 let lastChange = { keys: '', at: -Infinity };
 let linkSeq = 0;

@@ -32,6 +32,8 @@ export const MAX_DECODED_TEXT_BYTES = 1 << 20;
 export const MAX_DIMS = 8;
 
 const MODES = new Set(['heatmap', 'lines']);
+/** A shipped lesson's name: its file in www/lessons/ without ".md". */
+export const LESSON_NAME = /^[a-z0-9][a-z0-9-]{0,59}$/;
 const STACKS = new Set(['encoder', 'decoder']);
 const BACKENDS = new Set(['auto', 'cpu', 'gpu']);
 
@@ -168,6 +170,16 @@ export async function parseLink(search, hash) {
     if (off) values.off = off;
     else notes.push(`The link's off=${shorten(q.get('off'))} does not name parts of a model (h1.2 is layer 1 head 2, f0 layer 0's feed-forward, pos and mask; m after one means its mean), so nothing is switched off.`);
   }
+  if (q.has('lesson')) {
+    const name = q.get('lesson');
+    if (LESSON_NAME.test(name)) values.lesson = name;
+    else notes.push(`The link's lesson=${shorten(name)} is not a lesson's name (small letters, digits and hyphens), so no lesson is opened.`);
+  }
+  if (q.has('lstep')) {
+    const n = wholeNumber(q.get('lstep'));
+    if (n === null || n < 1) notes.push(`The link's lstep=${shorten(q.get('lstep'))} is not a step number (from 1), so the lesson opens at its first step.`);
+    else values.lessonStep = n - 1; // checked against the lesson by lessons.js
+  }
   const threads = threadsInLink(search);
   if (Number.isInteger(threads)) values.threads = threads;
   else if (Number.isNaN(threads)) notes.push(`The link's threads=${shorten(q.get('threads'))} is not a whole number from 1 to ${MAX_THREADS}, so the page chooses how many threads compute.`);
@@ -239,6 +251,10 @@ export function queryFor(state, model) {
   if (state.topP !== undefined && state.topP !== 1) q.set('topp', String(state.topP));
   if (state.seed) q.set('seed', String(state.seed));
   if (state.off?.length) q.set('off', offCode(state.off));
+  if (state.lesson) {
+    q.set('lesson', state.lesson);
+    q.set('lstep', String((state.lessonStep ?? 0) + 1));
+  }
   if (state.threads) q.set('threads', String(state.threads));
   if (state.backend && state.backend !== 'auto') q.set('backend', state.backend);
   return `?${q}`;

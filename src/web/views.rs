@@ -229,6 +229,18 @@ impl Viz {
             .collect())
     }
 
+    /// Cross-attention weights of one head of an encoder-decoder's decoder layer, row-major
+    /// (T x S: the tokens it wrote down, the source's across); an error for other models.
+    pub fn cross_attention(&self, layer: usize, head: usize) -> Result<Vec<f32>, JsError> {
+        Ok(self
+            .current()?
+            .cross_attention(layer, head)
+            .map_err(js_err)?
+            .iter()
+            .copied()
+            .collect())
+    }
+
     /// What every head of the current sentence does: for each (layer, head), its
     /// previous-token, next-token, first-token and final-[SEP] scores (mean weights).
     pub fn head_scores(&self) -> Result<JsValue, JsError> {

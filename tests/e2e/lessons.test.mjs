@@ -26,6 +26,9 @@ async function stepShown(page, index, model, asks) {
       return l.open && l.step === index && loaded && (!asks || l.answer) && 'shown';
     }, { index, model, asks }, { timeout: 180_000 });
     if ((await ready.jsonValue()) === 'shown') return;
+    // A model not yet downloaded: the step says so, and the page offers it with its size.
+    await page.waitForFunction(() => /is not loaded yet: download it with the button at the top/.test(window.__tvizLesson.problem ?? ''));
+    assert.match(await page.textContent('#model-download'), /^Download \d+ MB$/);
     await page.click('#model-download');
     await page.waitForFunction(() => window.__tviz.picker !== 'offer');
   }
@@ -48,6 +51,18 @@ async function answerFromCharts(page, question) {
       const weights = await page.evaluate(() => Array.from(window.__tvizDrawn.attention.values));
       const t = Math.round(Math.sqrt(weights.length));
       const row = weights.slice(query * t, query * t + t);
+      return row.indexOf(Math.max(...row));
+    }
+    case 'cross-attended': {
+      const query = await page.evaluate(() => window.__tvizLesson.answer.query);
+      await page.locator('canvas[data-chart="cross"]').scrollIntoViewIfNeeded();
+      await page.evaluate(() => window.__tvizFlush());
+      const d = await page.evaluate(() => {
+        const c = window.__tvizDrawn.cross;
+        return { values: Array.from(c.values), s: c.col_labels.length, t: c.row_labels.length };
+      });
+      assert.equal(d.values.length, d.s * d.t);
+      const row = d.values.slice(query * d.s, query * d.s + d.s);
       return row.indexOf(Math.max(...row));
     }
     case 'best-head': {

@@ -36,6 +36,24 @@ function mostAttended(tokens) {
   };
 }
 
+function crossAttended(tokens) {
+  const source = session.summary.translation?.source_tokens ?? [];
+  if (!source.length) return { none: 'this model has no source to attend to' };
+  const S = source.length;
+  const weights = session.viz.cross_attention(state.layer, state.head); // (T * S,), row-major
+  if (weights.length !== tokens.length * S) return { none: 'this head has no cross-attention over the source' };
+  const q = queryIndex(tokens);
+  let best = 0;
+  for (let k = 1; k < S; k++) if (weights[q * S + k] > weights[q * S + best]) best = k;
+  return {
+    ask: 'token',
+    tokens: source, // the reply is a source token
+    query: q,
+    correct: best,
+    values: { answer: `"${tokenLabel(source[best])}" (source token ${best})`, weight: percent(weights[q * S + best]), query: `"${tokenLabel(tokens[q])}" (written token ${q})` },
+  };
+}
+
 function bestHead(pattern) {
   const scores = session.viz.head_scores(); // [{layer, head, previous, next, first, induction, ...}]
   let best = null;
@@ -108,6 +126,7 @@ export function computeAnswer(question) {
   if (!tokens.length) return { none: 'there is no sentence yet' };
   switch (question.answer) {
     case 'most-attended': return mostAttended(tokens);
+    case 'cross-attended': return crossAttended(tokens);
     case 'best-head': return bestHead(question.pattern);
     case 'next-token': return nextToken(tokens);
     case 'top-changes': return topChanges();

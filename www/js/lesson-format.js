@@ -44,6 +44,9 @@ export const SECTIONS = {
 export const ANSWERS = {
   // The key token the step's head puts the most weight on, from the step's query token.
   'most-attended': { ask: 'token', needs: ['layer', 'head'] },
+  // The source token the step's cross-attention head gives the most weight to, from the step's
+  // query token among those the decoder wrote (an encoder-decoder).
+  'cross-attended': { ask: 'token', needs: ['layer', 'head'], crossed: true },
   // The head with the highest score of a pattern on the sentence (`answer: best-head induction`).
   'best-head': { ask: 'head', patterns: ['previous', 'induction', 'duplicate', 'first', 'antecedent'] },
   // The most likely next token, among the model's four most likely.
@@ -272,6 +275,9 @@ export function checkLesson(lesson, configOf, file = 'the lesson') {
     const spec = ANSWERS[q.answer];
     if (spec.decoder && config.lm_head === 'None') {
       errors.push(new LessonError(q.answerLine, `${model} is an encoder and predicts no next token, so ${q.answer} has no answer`, file));
+    }
+    if (spec.crossed && !(config.encoder_layers > 0)) {
+      errors.push(new LessonError(q.answerLine, `${model} is not an encoder-decoder: it has no cross-attention, so ${q.answer} has no answer`, file));
     }
     for (const need of spec.needs ?? []) {
       const have = carried[need] !== undefined && !(need === 'off' && !carried.off.length);

@@ -162,7 +162,8 @@ function showStep(index, { apply = 'own' } = {}) {
     if (model !== session.modelName) {
       state.model = model;
       open.refocus = true; // once it is loaded, its charts laid out, the view is brought back
-      pickModel(model); // loads it (a big one is offered first), then a pass and every chart
+      // Loads it (a big one is offered first, and the step says so), then a pass and every chart.
+      pickModel(model).then(() => { if (open.doc) renderQuestion(); });
     } else {
       showView(before);
     }
@@ -280,14 +281,14 @@ function replyControls(a, answered) {
     if (answered && chosen && !right) b.classList.add('lesson-wrong');
     return b;
   };
-  const tokens = session.summary.tokens;
   switch (a.ask) {
     case 'token':
-      return tokens.map((t, i) => {
+      // The sentence's tokens, or the source's for a question about cross-attention.
+      return (a.tokens ?? session.summary.tokens).map((t, i) => {
         const b = mark(button(tokenLabel(t), () => reply(i)), open.reply === i, a.correct === i);
         b.dataset.token = String(i);
         b.title = `Token ${i}`;
-        if (i === a.query) b.classList.add('lesson-query');
+        if (i === a.query && !a.tokens) b.classList.add('lesson-query');
         return b;
       });
     case 'head': {

@@ -295,11 +295,11 @@ async function pick(name) {
 }
 
 /** Chooses model `name` as the picker does (a lesson's step): a small or cached one loads at
- * once, a big one is offered with its size first. */
-export function pickModel(name) {
+ * once, a big one is offered with its size first. Resolves once the page has chosen which. */
+export async function pickModel(name) {
   if (!modelNamed(name)) return;
   $('model').value = name;
-  pick(name);
+  await pick(name);
 }
 
 /** Models smaller than this load without asking first. */

@@ -10,7 +10,8 @@ import { offCode } from './url-state.js';
 import { gpu } from './backend-status.js';
 import { draw, registerChart } from './charts.js';
 
-registerChart('votes', { spec: () => ({ kind: 'votes' }), shape: [0.62, 560] });
+// A post-LN model's votes are a pass without each part: drawn when the chart is seen.
+registerChart('votes', { spec: () => ({ kind: 'votes' }), shape: [0.62, 560], whenSeen: true });
 // `off` only tells the chart cache which parts a picture is for; Rust ignores it.
 registerChart('off-attention', { spec: () => ({ kind: 'off_difference', layer: state.layer, head: state.head, off: offCode(state.off) }), shape: [0.9, 340] });
 

@@ -21,14 +21,17 @@ const options = {};
  *   height(width, height): the section's own height for that width, when the shape is not enough;
  *   modelOnly: the chart depends on the model alone while the sentence is under 64 tokens;
  *   heldWhileGenerating: too slow to redraw after each generated token (drawn when it stops);
+ *   whenSeen: it costs passes of its own (a post-LN model's votes run the model once without
+ *     each part), so after a pass it is drawn when it comes into view (or is exported, or
+ *     presented), not in the keystroke's tasks;
  *   model: () => { viz, name, summary } of another model the chart is drawn from (the lecture
  *     decoder's twin, beside the model shown), or { why, loading? } while it cannot be
  *     (`loading`: it will be, once its files arrive).
  */
-export function registerChart(name, { spec, shape, height = null, modelOnly = false, heldWhileGenerating = false, model = null }) {
+export function registerChart(name, { spec, shape, height = null, modelOnly = false, heldWhileGenerating = false, model = null, whenSeen = false }) {
   if (Object.hasOwn(charts, name)) throw new Error(`the chart "${name}" is registered twice`);
   charts[name] = spec;
-  options[name] = { shape, height, modelOnly, heldWhileGenerating, model };
+  options[name] = { shape, height, modelOnly, heldWhileGenerating, model, whenSeen };
 }
 
 /** The model chart `name` is drawn from, `{ viz, name, summary? }` (summary: that model's last
@@ -116,8 +119,9 @@ function sizeCanvas(name) {
 // it is under 64 tokens, the norm's learned parameters).
 const drawnKey = {};
 const dirty = new Set();
-// Charts drawn from another model (the twin) that were off screen after a pass: they cost a
-// pass of their own, so they wait until they come into view (or are exported, or presented).
+// Charts drawn from another model (the twin), and those registered `whenSeen`, that were off
+// screen after a pass: they cost passes of their own, so they wait until they come into view
+// (or are exported, or presented).
 const stale = new Set();
 
 function keyOf(name, model = modelOf(name).name) {
@@ -262,7 +266,9 @@ readback.arrived.push((waited) => {
 
 export function drawAll() {
   for (const name of Object.keys(charts)) {
-    if (options[name].model && !onScreen(name)) stale.add(name);
+    // (A chart this model does not have is "drawn" at once: a line saying why, no pass.)
+    const costly = options[name].model || (options[name].whenSeen && !whyNotShown(name));
+    if (costly && !onScreen(name)) stale.add(name);
     else dirty.add(name);
   }
   clearTimeout(background);

@@ -120,6 +120,10 @@ test('numbers are checked against the model each step runs on, naming the line',
   // A question that needs parts switched off when none are.
   const nothingOff = parseLesson(GOOD.replace('answer: most-attended', 'answer: top-changes'), { models: MODELS });
   assert.match(checkLesson(nothingOff, (m) => CONFIGS[m] ?? null)[0].message, /top-changes needs a off/);
+  // Cross-attention only in an encoder-decoder.
+  const crossed = parseLesson(GOOD.replace('answer: most-attended', 'answer: cross-attended'), { models: MODELS });
+  assert.match(checkLesson(crossed, (m) => CONFIGS[m] ?? null)[0].message, /lecture-post-ln is not an encoder-decoder: it has no cross-attention/);
+  assert.deepEqual(checkLesson(crossed, () => ({ n_layers: 2, n_heads: 4, lm_head: 'Tied', encoder_layers: 2 })), []);
   // A model whose config is not known yet is not checked (it is, once loaded).
   assert.deepEqual(checkLesson(outOfRange, () => null), []);
 });

@@ -2,6 +2,7 @@
 // causal mask): the picker, the bar under the sentence that lists what is off (one click puts
 // each back), and the table of the next token's probabilities as trained and without them.
 // The engine computes the changed pass (`Viz::set_switches`); every view draws it.
+import { tokenLabel } from './labels.js';
 import { $, fillSelect, syncChildren, setIfChanged } from './dom.js';
 import { state, writeUrl, newChoice } from './state.js';
 import { session } from './session.js';
@@ -15,8 +16,6 @@ registerChart('votes', { spec: () => ({ kind: 'votes' }), shape: [0.62, 560], wh
 // `off` only tells the chart cache which parts a picture is for; Rust ignores it.
 registerChart('off-attention', { spec: () => ({ kind: 'off_difference', layer: state.layer, head: state.head, off: offCode(state.off) }), shape: [0.9, 340] });
 
-/** The token as it reads, a leading space shown as "·". */
-const tokenText = (text) => text.replace(/^ /, '·').replace(/\n/g, '\\n');
 
 const labelOf = (s) => {
   const fill = s.fill === 'mean' ? ' (its mean)' : '';
@@ -117,7 +116,7 @@ function renderTable() {
     return tr;
   }, (tr, row) => {
     const change = row.changed - row.intact;
-    setIfChanged(tr.children[0], 'textContent', tokenText(row.token));
+    setIfChanged(tr.children[0], 'textContent', tokenLabel(row.token));
     setIfChanged(tr.children[1], 'textContent', `${(row.intact * 100).toFixed(1)}%`);
     setIfChanged(tr.children[2], 'textContent', `${(row.changed * 100).toFixed(1)}%`);
     setIfChanged(tr.children[3], 'textContent', `${change >= 0 ? '+' : '−'}${Math.abs(change * 100).toFixed(1)}`);

@@ -2,16 +2,17 @@
 // kinds are listed in lesson-format.js's ANSWERS), so a student who types their own sentence
 // is asked a question whose answer is still right. Each function returns what the panel asks
 // with and how it judges a reply, or `{ none: why }` when this sentence has no answer.
+import { tokenLabel as label } from './labels.js';
 import { session } from './session.js';
 import { state } from './state.js';
 
-/** How a token is written in a question, as the charts write it: a leading space as "·"
- * (" it" is "·it"), line breaks and tabs as escapes. */
+/** How a token is written in a question, as the charts write it (labels.js); an empty one
+ * as "∅", so that its button is not blank. */
 export function textLabel(text) {
-  return text.replace(/\n/g, '\\n').replace(/\t/g, '\\t').replace(/\r/g, '\\r').replace(/^ /, '·') || '∅';
+  return label(text) || '∅';
 }
 
-export function tokenLabel(token) {
+export function labelOfToken(token) {
   return textLabel(token.text);
 }
 
@@ -32,7 +33,7 @@ function mostAttended(tokens) {
     ask: 'token',
     query: q,
     correct: best,
-    values: { answer: `"${tokenLabel(tokens[best])}" (token ${best})`, weight: percent(weights[q * T + best]), query: `"${tokenLabel(tokens[q])}"` },
+    values: { answer: `"${labelOfToken(tokens[best])}" (token ${best})`, weight: percent(weights[q * T + best]), query: `"${labelOfToken(tokens[q])}"` },
   };
 }
 
@@ -50,7 +51,7 @@ function crossAttended(tokens) {
     tokens: source, // the reply is a source token
     query: q,
     correct: best,
-    values: { answer: `"${tokenLabel(source[best])}" (source token ${best})`, weight: percent(weights[q * S + best]), query: `"${tokenLabel(tokens[q])}" (written token ${q})` },
+    values: { answer: `"${labelOfToken(source[best])}" (source token ${best})`, weight: percent(weights[q * S + best]), query: `"${labelOfToken(tokens[q])}" (written token ${q})` },
   };
 }
 

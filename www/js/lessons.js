@@ -12,7 +12,7 @@ import { session } from './session.js';
 import { MODELS, modelNamed } from './models.js';
 import { LESSON_NAME } from './url-state.js';
 import { parseLesson, checkLesson, SECTIONS } from './lesson-format.js';
-import { computeAnswer, isRight, fillIn, tokenLabel } from './lesson-answers.js';
+import { computeAnswer, isRight, fillIn, labelOfToken } from './lesson-answers.js';
 import { presenting, drivePresenter, presentElement } from './presenter.js';
 import { pickModel } from './model-picker.js';
 import { exposeForTests } from './testing-hook.js';
@@ -285,7 +285,7 @@ function replyControls(a, answered) {
     case 'token':
       // The sentence's tokens, or the source's for a question about cross-attention.
       return (a.tokens ?? session.summary.tokens).map((t, i) => {
-        const b = mark(button(tokenLabel(t), () => reply(i)), open.reply === i, a.correct === i);
+        const b = mark(button(labelOfToken(t), () => reply(i)), open.reply === i, a.correct === i);
         b.dataset.token = String(i);
         b.title = `Token ${i}`;
         if (i === a.query && !a.tokens) b.classList.add('lesson-query');

@@ -13,7 +13,8 @@
 //     gpu-readback.js  applicable.js (views a model does not have)
 //   state.js (choices + URL)   session.js (model + last pass)
 //   models.js (which models, their files: src/checkpoints/models.json)  model-files.js (Cache
-//     API, downloads)  url-state.js (link format)  lesson-format.js (a lesson file, read)  threads.js  loading.js  messages.js  math.js
+//     API, downloads)  url-state.js (link format)  lesson-format.js (a lesson file, read)
+//     labels.js (a token as text)  threads.js  loading.js  messages.js  math.js
 //     dom.js  testing-hook.js (window.__tviz, for the browser tests)
 import { $ } from './dom.js';
 import { capText, MAX_TEXT_CHARS } from './url-state.js';

@@ -3,6 +3,7 @@
 // follows the head chosen in the attention section until the student picks another here or
 // clicks a bar of the votes chart. Computed after each pass while the panel is near the screen;
 // the page holds the lists' rows from the start (index.html), so filling them moves nothing.
+import { tokenLabel } from './labels.js';
 import { $, fillSelect, syncChildren, setIfChanged } from './dom.js';
 import { state } from './state.js';
 import { session } from './session.js';
@@ -11,8 +12,6 @@ import { chartPoint } from './hover.js';
 
 const SHOWN = 8; // tokens in each list
 
-/** The token as it reads, a leading space shown as "·". */
-const tokenText = (text) => text.replace(/^ /, '·').replace(/\n/g, '\\n');
 
 const keyOf = (p) => (p.part === 'ffn' ? `ffn:${p.layer}` : `${p.part}:${p.layer}:${p.head}`);
 
@@ -67,7 +66,7 @@ export function renderPartTokens() {
     tr.append(document.createElement('td'), document.createElement('td'));
     return tr;
   }, (tr, row) => {
-    setIfChanged(tr.children[0], 'textContent', tokenText(row.token));
+    setIfChanged(tr.children[0], 'textContent', tokenLabel(row.token));
     setIfChanged(tr.children[1], 'textContent', `${row.logit >= 0 ? '+' : '−'}${Math.abs(row.logit).toFixed(2)}`);
   });
   fill($('writes-up'), report.promoted);

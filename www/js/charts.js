@@ -297,10 +297,11 @@ export function drawAll() {
 }
 
 // The charts off screen are drawn in the same task as those on screen when, by how long
-// each took to draw recently (drawCost), they need no more than this in all (milliseconds).
-// Here the lecture decoder's and MiniLM's fit at 32 tokens, MiniLM's do not at 128 nor
-// SmolLM2's; a chart not drawn yet counts as too slow.
-const SAME_TASK_MS = 8;
+// each took to draw recently (drawCost), they need no more than this in all (milliseconds);
+// a chart not drawn yet counts as too slow. Kept small: the lecture decoder's off-screen
+// charts take about 7 ms at 32 tokens, and drawn in the keystroke's task they held the charts
+// on screen back from about 6 ms to 12 (docs/benchmarks.md).
+const SAME_TASK_MS = 3;
 
 function offScreenCost() {
   let cost = 0;

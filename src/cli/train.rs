@@ -103,8 +103,8 @@ pub struct TrainArgs {
     pub run_lengths: (u32, u32),
     #[arg(long, default_value = "8-48", value_parser = parse_range)]
     pub early_run_lengths: (u32, u32),
-    /// Random runs draw a token of frequency rank r with a chance proportional to
-    /// 1 / (r + 1)^Z (0: alike), from the pool or, with a pool of 0, from every token.
+    /// Random runs draw the token of frequency rank r (from 0) with a chance of about
+    /// 1 / (r + 1.5)^Z (0: alike), from the pool or, with a pool of 0, from every token.
     #[arg(long, default_value_t = 0.0)]
     pub run_zipf: f32,
     #[arg(long, default_value_t = 0.0)]

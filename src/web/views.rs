@@ -10,6 +10,7 @@ use super::patch_sweep::{PatchNow, PatchState, PATCH_MS_WHILE_DRAWING};
 use super::viz::Viz;
 use crate::analysis::antecedents::references;
 use crate::analysis::heads::{head_scores, heads_from};
+use crate::analysis::prediction::prediction;
 use crate::draw::compare::{draw_compare_view, CompareView, PatchShown};
 use crate::draw::draw_err;
 use crate::draw::view::{draw_view, view_svg, Drawn, View};
@@ -255,34 +256,12 @@ impl Viz {
     }
 
     /// The `top` most likely next tokens after the sentence, as the model computes them
-    /// (temperature 1, nothing cut): `[{id, token, probability}]`, most likely first. An
-    /// encoder has no language-model head: an error that says so.
+    /// (temperature 1, nothing cut; `analysis::prediction`, as the CLI's `predict`):
+    /// `[{id, token, prob}]`, most likely first. An encoder has no language-model head: an
+    /// error that says so.
     pub fn next_tokens(&self, top: usize) -> Result<JsValue, JsError> {
-        #[derive(serde::Serialize)]
-        struct Next {
-            id: u32,
-            token: String,
-            probability: f32,
-        }
-        let probabilities = self
-            .current()?
-            .next_token_probabilities()
-            .map_err(js_err)?
-            .to_vec(); // (vocab,)
-        let next: Vec<Next> = crate::tensor::top_ids(&probabilities, top.min(64))
-            .into_iter()
-            .map(|id| Next {
-                id,
-                token: self
-                    .model
-                    .tokenizer
-                    .token_text(id)
-                    .unwrap_or("")
-                    .to_string(),
-                probability: probabilities[id as usize],
-            })
-            .collect();
-        to_js(&next)
+        let predicted = prediction(&self.model, self.current()?, top.min(64)).map_err(js_err)?;
+        to_js(&predicted.next)
     }
 
     /// The sentence's pronouns, each with the tokens of the word it stands for by agreement

@@ -212,6 +212,11 @@ function openingHead() {
   return { ...best, job: 'previous', why: `Opened on layer ${best.layer}, head ${best.head}, a previous-token head: on this sentence each token gives on average ${percent(best.previous)} of its attention to the token before it.` };
 }
 
+/** Every head's scores on the pass shown (`Viz::head_scores`), computed once a pass here. */
+export function headScores() {
+  return finder.scores;
+}
+
 /** After each pass, before the charts are drawn: new scores and lists, and on the first
  * pass of a page whose URL named no head, the head to open on. */
 export function renderHeadFinder() {

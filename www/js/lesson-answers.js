@@ -5,6 +5,7 @@
 import { tokenLabel as label } from './labels.js';
 import { session } from './session.js';
 import { state } from './state.js';
+import { headScores } from './head-finder.js';
 
 /** How a token is written in a question, as the charts write it (labels.js); an empty one
  * as "∅", so that its button is not blank. */
@@ -22,13 +23,19 @@ function queryIndex(tokens) {
   return q === null || q === undefined || q >= tokens.length ? tokens.length - 1 : q;
 }
 
+/** The column of the largest weight in row `row` of a row-major matrix `width` wide. */
+function largestIn(weights, row, width) {
+  let best = 0;
+  for (let k = 1; k < width; k++) if (weights[row * width + k] > weights[row * width + best]) best = k;
+  return best;
+}
+
 function mostAttended(tokens) {
   const T = tokens.length;
   const weights = session.viz.attention(state.layer, state.head); // (T * T,), row-major
   if (weights.length !== T * T) return { none: 'this head has no attention over the sentence' };
   const q = queryIndex(tokens);
-  let best = 0;
-  for (let k = 1; k < T; k++) if (weights[q * T + k] > weights[q * T + best]) best = k;
+  const best = largestIn(weights, q, T);
   return {
     ask: 'token',
     query: q,
@@ -44,8 +51,7 @@ function crossAttended(tokens) {
   const weights = session.viz.cross_attention(state.layer, state.head); // (T * S,), row-major
   if (weights.length !== tokens.length * S) return { none: 'this head has no cross-attention over the source' };
   const q = queryIndex(tokens);
-  let best = 0;
-  for (let k = 1; k < S; k++) if (weights[q * S + k] > weights[q * S + best]) best = k;
+  const best = largestIn(weights, q, S);
   return {
     ask: 'token',
     tokens: source, // the reply is a source token
@@ -56,7 +62,7 @@ function crossAttended(tokens) {
 }
 
 function bestHead(pattern) {
-  const scores = session.viz.head_scores(); // [{layer, head, previous, next, first, induction, ...}]
+  const scores = headScores(); // [{layer, head, previous, next, first, induction, ...}]
   let best = null;
   for (const h of scores) {
     const s = h[pattern];
@@ -87,7 +93,7 @@ function shuffled(items, salt) {
 }
 
 function nextToken(tokens) {
-  const next = session.viz.next_tokens(4); // [{id, token, probability}], most likely first
+  const next = session.viz.next_tokens(4); // [{id, token, prob}], most likely first
   if (!next.length) return { none: 'the model gives no next token' };
   const options = shuffled(next.map((n) => textLabel(n.token)), tokens.length * 31 + next[0].id);
   const correct = textLabel(next[0].token);
@@ -95,7 +101,7 @@ function nextToken(tokens) {
     ask: 'choice',
     options,
     correct,
-    values: { answer: `"${correct}"`, probability: percent(next[0].probability) },
+    values: { answer: `"${correct}"`, probability: percent(next[0].prob) },
   };
 }
 

@@ -24,7 +24,6 @@ const open = {
   doc: null, // the parsed lesson
   name: null, // a shipped lesson's name (linkable), or null for a file from disk
   file: '', // how errors name the file
-  title: '',
   index: 0, // the step shown
   answer: null, // the answer computed on the sentence shown
   reply: null, // what the student answered on this step (null: not yet)
@@ -103,7 +102,7 @@ function openLesson(source, { name, file, at = 0, apply = true }) {
   showStep(Math.max(0, Math.min(at, doc.steps.length - 1)), { apply: apply ? 'all' : 'none' });
 }
 
-export function closeLesson() {
+function closeLesson() {
   open.doc = null;
   open.name = null;
   document.body.classList.remove('lesson-open');
@@ -457,11 +456,15 @@ export function openLinkedLesson() {
 /** `show(before)` shows the page's state after it changed (main.js's Back/Forward view). */
 export function wireLessons(show) {
   showView = show;
+  const hideList = () => {
+    $('lesson').hidden = true;
+    $('lessons-button').setAttribute('aria-pressed', 'false');
+  };
   $('lessons-button').addEventListener('click', () => {
-    if (!$('lesson').hidden && !open.doc) { $('lesson').hidden = true; $('lessons-button').setAttribute('aria-pressed', 'false'); return; }
-    showList();
+    if (!$('lesson').hidden && !open.doc) hideList();
+    else showList();
   });
-  $('lesson-close').addEventListener('click', () => { if (open.doc) closeLesson(); else { $('lesson').hidden = true; $('lessons-button').setAttribute('aria-pressed', 'false'); } });
+  $('lesson-close').addEventListener('click', () => { if (open.doc) closeLesson(); else hideList(); });
   $('lesson-all').addEventListener('click', () => { closeLesson(); showList(); });
   $('lesson-back').addEventListener('click', () => move(-1));
   $('lesson-next').addEventListener('click', () => move(1));

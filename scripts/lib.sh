@@ -105,6 +105,7 @@ build_page() {
   cargo fetch --quiet # Trunk builds offline
   TRUNK_SKIP_VERSION_CHECK=true trunk build --release
   build_threaded_page
+  build_trainer
 }
 
 ensure_nightly() {
@@ -135,6 +136,20 @@ build_threaded_page() {
   wasm-opt -O3 --enable-threads --enable-bulk-memory --enable-mutable-globals --enable-simd \
     --enable-sign-ext --enable-nontrapping-float-to-int --enable-reference-types --enable-multivalue \
     dist/threads/transformer_viz_bg.wasm -o dist/threads/transformer_viz_bg.wasm
+}
+
+# The page's third build, into dist/train/: the crate with the `train` feature (the trainer, on
+# candle's automatic differentiation) for the Training section's worker (www/train-worker.js),
+# so that the inspector's wasm does not carry candle. Trunk's flags and target directory: only
+# the crates the feature adds, and this crate, are compiled again.
+build_trainer() {
+  step "building the page's trainer (WebAssembly with candle) into dist/train/"
+  cargo build --quiet --release --lib --features train --target wasm32-unknown-unknown
+  rm -rf dist/train
+  wasm-bindgen --target web --out-dir dist/train --no-typescript \
+    "$CARGO_TARGET_DIR/wasm32-unknown-unknown/release/transformer_viz.wasm"
+  wasm-opt -O3 --enable-simd --enable-bulk-memory --enable-sign-ext --enable-nontrapping-float-to-int \
+    --enable-reference-types --enable-multivalue dist/train/transformer_viz_bg.wasm -o dist/train/transformer_viz_bg.wasm
 }
 
 ensure_models() {

@@ -19,7 +19,7 @@ pub mod model;
 pub mod tensor;
 pub mod tokenize;
 pub mod trace;
-#[cfg(not(target_arch = "wasm32"))]
+#[cfg(any(not(target_arch = "wasm32"), feature = "train"))]
 pub mod train;
 pub mod transformer;
 

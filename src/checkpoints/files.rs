@@ -61,3 +61,18 @@ pub fn load_named(root: &Path, name: &str, precision: WeightPrecision) -> Result
     let tokenizer = text(model.files.tokenizer.as_ref())?;
     catalog::build(name, &config, &tokenizer, read_file(&local(weights))?)
 }
+
+/// A model in the project's own format from the folder `dir` (config.json, tokenizer.json,
+/// model.safetensors: what the trainers write), named after the folder.
+pub fn load_dir(dir: &Path) -> Result<Transformer> {
+    let name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "model".into());
+    super::lecture::from_bytes(
+        &name,
+        &read_text(&dir.join("config.json"))?,
+        &read_text(&dir.join("tokenizer.json"))?,
+        &read_file(&dir.join("model.safetensors"))?,
+    )
+}

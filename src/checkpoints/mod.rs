@@ -13,7 +13,7 @@ pub mod smollm2;
 #[cfg(not(target_arch = "wasm32"))]
 mod files;
 #[cfg(not(target_arch = "wasm32"))]
-pub use files::{load_named, model_dir, read_file, WeightPrecision};
+pub use files::{load_dir, load_named, model_dir, read_file, WeightPrecision};
 
 /// Models the CLI and the page know by name: the catalog's (`catalog::names()`), as a slice.
 pub static KNOWN_MODELS: catalog::KnownModels = catalog::KnownModels;

@@ -44,10 +44,18 @@ struct ModelArgs {
     /// Use the f16 weights the browser loads instead of the original f32 ones.
     #[arg(long)]
     f16: bool,
+    /// A model in the project's own format from this folder (config.json, tokenizer.json,
+    /// model.safetensors: what `train`, `train-page` and the page's Training section export),
+    /// instead of `--model`.
+    #[arg(long)]
+    dir: Option<PathBuf>,
 }
 
 impl ModelArgs {
     fn load(&self) -> Result<Transformer> {
+        if let Some(dir) = &self.dir {
+            return crate::checkpoints::load_dir(dir);
+        }
         let precision = if self.f16 {
             WeightPrecision::F16
         } else {
@@ -181,6 +189,10 @@ enum Command {
     ConvertF16 { input: PathBuf, output: PathBuf },
     /// Print stories of the lecture models' story generator, one a line (seeded).
     Stories(train::StoriesArgs),
+    /// Train a model as the page's Training section does (a preset or settings as JSON), with
+    /// the same steps: a line every 50 steps, the model's files into `--out`; or, with
+    /// `--gradients`, print the first batch's loss and gradients as JSON (the page's must agree).
+    TrainPage(train::TrainPageArgs),
     /// What a lecture model's heads do, on held-out text: previous-token and induction heads,
     /// copying, pronouns' antecedents, indirect objects, and five continuations.
     Behaviours {
@@ -407,6 +419,7 @@ fn run(cli: Cli) -> Result<()> {
             })
         }
         Command::Stories(args) => train::print_stories(args),
+        Command::TrainPage(args) => train::train_page(args),
         Command::Behaviours {
             model,
             corpus,

@@ -12,6 +12,7 @@ use crate::train::behaviour::{ioi_report, pronoun_heads};
 use crate::train::bigram::bigram_loss;
 use crate::train::corpus::{token_stream, Corpus};
 use crate::train::head_probe::HeadProbe;
+use crate::train::in_page::{PageRun, PageSettings};
 use crate::train::run::{Run, Settings};
 use crate::train::stories::{ioi_prompts, pronoun_cases, stories, Split};
 use crate::train::vocab::learn_vocab;
@@ -47,6 +48,26 @@ pub struct StoriesArgs {
     /// The held-out names and templates (what evaluation uses) instead of the training ones.
     #[arg(long)]
     pub held_out: bool,
+}
+
+#[derive(clap::Args)]
+pub struct TrainPageArgs {
+    /// A preset of the page: previous-token, induction or stories.
+    #[arg(long, conflicts_with = "settings")]
+    pub preset: Option<String>,
+    /// The settings as the page's link holds them (JSON: layers, heads, d_model, context,
+    /// pre_ln, positions, task, seed, learning_rate, batch, steps).
+    #[arg(long)]
+    pub settings: Option<String>,
+    /// Stop after this many steps (default: the settings' own).
+    #[arg(long)]
+    pub steps: Option<usize>,
+    /// Print the first batch's loss and every gradient as JSON instead of training.
+    #[arg(long)]
+    pub gradients: bool,
+    /// Write the trained model's config.json, tokenizer.json and model.safetensors here.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -436,5 +457,76 @@ pub fn train(args: TrainArgs) -> Result<()> {
         outcome.final_held_out,
         args.out.display()
     );
+    Ok(())
+}
+
+/// `train-page`: a page run, natively.
+pub fn train_page(args: TrainPageArgs) -> Result<()> {
+    let settings = match (&args.preset, &args.settings) {
+        (Some(name), _) => PageSettings::preset(name).ok_or_else(|| {
+            VizError::Training(format!(
+                "no preset `{name}`: previous-token, induction or stories"
+            ))
+        })?,
+        (None, Some(json)) => serde_json::from_str(json)
+            .map_err(|e| VizError::Training(format!("--settings: {e}")))?,
+        (None, None) => return Err(VizError::Training("give --preset or --settings".into())),
+    };
+    let mut run = PageRun::new(settings)?;
+    if args.gradients {
+        let gradients = run.gradients()?;
+        return super::print_stdout(|out| {
+            serde_json::to_writer(&mut *out, &gradients).map_err(std::io::Error::other)?;
+            writeln!(out)
+        });
+    }
+    let steps = args
+        .steps
+        .unwrap_or(run.settings.steps)
+        .min(run.settings.steps);
+    let started = std::time::Instant::now();
+    let mut lines = Vec::new();
+    while run.done < steps {
+        let reports = run.train(50.min(steps - run.done))?;
+        let loss = reports.last().map(|r| r.loss).unwrap_or(f64::NAN);
+        let evaluation = run.evaluate()?;
+        let best = |scores: &[f32]| {
+            let (i, s) =
+                scores
+                    .iter()
+                    .enumerate()
+                    .fold((0, f32::MIN), |b, (i, &s)| if s > b.1 { (i, s) } else { b });
+            format!(
+                "{s:.2} (L{} H{})",
+                i / run.settings.heads,
+                i % run.settings.heads
+            )
+        };
+        let seconds = started.elapsed().as_secs_f64();
+        let line = format!(
+            "step {} · loss {loss:.3} · held-out {:.3} · previous-token {} · induction {} · copy loss {:.2} -> {:.2} · {:.0} tokens/s · {seconds:.1} s",
+            run.done,
+            evaluation.held_out,
+            best(&evaluation.previous),
+            best(&evaluation.induction),
+            evaluation.copy_loss[0],
+            evaluation.copy_loss[1],
+            (run.done * run.tokens_per_step()) as f64 / seconds.max(1e-9),
+        );
+        println!("{line}");
+        lines.push(line);
+    }
+    if let Some(dir) = &args.out {
+        std::fs::create_dir_all(dir).map_err(io(dir))?;
+        let files = run.export()?;
+        for (name, bytes) in [
+            ("config.json", files.config.as_bytes()),
+            ("tokenizer.json", files.tokenizer.as_bytes()),
+            ("model.safetensors", &files.weights[..]),
+        ] {
+            let path = dir.join(name);
+            std::fs::write(&path, bytes).map_err(io(&path))?;
+        }
+    }
     Ok(())
 }

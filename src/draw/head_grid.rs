@@ -27,7 +27,7 @@ pub enum HeadPattern {
 }
 
 impl HeadPattern {
-    fn words(self) -> &'static str {
+    pub(crate) fn words(self) -> &'static str {
         match self {
             HeadPattern::Previous => "previous-token score",
             HeadPattern::Induction => "induction score",

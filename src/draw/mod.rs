@@ -20,6 +20,7 @@ pub mod reads;
 pub mod residual;
 pub mod rotary;
 pub mod token_ids;
+pub mod training;
 pub mod view;
 pub mod votes;
 

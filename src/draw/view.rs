@@ -13,7 +13,7 @@ use super::pixels::{embed_images, EmbeddedImage};
 use super::Canvas;
 use super::{
     attention, draw_err, head_grid, layer_norm, logit_lens, position, prediction, residual, rotary,
-    token_ids, votes,
+    token_ids, training, votes,
 };
 use crate::analysis::position::position_table;
 use crate::analysis::sampling::SamplingSettings;
@@ -135,6 +135,23 @@ pub enum View {
         #[serde(default)]
         off: Vec<crate::analysis::ablation::Switch>,
     },
+    /// A training run's losses against steps (the page's Training section measured them):
+    /// (step, loss) pairs of the training loss, the held-out loss and the loss on a repeated
+    /// run's second copy.
+    TrainingLoss {
+        train: Vec<(usize, f32)>,
+        held_out: Vec<(usize, f32)>,
+        #[serde(default)]
+        second_copy: Vec<(usize, f32)>,
+    },
+    /// A training run's heads: every head's `pattern` score at each evaluation (`scores[e]`,
+    /// layer-major, measured at `steps[e]`), as lines over the steps.
+    HeadTimeline {
+        pattern: head_grid::HeadPattern,
+        steps: Vec<usize>,
+        scores: Vec<Vec<f32>>,
+        n_heads: usize,
+    },
 }
 
 fn default_top() -> usize {
@@ -205,6 +222,7 @@ pub enum Plotted {
     RotaryPair(rotary::PairDrawn),
     RotaryDistance(rotary::DistanceDrawn),
     Votes(votes::VotesDrawn),
+    Training(training::TrainingDrawn),
 }
 
 impl Drawn {
@@ -467,6 +485,24 @@ fn draw_view_parts<DB: Canvas>(
         View::Votes { token, off } => Ok(Drawn::plotted(Plotted::Votes(votes::draw_votes(
             area, model, trace, *token, off,
         )?))),
+        View::TrainingLoss {
+            train,
+            held_out,
+            second_copy,
+        } => Ok(Drawn::plotted(Plotted::Training(training::draw_loss(
+            area,
+            train,
+            held_out,
+            second_copy,
+        )?))),
+        View::HeadTimeline {
+            pattern,
+            steps,
+            scores,
+            n_heads,
+        } => Ok(Drawn::plotted(Plotted::Training(
+            training::draw_head_timeline(area, *pattern, steps, scores, *n_heads)?,
+        ))),
         View::Step { index, head } => {
             // The last step's whole vocabulary as the prediction chart draws it: its most
             // likely tokens by name, not a row of unlabelled cells.

@@ -30,6 +30,9 @@ pub struct BestHead {
 pub struct HeadReport {
     /// Mean previous-token score of every head (layer-major) over the sentences.
     pub previous: Vec<f32>,
+    /// Mean first-token score of every head (the weight every token puts on position 0, where
+    /// a head with nothing to do parks its attention) over the sentences.
+    pub first: Vec<f32>,
     /// Mean induction score of every head over the repeated runs.
     pub induction: Vec<f32>,
     /// Mean loss (nats/token) on the first and on the second copy of the runs.
@@ -71,27 +74,41 @@ impl HeadReport {
 
 pub struct HeadProbe {
     sentences: Vec<String>,
-    /// Each run twice after the start token: (1 + 2 * RUN_LENGTH) ids.
+    /// Each run twice after the start token: (1 + 2 * run_length) ids.
     repeated: Vec<Vec<u32>>,
+    run_length: usize,
     /// The vocabulary, to turn a training network into a `Transformer`.
     vocab: Option<VocabFile>,
 }
 
 impl HeadProbe {
-    /// Sentences of 60 to 300 bytes from `held_out` documents; runs of ordinary tokens (ids
-    /// below `bos`) from a fixed pseudo-random sequence.
+    /// Sentences of 60 to 300 bytes from `held_out` documents; runs of `RUN_LENGTH` ordinary
+    /// tokens (ids below `bos`) from a fixed pseudo-random sequence.
     pub fn new(held_out: &[String], bos: u32, vocab: Option<VocabFile>) -> Self {
+        Self::sized(held_out, bos, vocab, 300, RUN_LENGTH)
+    }
+
+    /// `new` for a smaller context: sentences shorter than `longest` bytes (and longer than a
+    /// third of it, at most 60), runs of `run_length` tokens.
+    pub fn sized(
+        held_out: &[String],
+        bos: u32,
+        vocab: Option<VocabFile>,
+        longest: usize,
+        run_length: usize,
+    ) -> Self {
+        let shortest = (longest / 3).min(60);
         let sentences = held_out
             .iter()
             .flat_map(|d| d.split(". "))
-            .filter(|s| s.len() > 60 && s.len() < 300)
+            .filter(|s| s.len() > shortest && s.len() < longest)
             .take(SENTENCES)
             .map(str::to_string)
             .collect();
         let mut x = 7u64;
         let repeated = (0..RUNS)
             .map(|_| {
-                let run: Vec<u32> = (0..RUN_LENGTH)
+                let run: Vec<u32> = (0..run_length)
                     .map(|_| {
                         x = x
                             .wrapping_mul(6364136223846793005)
@@ -108,6 +125,7 @@ impl HeadProbe {
         HeadProbe {
             sentences,
             repeated,
+            run_length,
             vocab,
         }
     }
@@ -132,15 +150,18 @@ impl HeadProbe {
     pub fn measure(&self, model: &Transformer) -> Result<HeadReport> {
         let heads = model.config.n_layers * model.config.n_heads;
         let mut previous = vec![0f32; heads];
+        let mut first = vec![0f32; heads];
         for s in &self.sentences {
             let trace = model.trace(s)?;
             for (i, h) in head_scores(&trace)?.iter().enumerate() {
                 previous[i] += h.scores.previous / self.sentences.len() as f32;
+                first[i] += h.scores.first / self.sentences.len() as f32;
             }
         }
         let mut induction = vec![0f32; heads];
         let mut copy_loss = [0f64; 2];
-        let per_copy = (RUN_LENGTH - 1) as f64 * self.repeated.len() as f64;
+        let length = self.run_length;
+        let per_copy = (length - 1) as f64 * self.repeated.len() as f64;
         for ids in &self.repeated {
             let request = PassRequest::ids(ids).keeping(Keep::Layers);
             let trace = on_cpu(model.pass(&Cpu, request))?.into_trace();
@@ -150,7 +171,7 @@ impl HeadProbe {
             // Row t predicts id t + 1: the first copy's predictions are rows 1..L (the first
             // token of a run cannot be known), the second copy's rows L+1..2L.
             let logits = model.run_ids(ids)?.logits.ok_or(VizError::NoLmHead)?; // (1 + 2L, V)
-            for (copy, rows) in [(0, 1..RUN_LENGTH), (1, RUN_LENGTH + 1..2 * RUN_LENGTH)] {
+            for (copy, rows) in [(0, 1..length), (1, length + 1..2 * length)] {
                 for t in rows {
                     let row = logits.row(t);
                     let max = row.iter().copied().fold(f32::MIN, f32::max);
@@ -166,6 +187,7 @@ impl HeadProbe {
         }
         Ok(HeadReport {
             previous,
+            first,
             induction,
             copy_loss,
             n_heads: model.config.n_heads,

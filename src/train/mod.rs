@@ -1,19 +1,28 @@
-//! The trainer (native only): learns a byte-level BPE vocabulary and trains the lecture's
+//! The trainer: learns a byte-level BPE vocabulary and trains the lecture's
 //! small transformers (sinusoidal positions, post-LN or pre-LN, ReLU FFN, tied embeddings) on
 //! public-domain English, with candle's automatic differentiation on the CPU. The weights it
 //! saves are the engine's own format, so the page and the CLI run them through the one
 //! inference engine (`tests/engine/trainer.rs` checks the two forward passes agree).
+
+//! In the page (the `train` feature, `web::training`) the same network, sampler and step
+//! train in a worker; the parts that read and write files or time the run are native only.
 
 pub mod adamw;
 pub mod batches;
 pub mod behaviour;
 pub mod bigram;
 pub mod corpus;
+#[cfg(not(target_arch = "wasm32"))]
 pub mod curve;
 pub mod head_probe;
+pub mod in_page;
 pub mod network;
+#[cfg(not(target_arch = "wasm32"))]
 pub mod reversal;
+#[cfg(not(target_arch = "wasm32"))]
 pub mod run;
+pub mod step;
 pub mod stories;
 pub mod vocab;
+#[cfg(not(target_arch = "wasm32"))]
 pub mod vocab_report;

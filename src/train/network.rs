@@ -52,7 +52,7 @@ fn normal(rng: &mut ChaCha8Rng, n: usize, std: f32) -> Vec<f32> {
 
 /// Checks that the config is one this trainer implements.
 pub fn check_trainable(c: &ModelConfig) -> Result<()> {
-    let supported = c.position == Position::Sinusoidal
+    let supported = matches!(c.position, Position::Sinusoidal | Position::None)
         && c.norm == NormKind::Layer
         && c.activation == Activation::Relu
         && c.lm_head != LmHead::None
@@ -64,7 +64,7 @@ pub fn check_trainable(c: &ModelConfig) -> Result<()> {
     if supported {
         c.validate()
     } else {
-        Err(VizError::Training("the trainer implements the notes' architecture only: sinusoidal positions, LayerNorm, ReLU FFN, a language-model head, biases, n_heads x head_dim = d_model".into()))
+        Err(VizError::Training("the trainer implements the notes' architecture only: sinusoidal positions (or none), LayerNorm, ReLU FFN, a language-model head, biases, n_heads x head_dim = d_model".into()))
     }
 }
 
@@ -173,13 +173,15 @@ impl Network {
 
     fn with_params(config: ModelConfig, params: BTreeMap<String, Var>) -> Result<Self> {
         let n = config.context;
-        let table = sinusoidal_table(n, config.d_model); // (context, d)
-        let position_table = Tensor::from_vec(
-            table.iter().copied().collect(),
-            (n, config.d_model),
-            &Device::Cpu,
-        )
-        .map_err(candle_err)?;
+        let table: Vec<f32> = match config.position {
+            Position::Sinusoidal => sinusoidal_table(n, config.d_model)
+                .iter()
+                .copied()
+                .collect(), // (context, d)
+            _ => vec![0.0; n * config.d_model], // (context, d): no positions
+        };
+        let position_table =
+            Tensor::from_vec(table, (n, config.d_model), &Device::Cpu).map_err(candle_err)?;
         let mask: Vec<f32> = (0..n * n)
             .map(|i| {
                 if config.causal && i % n > i / n {

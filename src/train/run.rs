@@ -6,114 +6,18 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use candle_core::{Device, Tensor, Var};
-use rand_chacha::ChaCha8Rng;
-use rand_core::SeedableRng;
+use candle_core::{Device, Tensor};
 use serde::{Deserialize, Serialize};
 
-use super::adamw::{clip_gradients, AdamW};
-use super::batches::{evaluation_windows, run_pool, sample_sequence, Mixture};
+use super::adamw::AdamW;
+use super::batches::evaluation_windows;
 use super::curve::{loss_curve_svg, CurvePoint};
 use super::head_probe::HeadProbe;
-use super::network::{candle_err, id_tensor, Network};
+use super::network::{candle_err, Network};
+use super::step::State;
+pub use super::step::{evaluate, learning_rate, optimise, Optimised, Settings};
 use crate::error::{Result, VizError};
 use crate::model::ModelConfig;
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Settings {
-    pub steps: usize,
-    /// Sequences per step.
-    pub batch: usize,
-    /// Tokens per sequence (at most the context).
-    pub sequence: usize,
-    pub learning_rate: f64,
-    pub warmup_steps: usize,
-    /// The cosine decays to this share of the peak rate.
-    pub final_rate_share: f64,
-    pub weight_decay: f64,
-    pub clip_norm: f64,
-    pub seed: u64,
-    pub eval_every: usize,
-    pub checkpoint_every: usize,
-    /// AdamW's second-moment decay.
-    pub beta2: f64,
-    /// The shares of random runs and copied spans, and the random runs' pool (`batches`).
-    pub mixture: Mixture,
-    /// A curriculum's first part: its steps and its mixture (the `mixture` after it). A small
-    /// model learns to copy a short run of a few tokens long before a long run of any token,
-    /// and once it copies, it copies any token.
-    #[serde(default)]
-    pub early: Option<(usize, Mixture)>,
-    /// During the curriculum's first part, its random runs' pool doubles every this many
-    /// steps (0: it stays), from the early mixture's pool until it holds every ordinary token:
-    /// a copying circuit learned on a few tokens meets more of them a little at a time.
-    #[serde(default)]
-    pub pool_doubling: usize,
-    /// The projections' standard deviation at initialisation (`Network::init_scaled`).
-    #[serde(default = "default_projection_std")]
-    pub projection_std: f32,
-}
-
-fn default_projection_std() -> f32 {
-    super::network::DEFAULT_PROJECTION_STD
-}
-
-impl Settings {
-    /// The mixture that step `step` draws its batch from.
-    pub fn mixture_at(&self, step: usize) -> Mixture {
-        match &self.early {
-            Some((steps, early)) if step < *steps => {
-                let mut m = *early;
-                if self.pool_doubling > 0 && m.pool > 0 {
-                    let doublings = (step / self.pool_doubling).min(32) as u32;
-                    m.pool = ((m.pool as u64) << doublings).min(u32::MAX as u64) as u32;
-                }
-                m
-            }
-            _ => self.mixture,
-        }
-    }
-}
-
-/// Linear warm-up to the peak, then a cosine down to `final_rate_share` of it.
-pub fn learning_rate(s: &Settings, step: usize) -> f64 {
-    if step < s.warmup_steps {
-        return s.learning_rate * (step + 1) as f64 / s.warmup_steps as f64;
-    }
-    let progress = (step - s.warmup_steps) as f64 / (s.steps - s.warmup_steps).max(1) as f64;
-    let cosine = 0.5 * (1.0 + (std::f64::consts::PI * progress.min(1.0)).cos());
-    s.learning_rate * (s.final_rate_share + (1.0 - s.final_rate_share) * cosine)
-}
-
-/// What one optimiser step reports: the batch's loss, the gradients' norm before clipping and
-/// the learning rate it used.
-pub struct Optimised {
-    pub loss: f64,
-    pub norm: f64,
-    pub rate: f64,
-}
-
-/// One optimiser step on a batch's `loss`: backward, clipping to `s.clip_norm`, AdamW at the
-/// scheduled rate for `step`. A loss that is not finite ends the run with an error.
-pub fn optimise(
-    loss: &Tensor,
-    vars: &[Var],
-    opt: &mut AdamW,
-    s: &Settings,
-    step: usize,
-) -> Result<Optimised> {
-    let mut grads = loss.backward().map_err(candle_err)?;
-    let norm = clip_gradients(&mut grads, vars, s.clip_norm).map_err(candle_err)?;
-    let rate = learning_rate(s, step);
-    opt.step(&grads, rate).map_err(candle_err)?;
-    let loss = loss.to_scalar::<f32>().map_err(candle_err)? as f64;
-    if !loss.is_finite() {
-        return Err(VizError::Training(format!(
-            "the loss became {loss} at step {step}: lower the learning rate"
-        )));
-    }
-    Ok(Optimised { loss, norm, rate })
-}
 
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
 pub struct History {
@@ -184,21 +88,6 @@ pub(crate) fn io(path: &Path) -> impl Fn(std::io::Error) -> VizError + '_ {
     }
 }
 
-/// Mean loss over fixed windows, in batches.
-pub fn evaluate(net: &Network, windows: &[Vec<u32>], batch: usize) -> Result<f64> {
-    let mut total = 0.0;
-    for chunk in windows.chunks(batch) {
-        let inputs: Vec<Vec<u32>> = chunk.iter().map(|w| w[..w.len() - 1].to_vec()).collect();
-        let targets: Vec<Vec<u32>> = chunk.iter().map(|w| w[1..].to_vec()).collect();
-        let loss = net
-            .loss(&id_tensor(&inputs)?, &id_tensor(&targets)?)
-            .and_then(|l| l.to_scalar::<f32>())
-            .map_err(candle_err)?;
-        total += loss as f64 * chunk.len() as f64;
-    }
-    Ok(total / windows.len() as f64)
-}
-
 pub struct Run<'a> {
     pub name: String,
     pub config: ModelConfig,
@@ -239,12 +128,7 @@ fn save_checkpoint(dir: &Path, net: &Network, opt: &AdamW, state: &CheckpointSta
 
 /// A run's state between steps: what a checkpoint saves and a resumed run restores.
 struct Training {
-    net: Network,
-    opt: AdamW,
-    /// Every ordinary id, most frequent in the training text first (`run_pool`).
-    pool: Vec<u32>,
-    /// The sampler's random stream.
-    rng: ChaCha8Rng,
+    state: State,
     history: History,
     /// The step this session began at: 0, or the checkpoint's.
     first_step: usize,
@@ -279,7 +163,8 @@ impl Training {
         let saved =
             candle_core::safetensors::load(dir.join("checkpoint.safetensors"), &Device::Cpu)
                 .map_err(candle_err)?;
-        for ((name, var), (_, m, v)) in self.net.params.iter().zip(self.opt.state.iter_mut()) {
+        let State { net, opt, rng, .. } = &mut self.state;
+        for ((name, var), (_, m, v)) in net.params.iter().zip(opt.state.iter_mut()) {
             let get = |key: &str| {
                 saved
                     .get(key)
@@ -290,9 +175,9 @@ impl Training {
             *m = get(&format!("adam.m.{name}"))?;
             *v = get(&format!("adam.v.{name}"))?;
         }
-        self.opt.step = state.step;
+        opt.step = state.step;
         self.first_step = state.step;
-        self.rng.set_word_pos(
+        rng.set_word_pos(
             state
                 .rng_word_pos
                 .parse()
@@ -306,12 +191,12 @@ impl Training {
     fn save(&self, dir: &Path, settings: &Settings, p: &Progress) -> Result<()> {
         let state = CheckpointState {
             step: p.done,
-            rng_word_pos: self.rng.get_word_pos().to_string(),
+            rng_word_pos: self.state.rng.get_word_pos().to_string(),
             settings: settings.clone(),
             history: self.history.clone(),
             seconds: p.seconds,
         };
-        save_checkpoint(dir, &self.net, &self.opt, &state)
+        save_checkpoint(dir, &self.state.net, &self.state.opt, &state)
     }
 
     fn final_held_out(&self) -> f64 {
@@ -333,9 +218,8 @@ impl Run<'_> {
         let windows = evaluation_windows(self.held_out, s.sequence, self.bos, 64);
         let started = Instant::now();
         let tokens_per_step = (s.batch * s.sequence) as f64;
-        let vars = training.net.vars();
         for step in training.first_step..s.steps {
-            let optimised = self.step(&mut training, &vars, step)?;
+            let optimised = training.state.step(self.train, s, self.bos, step)?;
             let done = step + 1;
             let elapsed = started.elapsed().as_secs_f64();
             let progress = Progress {
@@ -352,7 +236,7 @@ impl Run<'_> {
             if interrupted {
                 let final_held_out = training.final_held_out();
                 return Ok(Outcome {
-                    network: training.net,
+                    network: training.state.net,
                     history: training.history,
                     final_held_out,
                 });
@@ -386,23 +270,14 @@ impl Run<'_> {
 
     /// The seeded initial state, or the checkpoint's when resuming from one.
     fn start(&self) -> Result<Training> {
-        let s = &self.settings;
-        let net = Network::init_scaled(&self.config, s.seed, s.projection_std)?;
-        let mut opt = AdamW::new(net.vars(), s.weight_decay).map_err(candle_err)?;
-        opt.beta2 = s.beta2;
-        let pool = run_pool(self.train, self.bos); // (bos,): by frequency
         let mut training = Training {
-            net,
-            opt,
-            pool,
-            // The sampler's stream is seeded apart from the initial weights'.
-            rng: ChaCha8Rng::seed_from_u64(s.seed ^ 0x5eed_da7a),
+            state: State::start(&self.config, &self.settings, self.train, self.bos)?,
             history: History::default(),
             first_step: 0,
             seconds_before: 0.0,
         };
         if self.resume && self.out.join("checkpoint.json").exists() {
-            training.restore(&self.out, s)?;
+            training.restore(&self.out, &self.settings)?;
         }
         Ok(training)
     }
@@ -416,7 +291,7 @@ impl Run<'_> {
         log.say(format!(
             "{}: {} parameters, {} training tokens, {} held-out; {}",
             self.name,
-            training.net.parameter_count(),
+            training.state.net.parameter_count(),
             self.train.len(),
             self.held_out.len(),
             serde_json::to_string(s).expect("serialises")
@@ -428,30 +303,6 @@ impl Run<'_> {
             ));
         }
         Ok(log)
-    }
-
-    /// One optimiser step on a freshly sampled batch.
-    fn step(&self, training: &mut Training, vars: &[Var], step: usize) -> Result<Optimised> {
-        let s = &self.settings;
-        let seqs: Vec<Vec<u32>> = (0..s.batch)
-            .map(|_| {
-                sample_sequence(
-                    &mut training.rng,
-                    self.train,
-                    s.sequence,
-                    self.bos,
-                    &s.mixture_at(step),
-                    &training.pool,
-                )
-            })
-            .collect();
-        let inputs: Vec<Vec<u32>> = seqs.iter().map(|q| q[..s.sequence].to_vec()).collect();
-        let targets: Vec<Vec<u32>> = seqs.iter().map(|q| q[1..].to_vec()).collect();
-        let loss = training
-            .net
-            .loss(&id_tensor(&inputs)?, &id_tensor(&targets)?)
-            .map_err(candle_err)?; // ()
-        optimise(&loss, vars, &mut training.opt, s, step)
     }
 
     /// A step's loss on the bar and (every 10th step) in the history; at each evaluation,
@@ -475,11 +326,11 @@ impl Run<'_> {
             training.history.train.push((done, seen, loss));
         }
         if done % s.eval_every == 0 || done == s.steps {
-            let held = evaluate(&training.net, windows, s.batch)?;
+            let held = evaluate(&training.state.net, windows, s.batch)?;
             training.history.held_out.push((done, seen, held));
             let heads = match self.probe {
                 Some(probe) => probe
-                    .measure_network(&training.net)?
+                    .measure_network(&training.state.net)?
                     .map(|r| format!(" · {}", r.summary()))
                     .unwrap_or_default(),
                 None => String::new(),
@@ -502,7 +353,8 @@ impl Run<'_> {
     fn finish(&self, training: Training, log: &mut RunLog, started: Instant) -> Result<Outcome> {
         let final_held_out = training.final_held_out();
         let model_path = self.out.join("model.safetensors");
-        std::fs::write(&model_path, training.net.to_safetensors()?).map_err(io(&model_path))?;
+        std::fs::write(&model_path, training.state.net.to_safetensors()?)
+            .map_err(io(&model_path))?;
         let config_path = self.out.join("config.json");
         std::fs::write(
             &config_path,

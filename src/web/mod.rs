@@ -5,7 +5,8 @@
 //!
 //! Lowest first: `js` (errors, values, the clock), `canvas` (a fast plotters backend),
 //! `generated` and `summary` (what the page is handed), `gpu_session`, `viz`, `views`,
-//! `switches` (parts switched off) and `patch_sweep` (patching, a few patches at a time).
+//! `switches` (parts switched off) and `patch_sweep` (patching, a few patches at a time);
+//! `training` (the `train` feature) is the page's trainer, in its own wasm file.
 
 mod canvas;
 mod generated;
@@ -14,6 +15,8 @@ mod js;
 mod patch_sweep;
 mod summary;
 mod switches;
+#[cfg(feature = "train")]
+pub mod training;
 mod views;
 pub mod viz;
 

@@ -82,6 +82,24 @@ struct GpuCheck {
 /// of 8,192 tokens they would be 72 GB. MiniLM's context is 512.
 pub const PAGE_TOKENS: usize = 512;
 
+impl Viz {
+    fn of(model: Transformer) -> Viz {
+        let limit = model.config.context.min(PAGE_TOKENS);
+        Viz {
+            model: std::rc::Rc::new(model),
+            limit,
+            pass: CurrentPass::default(),
+            check: GpuCheck::default(),
+            generation: None,
+            compare: None,
+            steps_sent: Default::default(),
+            switches: Vec::new(),
+            intact: None,
+            patch: Default::default(),
+        }
+    }
+}
+
 #[wasm_bindgen]
 impl Viz {
     /// Builds the model from its files' contents; `name` is the model's short name.
@@ -93,19 +111,21 @@ impl Viz {
         weights: Vec<u8>,
     ) -> Result<Viz, JsError> {
         let model = catalog::build(name, config_json, tokenizer_json, weights).map_err(js_err)?;
-        let limit = model.config.context.min(PAGE_TOKENS);
-        Ok(Viz {
-            model: std::rc::Rc::new(model),
-            limit,
-            pass: CurrentPass::default(),
-            check: GpuCheck::default(),
-            generation: None,
-            compare: None,
-            steps_sent: Default::default(),
-            switches: Vec::new(),
-            intact: None,
-            patch: Default::default(),
-        })
+        Ok(Viz::of(model))
+    }
+
+    /// Builds a model in the project's own format that the catalog does not list (one the
+    /// page's Training section trained), named `name`.
+    pub fn trained(
+        name: &str,
+        config_json: &str,
+        tokenizer_json: &str,
+        weights: Vec<u8>,
+    ) -> Result<Viz, JsError> {
+        let model =
+            crate::checkpoints::lecture::from_bytes(name, config_json, tokenizer_json, &weights)
+                .map_err(js_err)?;
+        Ok(Viz::of(model))
     }
 
     /// Whether the model reads `text` whole in one pass: no token cut off at the page's limit

@@ -1,0 +1,600 @@
+//! A training run as the page starts one (`web::training`, in a worker; the CLI's
+//! `train-step` computes its first step natively to check the two agree): a small model of the
+//! lecture's architecture, a task, a seed and a rate, checked against limits before anything
+//! is allocated, then trained a few steps at a time on demand with the trainer's own step
+//! (`step::State`), and measured with the trainer's own head probe.
+//!
+//! The vocabulary is one token a character (printable ASCII and the newline): a model this
+//! small learns a character model of the stories in minutes, and a student can type anything
+//! on the keyboard into it afterwards.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::batches::{evaluation_windows, Mixture};
+use super::corpus::token_stream;
+use super::head_probe::{HeadProbe, HeadReport};
+use super::network::{candle_err, id_tensor};
+use super::step::{evaluate, Optimised, Settings, State};
+use super::stories::{stories, Split};
+use crate::error::{Result, VizError};
+use crate::model::config::{Activation, LmHead, ModelConfig, NormKind, NormPlace, Position};
+use crate::tokenize::bpe::byte_to_char;
+use crate::tokenize::vocab_file::{VocabFile, KIND};
+
+/// What the model is trained to predict.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Task {
+    /// The lecture's generated stories (`stories`), a character at a time.
+    Stories,
+    /// Random runs of characters, each repeated until the sequence is full: the second copy
+    /// can only be predicted by copying the first (an induction head).
+    Repeat,
+    /// Half stories, half repeated runs.
+    Mixed,
+}
+
+/// The settings a student chooses (the page's form; the link keeps them).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PageSettings {
+    pub layers: usize,
+    pub heads: usize,
+    pub d_model: usize,
+    /// Tokens a sequence holds (the model's context).
+    pub context: usize,
+    /// LayerNorm before each sublayer (GPT-2) rather than after it (the paper).
+    pub pre_ln: bool,
+    /// The sinusoidal table added to the embeddings; without it attention sees a bag of tokens.
+    pub positions: bool,
+    pub task: Task,
+    pub seed: u64,
+    pub learning_rate: f64,
+    /// Sequences a step.
+    pub batch: usize,
+    /// The run's length: the learning rate warms up, then decays by a cosine to this step.
+    pub steps: usize,
+}
+
+/// A setting out of range: which one (its field name) and why.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct SettingError {
+    pub field: &'static str,
+    pub message: String,
+}
+
+/// The limits a page run is held to: a tab's memory and a student's patience, not the trainer's.
+pub mod limits {
+    pub const LAYERS: (usize, usize) = (1, 6);
+    pub const HEADS: (usize, usize) = (1, 8);
+    pub const D_MODEL: (usize, usize) = (8, 256);
+    pub const CONTEXT: (usize, usize) = (16, 256);
+    pub const BATCH: (usize, usize) = (1, 64);
+    pub const STEPS: (usize, usize) = (10, 100_000);
+    pub const LEARNING_RATE: (f64, f64) = (1e-5, 0.1);
+    /// Floats a step holds at once, about: the activations candle keeps for the backward pass.
+    pub const STEP_FLOATS: usize = 64 << 20;
+}
+
+/// Stories generated for training and for the held-out loss and head probe.
+const TRAIN_STORIES: usize = 1500;
+const HELD_OUT_STORIES: usize = 60;
+
+impl PageSettings {
+    /// The presets the page offers, by name.
+    pub fn preset(name: &str) -> Option<PageSettings> {
+        let base = PageSettings {
+            layers: 2,
+            heads: 4,
+            d_model: 64,
+            context: 64,
+            pre_ln: true,
+            positions: true,
+            task: Task::Stories,
+            seed: 1,
+            learning_rate: 3e-3,
+            batch: 16,
+            steps: 2000,
+        };
+        match name {
+            "previous-token" => Some(PageSettings {
+                layers: 1,
+                steps: 600,
+                ..base
+            }),
+            "induction" => Some(PageSettings {
+                task: Task::Repeat,
+                ..base
+            }),
+            "stories" => Some(PageSettings {
+                task: Task::Mixed,
+                context: 128,
+                steps: 4000,
+                ..base
+            }),
+            _ => None,
+        }
+    }
+
+    /// Every setting out of range, each with a sentence for beside its control. Nothing is
+    /// allocated before this passes.
+    pub fn check(&self) -> Vec<SettingError> {
+        use limits::*;
+        let mut errors = Vec::new();
+        let mut range = |field: &'static str, what: &str, v: usize, (lo, hi): (usize, usize)| {
+            if v < lo || v > hi {
+                errors.push(SettingError {
+                    field,
+                    message: format!("{what} must be from {lo} to {hi} (it is {v})."),
+                });
+            }
+        };
+        range("layers", "Layers", self.layers, LAYERS);
+        range("heads", "Heads", self.heads, HEADS);
+        range("d_model", "The width", self.d_model, D_MODEL);
+        range("context", "The context", self.context, CONTEXT);
+        range("batch", "The batch", self.batch, BATCH);
+        range("steps", "Steps", self.steps, STEPS);
+        if self.heads > 0 && self.d_model % self.heads != 0 {
+            errors.push(SettingError {
+                field: "d_model",
+                message: format!(
+                    "The width ({}) must divide evenly among the {} heads.",
+                    self.d_model, self.heads
+                ),
+            });
+        }
+        let (lo, hi) = LEARNING_RATE;
+        if !(self.learning_rate.is_finite() && (lo..=hi).contains(&self.learning_rate)) {
+            errors.push(SettingError {
+                field: "learning_rate",
+                message: format!(
+                    "The learning rate must be a number from {lo:e} to {hi} (it is {}).",
+                    self.learning_rate
+                ),
+            });
+        }
+        if errors.is_empty() && self.step_floats() > STEP_FLOATS {
+            errors.push(SettingError {
+                field: "batch",
+                message: format!(
+                    "One step would hold about {} MB of activations (at most {} MB): choose a smaller batch, context or width.",
+                    (self.step_floats() * 4) >> 20,
+                    (STEP_FLOATS * 4) >> 20
+                ),
+            });
+        }
+        errors
+    }
+
+    /// The floats a step's forward and backward passes hold, about: per layer and token a few
+    /// dozen d_model-wide rows and the heads' (context) attention rows, and the logits.
+    fn step_floats(&self) -> usize {
+        let tokens = self.batch * self.context;
+        let per_layer = tokens * (24 * self.d_model + 4 * self.heads * self.context);
+        self.layers * per_layer + 4 * tokens * vocab().tokens.len()
+    }
+
+    /// The model: the lecture's architecture at this size (FFN 4 x d_model, tied embeddings).
+    pub fn config(&self, vocab_size: usize) -> ModelConfig {
+        ModelConfig {
+            name: "trained-here".into(),
+            vocab_size,
+            d_model: self.d_model,
+            n_layers: self.layers,
+            n_heads: self.heads,
+            n_kv_heads: self.heads,
+            head_dim: self.d_model / self.heads.max(1),
+            d_ff: 4 * self.d_model,
+            context: self.context,
+            position: if self.positions {
+                Position::Sinusoidal
+            } else {
+                Position::None
+            },
+            norm: NormKind::Layer,
+            norm_place: if self.pre_ln {
+                NormPlace::Pre
+            } else {
+                NormPlace::Post
+            },
+            norm_eps: 1e-5,
+            activation: Activation::Relu,
+            causal: true,
+            token_types: 0,
+            linear_bias: true,
+            lm_head: LmHead::Tied,
+            embedding_norm: false,
+            embedding_scale: (self.d_model as f32).sqrt(),
+            encoder_layers: 0,
+        }
+    }
+
+    /// The trainer's settings for this run: warm-up over a tenth of the run (at most 200
+    /// steps), the lecture runs' AdamW (beta2 0.99, decay 0.1, clipping at 1) and initial
+    /// scale, the task's mixture.
+    pub fn training(&self) -> Settings {
+        let longest = ((self.context - 1) / 2).max(4) as u32;
+        let runs = |share| Mixture {
+            random_repeat: share,
+            copied_span: 0,
+            pool: 0,
+            run_lengths: (4.min(longest), 24.min(longest)),
+            zipf: 0.0,
+        };
+        Settings {
+            steps: self.steps,
+            batch: self.batch,
+            sequence: self.context,
+            learning_rate: self.learning_rate,
+            warmup_steps: (self.steps / 10).min(200),
+            final_rate_share: 0.1,
+            weight_decay: 0.1,
+            clip_norm: 1.0,
+            seed: self.seed,
+            eval_every: 50,
+            checkpoint_every: usize::MAX,
+            beta2: 0.99,
+            mixture: match self.task {
+                Task::Stories => Mixture::PLAIN,
+                Task::Repeat => runs(1000),
+                Task::Mixed => runs(500),
+            },
+            early: None,
+            pool_doubling: 0,
+            // 1/sqrt(d): each sublayer writes into the stream on the embedding's scale from
+            // the first step (`Network::init_scaled`); the lecture runs learned to copy so.
+            projection_std: 1.0 / (self.d_model as f32).sqrt(),
+        }
+    }
+}
+
+/// One token a character: printable ASCII and the newline (in GPT-2's byte alphabet), then
+/// the start token.
+pub fn vocab() -> VocabFile {
+    let bytes = byte_to_char();
+    let mut tokens: Vec<String> = std::iter::once(b'\n')
+        .chain(b' '..=b'~')
+        .map(|b| bytes[b as usize].to_string())
+        .collect();
+    tokens.push("<|endoftext|>".into());
+    VocabFile {
+        kind: KIND.into(),
+        bos: (tokens.len() - 1) as u32,
+        tokens,
+        merges: vec![],
+    }
+}
+
+/// A step's report.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct StepReport {
+    pub step: usize,
+    pub loss: f64,
+    pub grad_norm: f64,
+    pub learning_rate: f64,
+}
+
+/// An evaluation: the held-out loss and every head's scores (layer-major).
+#[derive(Debug, Clone, Serialize)]
+pub struct Evaluation {
+    pub step: usize,
+    pub held_out: f64,
+    pub previous: Vec<f32>,
+    pub induction: Vec<f32>,
+    pub first: Vec<f32>,
+    /// Loss on the first and on the second copy of the probe's repeated runs.
+    pub copy_loss: [f64; 2],
+}
+
+/// The next batch's loss and every parameter's gradient, before any update (the parity check).
+#[derive(Debug, Clone, Serialize)]
+pub struct StepGradients {
+    pub loss: f64,
+    pub inputs: Vec<Vec<u32>>,
+    pub gradients: BTreeMap<String, Vec<f32>>,
+}
+
+/// A model's three files, as the page and the CLI load them.
+#[derive(Debug, Clone)]
+pub struct Exported {
+    pub config: String,
+    pub tokenizer: String,
+    pub weights: Vec<u8>,
+}
+
+pub struct PageRun {
+    pub settings: PageSettings,
+    training: Settings,
+    pub config: ModelConfig,
+    vocab: VocabFile,
+    bos: u32,
+    train: Vec<u32>,
+    held_out: Vec<Vec<u32>>,
+    probe: HeadProbe,
+    state: State,
+    /// Steps done.
+    pub done: usize,
+}
+
+impl PageRun {
+    /// A fresh run; settings out of range are refused, all of them named.
+    pub fn new(settings: PageSettings) -> Result<Self> {
+        let errors = settings.check();
+        if !errors.is_empty() {
+            let all: Vec<String> = errors.iter().map(|e| e.message.clone()).collect();
+            return Err(VizError::Training(all.join(" ")));
+        }
+        let vocab = vocab();
+        let bos = vocab.bos;
+        let tokenizer = vocab.clone().tokenizer()?;
+        let config = settings.config(vocab.tokens.len());
+        let training = settings.training();
+        let train_docs = stories(settings.seed, TRAIN_STORIES, Split::Train);
+        let held_docs = stories(settings.seed ^ 0x4e1d, HELD_OUT_STORIES, Split::HeldOut);
+        let train = token_stream(&train_docs, &tokenizer, bos)?;
+        let held_stream = token_stream(&held_docs, &tokenizer, bos)?;
+        let held_out = evaluation_windows(&held_stream, settings.context, bos, 16);
+        let run_length = ((settings.context - 1) / 2).min(super::head_probe::RUN_LENGTH);
+        let probe = HeadProbe::sized(
+            &held_docs,
+            bos,
+            Some(vocab.clone()),
+            settings.context - 1,
+            run_length,
+        );
+        let state = State::start(&config, &training, &train, bos)?;
+        Ok(PageRun {
+            settings,
+            training,
+            config,
+            vocab,
+            bos,
+            train,
+            held_out,
+            probe,
+            state,
+            done: 0,
+        })
+    }
+
+    pub fn parameter_count(&self) -> usize {
+        self.state.net.parameter_count()
+    }
+
+    pub fn tokens_per_step(&self) -> usize {
+        self.training.batch * self.training.sequence
+    }
+
+    /// Up to `steps` more steps (fewer at the run's end); a loss that is not finite is an error.
+    pub fn train(&mut self, steps: usize) -> Result<Vec<StepReport>> {
+        let end = (self.done + steps).min(self.training.steps);
+        let mut reports = Vec::with_capacity(end - self.done);
+        while self.done < end {
+            let Optimised { loss, norm, rate } =
+                self.state
+                    .step(&self.train, &self.training, self.bos, self.done)?;
+            self.done += 1;
+            reports.push(StepReport {
+                step: self.done,
+                loss,
+                grad_norm: norm,
+                learning_rate: rate,
+            });
+        }
+        Ok(reports)
+    }
+
+    /// The held-out loss and the heads' scores now.
+    pub fn evaluate(&self) -> Result<Evaluation> {
+        let held_out = evaluate(&self.state.net, &self.held_out, self.training.batch)?;
+        let HeadReport {
+            previous,
+            induction,
+            first,
+            copy_loss,
+            ..
+        } = self
+            .probe
+            .measure_network(&self.state.net)?
+            .ok_or_else(|| VizError::Training("the probe has no vocabulary".into()))?;
+        Ok(Evaluation {
+            step: self.done,
+            held_out,
+            previous,
+            induction,
+            first,
+            copy_loss,
+        })
+    }
+
+    /// The next batch's loss and gradients, without updating the weights (the sampler moves on).
+    pub fn gradients(&mut self) -> Result<StepGradients> {
+        let (inputs, targets) = self
+            .state
+            .batch(&self.train, &self.training, self.bos, self.done);
+        let loss = self
+            .state
+            .net
+            .loss(&id_tensor(&inputs)?, &id_tensor(&targets)?)
+            .map_err(candle_err)?; // ()
+        let grads = loss.backward().map_err(candle_err)?;
+        let mut gradients = BTreeMap::new();
+        for (name, var) in &self.state.net.params {
+            let g = grads
+                .get(var.as_tensor())
+                .ok_or_else(|| VizError::Training(format!("no gradient for {name}")))?;
+            let values = g
+                .flatten_all()
+                .and_then(|g| g.to_vec1::<f32>())
+                .map_err(candle_err)?;
+            gradients.insert(name.clone(), values);
+        }
+        Ok(StepGradients {
+            loss: loss.to_scalar::<f32>().map_err(candle_err)? as f64,
+            inputs,
+            gradients,
+        })
+    }
+
+    /// The model as it is now, in the engine's format.
+    pub fn export(&self) -> Result<Exported> {
+        Ok(Exported {
+            config: serde_json::to_string_pretty(&self.config).expect("serialises"),
+            tokenizer: self.vocab.to_json(),
+            weights: self.state.net.to_safetensors()?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn preset(name: &str) -> PageSettings {
+        PageSettings::preset(name).expect("a preset")
+    }
+
+    #[test]
+    fn every_preset_is_within_the_limits() {
+        for name in ["previous-token", "induction", "stories"] {
+            assert_eq!(preset(name).check(), vec![], "{name}");
+        }
+        assert!(PageSettings::preset("no such preset").is_none());
+    }
+
+    #[test]
+    fn bad_settings_are_named_before_anything_is_allocated() {
+        let base = preset("previous-token");
+        let cases: [(PageSettings, &str); 6] = [
+            (
+                PageSettings {
+                    layers: 0,
+                    ..base.clone()
+                },
+                "layers",
+            ),
+            (
+                PageSettings {
+                    heads: 3,
+                    ..base.clone()
+                },
+                "d_model",
+            ),
+            (
+                PageSettings {
+                    context: 1_000_000,
+                    ..base.clone()
+                },
+                "context",
+            ),
+            (
+                PageSettings {
+                    learning_rate: f64::NAN,
+                    ..base.clone()
+                },
+                "learning_rate",
+            ),
+            (
+                PageSettings {
+                    learning_rate: f64::INFINITY,
+                    ..base.clone()
+                },
+                "learning_rate",
+            ),
+            // Each within its range, together too big for a tab.
+            (
+                PageSettings {
+                    batch: 64,
+                    context: 256,
+                    d_model: 256,
+                    layers: 6,
+                    ..base.clone()
+                },
+                "batch",
+            ),
+        ];
+        for (settings, field) in cases {
+            let errors = settings.check();
+            assert_eq!(errors.len(), 1, "{settings:?}: {errors:?}");
+            assert_eq!(errors[0].field, field, "{errors:?}");
+            let refused = PageRun::new(settings).err().expect("refused");
+            assert!(
+                refused.to_string().contains(&errors[0].message),
+                "{refused}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_vocabulary_spells_anything_typed_on_a_keyboard() {
+        let vocab = vocab();
+        assert_eq!(vocab.tokens.len(), 97);
+        let tokenizer = vocab.clone().tokenizer().unwrap();
+        use crate::tokenize::Tokenizer;
+        let text = "Mary gave the ball to Tom.\n{x} = 3 ~ 4!";
+        let encoding = tokenizer.encode(text, usize::MAX).unwrap();
+        // The start token, then one token a character.
+        assert_eq!(encoding.tokens.len(), 1 + text.len());
+    }
+
+    #[test]
+    fn a_page_run_learns_and_exports_what_the_engine_reads() {
+        let settings = PageSettings {
+            steps: 40,
+            batch: 8,
+            d_model: 32,
+            context: 32,
+            ..preset("previous-token")
+        };
+        let mut run = PageRun::new(settings).unwrap();
+        let reports = run.train(100).unwrap();
+        assert_eq!(reports.len(), 40, "a run stops at its last step");
+        assert_eq!(run.train(5).unwrap().len(), 0);
+        let first: f64 = reports[..5].iter().map(|r| r.loss).sum::<f64>() / 5.0;
+        let last: f64 = reports[35..].iter().map(|r| r.loss).sum::<f64>() / 5.0;
+        assert!(
+            last < first - 0.5,
+            "the loss fell from {first:.3} to {last:.3}"
+        );
+        let evaluation = run.evaluate().unwrap();
+        assert_eq!(evaluation.previous.len(), 4);
+        assert_eq!(evaluation.induction.len(), 4);
+        assert_eq!(evaluation.first.len(), 4);
+        assert!(evaluation.held_out.is_finite() && evaluation.held_out < (97f64).ln());
+        let files = run.export().unwrap();
+        let model = crate::checkpoints::lecture::from_bytes(
+            "trained-here",
+            &files.config,
+            &files.tokenizer,
+            &files.weights,
+        )
+        .unwrap();
+        assert_eq!(model.config.n_layers, 1);
+        assert!(model.trace("Mary gave the ball to Tom.").is_ok());
+    }
+
+    #[test]
+    fn the_same_seed_gives_the_same_losses() {
+        let settings = PageSettings {
+            steps: 10,
+            batch: 4,
+            d_model: 16,
+            context: 32,
+            ..preset("induction")
+        };
+        let losses = |s: &PageSettings| -> Vec<f64> {
+            let mut run = PageRun::new(s.clone()).unwrap();
+            run.train(6).unwrap().iter().map(|r| r.loss).collect()
+        };
+        assert_eq!(losses(&settings), losses(&settings));
+        assert_ne!(
+            losses(&settings),
+            losses(&PageSettings {
+                seed: 2,
+                ..settings.clone()
+            })
+        );
+    }
+}

@@ -15,9 +15,9 @@ registerChart('attention', {
 });
 /** A grid of every head's thumbnail for a chart `width` wide: square thumbnails that fill the
  * width (the grid leaves room for its labels). A deep model (SmolLM2: 30 layers) gets smaller
- * thumbnails, so the grid stays about a screen tall; a click still opens any head large. */
-export function gridHeight(width) {
-  const { config } = session;
+ * thumbnails, so the grid stays about a screen tall; a click still opens any head large.
+ * `config`: the model the grid is of ({ n_layers, n_heads }; the one shown by default). */
+export function gridHeight(width, config = session.config) {
   const font = width < 400 ? 10 : 12;
   const fitWidth = Math.floor((width - (font * 3 + 6) - 4) / config.n_heads);
   const fitHeight = Math.floor(Math.max(640, width * 0.9) / config.n_layers);
@@ -30,7 +30,7 @@ registerChart('grid', {
   // An encoder-decoder's grid shows the stack the heatmap shows: the encoder's or the decoder's.
   spec: () => ({ kind: 'grid', layer: state.layer, head: state.head, of: showsEncoder() ? 'encoder' : 'self_attention' }),
   shape: [0.62, 240],
-  height: gridHeight,
+  height: (width) => gridHeight(width),
 });
 
 const MAX_LINE_HEADS = 8; // the colour-blind-safe palette has eight colours

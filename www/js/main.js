@@ -3,6 +3,7 @@
 // views by name, and handle hover, export, the URL and the keyboard. Imports go one way, from
 // the top of this list down (scripts/check-layers.mjs checks it):
 //   main.js (wiring)   lessons.js (the Lessons panel: steps that set the page, questions)
+//     training.js (the Training section; its worker, www/train-worker.js, runs the trainer's wasm)
 //   pass.js (text -> pass -> views)   model-picker.js (choosing and loading one)
 //   sections, one module each, each registering its charts with charts.js: tokens.js
 //     attention.js  head-finder.js  query.js (one query at a time)  compare.js  position.js  norm.js
@@ -46,6 +47,7 @@ import { wirePresenter } from './presenter.js';
 import { openFirstModel, wirePicker, switchModel } from './model-picker.js';
 import { wireQuery } from './query.js';
 import { wireLessons, showLessonOfState, openLinkedLesson } from './lessons.js';
+import { wireTraining } from './training.js';
 import { publish } from './testing-hook.js';
 
 // Back/Forward landed on another view: show it.
@@ -92,6 +94,7 @@ function wire() {
   wirePartTokens();
   wirePresenter();
   wireLessons(showHistoryView);
+  wireTraining();
   $('text').addEventListener('input', (event) => { state.text = textBoxText(); scheduleUpdate(event); });
   for (const name of Object.keys(charts)) attachExport(name);
   for (const name of ['attention', 'pos-table', 'pos-sin-table', 'pos-sim', 'pos-sin', 'step', 'head-grid', 'lens', 'rotary-distance', 'cross', 'off-attention']) attachHover(name);

@@ -8,7 +8,7 @@ import { state } from './state.js';
 import { session } from './session.js';
 import { showError, clearError, showNotice } from './messages.js';
 import { wasmBindings } from './loading.js';
-import { MODELS, DEFAULT_MODEL, modelNamed, labelOf, downloadBytes, megabytes } from './models.js';
+import { MODELS, DEFAULT_MODEL, modelNamed, labelOf, downloadBytes, megabytes, registerTrained, TRAINED_MODEL } from './models.js';
 import { loadModelFiles, isCached, cacheAvailable, dropCached } from './model-files.js';
 import { closeGpu } from './gpu-backend.js';
 import { renderModelText } from './applicable.js';
@@ -35,6 +35,7 @@ function setProgress(model, done, total) {
  * `stored`: whether the download was kept in the cache (undefined while it is being written).
  */
 function sourceWords(load, stored) {
+  if (load.source === 'trained') return [`trained in this page, step ${load.step.toLocaleString('en')}`, 'Trained in this page by the Training section: its weights are in this tab\'s memory only (export them there to keep them).'];
   if (load.source === 'cache') return ['from the browser\'s cache', 'Read from the browser\'s cache (Cache API), where an earlier visit kept it: nothing was downloaded.'];
   const again = load.discarded.length ? ' again (the cached copy was incomplete)' : '';
   if (stored === undefined) return [`downloaded${again}, caching…`, `Downloaded${again}; being written to the browser's cache (Cache API) for the next visit.`];
@@ -61,6 +62,7 @@ function nextPaint() {
  */
 async function fetchAndBuild(name, bindingsReady, { signal, why = '', again = false } = {}) {
   const model = modelNamed(name);
+  if (model.trained) return buildTrained(model, await bindingsReady);
   $('loading').hidden = false;
   $('loading-text').textContent = `Loading ${model.short} (${megabytes(downloadBytes(model))} MB of trained weights${why})…`;
   setProgress(model, 0, downloadBytes(model));
@@ -90,6 +92,30 @@ async function fetchAndBuild(name, bindingsReady, { signal, why = '', again = fa
     const from = files.source === 'cache' ? 'read from the browser\'s cache' : 'downloaded';
     throw new ModelLoadError(`${model.short} (${mb(downloadBytes(model))} MB, ${from}) could not be loaded: ${load.error}`);
   }
+}
+
+/** The model the Training section trained, from its files in memory. */
+function buildTrained(model, bindings) {
+  const { config, tokenizer, weights, step } = model.trained;
+  const load = { model: model.name, source: 'trained', step, discarded: [], stored: null, error: null };
+  record('loads', load);
+  return { name: model.name, viz: bindings.Viz.trained(model.name, config, tokenizer, weights), load };
+}
+
+/**
+ * Shows a model the Training section trained (`files`: { config, tokenizer, weights, step })
+ * in every view, as the picker's "Trained here" entry (replacing an earlier one).
+ */
+export async function showTrainedModel(files, { step, settings }) {
+  stopGeneration();
+  hideOffer();
+  cancelSwitch();
+  registerTrained(files, { step, settings });
+  fillPicker();
+  const built = buildTrained(modelNamed(TRAINED_MODEL), await wasmBindings());
+  clearError();
+  install(built);
+  afterSwitch();
 }
 
 /** Puts the built model in place of the one shown (whose memory is given back). */

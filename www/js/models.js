@@ -13,12 +13,14 @@ import catalog from './models.json' with { type: 'json' };
 /**
  * @typedef {{ name: string, kind: string, short: string, title: string, description: string,
  *   files: { config?: ModelFile, tokenizer?: ModelFile, weights: ModelFile }, twin?: string,
- *   committed?: boolean, example?: string, accepts?: RegExp, trainedLengths?: [number, number] }} Model
+ *   committed?: boolean, example?: string, accepts?: RegExp, trainedLengths?: [number, number],
+ *   trained?: { config: string, tokenizer: string, weights: Uint8Array } }} Model
  * `title` is the checkpoint's own name (export captions, messages); `twin` the model trained
  * alongside that differs only in where its norms sit; `committed`: in the repository's
  * trained/, not fetched by the set-up; `example`: what the text box holds when this model is
  * chosen from the picker, for a model that `accepts` only some characters; `trainedLengths`:
- * the shortest and longest text it was trained on (in characters).
+ * the shortest and longest text it was trained on (in characters); `trained`: the files of a
+ * model the Training section trained, in memory.
  */
 
 /** The page's view of a catalog entry (the catalog's `accepts` is a regular expression's text). */
@@ -34,6 +36,26 @@ function pageModel({ name, kind, short, title, description, files, twin, committ
 
 /** Every model by name, in the picker's order. @type {Record<string, Model>} */
 export const MODELS = Object.fromEntries(catalog.map((m) => [m.name, pageModel(m)]));
+
+/** The picker's name for the model the Training section trained (training.js), once one is shown. */
+export const TRAINED_MODEL = 'trained-here';
+
+/**
+ * Registers (or replaces) the model trained in this page: `files` ({ config, tokenizer,
+ * weights }) stay in memory, as the model's `trained`; nothing is downloaded for it.
+ */
+export function registerTrained(files, { step, settings }) {
+  const norm = settings.pre_ln ? 'pre-LN' : 'post-LN';
+  MODELS[TRAINED_MODEL] = {
+    name: TRAINED_MODEL,
+    short: `Trained here (step ${step.toLocaleString('en')})`,
+    title: `the model trained in this page (step ${step.toLocaleString('en')})`,
+    kind: 'decoder',
+    description: `Trained in this page from random weights for ${step.toLocaleString('en')} steps: ${settings.layers} layer${settings.layers === 1 ? '' : 's'}, ${settings.heads} heads, d_model ${settings.d_model}, ${norm}, ${settings.positions ? 'sinusoidal positions' : 'no positions'}, one token a character, a context of ${settings.context}.`,
+    files: {},
+    trained: files,
+  };
+}
 
 /** The model the page opens with when a link names none. */
 export const DEFAULT_MODEL = catalog.find((m) => m.default).name;
@@ -67,5 +89,6 @@ export function megabytes(bytes, digits = 0) {
 
 /** The picker's label: "SmolLM2-135M · decoder · 98 MB". */
 export function labelOf(model) {
+  if (model.trained) return `${model.short} · ${model.kind} · in this page`;
   return `${model.short} · ${model.kind} · ${megabytes(downloadBytes(model))} MB`;
 }

@@ -29,6 +29,7 @@ export const state = {
   seed: 0,
   off: [], // parts switched off (ablation.js): [{part, layer, head, fill}]
   gridPattern: 'previous', // the head grid's colouring: previous, induction, duplicate or first
+  trainPattern: 'previous', // the Training section's head timeline: previous, induction or first
   threads: null, // a link's threads=N (threads.js); null: as many as the device reports, up to 8
   backend: 'auto', // where passes run: auto, cpu or gpu (`?backend=`, gpu-backend.js)
   layerHeadFromUrl: false, // else the head finder picks an informative head to open on

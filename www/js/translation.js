@@ -14,7 +14,7 @@ registerChart('cross', { spec: crossSpec, shape: [0.9, 340] });
 registerChart('cross-grid', {
   spec: () => ({ kind: 'grid', layer: state.layer, head: state.head, of: 'cross' }),
   shape: [0.62, 240],
-  height: gridHeight,
+  height: (width) => gridHeight(width),
 });
 
 export function crossSpec() {

@@ -1,0 +1,151 @@
+// The Training section: a tiny model trained in the page's worker learns (its loss falls, the
+// heads' timeline is drawn with a line for each head), pauses, opens in the inspector's views,
+// resumes, exports files the CLI loads; bad settings are named beside their controls and start
+// nothing. And the page's trainer (dist/train/, in Node) computes the same loss and gradients
+// as the native trainer from the same seed and batch.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync, mkdtempSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { usePage, openPage as open, drawn, ROOT } from './helpers.mjs';
+
+const env = usePage();
+const openPage = (url, options) => open(env, url, options);
+
+/** The native CLI, as the test command built it (cargo's quick profile). */
+function cli(args) {
+  return execFileSync('cargo', ['run', '--quiet', '--profile', 'quick', '--bin', 'transformer-viz', '--', ...args], {
+    cwd: ROOT,
+    maxBuffer: 1 << 28,
+    encoding: 'utf8',
+  });
+}
+
+/** The page's trainer, loaded in Node from the page's build. */
+async function pageTrainer() {
+  const dist = process.env.TVIZ_DIST ?? join(ROOT, 'dist');
+  const glue = await import(join(dist, 'train/transformer_viz.js'));
+  await glue.default({ module_or_path: readFileSync(join(dist, 'train/transformer_viz_bg.wasm')) });
+  return glue;
+}
+
+/** Sets the form to `settings` (control id -> value) as a student types them. */
+async function fill(page, settings) {
+  for (const [id, value] of Object.entries(settings)) {
+    if (typeof value === 'boolean') await page.setChecked(`#${id}`, value);
+    else if (await page.$eval(`#${id}`, (e) => e.tagName === 'SELECT')) await page.selectOption(`#${id}`, value);
+    else await page.fill(`#${id}`, value);
+  }
+}
+
+const training = (page) => page.evaluate(() => window.__tviz.training);
+
+test('one step of the page trainer gives the native trainer\'s loss and gradients within 1e-4', async () => {
+  const glue = await pageTrainer();
+  const cases = [
+    glue.training_preset('previous-token'),
+    // Post-LN, no positions, two layers, the repeated runs: every other path of the step.
+    { ...glue.training_preset('induction'), pre_ln: false, positions: false, seed: 7 },
+  ];
+  for (const settings of cases) {
+    const run = new glue.TrainingRun(settings);
+    const ours = run.gradients();
+    run.free();
+    const native = JSON.parse(cli(['train-page', '--settings', JSON.stringify(settings), '--gradients']));
+    assert.deepEqual(ours.inputs, native.inputs, 'the same batch');
+    assert.ok(Math.abs(ours.loss - native.loss) <= 1e-4 * native.loss, `loss ${ours.loss} against ${native.loss}`);
+    const largest = Math.max(...Object.values(native.gradients).flatMap((g) => g.map(Math.abs)));
+    assert.deepEqual(Object.keys(ours.gradients).sort(), Object.keys(native.gradients).sort());
+    for (const [name, theirs] of Object.entries(native.gradients)) {
+      const mine = ours.gradients[name];
+      assert.equal(mine.length, theirs.length, name);
+      // Within 1e-4 of the tensor's largest entry; a tensor whose gradient is zero in exact
+      // arithmetic (the key bias: the softmax ignores a shift shared by a whole row) holds only
+      // rounding, which is compared with the largest gradient of all instead.
+      const scale = Math.max(...theirs.map(Math.abs), 1e-3 * largest);
+      const worst = Math.max(...theirs.map((v, i) => Math.abs(v - mine[i])));
+      assert.ok(worst <= 1e-4 * scale, `${name}: off by ${worst} at a scale of ${scale}`);
+    }
+  }
+});
+
+test('bad settings are named beside their controls and start nothing', async () => {
+  const { page, problems } = await openPage(env.base);
+  await page.locator('#training-section').scrollIntoViewIfNeeded();
+  const cases = [
+    [{ 'train-layers': '0' }, 'train-layers-message', /Layers must be from 1 to 6 \(it is 0\)/],
+    [{ 'train-layers': '1', 'train-heads': '4', 'train-width': '30' }, 'train-width-message', /must divide evenly among the 4 heads/],
+    [{ 'train-width': '64', 'train-context': '1000000' }, 'train-context-message', /The context must be from 16 to 256 \(it is 1000000\)/],
+    [{ 'train-context': '64', 'train-rate': 'NaN' }, 'train-rate-message', /A number such as 0\.003/],
+  ];
+  for (const [settings, message, words] of cases) {
+    await fill(page, settings);
+    await page.click('#train-start');
+    await page.waitForFunction((id) => !document.getElementById(id).hidden, message);
+    assert.match(await page.textContent(`#${message}`), words);
+    assert.equal((await training(page)).status, 'idle', 'nothing started');
+  }
+  assert.equal(await page.isDisabled('#train-open'), true);
+  assert.deepEqual(problems, []);
+});
+
+test('a tiny model learns in the page, pauses, opens in the inspector, resumes and exports what the CLI loads', async () => {
+  const { page, problems } = await openPage(env.base);
+  await page.locator('#training-section').scrollIntoViewIfNeeded();
+  // The preset's settings arrive from the trainer once the section is in view.
+  await page.waitForFunction(() => document.getElementById('train-layers').value === '1');
+  await fill(page, {
+    'train-task': 'mixed', 'train-layers': '1', 'train-heads': '2', 'train-width': '32', 'train-context': '32',
+    'train-batch': '8', 'train-steps': '3000', 'train-rate': '0.003', 'train-seed': '3',
+  });
+  assert.equal(await page.inputValue('#train-preset'), 'custom', 'a changed setting is the student\'s own');
+  await page.click('#train-start');
+  await page.waitForFunction(() => window.__tviz.training?.evaluations >= 3 && window.__tviz.training.losses >= 60);
+  const timeline = await drawn(page, 'training-timeline', (d) => d.plotted?.series?.length === 2);
+  assert.deepEqual(timeline.plotted.series.map((s) => s.label).sort(), ['layer 0 head 0', 'layer 0 head 1']);
+  assert.match(timeline.plotted.title, /previous-token score/);
+  const loss = await drawn(page, 'training-loss', (d) => d.plotted?.series?.length === 3);
+  assert.deepEqual(loss.plotted.series.map((s) => s.label), ['training loss', 'held-out stories', 'second copy of a repeated run']);
+  const losses = loss.plotted.series[0].points.map(([, l]) => l);
+  const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
+  assert.ok(mean(losses.slice(-10)) < mean(losses.slice(0, 10)) - 0.3, `the loss falls: ${losses.slice(0, 3)} … ${losses.slice(-3)}`);
+  await drawn(page, 'training-grid', (d) => d.grid);
+
+  await page.click('#train-pause');
+  await page.waitForFunction(() => window.__tviz.training.status === 'paused');
+  const pausedAt = (await training(page)).step;
+  assert.match(await page.textContent('#train-status'), new RegExp(`Paused · step ${pausedAt.toLocaleString('en')} of 3,000`));
+
+  // The model as it is now, in every view above.
+  await page.click('#train-open');
+  await page.waitForFunction(() => window.__tviz.model === 'trained-here');
+  assert.match(await page.$eval('#model option:checked', (o) => o.textContent), /^Trained here \(step [\d,]+\) · decoder · in this page$/);
+  await page.fill('#text', 'Mary gave the ball to Tom.');
+  const attention = await drawn(page, 'attention', (d, text) => d.geometry && d.col_labels.length === text.length + 1, 'Mary gave the ball to Tom.');
+  assert.deepEqual(attention.col_labels.slice(1, 5), ['M', 'a', 'r', 'y']);
+  assert.equal((await training(page)).step, pausedAt, 'a paused run stays where it was');
+
+  // Resume: the run goes on past where it stopped.
+  await page.locator('#training-section').scrollIntoViewIfNeeded();
+  assert.equal(await page.textContent('#train-start'), 'Resume');
+  await page.click('#train-start');
+  await page.waitForFunction((at) => window.__tviz.training.step > at + 20, pausedAt);
+  await page.click('#train-pause');
+  await page.waitForFunction(() => window.__tviz.training.status === 'paused');
+
+  // Export: three files, which the CLI reads as a model of its own format.
+  const dir = mkdtempSync(join(tmpdir(), 'tviz-trained-'));
+  const downloads = [];
+  page.on('download', (d) => downloads.push(d));
+  await page.click('#train-export');
+  while (downloads.length < 3) await page.waitForEvent('download');
+  for (const d of downloads) await d.saveAs(join(dir, d.suggestedFilename()));
+  assert.deepEqual(downloads.map((d) => d.suggestedFilename()).sort(), ['config.json', 'model.safetensors', 'tokenizer.json']);
+  const predicted = JSON.parse(cli(['predict', '--dir', dir, '--text', 'Mary gave the ball to', '--top', '3']));
+  assert.deepEqual(predicted.tokens, ['<|endoftext|>', ...'Mary gave the ball to']);
+  assert.equal(predicted.next.length, 3);
+  assert.ok(predicted.next.every((n) => n.prob > 0 && n.prob < 1), JSON.stringify(predicted.next));
+  assert.deepEqual(problems, []);
+});

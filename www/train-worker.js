@@ -1,0 +1,131 @@
+// The Training section's worker (started by js/training.js; beside start-wasm.js, as it loads
+// a wasm build's glue from outside js/): it runs the trainer (dist/train/, the crate built with the
+// `train` feature: candle's automatic differentiation) off the page's thread, a few steps at a
+// time, and reads the page's messages between them, so Pause answers within one chunk of steps.
+//
+// Messages in:  { type: 'preset', name }               -> { type: 'preset', settings }
+//               { type: 'check', settings }            -> { type: 'checked', errors }
+//               { type: 'start', settings }            -> { type: 'started', parameters, ... } or { type: 'error' }
+//               { type: 'pause' } / { type: 'resume' } / { type: 'reset' }
+//               { type: 'files', purpose }             -> { type: 'files', purpose, step, config, tokenizer, weights }
+// Messages out while training: { type: 'steps', reports, tokensPerSecond }, every
+// EVALUATE_EVERY steps { type: 'evaluation', ... } followed by the model's files (purpose
+// 'probe'), and { type: 'finished' } at the run's last step.
+import init, { TrainingRun, check_training_settings, training_preset } from './train/transformer_viz.js';
+
+/** Steps between evaluations (held-out loss, every head's scores, the model for the grid). */
+const EVALUATE_EVERY = 25;
+/** A chunk of steps takes about this long, so the page's messages wait at most about so much. */
+const CHUNK_MS = 120;
+
+const ready = init();
+let run = null;
+let running = false;
+let generation = 0; // a Reset or a new Start leaves an older loop to end on its own
+let stepsPerChunk = 1;
+
+function post(message, transfer = []) {
+  self.postMessage(message, transfer);
+}
+
+function sendFiles(purpose) {
+  const files = run.files();
+  const weights = run.weights(); // a copy out of the wasm memory, handed over whole
+  post({ type: 'files', purpose, step: run.step(), ...files, weights }, [weights.buffer]);
+}
+
+function evaluate() {
+  const started = performance.now();
+  const evaluation = run.evaluate();
+  post({ type: 'evaluation', ...evaluation, ms: performance.now() - started });
+  sendFiles('probe');
+}
+
+// Lets the worker read its messages (a Pause) between chunks.
+const yieldToMessages = () => new Promise((resolve) => setTimeout(resolve, 0));
+
+async function loop(mine) {
+  // Tokens a second over the last chunks (a chunk alone is too short to time well).
+  let tokens = 0;
+  let ms = 0;
+  while (running && mine === generation && run.step() < run.steps()) {
+    const toEvaluation = EVALUATE_EVERY - (run.step() % EVALUATE_EVERY);
+    const count = Math.max(1, Math.min(stepsPerChunk, toEvaluation));
+    const started = performance.now();
+    let reports;
+    try {
+      reports = run.train(count);
+    } catch (err) {
+      running = false;
+      post({ type: 'error', message: String(err.message ?? err) });
+      return;
+    }
+    const took = performance.now() - started;
+    // The next chunk's size, from this one's pace.
+    stepsPerChunk = Math.max(1, Math.min(EVALUATE_EVERY, Math.round((count * CHUNK_MS) / Math.max(took, 1))));
+    tokens = tokens * 0.7 + count * run.tokens_per_step();
+    ms = ms * 0.7 + took;
+    post({ type: 'steps', reports, tokensPerSecond: (tokens / ms) * 1000 });
+    const finished = run.step() >= run.steps();
+    if (run.step() % EVALUATE_EVERY === 0 || finished) evaluate();
+    if (finished) {
+      running = false;
+      post({ type: 'finished', step: run.step() });
+      return;
+    }
+    await yieldToMessages();
+  }
+}
+
+self.onmessage = async ({ data }) => {
+  await ready;
+  switch (data.type) {
+    case 'preset':
+      post({ type: 'preset', settings: training_preset(data.name) });
+      break;
+    case 'check':
+      post({ type: 'checked', errors: check_training_settings(data.settings) });
+      break;
+    case 'start': {
+      generation += 1;
+      run?.free();
+      run = null;
+      running = false;
+      try {
+        run = new TrainingRun(data.settings);
+      } catch (err) {
+        post({ type: 'error', message: String(err.message ?? err) });
+        return;
+      }
+      stepsPerChunk = 1;
+      post({ type: 'started', parameters: run.parameters(), steps: run.steps(), tokensPerStep: run.tokens_per_step() });
+      evaluate(); // the heads at step 0, where every line of the timeline starts
+      running = true;
+      loop(generation);
+      break;
+    }
+    case 'pause':
+      running = false;
+      post({ type: 'paused', step: run?.step() ?? 0 });
+      break;
+    case 'resume':
+      if (run && !running && run.step() < run.steps()) {
+        running = true;
+        post({ type: 'resumed', step: run.step() });
+        loop(generation);
+      }
+      break;
+    case 'reset':
+      generation += 1;
+      running = false;
+      run?.free();
+      run = null;
+      post({ type: 'reset' });
+      break;
+    case 'files':
+      if (run) sendFiles(data.purpose);
+      break;
+    default:
+      post({ type: 'error', message: `unknown message ${data.type}` });
+  }
+};

@@ -149,3 +149,30 @@ test('a tiny model learns in the page, pauses, opens in the inspector, resumes a
   assert.ok(predicted.next.every((n) => n.prob > 0 && n.prob < 1), JSON.stringify(predicted.next));
   assert.deepEqual(problems, []);
 });
+
+test('a link reproduces a run\'s settings, and a link to a model trained in another tab says why it is gone', async () => {
+  const { page, problems } = await openPage(env.base);
+  await page.locator('#training-section').scrollIntoViewIfNeeded();
+  await page.waitForFunction(() => document.getElementById('train-layers').value === '1');
+  await fill(page, { 'train-layers': '2', 'train-heads': '2', 'train-width': '16', 'train-context': '32', 'train-batch': '4', 'train-steps': '500', 'train-seed': '9', 'train-norm': 'post', 'train-positions': false });
+  await page.click('#train-start');
+  await page.waitForFunction(() => window.__tviz.training?.evaluations >= 1);
+  await page.click('#train-pause');
+  await page.click('#train-open');
+  await page.waitForFunction(() => window.__tviz.model === 'trained-here');
+  await page.waitForFunction(() => window.__tvizUrlWritten() && location.search.includes('train='));
+  const link = page.url();
+  assert.match(link, /[?&]train=l2_h2_d16_c32_b4_n500_r0\.003_s9_post_nopos_stories(&|#|$)/);
+  assert.match(link, /[?&]model=trained-here(&|#|$)/);
+
+  const again = await openPage(link);
+  await again.page.waitForFunction(() => !document.getElementById('notice').hidden);
+  assert.match(await again.page.textContent('#notice'), /trained in its page: its weights stayed in that tab, so lecture-post-ln is shown\. The run's settings are in the Training section/);
+  await again.page.locator('#training-section').scrollIntoViewIfNeeded();
+  await again.page.waitForFunction(() => document.getElementById('train-layers').value === '2');
+  const form = await again.page.evaluate(() => Object.fromEntries(['train-layers', 'train-heads', 'train-width', 'train-context', 'train-batch', 'train-steps', 'train-rate', 'train-seed', 'train-norm', 'train-task'].map((id) => [id, document.getElementById(id).value])));
+  assert.deepEqual(form, { 'train-layers': '2', 'train-heads': '2', 'train-width': '16', 'train-context': '32', 'train-batch': '4', 'train-steps': '500', 'train-rate': '0.003', 'train-seed': '9', 'train-norm': 'post', 'train-task': 'stories' });
+  assert.equal(await again.page.isChecked('#train-positions'), false);
+  assert.equal(await again.page.inputValue('#train-preset'), 'custom');
+  assert.deepEqual([...problems, ...again.problems], []);
+});

@@ -9,6 +9,7 @@ import { deflateRawSync } from 'node:zlib';
 import fc from 'fast-check';
 import {
   encodeText, decodeText, textFragment, parseLink, clampToLimits, parseDims, queryFor, shorten, capText, parseOff, offCode,
+  trainCode, parseTrain,
   MAX_TEXT_FRAGMENT, MAX_DECODED_TEXT_BYTES, MAX_DIMS, MAX_TEXT_CHARS,
 } from '../../www/js/url-state.js';
 import { threadPlan, MAX_THREADS } from '../../www/js/threads.js';
@@ -200,6 +201,24 @@ test('parts switched off read and write as short codes, each part once', () => {
   assert.equal(offCode(off), 'h1.2,f0m,pos,mask,x0.1m');
   for (const bad of ['h1', 'f', 'zz', 'h1.2.3', 'pos;mask', '', Array(65).fill('pos').join(',')]) {
     assert.equal(parseOff(bad), null, bad);
+  }
+});
+
+test('a training run\'s settings survive a link, and a bad one is noted', async () => {
+  const settings = fc.record({
+    layers: fc.integer({ min: 0, max: 999999 }), heads: fc.integer({ min: 0, max: 999999 }), d_model: fc.integer({ min: 0, max: 999999 }),
+    context: fc.integer({ min: 0, max: 999999999 }), batch: fc.integer({ min: 0, max: 999999 }), steps: fc.integer({ min: 0, max: 999999999 }),
+    learning_rate: fc.constantFrom(0.003, 1e-5, 0.1, 0.0005, 2, 0.02), seed: fc.integer({ min: 0, max: 2 ** 40 }),
+    pre_ln: fc.boolean(), positions: fc.boolean(), task: fc.constantFrom('stories', 'repeat', 'mixed'),
+  });
+  fc.assert(fc.property(settings, (t) => { assert.deepEqual(parseTrain(trainCode(t)), { ...t }); }), { numRuns: runs });
+  const { values } = await parseLink('?train=l2_h4_d64_c64_b16_n2000_r0.003_s1_pre_pos_repeat', '');
+  assert.deepEqual(values.train, { layers: 2, heads: 4, d_model: 64, context: 64, batch: 16, steps: 2000, learning_rate: 0.003, seed: 1, pre_ln: true, positions: true, task: 'repeat' });
+  for (const bad of ['l2_h4', 'l2_h4_d64_c64_b16_n2000_rNaN_s1_pre_pos_repeat', 'l2_h4_d64_c64_b16_n2000_r0.003_s1_pre_pos_poems', 'l-1_h4_d64_c64_b16_n2000_r0.003_s1_pre_pos_repeat']) {
+    assert.equal(parseTrain(bad), null, bad);
+    const { values: none, notes } = await parseLink(`?train=${bad}`, '');
+    assert.equal(none.train, undefined);
+    assert.ok(notes.some((n) => /is not a training run's settings/.test(n)), notes.join('\n'));
   }
 });
 

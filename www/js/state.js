@@ -4,7 +4,7 @@
 import { $ } from './dom.js';
 import { showNotice, setLinkNote } from './messages.js';
 import { parseLink, clampToLimits, textFragment, queryFor, shorten, parseDims as parseDimsText } from './url-state.js';
-import { MODELS, DEFAULT_MODEL, modelNamed } from './models.js';
+import { MODELS, DEFAULT_MODEL, modelNamed, TRAINED_MODEL } from './models.js';
 import { exposeForTests } from './testing-hook.js';
 // Sines and cosines of ever longer periods in the sinusoidal table (6, 6, 16, 43 and 112 positions).
 export const DEFAULT_DIMS = [0, 1, 40, 80, 120];
@@ -30,6 +30,7 @@ export const state = {
   off: [], // parts switched off (ablation.js): [{part, layer, head, fill}]
   gridPattern: 'previous', // the head grid's colouring: previous, induction, duplicate or first
   trainPattern: 'previous', // the Training section's head timeline: previous, induction or first
+  train: null, // the settings of the Training section's run (training.js), or a link's, or null
   threads: null, // a link's threads=N (threads.js); null: as many as the device reports, up to 8
   backend: 'auto', // where passes run: auto, cpu or gpu (`?backend=`, gpu-backend.js)
   layerHeadFromUrl: false, // else the head finder picks an informative head to open on
@@ -45,7 +46,10 @@ export const parseDims = parseDimsText;
 /** Reads the opening link into `state`; notes what it had to ignore. */
 export async function readUrl() {
   const { values, notes } = await parseLink(location.search, location.hash);
-  if (values.model !== undefined && !modelNamed(values.model)) {
+  if (values.model === TRAINED_MODEL) {
+    notes.push(`The link showed a model trained in its page: its weights stayed in that tab, so ${DEFAULT_MODEL} is shown.${values.train ? ' The run\'s settings are in the Training section: press Train there to train it again (the same seed gives the same run on the same machine).' : ''}`);
+    delete values.model;
+  } else if (values.model !== undefined && !modelNamed(values.model)) {
     notes.push(`This page has no model "${shorten(values.model)}" (it has ${Object.keys(MODELS).join(' and ')}), so ${DEFAULT_MODEL} is shown.`);
     delete values.model;
   }
@@ -66,7 +70,7 @@ export function checkAgainst(limits, asked = state) {
 }
 
 // ---------- the address bar ----------
-const KEYS = ['model', 'text', 'layer', 'head', 'mode', 'stack', 'step', 'stepHead', 'norm', 'dims', 'residualTokens', 'rotaryPair', 'query', 'temperature', 'topK', 'topP', 'seed', 'off', 'lesson', 'lessonStep'];
+const KEYS = ['model', 'text', 'layer', 'head', 'mode', 'stack', 'step', 'stepHead', 'norm', 'dims', 'residualTokens', 'rotaryPair', 'query', 'temperature', 'topK', 'topP', 'seed', 'off', 'lesson', 'lessonStep', 'train'];
 let written = null; // the state the current history entry shows
 let lastChange = { keys: '', at: -Infinity };
 let linkSeq = 0;

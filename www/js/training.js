@@ -4,7 +4,7 @@
 // finished, the model opens in every view of the page as the picker's "Trained here" entry, and
 // exports in the project's format (config.json, tokenizer.json, model.safetensors) for the CLI.
 import { $ } from './dom.js';
-import { state } from './state.js';
+import { state, writeUrl } from './state.js';
 import { session } from './session.js';
 import { showError, clearError } from './messages.js';
 import { draw, registerChart } from './charts.js';
@@ -253,6 +253,8 @@ function afterCheck(errors) {
   run.probe?.viz.free();
   Object.assign(run, { settings, status: 'starting', step: 0, train: [], heldOut: [], secondCopy: [], evaluations: [], probe: null });
   worker().postMessage({ type: 'start', settings });
+  state.train = settings; // the link reproduces the run: its settings and seed
+  writeUrl();
   for (const name of ['training-loss', 'training-timeline', 'training-grid']) draw(name);
 }
 
@@ -355,7 +357,11 @@ export function wireTraining() {
   const seen = new IntersectionObserver((entries) => {
     if (!entries.some((e) => e.isIntersecting)) return;
     seen.disconnect();
-    worker().postMessage({ type: 'preset', name: $('train-preset').value });
+    // A link's run (train=) fills the form; else the preset chosen.
+    if (state.train) {
+      $('train-preset').value = 'custom';
+      fillForm(state.train);
+    } else worker().postMessage({ type: 'preset', name: $('train-preset').value });
   }, { rootMargin: '400px 0px' });
   seen.observe($('training-section'));
   renderStatus();

@@ -170,6 +170,11 @@ export async function parseLink(search, hash) {
     if (off) values.off = off;
     else notes.push(`The link's off=${shorten(q.get('off'))} does not name parts of a model (h1.2 is layer 1 head 2, f0 layer 0's feed-forward, pos and mask; m after one means its mean), so nothing is switched off.`);
   }
+  if (q.has('train')) {
+    const train = parseTrain(q.get('train'));
+    if (train) values.train = train; // checked against the trainer's limits when Train is pressed
+    else notes.push(`The link's train=${shorten(q.get('train'))} is not a training run's settings (such as l1_h4_d64_c64_b16_n600_r0.003_s1_pre_pos_stories), so the Training section keeps its preset.`);
+  }
   if (q.has('lesson')) {
     const name = q.get('lesson');
     if (LESSON_NAME.test(name)) values.lesson = name;
@@ -251,6 +256,7 @@ export function queryFor(state, model) {
   if (state.topP !== undefined && state.topP !== 1) q.set('topp', String(state.topP));
   if (state.seed) q.set('seed', String(state.seed));
   if (state.off?.length) q.set('off', offCode(state.off));
+  if (state.train) q.set('train', trainCode(state.train));
   if (state.lesson) {
     q.set('lesson', state.lesson);
     q.set('lstep', String((state.lessonStep ?? 0) + 1));
@@ -298,4 +304,25 @@ export function parseOff(text) {
   }
   const codes = off.map((s) => offCode([s]).replace(/m$/, ''));
   return off.filter((_, i) => codes.indexOf(codes[i]) === i); // each part once
+}
+
+const TRAIN_TASKS = new Set(['stories', 'repeat', 'mixed']);
+
+/** A training run's settings in a link (training.js): "l1_h4_d64_c64_b16_n600_r0.003_s1_pre_pos_stories"
+ * (layers, heads, d_model, context, batch, steps, learning rate, seed; pre or post; pos or nopos; the task). */
+export function trainCode(t) {
+  return [`l${t.layers}`, `h${t.heads}`, `d${t.d_model}`, `c${t.context}`, `b${t.batch}`, `n${t.steps}`, `r${t.learning_rate}`, `s${t.seed}`,
+    t.pre_ln ? 'pre' : 'post', t.positions ? 'pos' : 'nopos', t.task].join('_');
+}
+
+/** The settings a link's `train=` names (see `trainCode`), or null when it is not such a value.
+ * Only the form is checked here; the trainer checks the ranges when Train is pressed. */
+export function parseTrain(text) {
+  const m = /^l(\d{1,6})_h(\d{1,6})_d(\d{1,6})_c(\d{1,9})_b(\d{1,6})_n(\d{1,9})_r(\d{1,3}(?:\.\d{1,12})?(?:e-?\d{1,2})?)_s(\d{1,15})_(pre|post)_(pos|nopos)_([a-z]{1,12})$/.exec(String(text));
+  if (!m || !TRAIN_TASKS.has(m[11])) return null;
+  const n = (i) => Number(m[i]);
+  return {
+    layers: n(1), heads: n(2), d_model: n(3), context: n(4), batch: n(5), steps: n(6), learning_rate: n(7), seed: n(8),
+    pre_ln: m[9] === 'pre', positions: m[10] === 'pos', task: m[11],
+  };
 }

@@ -81,7 +81,7 @@ self.onmessage = async ({ data }) => {
   await ready;
   switch (data.type) {
     case 'preset':
-      post({ type: 'preset', settings: training_preset(data.name) });
+      post({ type: 'preset', name: data.name, settings: training_preset(data.name) });
       break;
     case 'check':
       post({ type: 'checked', errors: check_training_settings(data.settings) });

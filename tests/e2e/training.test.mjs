@@ -74,6 +74,7 @@ test('one step of the page trainer gives the native trainer\'s loss and gradient
 test('bad settings are named beside their controls and start nothing', async () => {
   const { page, problems } = await openPage(env.base);
   await page.locator('#training-section').scrollIntoViewIfNeeded();
+  await page.waitForFunction(() => window.__tviz.training?.formReady);
   const cases = [
     [{ 'train-layers': '0' }, 'train-layers-message', /Layers must be from 1 to 6 \(it is 0\)/],
     [{ 'train-layers': '1', 'train-heads': '4', 'train-width': '30' }, 'train-width-message', /must divide evenly among the 4 heads/],
@@ -95,7 +96,7 @@ test('a tiny model learns in the page, pauses, opens in the inspector, resumes a
   const { page, problems } = await openPage(env.base);
   await page.locator('#training-section').scrollIntoViewIfNeeded();
   // The preset's settings arrive from the trainer once the section is in view.
-  await page.waitForFunction(() => document.getElementById('train-layers').value === '1');
+  await page.waitForFunction(() => window.__tviz.training?.formReady);
   await fill(page, {
     'train-task': 'mixed', 'train-layers': '1', 'train-heads': '2', 'train-width': '32', 'train-context': '32',
     'train-batch': '8', 'train-steps': '3000', 'train-rate': '0.003', 'train-seed': '3',
@@ -147,13 +148,24 @@ test('a tiny model learns in the page, pauses, opens in the inspector, resumes a
   assert.deepEqual(predicted.tokens, ['<|endoftext|>', ...'Mary gave the ball to']);
   assert.equal(predicted.next.length, 3);
   assert.ok(predicted.next.every((n) => n.prob > 0 && n.prob < 1), JSON.stringify(predicted.next));
+
+  // The page opens the exported files again; a partial choice is named beside the control.
+  await page.setInputFiles('#train-files', [join(dir, 'config.json')]);
+  await page.waitForFunction(() => !document.getElementById('train-files-message').hidden);
+  assert.match(await page.textContent('#train-files-message'), /missing: tokenizer\.json, model\.safetensors/);
+  await page.setInputFiles('#train-files', ['config.json', 'tokenizer.json', 'model.safetensors'].map((f) => join(dir, f)));
+  await page.waitForFunction(() => window.__tviz.training.opened === 'files');
+  assert.match(await page.$eval('#model option:checked', (o) => o.textContent), /^Trained here \(from files\) · decoder · in this page$/);
+  assert.equal(await page.isHidden('#train-files-message'), true);
+  const reopened = await drawn(page, 'attention', (d, text) => d.geometry && d.col_labels.length === text.length + 1, 'Mary gave the ball to Tom.');
+  assert.deepEqual(reopened.col_labels.slice(1, 5), ['M', 'a', 'r', 'y']);
   assert.deepEqual(problems, []);
 });
 
 test('a link reproduces a run\'s settings, and a link to a model trained in another tab says why it is gone', async () => {
   const { page, problems } = await openPage(env.base);
   await page.locator('#training-section').scrollIntoViewIfNeeded();
-  await page.waitForFunction(() => document.getElementById('train-layers').value === '1');
+  await page.waitForFunction(() => window.__tviz.training?.formReady);
   await fill(page, { 'train-layers': '2', 'train-heads': '2', 'train-width': '16', 'train-context': '32', 'train-batch': '4', 'train-steps': '500', 'train-seed': '9', 'train-norm': 'post', 'train-positions': false });
   await page.click('#train-start');
   await page.waitForFunction(() => window.__tviz.training?.evaluations >= 1);
@@ -169,7 +181,7 @@ test('a link reproduces a run\'s settings, and a link to a model trained in anot
   await again.page.waitForFunction(() => !document.getElementById('notice').hidden);
   assert.match(await again.page.textContent('#notice'), /trained in its page: its weights stayed in that tab, so lecture-post-ln is shown\. The run's settings are in the Training section/);
   await again.page.locator('#training-section').scrollIntoViewIfNeeded();
-  await again.page.waitForFunction(() => document.getElementById('train-layers').value === '2');
+  await again.page.waitForFunction(() => window.__tviz.training?.formReady);
   const form = await again.page.evaluate(() => Object.fromEntries(['train-layers', 'train-heads', 'train-width', 'train-context', 'train-batch', 'train-steps', 'train-rate', 'train-seed', 'train-norm', 'train-task'].map((id) => [id, document.getElementById(id).value])));
   assert.deepEqual(form, { 'train-layers': '2', 'train-heads': '2', 'train-width': '16', 'train-context': '32', 'train-batch': '4', 'train-steps': '500', 'train-rate': '0.003', 'train-seed': '9', 'train-norm': 'post', 'train-task': 'stories' });
   assert.equal(await again.page.isChecked('#train-positions'), false);

@@ -35,7 +35,7 @@ function setProgress(model, done, total) {
  * `stored`: whether the download was kept in the cache (undefined while it is being written).
  */
 function sourceWords(load, stored) {
-  if (load.source === 'trained') return [`trained in this page, step ${load.step.toLocaleString('en')}`, 'Trained in this page by the Training section: its weights are in this tab\'s memory only (export them there to keep them).'];
+  if (load.source === 'trained') return [`trained in this page, ${load.label}`, 'Trained in this page by the Training section (or opened from its exported files): its weights are in this tab\'s memory only (export them there to keep them).'];
   if (load.source === 'cache') return ['from the browser\'s cache', 'Read from the browser\'s cache (Cache API), where an earlier visit kept it: nothing was downloaded.'];
   const again = load.discarded.length ? ' again (the cached copy was incomplete)' : '';
   if (stored === undefined) return [`downloaded${again}, caching…`, `Downloaded${again}; being written to the browser's cache (Cache API) for the next visit.`];
@@ -96,23 +96,34 @@ async function fetchAndBuild(name, bindingsReady, { signal, why = '', again = fa
 
 /** The model the Training section trained, from its files in memory. */
 function buildTrained(model, bindings) {
-  const { config, tokenizer, weights, step } = model.trained;
-  const load = { model: model.name, source: 'trained', step, discarded: [], stored: null, error: null };
+  const { config, tokenizer, weights, label } = model.trained;
+  const load = { model: model.name, source: 'trained', label, discarded: [], stored: null, error: null };
   record('loads', load);
   return { name: model.name, viz: bindings.Viz.trained(model.name, config, tokenizer, weights), load };
 }
 
 /**
- * Shows a model the Training section trained (`files`: { config, tokenizer, weights, step })
- * in every view, as the picker's "Trained here" entry (replacing an earlier one).
+ * Shows a model the Training section trained, or its exported files (`files`: { config,
+ * tokenizer, weights }), in every view, as the picker's "Trained here" entry (replacing an
+ * earlier one). `label`: where it came from ("step 1,200"). Throws, showing nothing new, when
+ * the engine refuses the files.
  */
-export async function showTrainedModel(files, { step, settings }) {
+export async function showTrainedModel(files, { label }) {
+  const bindings = await wasmBindings();
+  const earlier = MODELS[TRAINED_MODEL];
+  registerTrained(files, { label });
+  let built;
+  try {
+    built = buildTrained(modelNamed(TRAINED_MODEL), bindings);
+  } catch (err) {
+    if (earlier) MODELS[TRAINED_MODEL] = earlier;
+    else delete MODELS[TRAINED_MODEL];
+    throw err;
+  }
   stopGeneration();
   hideOffer();
   cancelSwitch();
-  registerTrained(files, { step, settings });
   fillPicker();
-  const built = buildTrained(modelNamed(TRAINED_MODEL), await wasmBindings());
   clearError();
   install(built);
   afterSwitch();

@@ -42,18 +42,21 @@ export const TRAINED_MODEL = 'trained-here';
 
 /**
  * Registers (or replaces) the model trained in this page: `files` ({ config, tokenizer,
- * weights }) stay in memory, as the model's `trained`; nothing is downloaded for it.
+ * weights }) stay in memory, as the model's `trained`; nothing is downloaded for it. `label`
+ * says where it came from ("step 1,200", or "from files"). Throws when the config is not JSON.
  */
-export function registerTrained(files, { step, settings }) {
-  const norm = settings.pre_ln ? 'pre-LN' : 'post-LN';
+export function registerTrained(files, { label }) {
+  const c = JSON.parse(files.config);
+  const layers = `${c.n_layers} layer${c.n_layers === 1 ? '' : 's'}`;
+  const positions = c.position === 'None' ? 'no positions' : 'sinusoidal positions';
   MODELS[TRAINED_MODEL] = {
     name: TRAINED_MODEL,
-    short: `Trained here (step ${step.toLocaleString('en')})`,
-    title: `the model trained in this page (step ${step.toLocaleString('en')})`,
+    short: `Trained here (${label})`,
+    title: `the model trained in this page (${label})`,
     kind: 'decoder',
-    description: `Trained in this page from random weights for ${step.toLocaleString('en')} steps: ${settings.layers} layer${settings.layers === 1 ? '' : 's'}, ${settings.heads} heads, d_model ${settings.d_model}, ${norm}, ${settings.positions ? 'sinusoidal positions' : 'no positions'}, one token a character, a context of ${settings.context}.`,
+    description: `Trained in this page from random weights (${label}): ${layers}, ${c.n_heads} heads, d_model ${c.d_model}, ${c.norm_place === 'Pre' ? 'pre-LN' : 'post-LN'}, ${positions}, ${c.vocab_size} tokens, a context of ${c.context}.`,
     files: {},
-    trained: files,
+    trained: { ...files, label },
   };
 }
 

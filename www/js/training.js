@@ -110,7 +110,9 @@ function worker() {
 function onMessage(message) {
   switch (message.type) {
     case 'preset':
-      fillForm(message.settings);
+      // Not over settings the student changed meanwhile (the preset is then "custom").
+      if ($('train-preset').value === message.name) fillForm(message.settings);
+      formReady();
       break;
     case 'checked':
       afterCheck(message.errors);
@@ -214,6 +216,11 @@ function readForm() {
   return ok ? settings : null;
 }
 
+/** The form holds its first settings (the preset's, or the link's): for the tests. */
+function formReady() {
+  if (!testHook.training?.formReady) publish({ training: { ...testHook.training, formReady: true } });
+}
+
 function fillForm(settings) {
   for (const [id, key, how] of FIELDS) {
     const control = $(id);
@@ -294,6 +301,8 @@ function renderStatus() {
       evaluations: run.evaluations.length,
       probeStep: run.probe?.step ?? null,
       error: null,
+      formReady: testHook.training?.formReady ?? false,
+      opened: testHook.training?.opened ?? null,
     },
   });
 }
@@ -317,7 +326,7 @@ function reset() {
 /** Open in the inspector: the model as it is now, in every view of the page. */
 async function openInInspector() {
   const files = await filesNow('inspect');
-  await showTrainedModel(files, { step: files.step, settings: run.settings });
+  await showTrainedModel(files, { label: `step ${files.step.toLocaleString('en')}` });
 }
 
 function download(bytes, name, type) {
@@ -337,7 +346,30 @@ async function exportModel() {
   download(files.weights, 'model.safetensors', 'application/octet-stream');
 }
 
+/** Open exported files: the three files an Export wrote, shown in every view. */
+async function openFiles() {
+  clearError('train-files-message');
+  const chosen = [...$('train-files').files];
+  const named = (test) => chosen.find((f) => test(f.name));
+  const config = named((n) => n.endsWith('config.json'));
+  const tokenizer = named((n) => n.endsWith('tokenizer.json'));
+  const weights = named((n) => n.endsWith('.safetensors'));
+  const missing = [[config, 'config.json'], [tokenizer, 'tokenizer.json'], [weights, 'model.safetensors']].filter(([f]) => !f).map(([, n]) => n);
+  if (missing.length) {
+    showError(`Choose the three files an export wrote; missing: ${missing.join(', ')}.`, 'train-files-message');
+    return;
+  }
+  try {
+    const files = { config: await config.text(), tokenizer: await tokenizer.text(), weights: new Uint8Array(await weights.arrayBuffer()) };
+    await showTrainedModel(files, { label: 'from files' });
+    publish({ training: { ...testHook.training, opened: 'files' } });
+  } catch (err) {
+    showError(`These files are not a model this page can read: ${err.message ?? err}`, 'train-files-message');
+  }
+}
+
 export function wireTraining() {
+  $('train-files').addEventListener('change', openFiles);
   $('train-preset').addEventListener('change', () => {
     if ($('train-preset').value !== 'custom') worker().postMessage({ type: 'preset', name: $('train-preset').value });
   });
@@ -361,6 +393,7 @@ export function wireTraining() {
     if (state.train) {
       $('train-preset').value = 'custom';
       fillForm(state.train);
+      formReady();
     } else worker().postMessage({ type: 'preset', name: $('train-preset').value });
   }, { rootMargin: '400px 0px' });
   seen.observe($('training-section'));

@@ -5,12 +5,14 @@
 //
 // Messages in:  { type: 'preset', name }               -> { type: 'preset', settings }
 //               { type: 'check', settings }            -> { type: 'checked', errors }
-//               { type: 'start', settings }            -> { type: 'started', parameters, ... } or { type: 'error' }
+//               { type: 'start', settings, run }       -> { type: 'started', parameters, ... } or { type: 'error' }
 //               { type: 'pause' } / { type: 'resume' } / { type: 'reset' }
 //               { type: 'files', purpose }             -> { type: 'files', purpose, step, config, tokenizer, weights }
 // Messages out while training: { type: 'steps', reports, tokensPerSecond }, every
 // EVALUATE_EVERY steps { type: 'evaluation', ... } followed by the model's files (purpose
-// 'probe'), and { type: 'finished' } at the run's last step.
+// 'probe'), and { type: 'finished' } at the run's last step. Every message carries the `run`
+// id the page started the run with: a chunk that was under way when the page reset or started
+// another run reports under the old id, and the page ignores it.
 import init, { TrainingRun, check_training_settings, training_preset } from './train/transformer_viz.js';
 
 /** Steps between evaluations (held-out loss, every head's scores, the model for the grid). */
@@ -22,10 +24,11 @@ const ready = init();
 let run = null;
 let running = false;
 let generation = 0; // a Reset or a new Start leaves an older loop to end on its own
+let runId = null; // the page's id of the run, sent back with each of its messages
 let stepsPerChunk = 1;
 
 function post(message, transfer = []) {
-  self.postMessage(message, transfer);
+  self.postMessage({ ...message, run: runId }, transfer);
 }
 
 function sendFiles(purpose) {
@@ -65,7 +68,9 @@ async function loop(mine) {
     stepsPerChunk = Math.max(1, Math.min(EVALUATE_EVERY, Math.round((count * CHUNK_MS) / Math.max(took, 1))));
     tokens = tokens * 0.7 + count * run.tokens_per_step();
     ms = ms * 0.7 + took;
-    post({ type: 'steps', reports, tokensPerSecond: (tokens / ms) * 1000 });
+    // The worker's WebAssembly memory: the model, the optimiser's moments, a step's activations.
+    const memoryBytes = (await ready).memory.buffer.byteLength;
+    post({ type: 'steps', reports, tokensPerSecond: (tokens / ms) * 1000, memoryBytes });
     const finished = run.step() >= run.steps();
     if (run.step() % EVALUATE_EVERY === 0 || finished) evaluate();
     if (finished) {
@@ -88,6 +93,7 @@ self.onmessage = async ({ data }) => {
       break;
     case 'start': {
       generation += 1;
+      runId = data.run;
       run?.free();
       run = null;
       running = false;
@@ -117,6 +123,7 @@ self.onmessage = async ({ data }) => {
       break;
     case 'reset':
       generation += 1;
+      runId = null;
       running = false;
       run?.free();
       run = null;

@@ -60,7 +60,9 @@ const notes = new WeakMap();
  * keeps such a note on its slide; a chart the model does not have is left off the slides). */
 export function showWhyNotShown(canvas, why, { loading = false } = {}) {
   let note = notes.get(canvas);
-  if (!note && !why) return; // never replaced: nothing to show again
+  // Never replaced: nothing to show again (a canvas the page starts hidden, waiting for
+  // something to draw, is shown).
+  if (!note && !why && !canvas.hidden) return;
   const figure = canvas.closest('figure') ?? canvas.parentElement;
   if (!note) {
     note = document.createElement('p');

@@ -15,6 +15,8 @@ export const testHook = {
   gpuPasses: 0,
   gpuPassText: null, // the text of the last GPU pass installed
   gpuReadback: { restReads: 0, valuesLeft: 0, stepsRead: null, waitingCharts: [] },
+  trainingSpeeds: [], // training.js: tokens a second, each chunk of steps (the benchmark's)
+  trainingEvaluations: [], // training.js: { step, seconds, previous, induction, copy } each evaluation
 };
 window.__tviz = testHook;
 

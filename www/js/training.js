@@ -10,7 +10,7 @@ import { showError, clearError } from './messages.js';
 import { draw, registerChart } from './charts.js';
 import { gridHeight } from './attention.js';
 import { showTrainedModel } from './model-picker.js';
-import { publish, testHook } from './testing-hook.js';
+import { publish, record, testHook } from './testing-hook.js';
 
 /** The settings' fields: form control id, JSON name, and how the control's value is read. */
 const FIELDS = [
@@ -106,8 +106,12 @@ function worker() {
   return run.worker;
 }
 
+let runs = 0; // ids of the runs started, so that an older run's last messages are ignored
+
 /** What a message from the worker changes. */
 function onMessage(message) {
+  const mine = ['preset', 'checked'].includes(message.type) || message.run === run.id;
+  if (!mine) return;
   switch (message.type) {
     case 'preset':
       // Not over settings the student changed meanwhile (the preset is then "custom").
@@ -124,8 +128,17 @@ function onMessage(message) {
       for (const r of message.reports) run.train.push([r.step, r.loss]);
       run.step = message.reports.at(-1)?.step ?? run.step;
       run.tokensPerSecond = message.tokensPerSecond;
+      run.memoryBytes = message.memoryBytes;
+      record('trainingSpeeds', message.tokensPerSecond);
       break;
     case 'evaluation':
+      record('trainingEvaluations', {
+        step: message.step,
+        seconds: (performance.now() - run.startedAt) / 1000,
+        previous: Math.max(...message.previous),
+        induction: Math.max(...message.induction),
+        copy: message.copy_loss,
+      });
       run.heldOut.push([message.step, message.held_out]);
       run.secondCopy.push([message.step, message.copy_loss[1]]);
       run.evaluations.push({ step: message.step, previous: message.previous, induction: message.induction, first: message.first, copyLoss: message.copy_loss });
@@ -157,8 +170,8 @@ function onMessage(message) {
 
 function fail(message) {
   run.status = run.step > 0 ? 'paused' : 'idle';
+  run.error = message;
   showError(message, 'train-message');
-  publish({ training: { ...testHook.training, error: message } });
   renderStatus();
 }
 
@@ -239,6 +252,8 @@ function start() {
   const settings = readForm();
   if (!settings) return;
   pendingStart = settings;
+  run.error = null;
+  run.startedAt = performance.now(); // Train was pressed: the benchmark's clock starts here
   run.status = 'starting';
   renderStatus();
   worker().postMessage({ type: 'check', settings });
@@ -259,7 +274,8 @@ function afterCheck(errors) {
   }
   run.probe?.viz.free();
   Object.assign(run, { settings, status: 'starting', step: 0, train: [], heldOut: [], secondCopy: [], evaluations: [], probe: null });
-  worker().postMessage({ type: 'start', settings });
+  run.id = ++runs;
+  worker().postMessage({ type: 'start', settings, run: run.id });
   state.train = settings; // the link reproduces the run: its settings and seed
   writeUrl();
   for (const name of ['training-loss', 'training-timeline', 'training-grid']) draw(name);
@@ -300,7 +316,8 @@ function renderStatus() {
       firstLoss: run.train[0]?.[1] ?? null,
       evaluations: run.evaluations.length,
       probeStep: run.probe?.step ?? null,
-      error: null,
+      memoryBytes: run.memoryBytes ?? null,
+      error: run.error ?? null,
       formReady: testHook.training?.formReady ?? false,
       opened: testHook.training?.opened ?? null,
     },
@@ -317,6 +334,7 @@ function pressStart() {
 
 function reset() {
   worker().postMessage({ type: 'reset' });
+  run.id = null;
   run.probe?.viz.free();
   Object.assign(run, { status: 'idle', step: 0, steps: 0, train: [], heldOut: [], secondCopy: [], evaluations: [], probe: null });
   for (const name of ['training-loss', 'training-timeline', 'training-grid']) draw(name);

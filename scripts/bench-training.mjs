@@ -1,0 +1,119 @@
+// Benchmark of the page's Training section (run scripts/build-page.sh first), in headless
+// Debian Chromium, beside the native trainer on the same presets:
+//   - for each preset (PRESETS=previous-token,induction by default): press Train and follow the
+//     run for its budget (BUDGET_S, default 90 s for previous-token, 360 s for the others):
+//     the seconds and step at which the best previous-token and induction scores first pass
+//     0.5, the copy loss (first copy -> second copy) then and at the end, tokens a second
+//     (median and spread of the worker's chunks), the worker's WebAssembly memory;
+//   - the native trainer (`transformer-viz train-page --preset P`, one thread and the cores'
+//     threads) on the same preset for as many steps as the page reached: its tokens a second;
+//   - keystroke to every chart of the inspected model at 32 tokens (KEYSTROKES, default 20),
+//     while the induction preset trains and, as the peer, in the same page before Train.
+// Prints a table and writes tests/artifacts/bench-training.json.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import { serve } from './static-server.mjs';
+import { launchChromium } from './browser.mjs';
+
+const ROOT = new URL('..', import.meta.url).pathname;
+const PRESETS = (process.env.PRESETS ?? 'previous-token,induction').split(',');
+const KEYSTROKES = Number(process.env.KEYSTROKES ?? 20);
+const budgetOf = (preset) => Number(process.env.BUDGET_S ?? (preset === 'previous-token' ? 90 : 360));
+const SENTENCE = 'The cat sat on the mat because it was tired and the';
+
+function stats(values) {
+  const sorted = [...values].sort((a, b) => a - b);
+  const at = (q) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))];
+  return { median: at(0.5), p10: at(0.1), p90: at(0.9), p95: at(0.95), count: sorted.length };
+}
+
+async function openSection(browser, base) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const page = await context.newPage();
+  await page.goto(base);
+  await page.waitForFunction(() => window.__tviz?.firstSettledAt !== undefined, null, { timeout: 120000 });
+  await page.locator('#training-section').scrollIntoViewIfNeeded();
+  await page.waitForFunction(() => window.__tviz.training?.formReady, null, { timeout: 120000 });
+  return { context, page };
+}
+
+/** Keystrokes in the text box: input to every chart drawn (ms), as scripts/bench-page.mjs times them. */
+async function keystrokes(page) {
+  await page.locator('#input-section').scrollIntoViewIfNeeded();
+  await page.fill('#text', SENTENCE);
+  await page.waitForFunction(() => window.__tvizSettled());
+  await page.evaluate(() => { window.__tviz.settledLatencies = []; });
+  await page.focus('#text');
+  for (let i = 0; i < KEYSTROKES; i += 1) {
+    const before = await page.evaluate(() => window.__tviz.settledLatencies.length);
+    await page.keyboard.press(i % 2 === 0 ? 'Backspace' : SENTENCE.at(-1));
+    await page.waitForFunction((n) => window.__tviz.settledLatencies.length > n, before);
+  }
+  return stats(await page.evaluate(() => window.__tviz.settledLatencies));
+}
+
+/** The native trainer's tokens a second on `preset` over `steps` steps, with `threads` threads. */
+function native(preset, steps, threads) {
+  const out = execFileSync('cargo', ['run', '--quiet', '--release', '--bin', 'transformer-viz', '--', 'train-page', '--preset', preset, '--steps', String(steps)],
+    { cwd: ROOT, encoding: 'utf8', env: { ...process.env, RAYON_NUM_THREADS: String(threads) }, maxBuffer: 1 << 26 });
+  const lines = out.trim().split('\n');
+  const speeds = lines.map((l) => Number(/([\d.]+) tokens\/s/.exec(l)?.[1])).filter(Number.isFinite);
+  return { threads, tokensPerSecond: speeds.at(-1), last: lines.at(-1) };
+}
+
+const server = await serve(join(ROOT, 'dist'), 0);
+const base = `http://127.0.0.1:${server.address().port}/`;
+const browser = await launchChromium();
+const results = { date: new Date().toISOString(), presets: {}, keystrokes: {} };
+try {
+  for (const preset of PRESETS) {
+    const { context, page } = await openSection(browser, base);
+    if (preset === 'induction') results.keystrokes.idle = await keystrokes(page);
+    await page.locator('#training-section').scrollIntoViewIfNeeded();
+    await page.selectOption('#train-preset', preset);
+    await page.waitForFunction(() => window.__tviz.training?.formReady);
+    await page.evaluate(() => { window.__tviz.trainingSpeeds = []; window.__tviz.trainingEvaluations = []; });
+    await page.click('#train-start');
+    await page.waitForFunction(() => window.__tviz.training?.status === 'running', null, { timeout: 120000 });
+    const budget = budgetOf(preset);
+    if (preset === 'induction') results.keystrokes.training = await keystrokes(page);
+    // Followed until both heads formed, the run ended or the budget is spent.
+    await page.waitForFunction((s) => {
+      const evals = window.__tviz.trainingEvaluations;
+      const last = evals.at(-1);
+      const done = window.__tviz.training.status === 'finished';
+      return done || (last && (last.seconds > s || (evals.some((e) => e.previous > 0.5) && evals.some((e) => e.induction > 0.5))));
+    }, budget, { timeout: (budget + 120) * 1000, polling: 1000 });
+    const [evaluations, speeds, training] = await page.evaluate(() => [window.__tviz.trainingEvaluations, window.__tviz.trainingSpeeds, window.__tviz.training]);
+    const first = (key) => evaluations.find((e) => e[key] > 0.5) ?? null;
+    const last = evaluations.at(-1);
+    results.presets[preset] = {
+      budgetSeconds: budget,
+      previousPassed: first('previous'),
+      inductionPassed: first('induction'),
+      last,
+      tokensPerSecond: stats(speeds.slice(3)), // the first chunks run before the browser has compiled the trainer's hot code
+      workerMemoryMB: training.memoryBytes / 1e6,
+      native: [native(preset, last.step, 1), native(preset, last.step, 2)],
+    };
+    await context.close();
+  }
+} finally {
+  await browser.close();
+  server.close();
+}
+mkdirSync(join(ROOT, 'tests/artifacts'), { recursive: true });
+writeFileSync(join(ROOT, 'tests/artifacts/bench-training.json'), JSON.stringify(results, null, 2));
+const at = (e) => (e ? `step ${e.step} at ${e.seconds.toFixed(1)} s (copy loss ${e.copy[0].toFixed(2)} -> ${e.copy[1].toFixed(2)})` : 'not within the budget');
+for (const [preset, r] of Object.entries(results.presets)) {
+  console.log(`${preset} (budget ${r.budgetSeconds} s):`);
+  console.log(`  previous-token head > 0.5: ${at(r.previousPassed)}; induction head > 0.5: ${at(r.inductionPassed)}`);
+  console.log(`  last: step ${r.last.step} at ${r.last.seconds.toFixed(1)} s, best previous-token ${r.last.previous.toFixed(2)}, induction ${r.last.induction.toFixed(2)}, copy loss ${r.last.copy[0].toFixed(2)} -> ${r.last.copy[1].toFixed(2)}`);
+  const t = r.tokensPerSecond;
+  console.log(`  page: ${Math.round(t.median)} tokens/s (p10 ${Math.round(t.p10)}, p90 ${Math.round(t.p90)}, ${t.count} chunks); worker memory ${r.workerMemoryMB.toFixed(0)} MB`);
+  for (const n of r.native) console.log(`  native, ${n.threads} thread${n.threads === 1 ? '' : 's'}: ${Math.round(n.tokensPerSecond)} tokens/s`);
+}
+for (const [when, s] of Object.entries(results.keystrokes)) {
+  console.log(`keystroke to every chart at ${SENTENCE.split(' ').length} words, ${when === 'training' ? 'while the induction preset trains' : 'before Train (peer)'}: median ${s.median.toFixed(1)} ms, p95 ${s.p95.toFixed(1)} ms (${s.count} keystrokes)`);
+}

@@ -98,13 +98,20 @@ impl PageSettings {
             steps: 2000,
         };
         match name {
+            // Wider and shorter than the others: at d_model 128 and a context of 32 one head
+            // takes the previous token within a few hundred steps (docs/training.md).
             "previous-token" => Some(PageSettings {
                 layers: 1,
-                steps: 600,
+                d_model: 128,
+                context: 32,
+                learning_rate: 1e-2,
+                steps: 1200,
                 ..base
             }),
             "induction" => Some(PageSettings {
                 task: Task::Repeat,
+                learning_rate: 1e-2,
+                steps: 3000,
                 ..base
             }),
             "stories" => Some(PageSettings {
@@ -215,12 +222,14 @@ impl PageSettings {
     /// steps), the lecture runs' AdamW (beta2 0.99, decay 0.1, clipping at 1) and initial
     /// scale, the task's mixture.
     pub fn training(&self) -> Settings {
+        // Runs up to half the context: the head probe's run (as long as that, shown twice)
+        // is then one the model has met.
         let longest = ((self.context - 1) / 2).max(4) as u32;
         let runs = |share| Mixture {
             random_repeat: share,
             copied_span: 0,
             pool: 0,
-            run_lengths: (4.min(longest), 24.min(longest)),
+            run_lengths: (4, longest),
             zipf: 0.0,
         };
         Settings {

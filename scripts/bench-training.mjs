@@ -78,13 +78,15 @@ try {
     await page.waitForFunction(() => window.__tviz.training?.status === 'running', null, { timeout: 120000 });
     const budget = budgetOf(preset);
     if (preset === 'induction') results.keystrokes.training = await keystrokes(page);
-    // Followed until both heads formed, the run ended or the budget is spent.
-    await page.waitForFunction((s) => {
+    // Followed until the preset's head formed (and 20 s more, to see it hold), the run ended
+    // or the budget is spent.
+    const key = preset === 'previous-token' ? 'previous' : 'induction';
+    await page.waitForFunction(([s, k]) => {
       const evals = window.__tviz.trainingEvaluations;
       const last = evals.at(-1);
-      const done = window.__tviz.training.status === 'finished';
-      return done || (last && (last.seconds > s || (evals.some((e) => e.previous > 0.5) && evals.some((e) => e.induction > 0.5))));
-    }, budget, { timeout: (budget + 120) * 1000, polling: 1000 });
+      const formed = evals.find((e) => e[k] > 0.5);
+      return window.__tviz.training.status === 'finished' || (last && (last.seconds > s || (formed && last.seconds > formed.seconds + 20)));
+    }, [budget, key], { timeout: (budget + 120) * 1000, polling: 1000 });
     const [evaluations, speeds, training] = await page.evaluate(() => [window.__tviz.trainingEvaluations, window.__tviz.trainingSpeeds, window.__tviz.training]);
     const first = (key) => evaluations.find((e) => e[key] > 0.5) ?? null;
     const last = evaluations.at(-1);

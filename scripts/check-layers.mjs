@@ -25,7 +25,7 @@ export const JS_LAYERS = [
   ['sections', ['tokens.js', 'attention.js', 'head-finder.js', 'query.js', 'compare.js', 'position.js', 'norm.js', 'residual.js',
     'rotary.js', 'stepper.js', 'prediction.js', 'translation.js', 'presenter.js', 'twin.js', 'ablation.js', 'part-tokens.js', 'patch-sweep.js', 'lesson-answers.js']],
   ['flow', ['pass.js', 'model-picker.js']],
-  ['lessons', ['lessons.js']],
+  ['lessons', ['lessons.js', 'training.js']],
   ['main', ['main.js']],
 ];
 

@@ -146,10 +146,10 @@ build_trainer() {
   step "building the page's trainer (WebAssembly with candle) into dist/train/"
   cargo build --quiet --release --lib --features train --target wasm32-unknown-unknown
   rm -rf dist/train
+  # No wasm-opt pass: npm's binaryen runs in Node and had not finished this module after ten
+  # minutes here. The file is fetched only when the Training section comes into view.
   wasm-bindgen --target web --out-dir dist/train --no-typescript \
     "$CARGO_TARGET_DIR/wasm32-unknown-unknown/release/transformer_viz.wasm"
-  wasm-opt -O3 --enable-simd --enable-bulk-memory --enable-sign-ext --enable-nontrapping-float-to-int \
-    --enable-reference-types --enable-multivalue dist/train/transformer_viz_bg.wasm -o dist/train/transformer_viz_bg.wasm
 }
 
 ensure_models() {

@@ -14,8 +14,7 @@ use super::batches::evaluation_windows;
 use super::curve::{loss_curve_svg, CurvePoint};
 use super::head_probe::HeadProbe;
 use super::network::{candle_err, Network};
-use super::step::State;
-pub use super::step::{evaluate, learning_rate, optimise, Optimised, Settings};
+use super::step::{evaluate, Optimised, Settings, State};
 use crate::error::{Result, VizError};
 use crate::model::ModelConfig;
 

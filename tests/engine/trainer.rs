@@ -19,7 +19,8 @@ use transformer_viz::train::bigram::bigram_loss;
 use transformer_viz::train::corpus::{token_stream, Corpus};
 use transformer_viz::train::head_probe::HeadProbe;
 use transformer_viz::train::network::{id_tensor, Network};
-use transformer_viz::train::run::{evaluate, learning_rate, Run, Settings};
+use transformer_viz::train::run::Run;
+use transformer_viz::train::step::{evaluate, learning_rate, Settings};
 use transformer_viz::train::vocab::learn_vocab;
 use transformer_viz::train::vocab_report::{text_tokens, tokens_per_word, vocab_report};
 

@@ -3,6 +3,7 @@
 //! that rises. The numbers come with the chart's spec (the worker that trains measured them);
 //! the model shown on the page plays no part.
 
+use plotters::coord::types::RangedCoordf32;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use serde::Serialize;
@@ -71,22 +72,7 @@ pub fn draw_loss<DB: Canvas>(
             "Loss",
         ],
     )?;
-    let hi = hi * 1.05;
-    let mut chart = ChartBuilder::on(&chart_area)
-        .caption(&title, (FONT, font_px + 3))
-        .margin(8)
-        .margin_right(14)
-        .x_label_area_size(font_px * 3 + 8)
-        .y_label_area_size(font_px * 3 + 16)
-        .build_cartesian_2d(0f32..steps as f32, 0f32..hi)
-        .map_err(draw_err)?;
-    house_mesh(&mut chart.configure_mesh(), font_px)
-        .x_desc("step")
-        .y_desc("loss")
-        .x_label_formatter(&|x| format!("{x:.0}"))
-        .y_label_formatter(&tick_format(0.0, hi))
-        .draw()
-        .map_err(draw_err)?;
+    let mut chart = axes(&chart_area, &title, font_px, steps, hi * 1.05, "loss")?;
     let mut series = Vec::new();
     for (label, points, colour) in lines {
         let finite = points.iter().filter(|p| p.1.is_finite());
@@ -154,21 +140,7 @@ pub fn draw_head_timeline<DB: Canvas>(
         ],
     )?;
     let last_step = steps.last().copied().unwrap_or(1).max(1);
-    let mut chart = ChartBuilder::on(&chart_area)
-        .caption(&title, (FONT, font_px + 3))
-        .margin(8)
-        .margin_right(14)
-        .x_label_area_size(font_px * 3 + 8)
-        .y_label_area_size(font_px * 3 + 16)
-        .build_cartesian_2d(0f32..last_step as f32, 0f32..1f32)
-        .map_err(draw_err)?;
-    house_mesh(&mut chart.configure_mesh(), font_px)
-        .x_desc("step")
-        .y_desc(words)
-        .x_label_formatter(&|x| format!("{x:.0}"))
-        .y_label_formatter(&tick_format(0.0, 1.0))
-        .draw()
-        .map_err(draw_err)?;
+    let mut chart = axes(&chart_area, &title, font_px, last_step, 1.0, words)?;
     let line = |i: usize| -> Vec<(f32, f32)> {
         steps
             .iter()
@@ -226,4 +198,32 @@ fn frame<DB: Canvas>(
     draw_legend_rows(&legend_area, legend, font_px)?;
     let title = fitting_title(area, font_px + 3, titles);
     Ok((plot_area, font_px, title))
+}
+
+/// Both charts' axes: steps from 0 to `steps` across, 0 to `top` up (named `y_desc`), under
+/// `title`, with the house's grid.
+fn axes<'a, DB: Canvas>(
+    area: &'a DrawingArea<DB, Shift>,
+    title: &str,
+    font_px: u32,
+    steps: usize,
+    top: f32,
+    y_desc: &str,
+) -> Result<ChartContext<'a, DB, Cartesian2d<RangedCoordf32, RangedCoordf32>>> {
+    let mut chart = ChartBuilder::on(area)
+        .caption(title, (FONT, font_px + 3))
+        .margin(8)
+        .margin_right(14)
+        .x_label_area_size(font_px * 3 + 8)
+        .y_label_area_size(font_px * 3 + 16)
+        .build_cartesian_2d(0f32..steps as f32, 0f32..top)
+        .map_err(draw_err)?;
+    house_mesh(&mut chart.configure_mesh(), font_px)
+        .x_desc("step")
+        .y_desc(y_desc)
+        .x_label_formatter(&|x| format!("{x:.0}"))
+        .y_label_formatter(&tick_format(0.0, top))
+        .draw()
+        .map_err(draw_err)?;
+    Ok(chart)
 }

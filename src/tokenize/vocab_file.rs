@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::bpe::{ByteLevelBpe, PreTokenizer, SpecialTokens};
+use super::bpe::{byte_to_char, ByteLevelBpe, PreTokenizer, SpecialTokens};
 use crate::error::{Result, VizError};
 
 /// The largest vocabulary this format accepts (the trainer learns a few thousand).
@@ -55,6 +55,23 @@ impl VocabFile {
             control: vec![],
         };
         ByteLevelBpe::new(self.tokens, self.merges, special, PreTokenizer::Gpt2)
+    }
+
+    /// A vocabulary of single bytes, no merges: one token for each of `bytes` (in GPT-2's byte
+    /// alphabet, a space is `Ġ`), in that order, then the start token.
+    pub fn characters(bytes: impl IntoIterator<Item = u8>) -> Self {
+        let alphabet = byte_to_char();
+        let mut tokens: Vec<String> = bytes
+            .into_iter()
+            .map(|b| alphabet[b as usize].to_string())
+            .collect();
+        tokens.push("<|endoftext|>".into());
+        VocabFile {
+            kind: KIND.into(),
+            bos: (tokens.len() - 1) as u32,
+            tokens,
+            merges: vec![],
+        }
     }
 
     pub fn to_json(&self) -> String {

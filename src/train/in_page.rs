@@ -18,10 +18,10 @@ use super::head_probe::{HeadProbe, HeadReport};
 use super::network::{candle_err, id_tensor};
 use super::step::{evaluate, Optimised, Settings, State};
 use super::stories::{stories, Split};
+use crate::checkpoints::lecture;
 use crate::error::{Result, VizError};
-use crate::model::config::{Activation, LmHead, ModelConfig, NormKind, NormPlace, Position};
-use crate::tokenize::bpe::byte_to_char;
-use crate::tokenize::vocab_file::{VocabFile, KIND};
+use crate::model::config::{ModelConfig, NormPlace, Position};
+use crate::tokenize::vocab_file::VocabFile;
 
 /// What the model is trained to predict.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
@@ -183,11 +183,15 @@ impl PageSettings {
         self.layers * per_layer + 4 * tokens * vocab().tokens.len()
     }
 
-    /// The model: the lecture's architecture at this size (FFN 4 x d_model, tied embeddings).
+    /// The model: the lecture decoders' architecture (`lecture::decoder_config`) at this size,
+    /// the FFN 4 x d_model wide, with or without positions.
     pub fn config(&self, vocab_size: usize) -> ModelConfig {
+        let place = if self.pre_ln {
+            NormPlace::Pre
+        } else {
+            NormPlace::Post
+        };
         ModelConfig {
-            name: "trained-here".into(),
-            vocab_size,
             d_model: self.d_model,
             n_layers: self.layers,
             n_heads: self.heads,
@@ -200,21 +204,8 @@ impl PageSettings {
             } else {
                 Position::None
             },
-            norm: NormKind::Layer,
-            norm_place: if self.pre_ln {
-                NormPlace::Pre
-            } else {
-                NormPlace::Post
-            },
-            norm_eps: 1e-5,
-            activation: Activation::Relu,
-            causal: true,
-            token_types: 0,
-            linear_bias: true,
-            lm_head: LmHead::Tied,
-            embedding_norm: false,
             embedding_scale: (self.d_model as f32).sqrt(),
-            encoder_layers: 0,
+            ..lecture::decoder_config("trained-here", vocab_size, place)
         }
     }
 
@@ -262,18 +253,7 @@ impl PageSettings {
 /// One token a character: printable ASCII and the newline (in GPT-2's byte alphabet), then
 /// the start token.
 pub fn vocab() -> VocabFile {
-    let bytes = byte_to_char();
-    let mut tokens: Vec<String> = std::iter::once(b'\n')
-        .chain(b' '..=b'~')
-        .map(|b| bytes[b as usize].to_string())
-        .collect();
-    tokens.push("<|endoftext|>".into());
-    VocabFile {
-        kind: KIND.into(),
-        bos: (tokens.len() - 1) as u32,
-        tokens,
-        merges: vec![],
-    }
+    VocabFile::characters(std::iter::once(b'\n').chain(b' '..=b'~'))
 }
 
 /// A step's report.

@@ -19,8 +19,7 @@ use super::step::{optimise, Optimised, Settings};
 use crate::checkpoints::lecture;
 use crate::error::{Result, VizError};
 use crate::model::config::NormPlace;
-use crate::tokenize::bpe::byte_to_char;
-use crate::tokenize::vocab_file::{VocabFile, KIND};
+use crate::tokenize::vocab_file::VocabFile;
 use crate::Transformer;
 
 /// What the sources are made of.
@@ -34,18 +33,7 @@ pub const HELD_OUT_FROM: usize = 4;
 /// The vocabulary: one token per character of `ALPHABET` (in GPT-2's byte alphabet, a space
 /// is `Ġ`), then the start token, which also ends the output.
 pub fn vocab() -> VocabFile {
-    let bytes = byte_to_char();
-    let mut tokens: Vec<String> = ALPHABET
-        .bytes()
-        .map(|b| bytes[b as usize].to_string())
-        .collect();
-    tokens.push("<|endoftext|>".into());
-    VocabFile {
-        kind: KIND.into(),
-        bos: (tokens.len() - 1) as u32,
-        tokens,
-        merges: vec![],
-    }
+    VocabFile::characters(ALPHABET.bytes())
 }
 
 /// Whether `text` belongs to the held-out strings (FNV-1a hash, one in eight).

@@ -264,6 +264,14 @@ readback.arrived.push((waited) => {
   if (dirty.size) drawPending();
 });
 
+/** Draws chart `name` now if it is on screen, else when it comes into view (a chart that
+ * changes without a pass: the Training section's, as the run goes on). A canvas hidden behind
+ * a note never comes into view: it is drawn now, which shows it. */
+export function drawWhenSeen(name) {
+  if (onScreen(name) || canvasOf(name).hidden) draw(name);
+  else stale.add(name);
+}
+
 export function drawAll() {
   for (const name of Object.keys(charts)) {
     // (A chart this model does not have is "drawn" at once: a line saying why, no pass.)

@@ -3,11 +3,11 @@
 // steps, and the attention of all its heads on a probe sentence redrawn as it learns. Paused or
 // finished, the model opens in every view of the page as the picker's "Trained here" entry, and
 // exports in the project's format (config.json, tokenizer.json, model.safetensors) for the CLI.
-import { $ } from './dom.js';
+import { $, download } from './dom.js';
 import { state, writeUrl } from './state.js';
 import { session } from './session.js';
 import { showError, clearError } from './messages.js';
-import { draw, registerChart } from './charts.js';
+import { draw, drawWhenSeen, registerChart } from './charts.js';
 import { gridHeight } from './attention.js';
 import { showTrainedModel } from './model-picker.js';
 import { publish, record, testHook } from './testing-hook.js';
@@ -45,7 +45,8 @@ const run = {
   heldOut: [], // [step, loss]
   secondCopy: [], // [step, loss]
   evaluations: [], // { step, previous, induction, first }
-  probe: null, // { viz, step, summary }: the model at its last evaluation, reading PROBE
+  probeFiles: null, // the model's files at its last evaluation
+  probe: null, // { viz, step, summary }: built from them when the grid is drawn, reading PROBE
   waiting: new Map(), // purpose -> resolve, for files asked of the worker
 };
 
@@ -77,8 +78,35 @@ registerChart('training-grid', {
   spec: () => ({ kind: 'grid', ...strongestHead() }),
   shape: [0.6, 240],
   height: (width, height) => (run.settings ? gridHeight(width, { n_layers: run.settings.layers, n_heads: run.settings.heads }) : height),
-  model: () => (run.probe ? { viz: run.probe.viz, name: `trained-here@${run.probe.step}`, summary: run.probe.summary } : nothingYet),
+  model: probeModel,
 });
+
+/** The model at its last evaluation, reading PROBE: built when the grid is drawn, so an
+ * evaluation off screen builds nothing. */
+function probeModel() {
+  const files = run.probeFiles;
+  if (!files || !session.viz) return nothingYet;
+  if (run.probe?.step !== files.step) {
+    let viz;
+    try {
+      viz = session.viz.constructor.trained('trained-here', files.config, files.tokenizer, files.weights);
+    } catch (err) {
+      return { why: `The model being trained could not be read: ${err.message ?? err}` };
+    }
+    const summary = viz.set_text(PROBE.slice(0, run.settings.context - 1));
+    run.probe?.viz.free();
+    run.probe = { viz, step: files.step, summary };
+  }
+  return { viz: run.probe.viz, name: `trained-here@${run.probe.step}`, summary: run.probe.summary };
+}
+
+const TRAINING_CHARTS = ['training-loss', 'training-timeline', 'training-grid'];
+
+/** Forgets the last run's measurements (and frees its probe's model); `fields` set the rest. */
+function clearRun(fields) {
+  run.probe?.viz.free();
+  Object.assign(run, { step: 0, train: [], heldOut: [], secondCopy: [], evaluations: [], probe: null, probeFiles: null, ...fields });
+}
 
 /** Every point while few, else about LOSS_POINTS of them, evenly spread, with the last. */
 function thinned(points) {
@@ -142,8 +170,8 @@ function onMessage(message) {
       run.heldOut.push([message.step, message.held_out]);
       run.secondCopy.push([message.step, message.copy_loss[1]]);
       run.evaluations.push({ step: message.step, previous: message.previous, induction: message.induction, first: message.first, copyLoss: message.copy_loss });
-      draw('training-loss');
-      draw('training-timeline');
+      drawWhenSeen('training-loss');
+      drawWhenSeen('training-timeline');
       break;
     case 'files':
       onFiles(message);
@@ -156,7 +184,7 @@ function onMessage(message) {
       break;
     case 'finished':
       run.status = 'finished';
-      draw('training-loss');
+      drawWhenSeen('training-loss');
       break;
     case 'reset':
       break;
@@ -181,22 +209,10 @@ function onFiles(message) {
   if (waiting) {
     run.waiting.delete(message.purpose);
     waiting(message);
-    return;
+  } else if (message.purpose === 'probe') {
+    run.probeFiles = message;
+    drawWhenSeen('training-grid');
   }
-  if (message.purpose !== 'probe' || !session.viz) return;
-  let viz;
-  try {
-    viz = session.viz.constructor.trained('trained-here', message.config, message.tokenizer, message.weights);
-  } catch (err) {
-    fail(`The model being trained could not be read: ${err.message ?? err}`);
-    return;
-  }
-  const context = run.settings.context;
-  const summary = viz.set_text(PROBE.slice(0, context - 1));
-  run.probe?.viz.free();
-  run.probe = { viz, step: message.step, summary };
-  draw('training-grid');
-  renderStatus();
 }
 
 /** The model's files now, from the worker. */
@@ -272,13 +288,12 @@ function afterCheck(errors) {
     renderStatus();
     return;
   }
-  run.probe?.viz.free();
-  Object.assign(run, { settings, status: 'starting', step: 0, train: [], heldOut: [], secondCopy: [], evaluations: [], probe: null });
+  clearRun({ settings, status: 'starting' });
   run.id = ++runs;
   worker().postMessage({ type: 'start', settings, run: run.id });
   state.train = settings; // the link reproduces the run: its settings and seed
   writeUrl();
-  for (const name of ['training-loss', 'training-timeline', 'training-grid']) draw(name);
+  for (const name of TRAINING_CHARTS) draw(name);
 }
 
 function renderStatus() {
@@ -315,7 +330,7 @@ function renderStatus() {
       lastLoss: run.train.at(-1)?.[1] ?? null,
       firstLoss: run.train[0]?.[1] ?? null,
       evaluations: run.evaluations.length,
-      probeStep: run.probe?.step ?? null,
+      probeStep: run.probeFiles?.step ?? null,
       memoryBytes: run.memoryBytes ?? null,
       error: run.error ?? null,
       formReady: testHook.training?.formReady ?? false,
@@ -335,9 +350,8 @@ function pressStart() {
 function reset() {
   worker().postMessage({ type: 'reset' });
   run.id = null;
-  run.probe?.viz.free();
-  Object.assign(run, { status: 'idle', step: 0, steps: 0, train: [], heldOut: [], secondCopy: [], evaluations: [], probe: null });
-  for (const name of ['training-loss', 'training-timeline', 'training-grid']) draw(name);
+  clearRun({ status: 'idle', steps: 0 });
+  for (const name of TRAINING_CHARTS) draw(name);
   renderStatus();
 }
 
@@ -347,21 +361,12 @@ async function openInInspector() {
   await showTrainedModel(files, { label: `step ${files.step.toLocaleString('en')}` });
 }
 
-function download(bytes, name, type) {
-  const url = URL.createObjectURL(new Blob([bytes], { type }));
-  const a = document.createElement('a');
-  a.href = url;
-  a.download = name;
-  a.click();
-  setTimeout(() => URL.revokeObjectURL(url), 10_000);
-}
-
 /** Export: the model's three files, which the CLI (`--dir`) and this page load again. */
 async function exportModel() {
   const files = await filesNow('export');
-  download(files.config, 'config.json', 'application/json');
-  download(files.tokenizer, 'tokenizer.json', 'application/json');
-  download(files.weights, 'model.safetensors', 'application/octet-stream');
+  download(new Blob([files.config], { type: 'application/json' }), 'config.json');
+  download(new Blob([files.tokenizer], { type: 'application/json' }), 'tokenizer.json');
+  download(new Blob([files.weights], { type: 'application/octet-stream' }), 'model.safetensors');
 }
 
 /** Open exported files: the three files an Export wrote, shown in every view. */

@@ -1,21 +1,30 @@
 #!/usr/bin/env bash
 # Reproduces the lecture's trained models in trained/ (the exact command their logs record):
-#   1. fetch the corpus (scripts/fetch-corpus.sh) and learn a 512-token byte-level BPE;
+#   1. fetch the corpus (scripts/fetch-corpus.sh) and learn a 4,608-token byte-level BPE from
+#      it and 12,000 generated stories (common words one token each);
 #   2. train lecture-post-ln and its pre-LN twin side by side, one core each, same data and
-#      seed; each writes config.json, tokenizer.json, model.safetensors, train.log, loss.svg;
+#      seed (about 2.3 hours on a quiet 2-core machine); each writes config.json,
+#      tokenizer.json, model.safetensors, train.log, loss.svg, and a checkpoint every 200 steps
+#      that RESUME=1 continues from;
 #   3. train lecture-reverse, the encoder-decoder that writes its source backwards (no corpus:
 #      random strings of lowercase letters and spaces, held-out ones never trained on).
+# The decoders' recipe (docs/models.md): 32 sequences of 128 tokens a step; for the first 1,200
+# steps only random runs of 4-16 tokens shown again and again, their tokens drawn by a power law
+# of frequency rank (copying forms on the frequent tokens first); then 40% runs of 8-64 tokens
+# by a flatter law, 10% text with a span copied further on, and 50% text and stories.
 # STEPS=... / REVERSE_STEPS=... shorten or lengthen the runs (the committed weights: the defaults).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-STEPS=${STEPS:-9600}
+STEPS=${STEPS:-5000}
 REVERSE_STEPS=${REVERSE_STEPS:-12000}
 OUT=${OUT:-trained}
+resume=()
+[[ -n ${RESUME:-} ]] && resume=(--resume)
 scripts/fetch-corpus.sh
 cargo build --release --quiet --bin transformer-viz
 bin=${CARGO_TARGET_DIR:-target}/release/transformer-viz
 mkdir -p "$OUT"
-$bin vocab --corpus models/corpus --size 512 --out "$OUT/vocab.json"
+$bin vocab --corpus models/corpus --size 4608 --stories 12000 --out "$OUT/vocab.json"
 # candle allocates a fresh buffer for every tensor; glibc's default returns big ones to the
 # system at once, and the page faults of taking them back cost a third of the time.
 export MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=4000000000 MALLOC_TOP_PAD_=1000000000
@@ -25,13 +34,19 @@ export RAYON_NUM_THREADS=1
 pids=()
 for model in lecture-post-ln lecture-pre-ln; do
   $bin train --model "$model" --vocab "$OUT/vocab.json" --corpus models/corpus --out "$OUT/$model" \
-    --steps "$STEPS" --batch 8 --learning-rate 4e-3 --warmup 1600 --eval-every 200 --seed 1 > "$OUT/$model.out" 2>&1 &
+    --steps "$STEPS" --batch 32 --sequence 128 --learning-rate 3e-3 --warmup 200 --beta2 0.99 \
+    --projection-std 0.088 --eval-every 100 --checkpoint-every 200 --seed 1 --stories 24000 \
+    --random-repeat 400 --copied-span 100 --run-pool 0 --run-lengths 8-64 --run-zipf 0.5 \
+    --early-steps 1200 --early-random-repeat 1000 --early-copied-span 0 --early-run-pool 0 \
+    --early-run-lengths 4-16 --early-run-zipf 1.0 "${resume[@]}" >> "$OUT/$model.out" 2>&1 &
   pids+=($!)
 done
 status=0
 for pid in "${pids[@]}"; do wait "$pid" || status=1; done
 rm -f "$OUT/vocab.json"
-for model in lecture-post-ln lecture-pre-ln; do tail -n 2 "$OUT/$model.out"; rm -f "$OUT/$model.out"; done
+for model in lecture-post-ln lecture-pre-ln; do
+  tail -n 2 "$OUT/$model.out"; rm -f "$OUT/$model.out" "$OUT/$model/checkpoint.json" "$OUT/$model/checkpoint.safetensors"
+done
 [ $status -eq 0 ] || exit $status
 # One core, its defaults: pre-LN, 64 strings a step, AdamW at 5e-4 after 500 warm-up steps.
 $bin train-reverse --out "$OUT/lecture-reverse" --steps "$REVERSE_STEPS" --seed 1

@@ -44,9 +44,10 @@ pub fn reverse_config(vocab_size: usize) -> ModelConfig {
     }
 }
 
-/// Shapes of the lecture decoders: small enough to train in about half an hour on one core
-/// and to load at once in a page, deep enough (3 layers) for previous-token heads to feed
-/// induction heads.
+/// Shapes of the lecture decoders: small enough to train on one core in the budget
+/// (`scripts/train-lecture.sh`) and to load at once in a page, deep enough (3 layers) for
+/// previous-token heads to feed induction heads; a context of 256 tokens holds a 40-token run
+/// twice, or a paragraph.
 pub fn decoder_config(name: &str, vocab_size: usize, place: NormPlace) -> ModelConfig {
     ModelConfig {
         name: name.to_string(),
@@ -57,7 +58,7 @@ pub fn decoder_config(name: &str, vocab_size: usize, place: NormPlace) -> ModelC
         n_kv_heads: 4,
         head_dim: 32,
         d_ff: 512,
-        context: 128,
+        context: 256,
         position: Position::Sinusoidal,
         norm: NormKind::Layer,
         norm_place: place,

@@ -38,15 +38,23 @@ export function usePage() {
  * layers, [CLS] and [SEP], a context of 512 tokens). */
 export const MINILM = 'minilm-l6';
 
+/** The encoder's example sentence, the page's default before the lecture decoder read in words
+ * (its default is now a sentence a decoder can show). A test that asks for a model by the
+ * `model` option opens on it unless its URL has a text: those tests name its tokens ("it" ->
+ * "animal", its 16 MiniLM tokens). */
+export const ENCODER_EXAMPLE = "The animal didn't cross the street because it was too tired.";
+
 /**
- * `url` asking for `model` when it names none (null: as it is, the page's own default). The
- * query is edited as text, so a hostile raw query stays as the test wrote it.
+ * `url` asking for `model` when it names none (null: as it is, the page's own default), on
+ * `ENCODER_EXAMPLE` when it has no text of its own. The query is edited as text, so a hostile
+ * raw query stays as the test wrote it.
  */
 export function withModel(url, model) {
   if (!model || /[?&]model=/.test(url.split('#')[0])) return url;
   const [head, ...fragment] = url.split('#');
   const tail = fragment.length ? `#${fragment.join('#')}` : '';
-  return head.includes('?') ? head.replace('?', `?model=${model}&`) + tail : `${head}?model=${model}${tail}`;
+  const text = /[?&]text=/.test(head) || /(^|&)t=/.test(fragment.join('#')) ? '' : `&text=${encodeURIComponent(ENCODER_EXAMPLE)}`;
+  return head.includes('?') ? head.replace('?', `?model=${model}${text}&`) + tail : `${head}?model=${model}${text}${tail}`;
 }
 
 /**

@@ -182,7 +182,7 @@ function repeats() {
  * and the repeated tokens the sentence needs to judge it (two, not one "the"). */
 const JOBS = [
   { kind: 'antecedent', least: 0.4, repeats: 0, job: 'an antecedent head', says: (s, texts) => `from each pronoun it puts ${percent(s.antecedent)} of its attention on the name or noun the pronoun stands for (${referencesInWords(texts)})` },
-  { kind: 'induction', least: 0.4, repeats: 2, job: 'an induction head', says: (s) => `from a token seen before it puts ${percent(s.induction)} of its attention on the token that followed it last time, the one to copy next` },
+  { kind: 'induction', least: 0.4, repeats: 2, job: 'an induction head', says: (s) => `a repeated token puts ${percent(s.induction)} of its attention on what followed it last time, the token to copy next` },
   { kind: 'duplicate', least: 0.4, repeats: 2, job: 'a duplicate-token head', says: (s) => `from a repeated word it puts ${percent(s.duplicate)} of its attention on the word's earlier copy` },
 ];
 
@@ -260,8 +260,8 @@ function renderNote() {
   $('finder-note').dataset.job = holds ? o.job : '';
 }
 
-// Common words, each one token for MiniLM's and SmolLM2's tokenizers (a few for the lecture
-// decoder's 512-token vocabulary), for a random sequence to repeat.
+// Common words, each one token for MiniLM's and SmolLM2's tokenizers (one to three for the
+// lecture decoders'), for a random sequence to repeat.
 const WORDS = ('apple river chair green window music paper stone yellow garden train bottle silver '
   + 'market winter candle forest pencil summer rabbit castle orange letter bridge doctor ocean '
   + 'blanket kitchen monkey planet button farmer jacket pillow rocket island tiger camera basket '

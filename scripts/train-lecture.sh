@@ -3,7 +3,7 @@
 #   1. fetch the corpus (scripts/fetch-corpus.sh) and learn a 4,608-token byte-level BPE from
 #      it and 12,000 generated stories (common words one token each);
 #   2. train lecture-post-ln and its pre-LN twin side by side, one core each, same data and
-#      seed (about 2.3 hours on a quiet 2-core machine); each writes config.json,
+#      seed (docs/models.md says how long); each writes config.json,
 #      tokenizer.json, model.safetensors, train.log, loss.svg, and a checkpoint every 200 steps
 #      that RESUME=1 continues from;
 #   3. train lecture-reverse, the encoder-decoder that writes its source backwards (no corpus:

@@ -156,6 +156,10 @@ pub struct TrainArgs {
     /// Continue from the checkpoint in --out (same settings).
     #[arg(long)]
     pub resume: bool,
+    /// Start from another run's weights (its model.safetensors, the same model) instead of
+    /// the seeded initial ones: a second phase of training with other settings.
+    #[arg(long, value_name = "FILE")]
+    pub init_from: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -451,6 +455,7 @@ pub fn train(args: TrainArgs) -> Result<()> {
         progress: std::io::IsTerminal::is_terminal(&std::io::stderr()),
         stop_after: None,
         probe: Some(&probe),
+        init_from: args.init_from.clone(),
     }
     .train()?;
     eprintln!(

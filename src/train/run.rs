@@ -104,6 +104,9 @@ pub struct Run<'a> {
     pub stop_after: Option<usize>,
     /// Measures the heads at each evaluation and logs it (`head_probe`).
     pub probe: Option<&'a HeadProbe>,
+    /// Start from the weights of another run (its `model.safetensors`, the same config) with
+    /// fresh AdamW moments, instead of the seeded initial weights; a resumed run ignores it.
+    pub init_from: Option<PathBuf>,
 }
 
 fn save_checkpoint(dir: &Path, net: &Network, opt: &AdamW, state: &CheckpointState) -> Result<()> {
@@ -184,6 +187,27 @@ impl Training {
         );
         self.history = state.history;
         self.seconds_before = state.seconds;
+        Ok(())
+    }
+
+    /// The weights of `file` (a run's `model.safetensors`) in place of the initial ones, each
+    /// checked against its variable's shape; the moments stay zero, as at any start.
+    fn start_from(&mut self, file: &Path) -> Result<()> {
+        let saved = candle_core::safetensors::load(file, &Device::Cpu).map_err(candle_err)?;
+        for (name, var) in &self.state.net.params {
+            let tensor = saved
+                .get(name)
+                .ok_or_else(|| VizError::Training(format!("{} lacks `{name}`", file.display())))?;
+            if tensor.dims() != var.dims() {
+                return Err(VizError::Training(format!(
+                    "{}: `{name}` is {:?}, the model's is {:?}",
+                    file.display(),
+                    tensor.dims(),
+                    var.dims()
+                )));
+            }
+            var.set(tensor).map_err(candle_err)?;
+        }
         Ok(())
     }
 
@@ -277,6 +301,8 @@ impl Run<'_> {
         };
         if self.resume && self.out.join("checkpoint.json").exists() {
             training.restore(&self.out, &self.settings)?;
+        } else if let Some(weights) = &self.init_from {
+            training.start_from(weights)?;
         }
         Ok(training)
     }
@@ -300,6 +326,8 @@ impl Run<'_> {
                 "resumed from the checkpoint at step {}",
                 training.first_step
             ));
+        } else if let Some(weights) = &self.init_from {
+            log.say(format!("started from the weights in {}", weights.display()));
         }
         Ok(log)
     }

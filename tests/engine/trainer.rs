@@ -113,6 +113,34 @@ fn run(
         progress: false,
         stop_after,
         probe: None,
+        init_from: None,
+    }
+    .train()
+    .unwrap()
+}
+
+/// `run`, started from the weights in `init_from` instead of the seeded ones.
+fn run_from(
+    out: &std::path::Path,
+    config: &transformer_viz::model::ModelConfig,
+    settings: Settings,
+    stream: &[u32],
+    init_from: &std::path::Path,
+) -> transformer_viz::train::run::Outcome {
+    Run {
+        name: "test".into(),
+        config: config.clone(),
+        settings,
+        train: stream,
+        held_out: &stream[..2000],
+        bos: 299,
+        out: out.to_path_buf(),
+        resume: false,
+        baseline: None,
+        progress: false,
+        stop_after: None,
+        probe: None,
+        init_from: Some(init_from.to_path_buf()),
     }
     .train()
     .unwrap()
@@ -295,6 +323,67 @@ fn the_lecture_recipe_shortened_is_reproducible_across_its_curriculum() {
         for d in [a, b] {
             let _ = std::fs::remove_dir_all(d);
         }
+    }
+}
+
+/// A second phase starts from the first's weights (`train --init-from`): at a learning rate of
+/// 0 it keeps them exactly, so its held-out loss is the first phase's last, not a fresh
+/// model's; a file of another shape is refused, naming the tensor.
+#[test]
+fn a_run_started_from_another_runs_weights_keeps_them() {
+    let config = small_config(NormPlace::Pre);
+    let stream = synthetic_stream(20_000, 299);
+    let (a, b, c) = (temp_dir("init-a"), temp_dir("init-b"), temp_dir("init-c"));
+    let first = run(&a, &config, short_settings(20, 3), &stream, None, false);
+    let still = Settings {
+        learning_rate: 0.0,
+        ..short_settings(5, 9)
+    };
+    let weights = a.join("model.safetensors");
+    let second = run_from(&b, &config, still.clone(), &stream, &weights);
+    assert_eq!(
+        std::fs::read(b.join("model.safetensors")).unwrap(),
+        std::fs::read(&weights).unwrap(),
+        "a rate of 0 keeps the weights it started from"
+    );
+    let last = |o: &transformer_viz::train::run::Outcome| o.history.held_out.last().unwrap().2;
+    assert_eq!(last(&second), last(&first));
+    let fresh = run(&c, &config, still.clone(), &stream, None, false);
+    assert!(
+        last(&fresh) > last(&first) + 0.2,
+        "a fresh model's {} against the trained {}",
+        last(&fresh),
+        last(&first)
+    );
+    let wider = transformer_viz::model::ModelConfig {
+        d_ff: 128,
+        ..config.clone()
+    };
+    let refused = Run {
+        name: "test".into(),
+        config: wider,
+        settings: still,
+        train: &stream,
+        held_out: &stream[..2000],
+        bos: 299,
+        out: c.clone(),
+        resume: false,
+        baseline: None,
+        progress: false,
+        stop_after: None,
+        probe: None,
+        init_from: Some(weights),
+    }
+    .train()
+    .err()
+    .expect("another shape is refused")
+    .to_string();
+    assert!(
+        refused.contains("ffn") && refused.contains("the model's is"),
+        "{refused}"
+    );
+    for d in [a, b, c] {
+        let _ = std::fs::remove_dir_all(d);
     }
 }
 

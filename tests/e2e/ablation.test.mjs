@@ -226,15 +226,15 @@ test('patching sentence A into B: the grids are drawn, the changed token restore
   await context.close();
 });
 
-test('patching SmolLM2 runs in slices: a progress bar, Stop and Continue, the shared first tokens computed once, then the grids', { timeout: 600_000 }, async () => {
+test('patching SmolLM2 runs in slices: a progress bar, Stop and Continue, the shared first tokens computed once, then the grids', { timeout: 600_000 }, async (t) => {
   const { page, context, problems } = await openPage(`${env.base}?model=smollm2-135m`);
   await page.waitForFunction(() => window.__tviz.model === 'smollm2-135m', null, { timeout: 120_000 });
   await page.click('#compare summary');
-  // The two sentences differ in one name near their end, after the same first tokens (each
-  // patched run computes only the tokens from there on).
-  await typeSentence(page, 'When Mary and John went to the old store to buy a cold drink, John gave it to');
+  // The two sentences differ in their last token, after the same first tokens (each patched run
+  // computes only the tokens from there on: here one, so the sweep's 300 patches are quick).
+  await typeSentence(page, 'When Mary and John went to the old store to buy a cold drink, they gave it to John');
   const runs = await page.evaluate(() => window.__tviz.compareRuns ?? 0);
-  await page.fill('#compare-text', 'When Mary and John went to the old store to buy a cold drink, Mary gave it to');
+  await page.fill('#compare-text', 'When Mary and John went to the old store to buy a cold drink, they gave it to Mary');
   await page.waitForFunction((n) => (window.__tviz.compareRuns ?? 0) > n, runs);
   await page.locator('#patch-block').scrollIntoViewIfNeeded();
   await page.waitForFunction(() => /^Patching: \d+ of \d+ patches/.test(document.querySelector('#patch-status').textContent), null, { timeout: 120_000 });
@@ -251,6 +251,7 @@ test('patching SmolLM2 runs in slices: a progress bar, Stop and Continue, the sh
   await page.click('#patch-stop');
   await page.waitForFunction(() => !window.__tvizPatchSweep.running);
   const stopped = await page.evaluate(() => window.__tvizPatchSweep.last);
+  t.diagnostic(`stopped at ${stopped.done} of ${total} patches`);
   assert.ok(!stopped.finished && stopped.done < total, `stopped at ${stopped.done} of ${total}`);
   assert.match(await page.textContent('#patch-status'), new RegExp(`^Stopped after ${stopped.done} of ${total} patches`));
   assert.equal(await page.textContent('#patch-stop'), 'Continue');

@@ -44,6 +44,16 @@ export const MINILM = 'minilm-l6';
  * "animal", its 16 MiniLM tokens). */
 export const ENCODER_EXAMPLE = "The animal didn't cross the street because it was too tired.";
 
+/** A `route` for `openPage`: the page's Math.random replaced by a seeded xorshift, so what the
+ * page draws at random (the repeat example's order) is the same on every run. */
+export const seededRandom = (page) => page.addInitScript(() => {
+  let s = 0x2545f491;
+  Math.random = () => {
+    s ^= s << 13; s ^= s >>> 17; s ^= s << 5;
+    return (s >>> 0) / 4294967296;
+  };
+});
+
 /**
  * `url` asking for `model` when it names none (null: as it is, the page's own default), on
  * `ENCODER_EXAMPLE` when it has no text of its own. The query is edited as text, so a hostile

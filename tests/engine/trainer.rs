@@ -92,6 +92,31 @@ fn small_config(place: NormPlace) -> transformer_viz::model::ModelConfig {
     c
 }
 
+/// A run of `settings` on `stream` (its first 2,000 ids held out) into `out`: from the seeded
+/// weights, to the end, no probe; the callers change what they test.
+fn test_run<'a>(
+    out: &std::path::Path,
+    config: &transformer_viz::model::ModelConfig,
+    settings: Settings,
+    stream: &'a [u32],
+) -> Run<'a> {
+    Run {
+        name: "test".into(),
+        config: config.clone(),
+        settings,
+        train: stream,
+        held_out: &stream[..2000],
+        bos: 299,
+        out: out.to_path_buf(),
+        resume: false,
+        baseline: None,
+        progress: false,
+        stop_after: None,
+        probe: None,
+        init_from: None,
+    }
+}
+
 fn run(
     out: &std::path::Path,
     config: &transformer_viz::model::ModelConfig,
@@ -101,19 +126,9 @@ fn run(
     resume: bool,
 ) -> transformer_viz::train::run::Outcome {
     Run {
-        name: "test".into(),
-        config: config.clone(),
-        settings,
-        train: stream,
-        held_out: &stream[..2000],
-        bos: 299,
-        out: out.to_path_buf(),
-        resume,
-        baseline: None,
-        progress: false,
         stop_after,
-        probe: None,
-        init_from: None,
+        resume,
+        ..test_run(out, config, settings, stream)
     }
     .train()
     .unwrap()
@@ -128,19 +143,8 @@ fn run_from(
     init_from: &std::path::Path,
 ) -> transformer_viz::train::run::Outcome {
     Run {
-        name: "test".into(),
-        config: config.clone(),
-        settings,
-        train: stream,
-        held_out: &stream[..2000],
-        bos: 299,
-        out: out.to_path_buf(),
-        resume: false,
-        baseline: None,
-        progress: false,
-        stop_after: None,
-        probe: None,
         init_from: Some(init_from.to_path_buf()),
+        ..test_run(out, config, settings, stream)
     }
     .train()
     .unwrap()
@@ -360,19 +364,8 @@ fn a_run_started_from_another_runs_weights_keeps_them() {
         ..config.clone()
     };
     let refused = Run {
-        name: "test".into(),
-        config: wider,
-        settings: still,
-        train: &stream,
-        held_out: &stream[..2000],
-        bos: 299,
-        out: c.clone(),
-        resume: false,
-        baseline: None,
-        progress: false,
-        stop_after: None,
-        probe: None,
         init_from: Some(weights),
+        ..test_run(&c, &wider, still, &stream)
     }
     .train()
     .err()

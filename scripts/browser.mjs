@@ -13,6 +13,9 @@ export function launchChromium() {
     args: [
       '--no-sandbox', '--disable-quic', '--no-first-run', '--disable-background-networking',
       '--disable-component-update', '--disable-sync', '--enable-unsafe-webgpu', '--disable-gpu-sandbox',
+      // performance.measureUserAgentSpecificMemory() answers at once instead of at the next
+      // garbage collection (which took 60 s in the memory test).
+      '--enable-blink-features=ForceEagerMeasureMemory',
     ],
   });
 }

@@ -4,6 +4,7 @@ source "$(dirname "$0")/lib.sh"
 ensure_wasm_target
 ensure_wasm_bindgen
 ensure_trunk
+ensure_wasm_opt
 ensure_npm_packages
 ensure_models
 build_page

@@ -41,6 +41,7 @@ step "set-up"
 ensure_wasm_target
 ensure_wasm_bindgen
 ensure_trunk
+ensure_wasm_opt
 ensure_python_env
 ensure_npm_packages
 ensure_chromium

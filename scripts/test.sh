@@ -81,11 +81,17 @@ TVIZ_REQUIRE_SMOLLM2=1 cargo test --profile quick --lib --bins "${native_tests[@
 step "property tests of the page's link format (Node.js, fast-check)"
 node --test tests/js/
 
+# The CLI as the native tests' build left it (cargo builds it for the integration tests, with
+# the dev-dependencies' features): `cargo run` would compile it again without them, and again
+# for the next `cargo test` (the crate is a cdylib, whose build is not kept per feature set).
+# The browser tests call it too.
+export TVIZ_CLI="$CARGO_TARGET_DIR/quick/transformer-viz"
+
 step "the native numbers the wasm tests compare with (the CLI: MiniLM's trace, SmolLM2's prediction)"
 mkdir -p target/parity
-cargo run --quiet --profile quick --bin transformer-viz -- trace --model minilm-l6 \
+"$TVIZ_CLI" trace --model minilm-l6 \
   --text "The quick brown fox jumps over the lazy dog." > target/parity/native-trace.json
-cargo run --quiet --profile quick --bin transformer-viz -- predict --model smollm2-135m \
+"$TVIZ_CLI" predict --model smollm2-135m \
   --text "The capital of France is" --top 20 > target/parity/native-smollm2.json
 
 # The wasm tests build in the `quick` profile (release's optimisation without link-time

@@ -150,6 +150,9 @@ test('SmolLM2 on two threads gives the numbers of one thread: a pass, a cached p
 
 test('switching model while generating stops the generation, and the next model generates', { timeout: 300_000 }, async () => {
   const { page, context, problems } = await openPage(env.base); // the lecture decoder, whose twin is a click away
+  // A code said three times: both twins copy it on for dozens of tokens. On the default
+  // sentence the post-LN twin writes " 9." and ends the text, a generation too short to catch.
+  await typeSentence(page, 'Tom said the code: 7 3 9 1 5 7 3 9 1 5 7 3 9 1 5');
   for (const pick of [
     () => page.click('#twin-switch button[data-twin="lecture-pre-ln"]'),
     () => page.selectOption('#model', 'lecture-post-ln'),

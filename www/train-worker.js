@@ -6,6 +6,7 @@
 // Messages in:  { type: 'preset', name }               -> { type: 'preset', settings }
 //               { type: 'check', settings }            -> { type: 'checked', errors }
 //               { type: 'start', settings, run }       -> { type: 'started', parameters, ... } or { type: 'error' }
+//                 (the text task's corpus chapters are fetched first, once)
 //               { type: 'pause' } / { type: 'resume' } / { type: 'reset' }
 //               { type: 'files', purpose }             -> { type: 'files', purpose, step, config, tokenizer, weights }
 // Messages out while training: { type: 'steps', reports, tokensPerSecond }, every
@@ -13,7 +14,7 @@
 // 'probe'), and { type: 'finished' } at the run's last step. Every message carries the `run`
 // id the page started the run with: a chunk that was under way when the page reset or started
 // another run reports under the old id, and the page ignores it.
-import init, { TrainingRun, check_training_settings, training_preset } from './train/transformer_viz.js';
+import init, { TrainingRun, check_training_settings, training_corpus_files, training_preset } from './train/transformer_viz.js';
 
 /** Steps between evaluations (held-out loss, every head's scores, the model for the grid). */
 const EVALUATE_EVERY = 25;
@@ -42,6 +43,21 @@ function evaluate() {
   const evaluation = run.evaluate();
   post({ type: 'evaluation', ...evaluation, ms: performance.now() - started });
   sendFiles('probe');
+}
+
+/** The text task's corpus chapters, served beside the page, joined in the trainer's order
+ * (fetched once, when a run first needs them). */
+let corpusText = null;
+async function corpus() {
+  if (corpusText === null) {
+    const texts = await Promise.all(training_corpus_files().map(async (name) => {
+      const response = await fetch(`corpus/moby-dick/${name}`);
+      if (!response.ok) throw new Error(`corpus/moby-dick/${name}: ${response.status} ${response.statusText}`);
+      return response.text();
+    }));
+    corpusText = texts.join('\n\n');
+  }
+  return corpusText;
 }
 
 // Lets the worker read its messages (a Pause) between chunks.
@@ -97,8 +113,11 @@ self.onmessage = async ({ data }) => {
       run?.free();
       run = null;
       running = false;
+      const mine = generation;
       try {
-        run = new TrainingRun(data.settings);
+        const text = data.settings.task === 'text' ? await corpus() : undefined;
+        if (mine !== generation) return; // reset or restarted while the corpus loaded
+        run = new TrainingRun(data.settings, text);
       } catch (err) {
         post({ type: 'error', message: String(err.message ?? err) });
         return;

@@ -12,7 +12,7 @@ use crate::train::behaviour::{ioi_report, pronoun_heads};
 use crate::train::bigram::bigram_loss;
 use crate::train::corpus::{token_stream, Corpus};
 use crate::train::head_probe::HeadProbe;
-use crate::train::in_page::{PageRun, PageSettings};
+use crate::train::in_page::{corpus_files, PageRun, PageSettings, Task};
 use crate::train::run::Run;
 use crate::train::step::Settings;
 use crate::train::stories::{ioi_prompts, pronoun_cases, stories, Split};
@@ -69,6 +69,10 @@ pub struct TrainPageArgs {
     /// Write the trained model's config.json, tokenizer.json and model.safetensors here.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// The corpus folder whose Moby-Dick chapters the text task reads (the page serves the
+    /// same files).
+    #[arg(long, default_value = "models/corpus")]
+    pub corpus: PathBuf,
 }
 
 #[derive(clap::Args)]
@@ -207,7 +211,7 @@ pub fn train_reverse(args: ReverseArgs) -> Result<()> {
         pool_doubling: 0,
         projection_std: 0.02,
     };
-    let outcome = crate::train::reversal::ReversalRun {
+    let outcome = crate::train::reversal_run::ReversalRun {
         settings,
         out: args.out.clone(),
         eval_strings: args.eval_strings,
@@ -478,7 +482,23 @@ pub fn train_page(args: TrainPageArgs) -> Result<()> {
             .map_err(|e| VizError::Training(format!("--settings: {e}")))?,
         (None, None) => return Err(VizError::Training("give --preset or --settings".into())),
     };
-    let mut run = PageRun::new(settings)?;
+    let text = if settings.task == Task::Text {
+        let dir = args.corpus.join("datasets-moby-dick");
+        let chapters = corpus_files()
+            .iter()
+            .map(|name| {
+                let path = dir.join(name);
+                std::fs::read_to_string(&path).map_err(|e| VizError::Io {
+                    path: path.display().to_string(),
+                    reason: e.to_string(),
+                })
+            })
+            .collect::<Result<Vec<String>>>()?;
+        Some(chapters.join("\n\n"))
+    } else {
+        None
+    };
+    let mut run = PageRun::new(settings, text.as_deref())?;
     if args.gradients {
         let gradients = run.gradients()?;
         return super::print_stdout(|out| {

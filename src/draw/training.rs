@@ -33,6 +33,29 @@ pub struct SeriesDrawn {
     pub points: Vec<(usize, f32)>,
 }
 
+/// What the held-out loss was measured on: the run's task decides.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HeldOutText {
+    /// Stories the run never trained on (the stories and repeated-run tasks).
+    #[default]
+    Stories,
+    /// Held-out strings and their reverses (the reversal task).
+    Strings,
+    /// The corpus chapters after the ones trained on (the text task).
+    Chapters,
+}
+
+impl HeldOutText {
+    fn label(self) -> &'static str {
+        match self {
+            HeldOutText::Stories => "held-out stories",
+            HeldOutText::Strings => "held-out strings",
+            HeldOutText::Chapters => "held-out chapters",
+        }
+    }
+}
+
 /// What a training chart drew.
 #[derive(Debug, Clone, Serialize)]
 pub struct TrainingDrawn {
@@ -47,11 +70,12 @@ pub fn draw_loss<DB: Canvas>(
     area: &DrawingArea<DB, Shift>,
     train: &[(usize, f32)],
     held_out: &[(usize, f32)],
+    held_out_text: HeldOutText,
     second_copy: &[(usize, f32)],
 ) -> Result<TrainingDrawn> {
     let named = [
         ("training loss", train, CATEGORICAL[0]),
-        ("held-out stories", held_out, CATEGORICAL[1]),
+        (held_out_text.label(), held_out, CATEGORICAL[1]),
         ("second copy of a repeated run", second_copy, CATEGORICAL[2]),
     ];
     let all = named.iter().flat_map(|(_, s, _)| s.iter());

@@ -142,6 +142,8 @@ pub enum View {
         train: Vec<(usize, f32)>,
         held_out: Vec<(usize, f32)>,
         #[serde(default)]
+        held_out_text: training::HeldOutText,
+        #[serde(default)]
         second_copy: Vec<(usize, f32)>,
     },
     /// A training run's heads: every head's `pattern` score at each evaluation (`scores[e]`,
@@ -488,11 +490,13 @@ fn draw_view_parts<DB: Canvas>(
         View::TrainingLoss {
             train,
             held_out,
+            held_out_text,
             second_copy,
         } => Ok(Drawn::plotted(Plotted::Training(training::draw_loss(
             area,
             train,
             held_out,
+            *held_out_text,
             second_copy,
         )?))),
         View::HeadTimeline {

@@ -34,7 +34,33 @@ pub enum Task {
     Repeat,
     /// Half stories, half repeated runs.
     Mixed,
+    /// A string of letters, `>`, then the string backwards (`cat>tac`): to write the k-th
+    /// letter after the `>` a head must look at the k-th letter before it, an anti-diagonal.
+    Reverse,
+    /// The opening chapters of the lecture's public-domain corpus (*Moby-Dick*), which the
+    /// page fetches beside itself (`CORPUS_CHAPTERS`).
+    Text,
 }
+
+/// The corpus chapters the text task trains on, then the ones it holds out, by file name in
+/// the corpus's Moby-Dick directory (`models/corpus/datasets-moby-dick/`, which the page
+/// serves as `corpus/moby-dick/`): the page and the CLI read the same files in this order.
+pub const CORPUS_CHAPTERS: (
+    std::ops::RangeInclusive<usize>,
+    std::ops::RangeInclusive<usize>,
+) = (1..=30, 31..=32);
+
+/// The file names of the text task's chapters: training ones first, then held-out ones.
+pub fn corpus_files() -> Vec<String> {
+    let (train, held_out) = CORPUS_CHAPTERS;
+    train
+        .chain(held_out)
+        .map(|n| format!("chapter_{n}.txt"))
+        .collect()
+}
+
+/// The most text the text task takes, in bytes: checked before anything is made from it.
+pub const MAX_TEXT_BYTES: usize = 8 << 20;
 
 /// The settings a student chooses (the page's form; the link keeps them).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -80,6 +106,122 @@ pub mod limits {
 /// Stories generated for training and for the held-out loss and head probe.
 const TRAIN_STORIES: usize = 1500;
 const HELD_OUT_STORIES: usize = 60;
+/// Strings the reversal task generates for training and holds out.
+const TRAIN_REVERSALS: usize = 20_000;
+const HELD_OUT_REVERSALS: usize = 200;
+
+/// A run's documents: what it trains on, what it holds out for the loss, and the prose the head
+/// probe reads (its previous-token and first-token scores).
+struct Documents {
+    train: Vec<String>,
+    held_out: Vec<String>,
+    probe: Vec<String>,
+}
+
+/// `text` in the page vocabulary's characters. The corpus's chapters hold five other
+/// characters often (the em dash and curly quotes, about 9,000 times in 2.4 MB) and a dozen
+/// once each (Greek, Hebrew): a small table keeps the first as their ASCII look-alikes and
+/// drops the rest, where a transliteration crate would add a dependency to the trainer's wasm
+/// for the same result.
+pub fn plain_ascii(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\n' | ' '..='~' => out.push(c),
+            '\t' => out.push(' '),
+            '\u{2014}' | '\u{2013}' => out.push_str("--"),
+            '\u{2018}' | '\u{2019}' => out.push('\''),
+            '\u{201c}' | '\u{201d}' => out.push('"'),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// A reversal example: the string, `>`, the string backwards.
+fn reversal(s: &str) -> String {
+    format!("{s}>{}", super::reversal::reversed(s))
+}
+
+impl Documents {
+    /// The task's documents; the text task's come from `text` (the corpus chapters, training
+    /// ones then held-out ones, each starting with its "CHAPTER" line).
+    fn of(settings: &PageSettings, text: Option<&str>) -> Result<Documents> {
+        let seed = settings.seed;
+        let stories_of = || {
+            (
+                stories(seed, TRAIN_STORIES, Split::Train),
+                stories(seed ^ 0x4e1d, HELD_OUT_STORIES, Split::HeldOut),
+            )
+        };
+        Ok(match settings.task {
+            Task::Stories | Task::Repeat | Task::Mixed => {
+                let (train, held_out) = stories_of();
+                Documents {
+                    probe: held_out.clone(),
+                    train,
+                    held_out,
+                }
+            }
+            Task::Reverse => {
+                use rand_core::SeedableRng;
+                // An example and its answer fit the context with the start token.
+                let longest = ((settings.context - 2) / 2).min(super::reversal::MAX_LETTERS);
+                let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+                let train = (0..TRAIN_REVERSALS)
+                    .map(|i| {
+                        let len = 1 + i % longest;
+                        reversal(&super::reversal::training_string(&mut rng, len))
+                    })
+                    .collect();
+                let held_out =
+                    super::reversal::held_out_strings(HELD_OUT_REVERSALS * 4, seed ^ 0x4e1d)
+                        .into_iter()
+                        .filter(|s| s.len() <= longest)
+                        .take(HELD_OUT_REVERSALS)
+                        .map(|s| reversal(&s))
+                        .collect();
+                Documents {
+                    train,
+                    held_out,
+                    probe: stories_of().1,
+                }
+            }
+            Task::Text => {
+                let text = text.ok_or_else(|| {
+                    VizError::Training(
+                        "The text task needs the corpus's chapters, which did not load.".into(),
+                    )
+                })?;
+                if text.len() > MAX_TEXT_BYTES {
+                    return Err(VizError::Training(format!(
+                        "The corpus text is {} bytes; the page trains on at most {MAX_TEXT_BYTES}.",
+                        text.len()
+                    )));
+                }
+                let chapters: Vec<String> = text
+                    .split("CHAPTER ")
+                    .map(str::trim)
+                    .filter(|c| !c.is_empty())
+                    .map(|c| plain_ascii(&format!("CHAPTER {c}")))
+                    .collect();
+                let held = CORPUS_CHAPTERS.1.clone().count();
+                if chapters.len() <= held {
+                    return Err(VizError::Training(format!(
+                        "The text task needs more than {held} chapters of the corpus (it has {}).",
+                        chapters.len()
+                    )));
+                }
+                let (train, held_out) = chapters.split_at(chapters.len() - held);
+                Documents {
+                    train: train.to_vec(),
+                    held_out: held_out.to_vec(),
+                    probe: held_out.to_vec(),
+                }
+            }
+        })
+    }
+}
 
 impl PageSettings {
     /// The presets the page offers, by name.
@@ -237,7 +379,7 @@ impl PageSettings {
             checkpoint_every: usize::MAX,
             beta2: 0.99,
             mixture: match self.task {
-                Task::Stories => Mixture::PLAIN,
+                Task::Stories | Task::Reverse | Task::Text => Mixture::PLAIN,
                 Task::Repeat => runs(1000),
                 Task::Mixed => runs(500),
             },
@@ -308,8 +450,9 @@ pub struct PageRun {
 }
 
 impl PageRun {
-    /// A fresh run; settings out of range are refused, all of them named.
-    pub fn new(settings: PageSettings) -> Result<Self> {
+    /// A fresh run; settings out of range are refused, all of them named. `text`: the corpus
+    /// chapters (`corpus_files`, joined), which only the text task reads.
+    pub fn new(settings: PageSettings, text: Option<&str>) -> Result<Self> {
         let errors = settings.check();
         if !errors.is_empty() {
             let all: Vec<String> = errors.iter().map(|e| e.message.clone()).collect();
@@ -320,14 +463,23 @@ impl PageRun {
         let tokenizer = vocab.clone().tokenizer()?;
         let config = settings.config(vocab.tokens.len());
         let training = settings.training();
-        let train_docs = stories(settings.seed, TRAIN_STORIES, Split::Train);
-        let held_docs = stories(settings.seed ^ 0x4e1d, HELD_OUT_STORIES, Split::HeldOut);
-        let train = token_stream(&train_docs, &tokenizer, bos)?;
-        let held_stream = token_stream(&held_docs, &tokenizer, bos)?;
+        let documents = Documents::of(&settings, text)?;
+        let train = token_stream(&documents.train, &tokenizer, bos)?;
+        let held_stream = token_stream(&documents.held_out, &tokenizer, bos)?;
+        // A window is the context and its next token; a text shorter has none to sample.
+        for (what, stream) in [("training", &train), ("held-out", &held_stream)] {
+            if stream.len() <= settings.context + 1 {
+                return Err(VizError::Training(format!(
+                    "The {what} text is {} characters, too short for a context of {}.",
+                    stream.len(),
+                    settings.context
+                )));
+            }
+        }
         let held_out = evaluation_windows(&held_stream, settings.context, bos, 16);
         let run_length = ((settings.context - 1) / 2).min(super::head_probe::RUN_LENGTH);
         let probe = HeadProbe::sized(
-            &held_docs,
+            &documents.probe,
             bos,
             Some(vocab.clone()),
             settings.context - 1,
@@ -508,7 +660,7 @@ mod tests {
             let errors = settings.check();
             assert_eq!(errors.len(), 1, "{settings:?}: {errors:?}");
             assert_eq!(errors[0].field, field, "{errors:?}");
-            let refused = PageRun::new(settings).err().expect("refused");
+            let refused = PageRun::new(settings, None).err().expect("refused");
             assert!(
                 refused.to_string().contains(&errors[0].message),
                 "{refused}"
@@ -537,7 +689,7 @@ mod tests {
             context: 32,
             ..preset("previous-token")
         };
-        let mut run = PageRun::new(settings).unwrap();
+        let mut run = PageRun::new(settings, None).unwrap();
         let reports = run.train(100).unwrap();
         assert_eq!(reports.len(), 40, "a run stops at its last step");
         assert_eq!(run.train(5).unwrap().len(), 0);
@@ -565,6 +717,92 @@ mod tests {
     }
 
     #[test]
+    fn the_reversal_task_pairs_each_string_with_its_reverse_within_the_context() {
+        use crate::train::reversal::{is_held_out, reversed};
+        let settings = PageSettings {
+            task: Task::Reverse,
+            context: 32,
+            ..preset("induction")
+        };
+        let docs = Documents::of(&settings, None).unwrap();
+        assert_eq!(docs.train.len(), TRAIN_REVERSALS);
+        assert_eq!(docs.held_out.len(), HELD_OUT_REVERSALS);
+        let longest = (32 - 2) / 2;
+        for (doc, held) in docs
+            .train
+            .iter()
+            .map(|d| (d, false))
+            .chain(docs.held_out.iter().map(|d| (d, true)))
+        {
+            let (s, answer) = doc.split_once('>').expect("a string, then >");
+            assert_eq!(answer, reversed(s), "{doc:?}");
+            assert!(!s.is_empty() && s.len() <= longest, "{doc:?}");
+            assert_eq!(is_held_out(s), held, "{doc:?}");
+        }
+        // Every length from 1 to the longest that fits is trained on.
+        let lengths: std::collections::BTreeSet<usize> = docs
+            .train
+            .iter()
+            .map(|d| d.split_once('>').unwrap().0.len())
+            .collect();
+        assert_eq!(lengths, (1..=longest).collect());
+        // The head probe reads prose (the held-out stories), not strings of letters.
+        assert!(docs.probe.iter().all(|d| d.contains(". ")));
+    }
+
+    #[test]
+    fn the_text_task_reads_the_chapters_in_the_pages_characters_and_holds_out_the_last() {
+        let settings = PageSettings {
+            task: Task::Text,
+            context: 16,
+            ..preset("stories")
+        };
+        let text = "CHAPTER 1. Loomings.\n\nCall me Ishmael\u{2014}\u{201c}never\u{201d} mind, \u{2018}sir\u{2019}.\u{03b7}\n\n\
+                    CHAPTER 2. The Carpet-Bag.\n\nI stuffed a shirt or two.\n\n\
+                    CHAPTER 3. The Spouter-Inn.\n\nEntering that gable-ended inn.\n\n\
+                    CHAPTER 4. The Counterpane.\n\nUpon waking next morning.";
+        let docs = Documents::of(&settings, Some(text)).unwrap();
+        assert_eq!(
+            docs.train,
+            [
+                "CHAPTER 1. Loomings.\n\nCall me Ishmael--\"never\" mind, 'sir'.",
+                "CHAPTER 2. The Carpet-Bag.\n\nI stuffed a shirt or two."
+            ]
+        );
+        assert_eq!(docs.held_out.len(), CORPUS_CHAPTERS.1.count());
+        assert!(docs.held_out[1].starts_with("CHAPTER 4."));
+        assert_eq!(docs.probe, docs.held_out);
+        assert!(PageRun::new(settings.clone(), Some(text)).is_ok());
+
+        // The text missing, too short or too long: an error that says so, not a panic.
+        let message = |text: Option<&str>| {
+            PageRun::new(settings.clone(), text)
+                .err()
+                .expect("refused")
+                .to_string()
+        };
+        assert!(message(None).contains("did not load"), "{}", message(None));
+        assert!(message(Some("CHAPTER 1. Alone.")).contains("more than 2 chapters"));
+        let long_context = PageSettings {
+            context: 128,
+            ..settings.clone()
+        };
+        let refused = PageRun::new(long_context, Some(text))
+            .err()
+            .expect("refused");
+        assert!(
+            refused
+                .to_string()
+                .contains("too short for a context of 128"),
+            "{refused}"
+        );
+        let huge = "x".repeat(MAX_TEXT_BYTES + 1);
+        assert!(message(Some(&huge)).contains("at most"));
+        assert_eq!(corpus_files().len(), 32);
+        assert_eq!(corpus_files()[0], "chapter_1.txt");
+    }
+
+    #[test]
     fn the_same_seed_gives_the_same_losses() {
         let settings = PageSettings {
             steps: 10,
@@ -574,7 +812,7 @@ mod tests {
             ..preset("induction")
         };
         let losses = |s: &PageSettings| -> Vec<f64> {
-            let mut run = PageRun::new(s.clone()).unwrap();
+            let mut run = PageRun::new(s.clone(), None).unwrap();
             run.train(6).unwrap().iter().map(|r| r.loss).collect()
         };
         assert_eq!(losses(&settings), losses(&settings));

@@ -17,8 +17,9 @@ pub mod curve;
 pub mod head_probe;
 pub mod in_page;
 pub mod network;
-#[cfg(not(target_arch = "wasm32"))]
 pub mod reversal;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod reversal_run;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod run;
 pub mod step;

@@ -5,7 +5,7 @@
 use wasm_bindgen::prelude::*;
 
 use super::js::{js_err, to_js};
-use crate::train::in_page::{PageRun, PageSettings};
+use crate::train::in_page::{corpus_files, PageRun, PageSettings};
 
 fn settings_of(value: JsValue) -> Result<PageSettings, JsError> {
     serde_wasm_bindgen::from_value(value)
@@ -27,6 +27,12 @@ pub fn training_preset(name: &str) -> Result<JsValue, JsError> {
     }
 }
 
+/// The corpus files the text task reads, in order (beside the page in `corpus/moby-dick/`).
+#[wasm_bindgen]
+pub fn training_corpus_files() -> Vec<String> {
+    corpus_files()
+}
+
 #[wasm_bindgen]
 pub struct TrainingRun {
     run: PageRun,
@@ -34,11 +40,13 @@ pub struct TrainingRun {
 
 #[wasm_bindgen]
 impl TrainingRun {
-    /// A fresh run of `settings` (refused, every bad setting named, before anything is allocated).
+    /// A fresh run of `settings` (refused, every bad setting named, before anything is
+    /// allocated). `text`: the corpus chapters of `training_corpus_files`, joined in that
+    /// order, for the text task (undefined for the others).
     #[wasm_bindgen(constructor)]
-    pub fn new(settings: JsValue) -> Result<TrainingRun, JsError> {
+    pub fn new(settings: JsValue, text: Option<String>) -> Result<TrainingRun, JsError> {
         Ok(TrainingRun {
-            run: PageRun::new(settings_of(settings)?).map_err(js_err)?,
+            run: PageRun::new(settings_of(settings)?, text.as_deref()).map_err(js_err)?,
         })
     }
 

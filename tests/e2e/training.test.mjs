@@ -14,9 +14,12 @@ import { usePage, openPage as open, drawn, ROOT } from './helpers.mjs';
 const env = usePage();
 const openPage = (url, options) => open(env, url, options);
 
-/** The native CLI, as the test command built it (cargo's quick profile). */
+/** The native CLI: the test command's build (`TVIZ_CLI`), else cargo's quick profile. */
 function cli(args) {
-  return execFileSync('cargo', ['run', '--quiet', '--profile', 'quick', '--bin', 'transformer-viz', '--', ...args], {
+  const [command, prefix] = process.env.TVIZ_CLI
+    ? [process.env.TVIZ_CLI, []]
+    : ['cargo', ['run', '--quiet', '--profile', 'quick', '--bin', 'transformer-viz', '--']];
+  return execFileSync(command, [...prefix, ...args], {
     cwd: ROOT,
     maxBuffer: 1 << 28,
     encoding: 'utf8',
@@ -189,4 +192,35 @@ test('a link reproduces a run\'s settings, and a link to a model trained in anot
   assert.equal(await again.page.isChecked('#train-positions'), false);
   assert.equal(await again.page.inputValue('#train-preset'), 'custom');
   assert.deepEqual([...problems, ...again.problems], []);
+});
+
+test('the reversal task and the corpus task train in the page, each with its own held-out text', async () => {
+  const { page, problems } = await openPage(env.base);
+  await page.locator('#training-section').scrollIntoViewIfNeeded();
+  await page.waitForFunction(() => window.__tviz.training?.formReady);
+  const small = { 'train-layers': '2', 'train-heads': '2', 'train-width': '32', 'train-context': '32', 'train-batch': '8', 'train-steps': '2000', 'train-rate': '0.003', 'train-seed': '1' };
+  const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
+  for (const [task, heldOut] of [['reverse', 'held-out strings'], ['text', 'held-out chapters']]) {
+    await fill(page, { ...small, 'train-task': task });
+    await page.click('#train-start');
+    // The text task fetches the corpus's chapters first; then its loss falls like any run's.
+    await page.waitForFunction(() => window.__tviz.training?.evaluations >= 2 && window.__tviz.training.losses >= 60);
+    const loss = await drawn(page, 'training-loss', (d, label) => d.plotted?.series?.[1]?.label === label, heldOut);
+    // No repeated runs in these tasks: no second-copy line.
+    assert.deepEqual(loss.plotted.series.map((s) => s.label), ['training loss', heldOut], task);
+    const losses = loss.plotted.series[0].points.map(([, l]) => l);
+    assert.ok(mean(losses.slice(-10)) < mean(losses.slice(0, 10)) - 0.3, `${task}: the loss falls: ${losses.slice(0, 3)} … ${losses.slice(-3)}`);
+    // Measured from step 0 (the random weights) on text the run never trained on: finite, and
+    // by now below the uniform guess over the 97 characters.
+    const heldOutLosses = loss.plotted.series[1].points.map(([, l]) => l);
+    assert.ok(heldOutLosses.every(Number.isFinite) && heldOutLosses.at(-1) < Math.log(97), `${task}: held-out ${heldOutLosses}`);
+    await drawn(page, 'training-grid', (d) => d.grid);
+    assert.equal((await training(page)).error, null);
+    // Reset: Train then starts the next task's run (after a Pause it would resume this one).
+    await page.click('#train-reset');
+    await page.waitForFunction(() => window.__tviz.training.status === 'idle');
+  }
+  // The link keeps the task.
+  await page.waitForFunction(() => window.__tvizUrlWritten() && /[?&]train=[^&#]*_text(&|#|$)/.test(location.search));
+  assert.deepEqual(problems, []);
 });

@@ -12,7 +12,8 @@ use transformer_viz::model::cpu::Cpu;
 use transformer_viz::model::forward::{decode, encode_source, Logits};
 use transformer_viz::trace::{NoRecorder, Op};
 use transformer_viz::train::network::{id_tensor, Network};
-use transformer_viz::train::reversal::{self, as_model};
+use transformer_viz::train::reversal;
+use transformer_viz::train::reversal_run::as_model;
 use transformer_viz::{Transformer, VizError};
 
 fn random_reverser(seed: u64, place: NormPlace) -> (Network, Transformer) {

@@ -633,7 +633,8 @@ fn committed_decoders_resolve_held_out_pronouns_and_indirect_objects() {
 /// letter it reads the k-th from the end). Its weights are the trainer's, within 1e-4.
 #[test]
 fn the_committed_reverser_reverses_held_out_text_along_the_anti_diagonal() {
-    use transformer_viz::train::reversal::{self, exact_match, held_out_strings, is_held_out};
+    use transformer_viz::train::reversal::{self, held_out_strings, is_held_out};
+    use transformer_viz::train::reversal_run::exact_match;
     let model = load_named(
         &common::models_dir(),
         lecture::REVERSE,
@@ -722,7 +723,7 @@ fn the_committed_reverser_reverses_held_out_text_along_the_anti_diagonal() {
 /// A shortened reversal run: the same seed gives the same weights, another seed other ones.
 #[test]
 fn a_shortened_reversal_run_is_reproducible() {
-    use transformer_viz::train::reversal::ReversalRun;
+    use transformer_viz::train::reversal_run::ReversalRun;
     let settings = |seed| Settings {
         steps: 12,
         batch: 8,

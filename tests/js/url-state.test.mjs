@@ -209,7 +209,7 @@ test('a training run\'s settings survive a link, and a bad one is noted', async 
     layers: fc.integer({ min: 0, max: 999999 }), heads: fc.integer({ min: 0, max: 999999 }), d_model: fc.integer({ min: 0, max: 999999 }),
     context: fc.integer({ min: 0, max: 999999999 }), batch: fc.integer({ min: 0, max: 999999 }), steps: fc.integer({ min: 0, max: 999999999 }),
     learning_rate: fc.constantFrom(0.003, 1e-5, 0.1, 0.0005, 2, 0.02), seed: fc.integer({ min: 0, max: 2 ** 40 }),
-    pre_ln: fc.boolean(), positions: fc.boolean(), task: fc.constantFrom('stories', 'repeat', 'mixed'),
+    pre_ln: fc.boolean(), positions: fc.boolean(), task: fc.constantFrom('stories', 'repeat', 'mixed', 'reverse', 'text'),
   });
   fc.assert(fc.property(settings, (t) => { assert.deepEqual(parseTrain(trainCode(t)), { ...t }); }), { numRuns: runs });
   const { values } = await parseLink('?train=l2_h4_d64_c64_b16_n2000_r0.003_s1_pre_pos_repeat', '');

@@ -29,6 +29,14 @@ const FIELDS = [
 
 /** The sentence the grid of the model being trained reads (cut to its context). */
 const PROBE = 'Mary gave the ball to Tom. Mary gave the ball to Tom. The cat sat on the mat.';
+/** The reversal task's: a string and its answer, whose heads' weights form an anti-diagonal
+ * once the model writes strings backwards. */
+const REVERSE_PROBE = 'the cat sat>tas tac eht';
+const probeText = () => (run.settings?.task === 'reverse' ? REVERSE_PROBE : PROBE);
+/** What each task's held-out loss is measured on, where it is not stories. */
+const HELD_OUT_TEXT = { reverse: 'strings', text: 'chapters' };
+/** The tasks with repeated runs, whose second copy's loss the loss chart draws. */
+const REPEATS = new Set(['repeat', 'mixed']);
 
 /** Points of the training loss kept for the chart (the rest are thinned out). */
 const LOSS_POINTS = 400;
@@ -46,7 +54,7 @@ const run = {
   secondCopy: [], // [step, loss]
   evaluations: [], // { step, previous, induction, first }
   probeFiles: null, // the model's files at its last evaluation
-  probe: null, // { viz, step, summary }: built from them when the grid is drawn, reading PROBE
+  probe: null, // { viz, step, summary }: built from them when the grid is drawn, reading probeText()
   waiting: new Map(), // purpose -> resolve, for files asked of the worker
 };
 
@@ -57,7 +65,13 @@ const drawnHere = () => (run.evaluations.length ? { viz: session.viz, name: sess
 registerChart('training-loss', {
   // The second copy's loss only where the task repeats runs: a model that never met one
   // does not copy, and its rising line would squeeze the others.
-  spec: () => ({ kind: 'training_loss', train: thinned(run.train), held_out: run.heldOut, second_copy: run.settings?.task === 'stories' ? [] : run.secondCopy }),
+  spec: () => ({
+    kind: 'training_loss',
+    train: thinned(run.train),
+    held_out: run.heldOut,
+    held_out_text: HELD_OUT_TEXT[run.settings?.task] ?? 'stories',
+    second_copy: REPEATS.has(run.settings?.task) ? run.secondCopy : [],
+  }),
   shape: [0.5, 320],
   modelOnly: true,
   model: drawnHere,
@@ -81,7 +95,7 @@ registerChart('training-grid', {
   model: probeModel,
 });
 
-/** The model at its last evaluation, reading PROBE: built when the grid is drawn, so an
+/** The model at its last evaluation, reading probeText(): built when the grid is drawn, so an
  * evaluation off screen builds nothing. */
 function probeModel() {
   const files = run.probeFiles;
@@ -93,7 +107,7 @@ function probeModel() {
     } catch (err) {
       return { why: `The model being trained could not be read: ${err.message ?? err}` };
     }
-    const summary = viz.set_text(PROBE.slice(0, run.settings.context - 1));
+    const summary = viz.set_text(probeText().slice(0, run.settings.context - 1));
     run.probe?.viz.free();
     run.probe = { viz, step: files.step, summary };
   }

@@ -306,7 +306,7 @@ export function parseOff(text) {
   return off.filter((_, i) => codes.indexOf(codes[i]) === i); // each part once
 }
 
-const TRAIN_TASKS = new Set(['stories', 'repeat', 'mixed']);
+const TRAIN_TASKS = new Set(['stories', 'repeat', 'mixed', 'reverse', 'text']);
 
 /** A training run's settings in a link (training.js): "l1_h4_d64_c64_b16_n600_r0.003_s1_pre_pos_stories"
  * (layers, heads, d_model, context, batch, steps, learning rate, seed; pre or post; pos or nopos; the task). */

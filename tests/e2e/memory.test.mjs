@@ -50,21 +50,26 @@ async function typeTokens(page, n, shift = 0) {
   await waitForDrawn(page, before, n);
 }
 
-/** The page's WebAssembly memory, and what `performance.measureUserAgentSpecificMemory` reports
+/** `MEASURE_TAB=1`: print what `performance.measureUserAgentSpecificMemory` reports too. It
+ *  asserts nothing and can take a minute (Chromium may answer only at its next garbage
+ *  collection, even when told to measure at once), so the test command leaves it out. */
+const MEASURE_TAB = process.env.MEASURE_TAB === '1';
+
+/** The page's WebAssembly memory, and with MEASURE_TAB what `performance.measureUserAgentSpecificMemory` reports
  *  (a cross-origin isolated page may ask): in this Chromium its JavaScript heap, DOM and
  *  canvases, without WebAssembly memory; printed beside it for the record, with one thread only:
  *  in this Chromium a measurement taken while a worker waits on the shared WebAssembly memory
  *  can leave the page's next pass blocked for good (reproduced: the page's thread asleep in a
  *  futex, no CPU used), which no page of ours calls. */
 async function memory(page) {
-  return page.evaluate(async () => {
+  return page.evaluate(async (measureTab) => {
     const wasm = window.__wasmMemory.buffer.byteLength;
     let tab = null;
-    if (crossOriginIsolated && performance.measureUserAgentSpecificMemory && window.__tviz.threads === 1) {
+    if (measureTab && crossOriginIsolated && performance.measureUserAgentSpecificMemory && window.__tviz.threads === 1) {
       tab = (await performance.measureUserAgentSpecificMemory()).bytes;
     }
     return { wasm, tab, tokens: document.getElementById('token-count').textContent.split(' ')[0] };
-  });
+  }, MEASURE_TAB);
 }
 
 const show = (label, m) => console.log(

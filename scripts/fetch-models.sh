@@ -65,6 +65,11 @@ if [[ -s "$MINILM_DIR/model.f16.safetensors" && "$MINILM_DIR/model.f16.safetenso
   echo "[models] $MINILM_DIR/model.f16.safetensors already present"
 else
   echo "[models] converting MiniLM weights to f16 for the browser"
-  cargo run --quiet --profile quick --bin transformer-viz -- convert-f16 \
-    "$MINILM_DIR/model.safetensors" "$MINILM_DIR/model.f16.safetensors"
+  # The test command's CLI when it has built one (TVIZ_CLI), else cargo's build of it.
+  if [[ -n ${TVIZ_CLI:-} ]]; then
+    "$TVIZ_CLI" convert-f16 "$MINILM_DIR/model.safetensors" "$MINILM_DIR/model.f16.safetensors"
+  else
+    cargo run --quiet --profile quick --bin transformer-viz -- convert-f16 \
+      "$MINILM_DIR/model.safetensors" "$MINILM_DIR/model.f16.safetensors"
+  fi
 fi

@@ -46,7 +46,6 @@ ensure_python_env
 ensure_npm_packages
 ensure_chromium
 ensure_vulkan
-ensure_models
 
 step "format (cargo fmt --check)"
 rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt
@@ -74,18 +73,21 @@ done
 step "native tests: build (${native_tests[*]})"
 cargo test --profile quick --lib --bins "${native_tests[@]}" --no-run
 
+# The CLI as that build left it (cargo builds it for the integration tests, with the
+# dev-dependencies' features): `cargo run` would compile it again without them, and again for
+# the next `cargo test` (the crate is a cdylib, whose build is not kept per feature set). The
+# model set-up, the wasm tests' native numbers and the browser tests call it.
+export TVIZ_CLI="$CARGO_TARGET_DIR/quick/transformer-viz"
+
+# After the build, so that converting MiniLM's weights uses its CLI.
+ensure_models
+
 step "native tests: run"
 # The set-up fetched SmolLM2's GGUF: tests that read it must not skip.
 TVIZ_REQUIRE_SMOLLM2=1 cargo test --profile quick --lib --bins "${native_tests[@]}"
 
 step "property tests of the page's link format (Node.js, fast-check)"
 node --test tests/js/
-
-# The CLI as the native tests' build left it (cargo builds it for the integration tests, with
-# the dev-dependencies' features): `cargo run` would compile it again without them, and again
-# for the next `cargo test` (the crate is a cdylib, whose build is not kept per feature set).
-# The browser tests call it too.
-export TVIZ_CLI="$CARGO_TARGET_DIR/quick/transformer-viz"
 
 step "the native numbers the wasm tests compare with (the CLI: MiniLM's trace, SmolLM2's prediction)"
 mkdir -p target/parity

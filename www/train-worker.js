@@ -45,19 +45,16 @@ function evaluate() {
   sendFiles('probe');
 }
 
-/** The text task's corpus chapters, served beside the page, joined in the trainer's order
- * (fetched once, when a run first needs them). */
-let corpusText = null;
+/** The text task's corpus chapters, served beside the page, in the trainer's order (fetched
+ * once, when a run first needs them). */
+let chapters = null;
 async function corpus() {
-  if (corpusText === null) {
-    const texts = await Promise.all(training_corpus_files().map(async (name) => {
-      const response = await fetch(`corpus/moby-dick/${name}`);
-      if (!response.ok) throw new Error(`corpus/moby-dick/${name}: ${response.status} ${response.statusText}`);
-      return response.text();
-    }));
-    corpusText = texts.join('\n\n');
-  }
-  return corpusText;
+  chapters ??= await Promise.all(training_corpus_files().map(async (name) => {
+    const response = await fetch(`corpus/moby-dick/${name}`);
+    if (!response.ok) throw new Error(`The corpus chapter corpus/moby-dick/${name} did not load (${response.status} ${response.statusText}).`);
+    return response.text();
+  }));
+  return chapters;
 }
 
 // Lets the worker read its messages (a Pause) between chunks.
@@ -115,9 +112,9 @@ self.onmessage = async ({ data }) => {
       running = false;
       const mine = generation;
       try {
-        const text = data.settings.task === 'text' ? await corpus() : undefined;
+        const texts = data.settings.task === 'text' ? await corpus() : undefined;
         if (mine !== generation) return; // reset or restarted while the corpus loaded
-        run = new TrainingRun(data.settings, text);
+        run = new TrainingRun(data.settings, texts);
       } catch (err) {
         post({ type: 'error', message: String(err.message ?? err) });
         return;

@@ -482,7 +482,7 @@ pub fn train_page(args: TrainPageArgs) -> Result<()> {
             .map_err(|e| VizError::Training(format!("--settings: {e}")))?,
         (None, None) => return Err(VizError::Training("give --preset or --settings".into())),
     };
-    let text = if settings.task == Task::Text {
+    let chapters = if settings.task == Task::Text {
         let dir = args.corpus.join("datasets-moby-dick");
         let chapters = corpus_files()
             .iter()
@@ -494,11 +494,11 @@ pub fn train_page(args: TrainPageArgs) -> Result<()> {
                 })
             })
             .collect::<Result<Vec<String>>>()?;
-        Some(chapters.join("\n\n"))
+        Some(chapters)
     } else {
         None
     };
-    let mut run = PageRun::new(settings, text.as_deref())?;
+    let mut run = PageRun::new(settings, chapters.as_deref())?;
     if args.gradients {
         let gradients = run.gradients()?;
         return super::print_stdout(|out| {

@@ -144,9 +144,9 @@ fn reversal(s: &str) -> String {
 }
 
 impl Documents {
-    /// The task's documents; the text task's come from `text` (the corpus chapters, training
-    /// ones then held-out ones, each starting with its "CHAPTER" line).
-    fn of(settings: &PageSettings, text: Option<&str>) -> Result<Documents> {
+    /// The task's documents; the text task's are `chapters` (the texts of `corpus_files`, in
+    /// that order: the last `CORPUS_CHAPTERS.1` are held out).
+    fn of(settings: &PageSettings, chapters: Option<&[String]>) -> Result<Documents> {
         let seed = settings.seed;
         let stories_of = || {
             (
@@ -188,23 +188,17 @@ impl Documents {
                 }
             }
             Task::Text => {
-                let text = text.ok_or_else(|| {
+                let chapters = chapters.ok_or_else(|| {
                     VizError::Training(
                         "The text task needs the corpus's chapters, which did not load.".into(),
                     )
                 })?;
-                if text.len() > MAX_TEXT_BYTES {
+                let bytes: usize = chapters.iter().map(String::len).sum();
+                if bytes > MAX_TEXT_BYTES {
                     return Err(VizError::Training(format!(
-                        "The corpus text is {} bytes; the page trains on at most {MAX_TEXT_BYTES}.",
-                        text.len()
+                        "The corpus chapters are {bytes} bytes; the page trains on at most {MAX_TEXT_BYTES}."
                     )));
                 }
-                let chapters: Vec<String> = text
-                    .split("CHAPTER ")
-                    .map(str::trim)
-                    .filter(|c| !c.is_empty())
-                    .map(|c| plain_ascii(&format!("CHAPTER {c}")))
-                    .collect();
                 let held = CORPUS_CHAPTERS.1.clone().count();
                 if chapters.len() <= held {
                     return Err(VizError::Training(format!(
@@ -212,6 +206,7 @@ impl Documents {
                         chapters.len()
                     )));
                 }
+                let chapters: Vec<String> = chapters.iter().map(|c| plain_ascii(c)).collect();
                 let (train, held_out) = chapters.split_at(chapters.len() - held);
                 Documents {
                     train: train.to_vec(),
@@ -450,9 +445,9 @@ pub struct PageRun {
 }
 
 impl PageRun {
-    /// A fresh run; settings out of range are refused, all of them named. `text`: the corpus
-    /// chapters (`corpus_files`, joined), which only the text task reads.
-    pub fn new(settings: PageSettings, text: Option<&str>) -> Result<Self> {
+    /// A fresh run; settings out of range are refused, all of them named. `chapters`: the
+    /// texts of `corpus_files`, in order, which only the text task reads.
+    pub fn new(settings: PageSettings, chapters: Option<&[String]>) -> Result<Self> {
         let errors = settings.check();
         if !errors.is_empty() {
             let all: Vec<String> = errors.iter().map(|e| e.message.clone()).collect();
@@ -463,7 +458,7 @@ impl PageRun {
         let tokenizer = vocab.clone().tokenizer()?;
         let config = settings.config(vocab.tokens.len());
         let training = settings.training();
-        let documents = Documents::of(&settings, text)?;
+        let documents = Documents::of(&settings, chapters)?;
         let train = token_stream(&documents.train, &tokenizer, bos)?;
         let held_stream = token_stream(&documents.held_out, &tokenizer, bos)?;
         // A window is the context and its next token; a text shorter has none to sample.
@@ -757,11 +752,15 @@ mod tests {
             context: 16,
             ..preset("stories")
         };
-        let text = "CHAPTER 1. Loomings.\n\nCall me Ishmael\u{2014}\u{201c}never\u{201d} mind, \u{2018}sir\u{2019}.\u{03b7}\n\n\
-                    CHAPTER 2. The Carpet-Bag.\n\nI stuffed a shirt or two.\n\n\
-                    CHAPTER 3. The Spouter-Inn.\n\nEntering that gable-ended inn.\n\n\
-                    CHAPTER 4. The Counterpane.\n\nUpon waking next morning.";
-        let docs = Documents::of(&settings, Some(text)).unwrap();
+        let chapters: Vec<String> = [
+            "CHAPTER 1. Loomings.\n\nCall me Ishmael\u{2014}\u{201c}never\u{201d} mind, \u{2018}sir\u{2019}.\u{03b7}",
+            "CHAPTER 2. The Carpet-Bag.\n\nI stuffed a shirt or two.",
+            "CHAPTER 3. The Spouter-Inn.\n\nEntering that gable-ended inn.",
+            "CHAPTER 4. The Counterpane.\n\nUpon waking next morning.",
+        ]
+        .map(String::from)
+        .to_vec();
+        let docs = Documents::of(&settings, Some(&chapters)).unwrap();
         assert_eq!(
             docs.train,
             [
@@ -772,22 +771,23 @@ mod tests {
         assert_eq!(docs.held_out.len(), CORPUS_CHAPTERS.1.count());
         assert!(docs.held_out[1].starts_with("CHAPTER 4."));
         assert_eq!(docs.probe, docs.held_out);
-        assert!(PageRun::new(settings.clone(), Some(text)).is_ok());
+        assert!(PageRun::new(settings.clone(), Some(&chapters)).is_ok());
 
-        // The text missing, too short or too long: an error that says so, not a panic.
-        let message = |text: Option<&str>| {
-            PageRun::new(settings.clone(), text)
+        // The chapters missing, too few, too short or too long: an error that says so, not a
+        // panic.
+        let message = |chapters: Option<&[String]>| {
+            PageRun::new(settings.clone(), chapters)
                 .err()
                 .expect("refused")
                 .to_string()
         };
         assert!(message(None).contains("did not load"), "{}", message(None));
-        assert!(message(Some("CHAPTER 1. Alone.")).contains("more than 2 chapters"));
+        assert!(message(Some(&chapters[..2])).contains("more than 2 chapters"));
         let long_context = PageSettings {
             context: 128,
             ..settings.clone()
         };
-        let refused = PageRun::new(long_context, Some(text))
+        let refused = PageRun::new(long_context, Some(&chapters))
             .err()
             .expect("refused");
         assert!(
@@ -796,8 +796,8 @@ mod tests {
                 .contains("too short for a context of 128"),
             "{refused}"
         );
-        let huge = "x".repeat(MAX_TEXT_BYTES + 1);
-        assert!(message(Some(&huge)).contains("at most"));
+        let huge = vec!["x".repeat(MAX_TEXT_BYTES / 2 + 1); 2];
+        assert!(message(Some(&[huge, chapters].concat())).contains("at most"));
         assert_eq!(corpus_files().len(), 32);
         assert_eq!(corpus_files()[0], "chapter_1.txt");
     }

@@ -41,12 +41,12 @@ pub struct TrainingRun {
 #[wasm_bindgen]
 impl TrainingRun {
     /// A fresh run of `settings` (refused, every bad setting named, before anything is
-    /// allocated). `text`: the corpus chapters of `training_corpus_files`, joined in that
-    /// order, for the text task (undefined for the others).
+    /// allocated). `chapters`: the texts of `training_corpus_files`, in that order, for the
+    /// text task (undefined for the others).
     #[wasm_bindgen(constructor)]
-    pub fn new(settings: JsValue, text: Option<String>) -> Result<TrainingRun, JsError> {
+    pub fn new(settings: JsValue, chapters: Option<Vec<String>>) -> Result<TrainingRun, JsError> {
         Ok(TrainingRun {
-            run: PageRun::new(settings_of(settings)?, text.as_deref()).map_err(js_err)?,
+            run: PageRun::new(settings_of(settings)?, chapters.as_deref()).map_err(js_err)?,
         })
     }
 

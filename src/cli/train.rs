@@ -488,10 +488,7 @@ pub fn train_page(args: TrainPageArgs) -> Result<()> {
             .iter()
             .map(|name| {
                 let path = dir.join(name);
-                std::fs::read_to_string(&path).map_err(|e| VizError::Io {
-                    path: path.display().to_string(),
-                    reason: e.to_string(),
-                })
+                std::fs::read_to_string(&path).map_err(io(&path))
             })
             .collect::<Result<Vec<String>>>()?;
         Some(chapters)

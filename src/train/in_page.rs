@@ -38,23 +38,20 @@ pub enum Task {
     /// letter after the `>` a head must look at the k-th letter before it, an anti-diagonal.
     Reverse,
     /// The opening chapters of the lecture's public-domain corpus (*Moby-Dick*), which the
-    /// page fetches beside itself (`CORPUS_CHAPTERS`).
+    /// page fetches beside itself (`corpus_files`).
     Text,
 }
 
-/// The corpus chapters the text task trains on, then the ones it holds out, by file name in
-/// the corpus's Moby-Dick directory (`models/corpus/datasets-moby-dick/`, which the page
-/// serves as `corpus/moby-dick/`): the page and the CLI read the same files in this order.
-pub const CORPUS_CHAPTERS: (
-    std::ops::RangeInclusive<usize>,
-    std::ops::RangeInclusive<usize>,
-) = (1..=30, 31..=32);
+/// The corpus chapters the text task reads, by file name in the corpus's Moby-Dick directory
+/// (`models/corpus/datasets-moby-dick/`, which the page serves as `corpus/moby-dick/`): the
+/// first `CORPUS_TRAIN_CHAPTERS` are trained on, the `CORPUS_HELD_OUT_CHAPTERS` after them held
+/// out. The page and the CLI read the same files in this order.
+pub const CORPUS_TRAIN_CHAPTERS: usize = 30;
+pub const CORPUS_HELD_OUT_CHAPTERS: usize = 2;
 
 /// The file names of the text task's chapters: training ones first, then held-out ones.
 pub fn corpus_files() -> Vec<String> {
-    let (train, held_out) = CORPUS_CHAPTERS;
-    train
-        .chain(held_out)
+    (1..=CORPUS_TRAIN_CHAPTERS + CORPUS_HELD_OUT_CHAPTERS)
         .map(|n| format!("chapter_{n}.txt"))
         .collect()
 }
@@ -145,21 +142,16 @@ fn reversal(s: &str) -> String {
 
 impl Documents {
     /// The task's documents; the text task's are `chapters` (the texts of `corpus_files`, in
-    /// that order: the last `CORPUS_CHAPTERS.1` are held out).
+    /// that order: the last `CORPUS_HELD_OUT_CHAPTERS` are held out).
     fn of(settings: &PageSettings, chapters: Option<&[String]>) -> Result<Documents> {
         let seed = settings.seed;
-        let stories_of = || {
-            (
-                stories(seed, TRAIN_STORIES, Split::Train),
-                stories(seed ^ 0x4e1d, HELD_OUT_STORIES, Split::HeldOut),
-            )
-        };
+        let held_out_stories = || stories(seed ^ 0x4e1d, HELD_OUT_STORIES, Split::HeldOut);
         Ok(match settings.task {
             Task::Stories | Task::Repeat | Task::Mixed => {
-                let (train, held_out) = stories_of();
+                let held_out = held_out_stories();
                 Documents {
+                    train: stories(seed, TRAIN_STORIES, Split::Train),
                     probe: held_out.clone(),
-                    train,
                     held_out,
                 }
             }
@@ -184,7 +176,7 @@ impl Documents {
                 Documents {
                     train,
                     held_out,
-                    probe: stories_of().1,
+                    probe: held_out_stories(),
                 }
             }
             Task::Text => {
@@ -199,7 +191,7 @@ impl Documents {
                         "The corpus chapters are {bytes} bytes; the page trains on at most {MAX_TEXT_BYTES}."
                     )));
                 }
-                let held = CORPUS_CHAPTERS.1.clone().count();
+                let held = CORPUS_HELD_OUT_CHAPTERS;
                 if chapters.len() <= held {
                     return Err(VizError::Training(format!(
                         "The text task needs more than {held} chapters of the corpus (it has {}).",
@@ -768,7 +760,7 @@ mod tests {
                 "CHAPTER 2. The Carpet-Bag.\n\nI stuffed a shirt or two."
             ]
         );
-        assert_eq!(docs.held_out.len(), CORPUS_CHAPTERS.1.count());
+        assert_eq!(docs.held_out.len(), CORPUS_HELD_OUT_CHAPTERS);
         assert!(docs.held_out[1].starts_with("CHAPTER 4."));
         assert_eq!(docs.probe, docs.held_out);
         assert!(PageRun::new(settings.clone(), Some(&chapters)).is_ok());

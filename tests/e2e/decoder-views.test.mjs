@@ -89,10 +89,7 @@ test('the head grid: a repeated random sequence lights up induction heads; a cli
   await context.close();
 });
 
-// The lecture decoder reads twenty common words as about seventy tokens: twice twenty would
-// not fit its context, and an induction head needs the whole first copy in view. The example
-// takes fewer words, repeated, so that both copies fit.
-// With its context of 256 tokens the default model takes the whole twenty words twice, and an
+// An induction head needs the whole first copy in view. With its context of 256 tokens the default model takes the whole twenty words twice, and an
 // induction head scores above one half on them (a seeded order; natively every order tried
 // scored 0.65-0.80).
 test('the repeated random sequence fits the default model\'s context whole and lights up an induction head', async () => {

@@ -44,6 +44,7 @@ async function fill(page, settings) {
 }
 
 const training = (page) => page.evaluate(() => window.__tviz.training);
+const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
 test('one step of the page trainer gives the native trainer\'s loss and gradients within 1e-4', async () => {
   const glue = await pageTrainer();
@@ -115,7 +116,6 @@ test('a tiny model learns in the page, pauses, opens in the inspector, resumes a
   const loss = await drawn(page, 'training-loss', (d) => d.plotted?.series?.length === 3);
   assert.deepEqual(loss.plotted.series.map((s) => s.label), ['training loss', 'held-out stories', 'second copy of a repeated run']);
   const losses = loss.plotted.series[0].points.map(([, l]) => l);
-  const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
   assert.ok(mean(losses.slice(-10)) < mean(losses.slice(0, 10)) - 0.3, `the loss falls: ${losses.slice(0, 3)} … ${losses.slice(-3)}`);
   await drawn(page, 'training-grid', (d) => d.grid);
 
@@ -199,7 +199,6 @@ test('the reversal task and the corpus task train in the page, each with its own
   await page.locator('#training-section').scrollIntoViewIfNeeded();
   await page.waitForFunction(() => window.__tviz.training?.formReady);
   const small = { 'train-layers': '2', 'train-heads': '2', 'train-width': '32', 'train-context': '32', 'train-batch': '8', 'train-steps': '2000', 'train-rate': '0.003', 'train-seed': '1' };
-  const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
   for (const [task, heldOut] of [['reverse', 'held-out strings'], ['text', 'held-out chapters']]) {
     await fill(page, { ...small, 'train-task': task });
     await page.click('#train-start');

@@ -8,14 +8,14 @@ use crate::error::{Result, VizError};
 use crate::tokenize::vocab_file::VocabFile;
 use crate::tokenize::Tokenizer;
 use crate::train::batches::Mixture;
-use crate::train::behaviour::{ioi_report, pronoun_heads};
+use crate::train::behaviour::{ioi_report, pronoun_heads, HELD_OUT_SEED};
 use crate::train::bigram::bigram_loss;
 use crate::train::corpus::{token_stream, Corpus};
 use crate::train::head_probe::HeadProbe;
 use crate::train::in_page::{corpus_files, PageRun, PageSettings, Task};
 use crate::train::run::Run;
 use crate::train::step::Settings;
-use crate::train::stories::{ioi_prompts, pronoun_cases, stories, Split};
+use crate::train::stories::{ioi_prompts, pronoun_cases, role_stories, stories, Split};
 use crate::train::vocab::learn_vocab;
 use crate::train::vocab_report::{text_tokens, tokens_per_word, vocab_report};
 
@@ -49,6 +49,9 @@ pub struct StoriesArgs {
     /// The held-out names and templates (what evaluation uses) instead of the training ones.
     #[arg(long)]
     pub held_out: bool,
+    /// Role stories (`train --role-stories`, the training side) instead.
+    #[arg(long, conflicts_with = "held_out")]
+    pub roles: bool,
 }
 
 #[derive(clap::Args)]
@@ -113,6 +116,14 @@ pub struct TrainArgs {
     /// stays real text.
     #[arg(long, default_value_t = 0)]
     pub stories: usize,
+    /// Role stories added to the training text (`stories::role_stories`): each pronoun
+    /// followed by its antecedent's own deed, and more indirect objects. A second phase's text.
+    #[arg(long, default_value_t = 0)]
+    pub role_stories: usize,
+    /// Measure pronouns' antecedents and indirect objects on this many held-out sentences at
+    /// each evaluation, in the log (`transformer-viz behaviours`; 0: not measured).
+    #[arg(long, default_value_t = 0)]
+    pub behaviours: usize,
     /// Sequences that repeat a random run of tokens until full, in thousandths of a batch
     /// (the induction heads' lesson; 0 for plain text only).
     #[arg(long, default_value_t = 100)]
@@ -257,9 +268,6 @@ fn parse_range(text: &str) -> std::result::Result<(u32, u32), String> {
     Ok((a, b))
 }
 
-/// Held-out sentences' seed for `behaviours` (any seed: the names and templates are held out).
-const BEHAVIOUR_SEED: u64 = 7;
-
 /// Prompts the model continues in `behaviours`.
 pub const CONTINUED: [&str; 5] = [
     "Mary met John at the park. She",
@@ -288,7 +296,7 @@ pub fn behaviours(
     };
     let heads = HeadProbe::new(&corpus.held_out, bos, None).measure(model)?;
     let mut lines = vec![heads.summary()];
-    let pronouns = pronoun_heads(model, &pronoun_cases(BEHAVIOUR_SEED, count))?;
+    let pronouns = pronoun_heads(model, &pronoun_cases(HELD_OUT_SEED, count))?;
     let best = pronouns[0];
     lines.push(format!(
         "pronouns: layer {} head {} puts its strongest weight on the antecedent of {:.1}% of the pronouns of {} held-out sentences",
@@ -299,7 +307,7 @@ pub fn behaviours(
     ));
     // A vocabulary that cuts names into pieces cannot name one person in one token.
     lines.push(
-        match ioi_report(model, &ioi_prompts(BEHAVIOUR_SEED, count, Split::HeldOut)) {
+        match ioi_report(model, &ioi_prompts(HELD_OUT_SEED, count, Split::HeldOut)) {
             Ok(ioi) => format!(
                 "indirect objects: the answer first in {:.1}% of {} held-out prompts, above the repeated name in {:.1}% (mean probability {:.3} against {:.3})",
                 100.0 * ioi.first,
@@ -324,6 +332,9 @@ fn print_lines(lines: &[String]) -> Result<()> {
 }
 
 pub fn print_stories(args: StoriesArgs) -> Result<()> {
+    if args.roles {
+        return print_lines(&role_stories(args.seed, args.count));
+    }
     let split = if args.held_out {
         Split::HeldOut
     } else {
@@ -389,6 +400,7 @@ pub fn train(args: TrainArgs) -> Result<()> {
     }
     let mut corpus = Corpus::read(&args.corpus)?;
     corpus.add_stories(args.stories);
+    corpus.add_role_stories(args.role_stories);
     let started = std::time::Instant::now();
     let train = token_stream(&corpus.train, &tokenizer, bos)?;
     let held_out = token_stream(&corpus.held_out, &tokenizer, bos)?;
@@ -430,7 +442,8 @@ pub fn train(args: TrainArgs) -> Result<()> {
             },
         )),
     };
-    let probe = HeadProbe::new(&corpus.held_out, bos, Some(file.clone()));
+    let probe =
+        HeadProbe::new(&corpus.held_out, bos, Some(file.clone())).with_behaviours(args.behaviours);
     let log_path = args.out.join("train.log");
     if !args.resume {
         let _ = std::fs::remove_file(&log_path);

@@ -11,6 +11,11 @@ use crate::transformer::Transformer;
 
 use super::stories::{IoiPrompt, Rendered};
 
+/// The seed of the held-out sentences and prompts the behaviours are measured on (by
+/// `transformer-viz behaviours`, the training log and the tests; any seed would do: the names
+/// and templates are held out).
+pub const HELD_OUT_SEED: u64 = 7;
+
 /// How often one head's strongest weight from a pronoun lands on its antecedent.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PronounHead {

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::stories::{stories, Split};
+use super::stories::{role_stories, stories, Split};
 use crate::error::{Result, VizError};
 use crate::tokenize::Tokenizer;
 
@@ -78,6 +78,17 @@ impl Corpus {
             .extend(stories(STORIES_SEED, count, Split::Train));
     }
 }
+
+impl Corpus {
+    /// Adds `count` role stories (`stories::role_stories`, seed `ROLE_STORIES_SEED`) to the
+    /// training documents: the text of a second phase of training.
+    pub fn add_role_stories(&mut self, count: usize) {
+        self.train.extend(role_stories(ROLE_STORIES_SEED, count));
+    }
+}
+
+/// The seed of `Corpus::add_role_stories`' stories.
+pub const ROLE_STORIES_SEED: u64 = 2023;
 
 /// The seed of the stories `Corpus::add_stories` adds: the vocabulary and the model learn
 /// from the same ones.

@@ -9,7 +9,9 @@ use crate::error::{Result, VizError};
 use crate::model::backend::on_cpu;
 use crate::model::cpu::Cpu;
 use crate::tokenize::vocab_file::VocabFile;
+use crate::train::behaviour::{ioi_report, pronoun_heads, IoiReport, PronounHead, HELD_OUT_SEED};
 use crate::train::network::Network;
+use crate::train::stories::{ioi_prompts, pronoun_cases, IoiPrompt, Rendered, Split};
 use crate::transformer::{Keep, PassRequest, Transformer};
 
 /// Sentences taken from the held-out documents.
@@ -38,6 +40,9 @@ pub struct HeadReport {
     /// Mean loss (nats/token) on the first and on the second copy of the runs.
     pub copy_loss: [f64; 2],
     pub n_heads: usize,
+    /// The best pronoun head and the indirect objects, when the probe measures them
+    /// (`HeadProbe::with_behaviours`).
+    pub behaviours: Option<(PronounHead, IoiReport)>,
 }
 
 impl HeadReport {
@@ -65,8 +70,19 @@ impl HeadReport {
     /// One line for a training log.
     pub fn summary(&self) -> String {
         let (p, i) = (self.best_previous(), self.best_induction());
+        let behaviours = match self.behaviours {
+            Some((pronoun, ioi)) => format!(
+                " · pronouns best {:.1}% (L{} H{}) · indirect object first {:.1}%, above the repeated name {:.1}%",
+                100.0 * pronoun.share,
+                pronoun.layer,
+                pronoun.head,
+                100.0 * ioi.first,
+                100.0 * ioi.beats_other
+            ),
+            None => String::new(),
+        };
         format!(
-            "previous-token best {:.2} (L{} H{}) · induction best {:.2} (L{} H{}) · copy loss {:.2} -> {:.2}",
+            "previous-token best {:.2} (L{} H{}) · induction best {:.2} (L{} H{}) · copy loss {:.2} -> {:.2}{behaviours}",
             p.score, p.layer, p.head, i.score, i.layer, i.head, self.copy_loss[0], self.copy_loss[1]
         )
     }
@@ -79,24 +95,37 @@ pub struct HeadProbe {
     run_length: usize,
     /// The vocabulary, to turn a training network into a `Transformer`.
     vocab: Option<VocabFile>,
+    /// Held-out pronoun sentences and indirect-object prompts (`with_behaviours`).
+    behaviours: Option<(Vec<Rendered>, Vec<IoiPrompt>)>,
 }
 
 impl HeadProbe {
     /// Sentences of 60 to 300 bytes from `held_out` documents; runs of `RUN_LENGTH` ordinary
     /// tokens (ids below `bos`) from a fixed pseudo-random sequence.
     pub fn new(held_out: &[String], bos: u32, vocab: Option<VocabFile>) -> Self {
-        Self::sized(held_out, bos, vocab, 300, RUN_LENGTH)
+        Self::sized(held_out, bos, vocab, 300, RUN_LENGTH, false)
     }
 
     /// `new` for a smaller context: sentences shorter than `longest` bytes (and longer than a
-    /// third of it, at most 60), runs of `run_length` tokens.
+    /// third of it, at most 60), runs of `run_length` tokens. `distinct`: no token twice in a
+    /// run, and no run longer than the ordinary tokens. A small vocabulary needs it (the page's
+    /// 96 characters): a run of 31 drawn freely holds about five tokens twice, and for a token
+    /// said twice in the first copy the induction score's target (the token after its latest
+    /// earlier occurrence) is not the token a copier looks at, so even a perfect copier would
+    /// score well below 1.
     pub fn sized(
         held_out: &[String],
         bos: u32,
         vocab: Option<VocabFile>,
         longest: usize,
         run_length: usize,
+        distinct: bool,
     ) -> Self {
+        let run_length = if distinct {
+            run_length.min(bos as usize)
+        } else {
+            run_length
+        };
         let shortest = (longest / 3).min(60);
         let sentences = held_out
             .iter()
@@ -108,14 +137,16 @@ impl HeadProbe {
         let mut x = 7u64;
         let repeated = (0..RUNS)
             .map(|_| {
-                let run: Vec<u32> = (0..run_length)
-                    .map(|_| {
-                        x = x
-                            .wrapping_mul(6364136223846793005)
-                            .wrapping_add(1442695040888963407);
-                        ((x >> 33) % bos.max(1) as u64) as u32
-                    })
-                    .collect();
+                let mut run: Vec<u32> = Vec::with_capacity(run_length); // (run_length,)
+                while run.len() < run_length {
+                    x = x
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    let id = ((x >> 33) % bos.max(1) as u64) as u32;
+                    if !(distinct && run.contains(&id)) {
+                        run.push(id);
+                    }
+                }
                 std::iter::once(bos)
                     .chain(run.iter().copied())
                     .chain(run.iter().copied())
@@ -127,7 +158,21 @@ impl HeadProbe {
             repeated,
             run_length,
             vocab,
+            behaviours: None,
         }
+    }
+
+    /// Also measures the pronoun heads and the indirect objects (`train::behaviour`) on
+    /// `count` held-out sentences and prompts, those `transformer-viz behaviours` measures
+    /// (0: not measured).
+    pub fn with_behaviours(mut self, count: usize) -> Self {
+        self.behaviours = (count > 0).then(|| {
+            (
+                pronoun_cases(HELD_OUT_SEED, count),
+                ioi_prompts(HELD_OUT_SEED, count, Split::HeldOut),
+            )
+        });
+        self
     }
 
     pub fn sentence_count(&self) -> usize {
@@ -185,12 +230,54 @@ impl HeadProbe {
                 }
             }
         }
+        let behaviours = match &self.behaviours {
+            Some((cases, prompts)) => {
+                Some((pronoun_heads(model, cases)?[0], ioi_report(model, prompts)?))
+            }
+            None => None,
+        };
         Ok(HeadReport {
             previous,
             first,
             induction,
             copy_loss,
             n_heads: model.config.n_heads,
+            behaviours,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn first_copies(probe: &HeadProbe) -> Vec<Vec<u32>> {
+        let l = probe.run_length;
+        probe
+            .repeated
+            .iter()
+            .map(|ids| ids[1..1 + l].to_vec())
+            .collect()
+    }
+
+    fn holds_a_token_twice(run: &[u32]) -> bool {
+        run.iter().collect::<std::collections::HashSet<_>>().len() < run.len()
+    }
+
+    #[test]
+    fn distinct_runs_hold_each_token_once_and_are_shown_twice() {
+        // The page's vocabulary: 96 characters, then the start token.
+        let free = HeadProbe::sized(&[], 96, None, 63, 31, false);
+        assert!(first_copies(&free).iter().any(|r| holds_a_token_twice(r)));
+        let distinct = HeadProbe::sized(&[], 96, None, 63, 31, true);
+        for (run, ids) in first_copies(&distinct).iter().zip(&distinct.repeated) {
+            assert_eq!(run.len(), 31);
+            assert!(!holds_a_token_twice(run), "{run:?}");
+            assert!(run.iter().all(|&id| id < 96));
+            assert_eq!(ids[0], 96, "the start token first");
+            assert_eq!(&ids[32..], &run[..], "shown twice");
+        }
+        // No run longer than the ordinary tokens.
+        assert_eq!(HeadProbe::sized(&[], 20, None, 63, 31, true).run_length, 20);
     }
 }

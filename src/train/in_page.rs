@@ -471,6 +471,7 @@ impl PageRun {
             Some(vocab.clone()),
             settings.context - 1,
             run_length,
+            true,
         );
         let state = State::start(&config, &training, &train, bos)?;
         Ok(PageRun {

@@ -18,6 +18,15 @@
 //! of names and every sentence template has a fixed side (`Split`): a held-out pair never meets
 //! in a training story, and `stories(.., Split::HeldOut)` casts only held-out pairs and uses
 //! only held-out templates. The same seed gives the same stories on every machine (ChaCha8).
+//!
+//! `role_stories` are the text of a second phase of training (`train --role-stories`): in
+//! `stories` nothing after a pronoun depends on whom it stands for, so no head is rewarded for
+//! looking from the pronoun to its antecedent. In a role story each person is introduced with
+//! a trade ("the baker Mary"), and the word right after each pronoun is that person's own
+//! deed ("She baked bread", "He watched her baking"): a model predicts it best by looking
+//! from the pronoun at the name that agrees with it, where the trade was read. They add
+//! indirect-object sentences in templates of their own, still of the training side, and a
+//! third of them are drills of such sentences, each with a pair of its own.
 
 use rand_chacha::ChaCha8Rng;
 
@@ -103,6 +112,49 @@ const IOI: &[IoiTemplate] = &[
         text: "{A} and {B} had a long day at the {place}, so {B} gave {gift} to {A}.",
         split: Split::HeldOut,
     },
+];
+
+/// Trades for `role_stories`: the trade, its deed after "he" / "she" (the past), and after
+/// "watched him" / "watched her" (the -ing form). Each deed's first word is its trade's own.
+pub const ROLES: &[(&str, &str, &str)] = &[
+    ("baker", "baked bread", "baking"),
+    ("farmer", "fed the cows", "feeding the cows"),
+    ("fisher", "caught a fish", "fishing"),
+    ("painter", "painted a wall", "painting"),
+    ("singer", "sang a song", "singing"),
+    ("teacher", "taught a class", "teaching"),
+    ("doctor", "helped a sick child", "helping a sick child"),
+    ("cook", "cooked soup", "cooking"),
+    ("gardener", "planted roses", "planting roses"),
+    ("driver", "drove the bus", "driving the bus"),
+    ("sailor", "sailed a boat", "sailing"),
+    ("writer", "wrote a letter", "writing"),
+];
+
+/// What each thing does in `role_stories` after "it": the word depends on the thing.
+pub const THING_DEEDS: &[(&str, &str)] = &[
+    ("ball", "rolled away"),
+    ("kite", "flew high"),
+    ("box", "opened"),
+    ("boat", "floated"),
+    ("basket", "tipped over"),
+    ("drum", "boomed"),
+    ("clock", "ticked"),
+    ("bell", "rang"),
+    ("bike", "squeaked"),
+    ("jar", "cracked"),
+    ("glass", "shone"),
+    ("brush", "dripped"),
+];
+
+/// Indirect-object templates of `role_stories` only (the training side): other verbs and
+/// openings than `IOI`'s, so the answer cannot be tied to one sentence's shape.
+const ROLE_IOI: &[&str] = &[
+    "{A} and {B} went to the {place}, and {B} gave {gift} to {A}.",
+    "Later {A} and {B} met at the {place}. {B} sold {gift} to {A}.",
+    "On Sunday {A} and {B} went to the {place}. There {B} threw {gift} to {A}.",
+    "{A} and {B} stayed at the {place} all day. In the evening {B} sent {gift} to {A}.",
+    "Before {A} and {B} left the {place}, {B} showed {gift} to {A}.",
 ];
 
 // Pronoun episodes (`Generator::render` fills the slots). Training uses the first three, the
@@ -195,6 +247,16 @@ pub fn stories(seed: u64, count: usize, split: Split) -> Vec<String> {
     let mut g = Generator::new(seed, split);
     (0..count).map(|_| g.story()).collect()
 }
+
+/// `count` role stories (the module's last paragraph) from the training side's pairs of
+/// names, the same for the same seed.
+pub fn role_stories(seed: u64, count: usize) -> Vec<String> {
+    let mut g = Generator::new(seed, Split::Train);
+    (0..count).map(|_| g.role_story()).collect()
+}
+
+/// A person and their trade in a role story (`ROLES`).
+type Cast = (Person, (&'static str, &'static str, &'static str));
 
 #[derive(Clone, Copy)]
 struct Person {
@@ -420,6 +482,146 @@ impl Generator {
             2 => format!("The {animals} near the {place} are hungry."),
             _ => format!("The {animal} near the {things} is hungry."),
         }
+    }
+
+    /// Two people with their trades, then each does their own deed, named by a pronoun.
+    /// With two of one gender a pronoun could not say which, so they are named instead.
+    fn roles(&mut self, (a, role_a): Cast, (b, role_b): Cast) -> String {
+        let place = self.pick(PLACES);
+        let intro = format!(
+            "The {} {} met the {} {} at the {place}.",
+            role_a.0, a.name, role_b.0, b.name
+        );
+        // Either of them first, so the pronoun's person is not the first or the last named.
+        let ((x, rx), (y, ry)) = if self.below(2) == 0 {
+            ((a, role_a), (b, role_b))
+        } else {
+            ((b, role_b), (a, role_a))
+        };
+        if x.female == y.female {
+            return format!("{intro} {} {}, and {} {}.", x.name, rx.1, y.name, ry.1);
+        }
+        match self.below(3) {
+            0 => format!(
+                "{intro} {} {}, and then {} {}.",
+                capitalised(x.subject()),
+                rx.1,
+                y.subject(),
+                ry.1
+            ),
+            1 => format!(
+                "{intro} {} watched {} {}.",
+                capitalised(x.subject()),
+                y.object(),
+                ry.2
+            ),
+            _ => format!(
+                "{intro} {} saw {} {}, and {} {}.",
+                x.name,
+                y.object(),
+                ry.2,
+                x.subject(),
+                rx.1
+            ),
+        }
+    }
+
+    /// One person with a trade and a thing: "he" / "she" and "it", each followed by a deed
+    /// that only its antecedent does.
+    fn role_thing(&mut self, (a, role): Cast) -> String {
+        let (thing, deed) = self.pick(THING_DEEDS);
+        let colour = self.pick(COLOURS);
+        let place = self.pick(PLACES);
+        match self.below(2) {
+            0 => format!(
+                "The {} {} picked up a {colour} {thing} at the {place}. {} {}, and then it {deed}.",
+                role.0,
+                a.name,
+                capitalised(a.subject()),
+                role.1
+            ),
+            _ => format!(
+                "The {} {} had a {colour} {thing}. {} dropped it, and it {deed}.",
+                role.0,
+                a.name,
+                capitalised(a.subject())
+            ),
+        }
+    }
+
+    /// An indirect-object sentence from `ROLE_IOI`, in either order of the pair.
+    fn role_ioi(&mut self, a: &str, b: &str) -> String {
+        let template = self.pick(ROLE_IOI);
+        let place = self.pick(PLACES);
+        let gift = self.pick(GIFTS);
+        let first_pair = if self.below(2) == 0 {
+            format!("{a} and {b}")
+        } else {
+            format!("{b} and {a}")
+        };
+        template
+            .replace("{A} and {B}", &first_pair)
+            .replace("{A}", a)
+            .replace("{B}", b)
+            .replace("{place}", place)
+            .replace("{gift}", gift)
+    }
+
+    /// A role story: a cast of two, three to six episodes, most of them trades and indirect
+    /// objects, some of `story`'s kinds so nothing it taught is forgotten.
+    fn role_story(&mut self) -> String {
+        // A third are drills: indirect-object sentences, each with a pair of its own, so the
+        // answer is decided inside the sentence, as in the held-out prompts, and the names of
+        // the sentences before are only distractions.
+        if self.below(3) == 0 {
+            let sentences = self.below(3) + 3;
+            return (0..sentences)
+                .map(|_| {
+                    let (a, b) = self.two_people();
+                    if self.below(2) == 0 {
+                        self.ioi(a.name, b.name)
+                    } else {
+                        self.role_ioi(a.name, b.name)
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(" ");
+        }
+        // Mostly a woman and a man, whom "she" and "he" tell apart.
+        let (a, b) = loop {
+            let pair = self.two_people();
+            if pair.0.female != pair.1.female || self.below(5) == 0 {
+                break pair;
+            }
+        };
+        // Each keeps one trade through the story.
+        let role_a = self.pick(ROLES);
+        let role_b = loop {
+            let r = self.pick(ROLES);
+            if r.0 != role_a.0 {
+                break r;
+            }
+        };
+        let episodes = self.below(4) + 3;
+        let mut out = Vec::with_capacity(episodes);
+        for _ in 0..episodes {
+            let (x, y) = if self.below(2) == 0 {
+                ((a, role_a), (b, role_b))
+            } else {
+                ((b, role_b), (a, role_a))
+            };
+            let episode = match self.below(10) {
+                0..=2 => self.roles(x, y),
+                3 => self.role_thing(x),
+                4 => self.role_ioi(x.0.name, y.0.name),
+                5 | 6 => self.ioi(x.0.name, y.0.name),
+                7 => self.pronouns(x.0, y.0),
+                8 => self.repeated_list(x.0),
+                _ => self.agreement(),
+            };
+            out.push(episode);
+        }
+        out.join(" ")
     }
 
     /// A story: a cast of two, three to six episodes about them.

@@ -7,7 +7,8 @@ use std::collections::HashSet;
 
 use transformer_viz::analysis::antecedents::THINGS;
 use transformer_viz::train::stories::{
-    ioi_prompts, names, pair_split, pronoun_cases, stories, Split, SHOWCASE_PAIRS,
+    ioi_prompts, names, pair_split, pronoun_cases, role_stories, stories, Split, ROLES,
+    SHOWCASE_PAIRS, THING_DEEDS,
 };
 
 fn words(text: &str) -> HashSet<String> {
@@ -208,4 +209,114 @@ fn held_out_pronoun_sentences_point_each_pronoun_at_its_name_or_thing() {
     // No training story uses them.
     let training = stories(6, 500, Split::Train).join(" ");
     assert!(!training.contains(" called ") && !training.contains(" found a "));
+}
+
+/// The trade's deed (past, or -ing) of the person `pronoun` stands for, among `cast` (name,
+/// trade): the one whose gender the pronoun names.
+fn deed_of(cast: &[(&str, &str)], pronoun: &str, ing: bool) -> String {
+    let (female, _) = names();
+    let wants_female = matches!(pronoun, "She" | "she" | "her");
+    let (_, trade) = cast
+        .iter()
+        .find(|(name, _)| female.contains(name) == wants_female)
+        .expect("a person of the pronoun's gender");
+    let (_, past, doing) = ROLES.iter().find(|(t, _, _)| t == trade).unwrap();
+    (if ing { doing } else { past }).to_string()
+}
+
+#[test]
+fn in_a_role_story_each_pronoun_is_followed_by_the_deed_of_the_person_it_stands_for() {
+    let stories = role_stories(3, 600);
+    assert_eq!(stories, role_stories(3, 600), "seeded");
+    assert_ne!(stories, role_stories(4, 600));
+    let met =
+        regex::Regex::new(r"The (\w+) (\w+) met the (\w+) (\w+) at the \w+\. ([^.]+)\.").unwrap();
+    let watched = regex::Regex::new(r"^(She|He) watched (him|her) (.+)$").unwrap();
+    let then = regex::Regex::new(r"^(She|He) (.+), and then (she|he) (.+)$").unwrap();
+    let saw = regex::Regex::new(r"^\w+ saw (him|her) (.+), and (she|he) (.+)$").unwrap();
+    let thing =
+        regex::Regex::new(r"a \w+ (\w+)(?: at the \w+)?\. (?:She|He) [^.]*it (\w+(?: \w+)?)\.")
+            .unwrap();
+    let (mut pronouns, mut things) = (0, 0);
+    for story in &stories {
+        for c in met.captures_iter(story) {
+            let cast = [(&c[2], &c[1]), (&c[4], &c[3])];
+            let rest = &c[5];
+            let checks: Vec<(String, String, bool)> = if let Some(w) = watched.captures(rest) {
+                vec![(w[2].to_string(), w[3].to_string(), true)]
+            } else if let Some(t) = then.captures(rest) {
+                vec![
+                    (t[1].to_string(), t[2].to_string(), false),
+                    (t[3].to_string(), t[4].to_string(), false),
+                ]
+            } else if let Some(s) = saw.captures(rest) {
+                vec![
+                    (s[1].to_string(), s[2].to_string(), true),
+                    (s[3].to_string(), s[4].to_string(), false),
+                ]
+            } else {
+                // Two of one gender: named, not a pronoun.
+                assert!(
+                    !rest.starts_with("She ") && !rest.starts_with("He "),
+                    "{story}"
+                );
+                vec![]
+            };
+            for (pronoun, deed, ing) in checks {
+                assert_eq!(deed, deed_of(&cast, &pronoun, ing), "{pronoun} in {story}");
+                pronouns += 1;
+            }
+        }
+        for c in thing.captures_iter(story) {
+            let deed = THING_DEEDS
+                .iter()
+                .find(|(t, _)| *t == &c[1])
+                .map(|(_, d)| *d);
+            assert_eq!(deed, Some(&c[2]), "it after the {} in {story}", &c[1]);
+            things += 1;
+        }
+    }
+    assert!(
+        pronouns > 500 && things > 100,
+        "{pronouns} pronouns, {things} things"
+    );
+}
+
+#[test]
+fn role_stories_use_training_pairs_and_no_held_out_template() {
+    let (female, male) = names();
+    let all: Vec<&str> = female.iter().chain(male).copied().collect();
+    let stories = role_stories(5, 1000);
+    let text = stories.join("\n");
+    // The held-out templates' own words (`IOI` and the held-out pronoun sentences).
+    for held_out in [
+        " were working at the ",
+        " had a long day at the ",
+        " called ",
+        " told ",
+        " found a ",
+        " showed it to ",
+    ] {
+        assert!(
+            !text.contains(held_out),
+            "{held_out:?} is a held-out template's"
+        );
+    }
+    let mut drills = 0;
+    for story in &stories {
+        for sentence in story.split(". ") {
+            let said: Vec<&str> = all
+                .iter()
+                .copied()
+                .filter(|n| words(sentence).contains(*n))
+                .collect();
+            if let [a, b] = said[..] {
+                assert_eq!(pair_split(a, b), Split::Train, "{a} and {b}: {story}");
+            }
+        }
+        let cast = all.iter().filter(|n| words(story).contains(**n)).count();
+        drills += (cast > 2) as usize;
+    }
+    // A third are drills, each sentence with a pair of its own.
+    assert!((250..420).contains(&drills), "{drills} drills of 1000");
 }

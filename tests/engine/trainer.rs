@@ -610,18 +610,18 @@ fn committed_decoders_read_in_words_with_a_context_of_256() {
 #[test]
 #[ignore = "not yet learned (issue 31): the committed decoders send 42-45% of the pronouns to their antecedent and end 36-49% of the indirect-object prompts with the right name (docs/models.md); `cargo test --test engine -- --ignored committed_decoders` measures them"]
 fn committed_decoders_resolve_held_out_pronouns_and_indirect_objects() {
-    use transformer_viz::train::behaviour::{ioi_report, pronoun_heads};
+    use transformer_viz::train::behaviour::{ioi_report, pronoun_heads, HELD_OUT_SEED};
     use transformer_viz::train::stories::{ioi_prompts, pronoun_cases, Split};
     for name in lecture::DECODERS {
         let model = load_named(&common::models_dir(), name, WeightPrecision::F32).unwrap();
-        let heads = pronoun_heads(&model, &pronoun_cases(7, 200)).unwrap();
+        let heads = pronoun_heads(&model, &pronoun_cases(HELD_OUT_SEED, 200)).unwrap();
         eprintln!("{name}: pronoun heads {:?}", &heads[..3]);
         assert!(
             heads[0].share >= 0.8,
             "{name}: best pronoun head {:?}",
             heads[0]
         );
-        let ioi = ioi_report(&model, &ioi_prompts(7, 200, Split::HeldOut)).unwrap();
+        let ioi = ioi_report(&model, &ioi_prompts(HELD_OUT_SEED, 200, Split::HeldOut)).unwrap();
         eprintln!("{name}: {ioi:?}");
         assert!(ioi.first >= 0.9, "{name}: {ioi:?}");
     }

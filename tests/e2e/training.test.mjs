@@ -50,7 +50,7 @@ test('one step of the page trainer gives the native trainer\'s loss and gradient
   const glue = await pageTrainer();
   const cases = [
     glue.training_preset('previous-token'),
-    // Post-LN, no positions, two layers, the repeated runs: every other path of the step.
+    // Post-LN, no positions, two layers, stories and repeated runs: every other path of the step.
     { ...glue.training_preset('induction'), pre_ln: false, positions: false, seed: 7 },
   ];
   for (const settings of cases) {

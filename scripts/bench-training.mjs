@@ -9,6 +9,7 @@
 //     threads) on the same preset for as many steps as the page reached: its tokens a second;
 //   - keystroke to every chart of the inspected model at 32 tokens (KEYSTROKES, default 20),
 //     while the induction preset trains and, as the peer, in the same page before Train.
+// DIST=<folder> serves another build of the page (default: dist/), for a peer build's figures.
 // Prints a table and writes tests/artifacts/bench-training.json.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
@@ -62,7 +63,7 @@ function native(preset, steps, threads) {
   return { threads, tokensPerSecond: speeds.at(-1), last: lines.at(-1) };
 }
 
-const server = await serve(join(ROOT, 'dist'), 0);
+const server = await serve(process.env.DIST ?? join(ROOT, 'dist'), 0);
 const base = `http://127.0.0.1:${server.address().port}/`;
 const browser = await launchChromium();
 const results = { date: new Date().toISOString(), presets: {}, keystrokes: {} };

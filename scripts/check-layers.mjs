@@ -18,7 +18,7 @@ import { fileURLToPath } from 'node:url';
 
 /** The page's layers, lowest first: a module may import from its own layer or one below. */
 export const JS_LAYERS = [
-  ['foundations', ['dom.js', 'messages.js', 'math.js', 'threads.js', 'url-state.js', 'models.js', 'loading.js', 'model-files.js', 'testing-hook.js', 'lesson-format.js', 'labels.js']],
+  ['foundations', ['dom.js', 'messages.js', 'math.js', 'threads.js', 'url-state.js', 'models.js', 'loading.js', 'model-files.js', 'testing-hook.js', 'lesson-format.js', 'labels.js', 'right-of-way.js']],
   ['state', ['state.js', 'session.js']],
   ['engine', ['applicable.js', 'backend-status.js', 'cpu-threads.js', 'gpu-backend.js', 'gpu-readback.js']],
   ['charts', ['charts.js', 'hover.js', 'export.js']],

@@ -8,8 +8,10 @@
 //               { type: 'start', settings, run }       -> { type: 'started', parameters, ... } or { type: 'error' }
 //                 (the text task's corpus chapters are fetched first, once)
 //               { type: 'pause' } / { type: 'resume' } / { type: 'reset' }
+//               { type: 'right-of-way', signal }       (js/right-of-way.js's shared number)
 //               { type: 'files', purpose }             -> { type: 'files', purpose, step, config, tokenizer, weights }
-// Messages out while training: { type: 'steps', reports, tokensPerSecond }, every
+// Messages out while training: { type: 'steps', reports, tokensPerSecond, memoryBytes, held
+// (steps that waited for a keystroke) }, every
 // EVALUATE_EVERY steps { type: 'evaluation', ... } followed by the model's files (purpose
 // 'probe'), and { type: 'finished' } at the run's last step. Every message carries the `run`
 // id the page started the run with: a chunk that was under way when the page reset or started
@@ -57,6 +59,21 @@ async function corpus() {
   return chapters;
 }
 
+// The page's keystrokes go first (js/right-of-way.js): before each step, while the shared
+// number is odd, the worker waits for it to change, at most HOLD_MS for one keystroke (a
+// keystroke whose charts never finish drawing must not stop the run).
+let rightOfWay = null;
+let heldFor = null; // the keystroke (odd number) the worker stopped waiting for
+const HOLD_MS = 250;
+/** Waits while a keystroke is drawn; whether it waited. */
+function giveWay() {
+  const now = rightOfWay ? Atomics.load(rightOfWay, 0) : 0;
+  if (now % 2 === 0 || now === heldFor) return false;
+  const result = Atomics.wait(rightOfWay, 0, now, HOLD_MS);
+  if (result === 'timed-out') heldFor = now;
+  return result !== 'not-equal';
+}
+
 // Lets the worker read its messages (a Pause) between chunks.
 const yieldToMessages = () => new Promise((resolve) => setTimeout(resolve, 0));
 
@@ -68,9 +85,14 @@ async function loop(mine) {
     const toEvaluation = EVALUATE_EVERY - (run.step() % EVALUATE_EVERY);
     const count = Math.max(1, Math.min(stepsPerChunk, toEvaluation));
     const started = performance.now();
-    let reports;
+    const reports = [];
+    let held = 0; // steps that waited for a keystroke
     try {
-      reports = run.train(count);
+      // One step at a time, each after the page's keystroke if one is being drawn.
+      for (let i = 0; i < count; i += 1) {
+        held += giveWay();
+        reports.push(...run.train(1));
+      }
     } catch (err) {
       running = false;
       post({ type: 'error', message: String(err.message ?? err) });
@@ -83,7 +105,7 @@ async function loop(mine) {
     ms = ms * 0.7 + took;
     // The worker's WebAssembly memory: the model, the optimiser's moments, a step's activations.
     const memoryBytes = (await ready).memory.buffer.byteLength;
-    post({ type: 'steps', reports, tokensPerSecond: (tokens / ms) * 1000, memoryBytes });
+    post({ type: 'steps', reports, tokensPerSecond: (tokens / ms) * 1000, memoryBytes, held });
     const finished = run.step() >= run.steps();
     if (run.step() % EVALUATE_EVERY === 0 || finished) evaluate();
     if (finished) {
@@ -147,6 +169,9 @@ self.onmessage = async ({ data }) => {
       break;
     case 'files':
       if (run) sendFiles(data.purpose);
+      break;
+    case 'right-of-way':
+      rightOfWay = data.signal;
       break;
     default:
       post({ type: 'error', message: `unknown message ${data.type}` });

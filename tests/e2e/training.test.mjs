@@ -138,6 +138,16 @@ test('a tiny model learns in the page, pauses, opens in the inspector, resumes a
   assert.equal(await page.textContent('#train-start'), 'Resume');
   await page.click('#train-start');
   await page.waitForFunction((at) => window.__tviz.training.step > at + 20, pausedAt);
+  // Typing in the inspector while the run trains: the worker's next step waits for the
+  // keystroke's charts (the page is cross-origin isolated, so the signal is shared memory).
+  assert.equal(await page.evaluate(() => crossOriginIsolated), true);
+  const heldBefore = await page.evaluate(() => window.__tviz.trainingStepsHeld);
+  await page.locator('#input-section').scrollIntoViewIfNeeded();
+  await page.type('#text', ' and Sam');
+  await page.waitForFunction((n) => window.__tviz.trainingStepsHeld > n, heldBefore);
+  await page.fill('#text', 'Mary gave the ball to Tom.');
+  await page.waitForFunction((at) => window.__tviz.training.step > at + 40, pausedAt); // and goes on
+  await page.locator('#training-section').scrollIntoViewIfNeeded();
   await page.click('#train-pause');
   await page.waitForFunction(() => window.__tviz.training.status === 'paused');
 

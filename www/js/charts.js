@@ -6,6 +6,7 @@ import { session } from './session.js';
 import { whyNotShown, showWhyNotShown } from './applicable.js';
 import { readback, waitsForDevice, chartWaits, readRest } from './gpu-readback.js';
 import { testHook, publish, record, exposeForTests } from './testing-hook.js';
+import { inspectorIdle } from './right-of-way.js';
 
 /** Every chart by its canvas's `data-chart` name: what it asks Rust to draw. Filled in by the
  * sections that own the charts (registerChart), which import this module, never the reverse. */
@@ -246,6 +247,7 @@ function settled() { // once a pass has drawn every chart (a second call changes
   }
   if (timing.passStartedAt !== null) record('settledLatencies', performance.now() - timing.passStartedAt);
   timing.passStartedAt = null;
+  inspectorIdle();
 }
 
 // While a generation runs, each new token redraws only the charts on screen, except those

@@ -24,6 +24,7 @@ import { syncSwitches, renderSwitches } from './ablation.js';
 import { renderPartTokens } from './part-tokens.js';
 import { readback, stepsToRead } from './gpu-readback.js';
 import { testHook, publish, publishReadback, count, record } from './testing-hook.js';
+import { inspectorBusy, inspectorIdle } from './right-of-way.js';
 
 let pending = false;
 let inputAt = null;
@@ -32,7 +33,10 @@ drawTiming.passPending = () => pending;
 
 export function update() {
   const { viz } = session;
-  if (!viz) return;
+  if (!viz) {
+    inspectorIdle(); // nothing to draw until a model loads
+    return;
+  }
   syncSwitches();
   if (passesOnGpu()) {
     passOnGpu();
@@ -62,6 +66,7 @@ function showTextError(err) {
   document.body.classList.add('stale');
   count('renders');
   inputAt = null;
+  inspectorIdle(); // no charts to draw
 }
 
 // A pass on the GPU is asynchronous (its readbacks are awaited): one runs at a time (a typed
@@ -220,6 +225,7 @@ export function showSummary(summary, started = performance.now()) {
 export function scheduleUpdate(event) {
   const at = event?.timeStamp ?? performance.now(); // when the key was pressed
   if (inputAt === null) inputAt = at;
+  inspectorBusy(); // a training run's next step waits for the charts
   if (pending) return;
   if (at > lastPassEnd) {
     update();

@@ -17,6 +17,7 @@ export const testHook = {
   gpuReadback: { restReads: 0, valuesLeft: 0, stepsRead: null, waitingCharts: [] },
   trainingSpeeds: [], // training.js: tokens a second, each chunk of steps (the benchmark's)
   trainingEvaluations: [], // training.js: { step, seconds, previous, induction, copy } each evaluation
+  trainingStepsHeld: 0, // training.js: the worker's steps that waited for a keystroke's charts
 };
 window.__tviz = testHook;
 

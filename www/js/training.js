@@ -11,6 +11,7 @@ import { draw, drawWhenSeen, registerChart } from './charts.js';
 import { gridHeight } from './attention.js';
 import { showTrainedModel } from './model-picker.js';
 import { publish, record, testHook } from './testing-hook.js';
+import { rightOfWay } from './right-of-way.js';
 
 /** The settings' fields: form control id, JSON name, and how the control's value is read. */
 const FIELDS = [
@@ -144,6 +145,7 @@ function worker() {
     run.worker = new Worker(new URL('../train-worker.js', import.meta.url), { type: 'module' });
     run.worker.onmessage = ({ data }) => onMessage(data);
     run.worker.onerror = (event) => fail(`The trainer could not start: ${event.message ?? 'its files did not load'}.`);
+    if (rightOfWay) run.worker.postMessage({ type: 'right-of-way', signal: rightOfWay });
   }
   return run.worker;
 }
@@ -172,6 +174,7 @@ function onMessage(message) {
       run.tokensPerSecond = message.tokensPerSecond;
       run.memoryBytes = message.memoryBytes;
       record('trainingSpeeds', message.tokensPerSecond);
+      publish({ trainingStepsHeld: testHook.trainingStepsHeld + message.held });
       break;
     case 'evaluation':
       record('trainingEvaluations', {

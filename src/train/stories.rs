@@ -337,6 +337,12 @@ impl Generator {
     fn ioi(&mut self, a: &str, b: &str) -> String {
         let i = self.below(self.ioi.len());
         let template = self.ioi[i];
+        self.fill_ioi(template, a, b)
+    }
+
+    /// An indirect-object template with `a` as the answer and `b` said twice, a place and a
+    /// gift drawn.
+    fn fill_ioi(&mut self, template: &str, a: &str, b: &str) -> String {
         let place = self.pick(PLACES);
         let gift = self.pick(GIFTS);
         // Half the time the pair is introduced the other way round (B and A): the answer is
@@ -552,19 +558,7 @@ impl Generator {
     /// An indirect-object sentence from `ROLE_IOI`, in either order of the pair.
     fn role_ioi(&mut self, a: &str, b: &str) -> String {
         let template = self.pick(ROLE_IOI);
-        let place = self.pick(PLACES);
-        let gift = self.pick(GIFTS);
-        let first_pair = if self.below(2) == 0 {
-            format!("{a} and {b}")
-        } else {
-            format!("{b} and {a}")
-        };
-        template
-            .replace("{A} and {B}", &first_pair)
-            .replace("{A}", a)
-            .replace("{B}", b)
-            .replace("{place}", place)
-            .replace("{gift}", gift)
+        self.fill_ioi(template, a, b)
     }
 
     /// A role story: a cast of two, three to six episodes, most of them trades and indirect

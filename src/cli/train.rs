@@ -10,7 +10,7 @@ use crate::tokenize::Tokenizer;
 use crate::train::batches::Mixture;
 use crate::train::behaviour::{ioi_report, pronoun_heads, HELD_OUT_SEED};
 use crate::train::bigram::bigram_loss;
-use crate::train::corpus::{token_stream, Corpus};
+use crate::train::corpus::{drill_text, token_stream, Corpus};
 use crate::train::head_probe::HeadProbe;
 use crate::train::in_page::{corpus_files, PageRun, PageSettings, Task};
 use crate::train::run::Run;
@@ -120,6 +120,15 @@ pub struct TrainArgs {
     /// followed by its antecedent's own deed, and more indirect objects. A second phase's text.
     #[arg(long, default_value_t = 0)]
     pub role_stories: usize,
+    /// Role stories (another seed) that make the drill text, a stream apart from the training
+    /// text that `--drills` draws windows from.
+    #[arg(long, default_value_t = 0)]
+    pub drill_stories: usize,
+    /// Windows of the drill text, in thousandths of a batch (after the curriculum's first
+    /// part): the pronoun and indirect-object answers are a few tokens in a thousand of the
+    /// text, too few for their gradient to be felt.
+    #[arg(long, default_value_t = 0)]
+    pub drills: u32,
     /// Measure pronouns' antecedents and indirect objects on this many held-out sentences at
     /// each evaluation, in the log (`transformer-viz behaviours`; 0: not measured).
     #[arg(long, default_value_t = 0)]
@@ -404,6 +413,7 @@ pub fn train(args: TrainArgs) -> Result<()> {
     let started = std::time::Instant::now();
     let train = token_stream(&corpus.train, &tokenizer, bos)?;
     let held_out = token_stream(&corpus.held_out, &tokenizer, bos)?;
+    let drills = token_stream(&drill_text(args.drill_stories), &tokenizer, bos)?;
     let (baseline, lambda) = bigram_loss(&train, &held_out, tokenizer.vocab_size());
     eprintln!("tokenized in {:.1} s; bigram baseline on held-out text: {baseline:.4} nats/token (mixing weight {lambda})", started.elapsed().as_secs_f64());
     std::fs::create_dir_all(&args.out).map_err(io(&args.out))?;
@@ -428,6 +438,7 @@ pub fn train(args: TrainArgs) -> Result<()> {
             pool: args.run_pool,
             run_lengths: args.run_lengths,
             zipf: args.run_zipf,
+            drills: args.drills,
         },
         projection_std: args.projection_std,
         pool_doubling: args.early_pool_doubling,
@@ -439,6 +450,7 @@ pub fn train(args: TrainArgs) -> Result<()> {
                 pool: args.early_run_pool,
                 run_lengths: args.early_run_lengths,
                 zipf: args.early_run_zipf,
+                drills: 0,
             },
         )),
     };
@@ -464,6 +476,7 @@ pub fn train(args: TrainArgs) -> Result<()> {
         config,
         settings,
         train: &train,
+        drills: &drills,
         held_out: &held_out,
         bos,
         out: args.out.clone(),

@@ -4,7 +4,9 @@
 //! its data rewards copying often (Olsson et al., 2022, "In-context learning and induction
 //! heads"):
 //! - random runs: random tokens, the same run repeated until the sequence is full;
-//! - copied spans: a window of text with a span of it copied later into the same window.
+//! - copied spans: a window of text with a span of it copied later into the same window;
+//! - drills: a window of a text of its own (the role stories' drills, `train --drills`), when a
+//!   behaviour's tokens are too rare in the text for its gradient to be felt.
 
 use rand_chacha::ChaCha8Rng;
 use rand_core::RngCore;
@@ -30,6 +32,9 @@ pub struct Mixture {
     /// comes.
     #[serde(default)]
     pub zipf: f32,
+    /// Windows of the drill text (a stream apart from the training text), in thousandths.
+    #[serde(default)]
+    pub drills: u32,
 }
 
 fn default_run_lengths() -> (u32, u32) {
@@ -43,6 +48,7 @@ impl Mixture {
         pool: 0,
         run_lengths: (8, 48),
         zipf: 0.0,
+        drills: 0,
     };
 }
 
@@ -86,16 +92,19 @@ fn between(rng: &mut ChaCha8Rng, lo: usize, hi: usize) -> usize {
 /// One sequence of `len + 1` ids starting with `bos` (inputs are the first `len`, targets
 /// the last `len`). `pool` holds the ordinary ids most frequent first (`run_pool`); a random
 /// run draws uniformly from the mixture's first `pool` of them, or from every id below `bos`
-/// when the mixture's pool is 0 (or `pool` is empty).
+/// when the mixture's pool is 0 (or `pool` is empty). A drill window comes from `drills`,
+/// which must then be longer than `len` (`Run` checks); with no drills in the mixture the
+/// draws are the same as before drills existed.
 pub fn sample_sequence(
     rng: &mut ChaCha8Rng,
     stream: &[u32],
+    drills: &[u32],
     len: usize,
     bos: u32,
     mixture: &Mixture,
     pool: &[u32],
 ) -> Vec<u32> {
-    let kind = if mixture.random_repeat + mixture.copied_span > 0 {
+    let kind = if mixture.random_repeat + mixture.copied_span + mixture.drills > 0 {
         below(rng, 1000) as u32
     } else {
         u32::MAX
@@ -127,6 +136,12 @@ pub fn sample_sequence(
             })
             .collect();
         seq.extend(run.iter().cycle().take(len));
+        return seq;
+    }
+    let copying = mixture.random_repeat + mixture.copied_span;
+    if kind >= copying && kind < copying + mixture.drills {
+        let start = below(rng, drills.len() - len);
+        seq.extend_from_slice(&drills[start..start + len]);
         return seq;
     }
     let start = below(rng, stream.len() - len);

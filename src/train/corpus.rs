@@ -90,6 +90,14 @@ impl Corpus {
 /// The seed of `Corpus::add_role_stories`' stories.
 pub const ROLE_STORIES_SEED: u64 = 2023;
 
+/// The seed of `drill_text`'s role stories: not the training text's.
+pub const DRILL_STORIES_SEED: u64 = 2024;
+
+/// The drill text (`Mixture::drills`): `count` role stories of their own seed.
+pub fn drill_text(count: usize) -> Vec<String> {
+    role_stories(DRILL_STORIES_SEED, count)
+}
+
 /// The seed of the stories `Corpus::add_stories` adds: the vocabulary and the model learn
 /// from the same ones.
 pub const STORIES_SEED: u64 = 2022;

@@ -354,6 +354,7 @@ impl PageSettings {
             pool: 0,
             run_lengths: (4, longest),
             zipf: 0.0,
+            drills: 0,
         };
         Settings {
             steps: self.steps,
@@ -506,7 +507,7 @@ impl PageRun {
         while self.done < end {
             let Optimised { loss, norm, rate } =
                 self.state
-                    .step(&self.train, &self.training, self.bos, self.done)?;
+                    .step(&self.train, &[], &self.training, self.bos, self.done)?;
             self.done += 1;
             reports.push(StepReport {
                 step: self.done,
@@ -545,7 +546,7 @@ impl PageRun {
     pub fn gradients(&mut self) -> Result<StepGradients> {
         let (inputs, targets) = self
             .state
-            .batch(&self.train, &self.training, self.bos, self.done);
+            .batch(&self.train, &[], &self.training, self.bos, self.done);
         let loss = self
             .state
             .net

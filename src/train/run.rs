@@ -92,6 +92,8 @@ pub struct Run<'a> {
     pub config: ModelConfig,
     pub settings: Settings,
     pub train: &'a [u32],
+    /// The drill text's stream (`Mixture::drills`); empty when the mixtures draw no drills.
+    pub drills: &'a [u32],
     pub held_out: &'a [u32],
     pub bos: u32,
     pub out: PathBuf,
@@ -242,7 +244,9 @@ impl Run<'_> {
         let started = Instant::now();
         let tokens_per_step = (s.batch * s.sequence) as f64;
         for step in training.first_step..s.steps {
-            let optimised = training.state.step(self.train, s, self.bos, step)?;
+            let optimised = training
+                .state
+                .step(self.train, self.drills, s, self.bos, step)?;
             let done = step + 1;
             let elapsed = started.elapsed().as_secs_f64();
             let progress = Progress {
@@ -286,6 +290,19 @@ impl Run<'_> {
         if self.train.len() < 2 * s.sequence + 2 || self.held_out.len() < s.sequence + 2 {
             return Err(VizError::Training(
                 "the corpus is too small for one sequence".into(),
+            ));
+        }
+        let drilled = s.mixture.drills > 0 || s.early.is_some_and(|(_, m)| m.drills > 0);
+        if drilled && self.drills.len() < s.sequence + 2 {
+            return Err(VizError::Training(format!(
+                "the mixture draws drills, and the drill text holds {} tokens, fewer than one sequence of {} (give --drill-stories)",
+                self.drills.len(),
+                s.sequence + 1
+            )));
+        }
+        if s.mixture.random_repeat + s.mixture.copied_span + s.mixture.drills > 1000 {
+            return Err(VizError::Training(
+                "random runs, copied spans and drills add up to more than 1000 thousandths of a batch".into(),
             ));
         }
         Ok(())

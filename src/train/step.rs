@@ -160,10 +160,12 @@ impl State {
     }
 
     /// Step `step`'s batch: `settings.batch` sequences of `settings.sequence + 1` ids drawn
-    /// from `train` by the step's mixture, as inputs and targets (the same shifted by one).
+    /// from `train` (and the drill text `drills`) by the step's mixture, as inputs and
+    /// targets (the same shifted by one).
     pub fn batch(
         &mut self,
         train: &[u32],
+        drills: &[u32],
         settings: &Settings,
         bos: u32,
         step: usize,
@@ -174,6 +176,7 @@ impl State {
                 sample_sequence(
                     &mut self.rng,
                     train,
+                    drills,
                     settings.sequence,
                     bos,
                     &mixture,
@@ -193,11 +196,12 @@ impl State {
     pub fn step(
         &mut self,
         train: &[u32],
+        drills: &[u32],
         settings: &Settings,
         bos: u32,
         step: usize,
     ) -> Result<Optimised> {
-        let (inputs, targets) = self.batch(train, settings, bos, step);
+        let (inputs, targets) = self.batch(train, drills, settings, bos, step);
         let loss = self
             .net
             .loss(&id_tensor(&inputs)?, &id_tensor(&targets)?)

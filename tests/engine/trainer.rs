@@ -73,6 +73,7 @@ fn short_settings(steps: usize, seed: u64) -> Settings {
             pool: 64,
             run_lengths: (8, 48),
             zipf: 0.0,
+            drills: 0,
         },
         early: None,
         pool_doubling: 0,
@@ -105,6 +106,7 @@ fn test_run<'a>(
         config: config.clone(),
         settings,
         train: stream,
+        drills: &[],
         held_out: &stream[..2000],
         bos: 299,
         out: out.to_path_buf(),
@@ -290,6 +292,7 @@ fn recipe_settings(steps: usize) -> Settings {
             pool: 0,
             run_lengths: (8, 16),
             zipf: 0.5,
+            drills: 0,
         },
         early: Some((
             6,
@@ -299,6 +302,7 @@ fn recipe_settings(steps: usize) -> Settings {
                 pool: 0,
                 run_lengths: (4, 16),
                 zipf: 1.0,
+                drills: 0,
             },
         )),
         ..short_settings(steps, 1)
@@ -917,12 +921,13 @@ fn the_default_mixture_draws_the_committed_runs_sequences() {
         pool: 0,
         run_lengths: (8, 48),
         zipf: 0.0,
+        drills: 0,
     };
     let pool = run_pool(&stream, 299);
     let (mut a, mut b) = (ChaCha8Rng::seed_from_u64(5), ChaCha8Rng::seed_from_u64(5));
     let mut random_runs = 0;
     for _ in 0..300 {
-        let now = sample_sequence(&mut a, &stream, 128, 299, &default, &pool);
+        let now = sample_sequence(&mut a, &stream, &[], 128, 299, &default, &pool);
         let then = committed(&mut b, &stream, 128, 299);
         assert_eq!(now, then);
         // A random run repeats with its period.
@@ -933,6 +938,53 @@ fn the_default_mixture_draws_the_committed_runs_sequences() {
         (10..=60).contains(&random_runs),
         "{random_runs} random runs of 300"
     );
+}
+
+/// A mixture's drills are windows of the drill text, a stream apart, at about their share of
+/// the batch; every other sequence is drawn from the training text as before. A run whose
+/// mixture draws drills without a drill text stops with an error that says which option.
+#[test]
+fn drill_windows_come_from_the_drill_text_at_their_share() {
+    use rand_chacha::ChaCha8Rng;
+    use rand_core::SeedableRng;
+    use transformer_viz::train::batches::{run_pool, sample_sequence};
+    let stream = synthetic_stream(5000, 299); // ids below 299
+    let drills: Vec<u32> = (0..3000).map(|i| 300 + (i * 7 % 50)).collect(); // ids 300..350
+    let pool = run_pool(&stream, 299);
+    let mixture = Mixture {
+        drills: 300,
+        ..short_settings(1, 1).mixture
+    };
+    let mut rng = ChaCha8Rng::seed_from_u64(9);
+    let mut drilled = 0;
+    for _ in 0..1000 {
+        let seq = sample_sequence(&mut rng, &stream, &drills, 64, 299, &mixture, &pool); // (65,)
+        assert_eq!(seq[0], 299);
+        let from_drills = seq[1..].iter().filter(|&&id| id >= 300).count();
+        assert!(from_drills == 0 || from_drills == 64, "{seq:?}");
+        if from_drills == 64 {
+            // A window of the drill text, in its order.
+            let start = drills.iter().position(|&id| id == seq[1]).unwrap();
+            let at = (start..drills.len() - 64)
+                .step_by(50)
+                .find(|&i| drills[i..i + 64] == seq[1..]);
+            assert!(at.is_some(), "not a window of the drill text: {seq:?}");
+            drilled += 1;
+        }
+    }
+    assert!(
+        (240..=360).contains(&drilled),
+        "{drilled} drill windows of 1000"
+    );
+
+    let dir = temp_dir("drills");
+    let mut settings = short_settings(4, 1);
+    settings.mixture.drills = 200;
+    let err = test_run(&dir, &small_config(NormPlace::Post), settings, &stream)
+        .train()
+        .err()
+        .expect("no drill text");
+    assert!(err.to_string().contains("--drill-stories"), "{err}");
 }
 
 #[test]
@@ -948,13 +1000,14 @@ fn zipf_runs_draw_every_token_and_the_frequent_ones_as_often_as_their_rank_says(
         pool: 0,
         run_lengths: (16, 16),
         zipf: 1.0,
+        drills: 0,
     };
     let mut rng = ChaCha8Rng::seed_from_u64(3);
     let mut counts = vec![0usize; 299]; // (299,): draws by frequency rank
     let rank_of: std::collections::HashMap<u32, usize> =
         pool.iter().enumerate().map(|(r, &id)| (id, r)).collect();
     for _ in 0..4000 {
-        let seq = sample_sequence(&mut rng, &stream, 64, 299, &zipf, &pool);
+        let seq = sample_sequence(&mut rng, &stream, &[], 64, 299, &zipf, &pool);
         for &id in &seq[1..17] {
             counts[rank_of[&id]] += 1;
         }
@@ -975,7 +1028,7 @@ fn zipf_runs_draw_every_token_and_the_frequent_ones_as_often_as_their_rank_says(
     // Within a pool, only the pool's tokens.
     let pooled = Mixture { pool: 32, ..zipf };
     for _ in 0..200 {
-        let seq = sample_sequence(&mut rng, &stream, 64, 299, &pooled, &pool);
+        let seq = sample_sequence(&mut rng, &stream, &[], 64, 299, &pooled, &pool);
         assert!(seq[1..].iter().all(|id| rank_of[id] < 32));
     }
 }
@@ -989,6 +1042,7 @@ fn a_curriculums_run_pool_doubles_every_so_many_steps_then_the_main_mixture_foll
         pool: 64,
         run_lengths: (4, 16),
         zipf: 0.0,
+        drills: 0,
     };
     s.early = Some((50, early));
     assert_eq!(s.mixture_at(0), early, "no doubling asked");

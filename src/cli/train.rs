@@ -15,7 +15,9 @@ use crate::train::head_probe::HeadProbe;
 use crate::train::in_page::{corpus_files, PageRun, PageSettings, Task};
 use crate::train::run::Run;
 use crate::train::step::Settings;
-use crate::train::stories::{ioi_prompts, pronoun_cases, role_stories, stories, Split};
+use crate::train::stories::{
+    drill_stories, ioi_prompts, pronoun_cases, role_stories, stories, Split,
+};
 use crate::train::vocab::learn_vocab;
 use crate::train::vocab_report::{text_tokens, tokens_per_word, vocab_report};
 
@@ -52,6 +54,9 @@ pub struct StoriesArgs {
     /// Role stories (`train --role-stories`, the training side) instead.
     #[arg(long, conflicts_with = "held_out")]
     pub roles: bool,
+    /// Drill stories (`train --drill-stories`, the training side) instead.
+    #[arg(long, conflicts_with_all = ["held_out", "roles"])]
+    pub drills: bool,
 }
 
 #[derive(clap::Args)]
@@ -120,8 +125,9 @@ pub struct TrainArgs {
     /// followed by its antecedent's own deed, and more indirect objects. A second phase's text.
     #[arg(long, default_value_t = 0)]
     pub role_stories: usize,
-    /// Role stories (another seed) that make the drill text, a stream apart from the training
-    /// text that `--drills` draws windows from.
+    /// Drill stories (`stories::drill_stories`: role stories and indirect-object sentences of
+    /// many shapes) that make the drill text, a stream apart from the training text that
+    /// `--drills` draws windows from.
     #[arg(long, default_value_t = 0)]
     pub drill_stories: usize,
     /// Windows of the drill text, in thousandths of a batch (after the curriculum's first
@@ -343,6 +349,9 @@ fn print_lines(lines: &[String]) -> Result<()> {
 pub fn print_stories(args: StoriesArgs) -> Result<()> {
     if args.roles {
         return print_lines(&role_stories(args.seed, args.count));
+    }
+    if args.drills {
+        return print_lines(&drill_stories(args.seed, args.count));
     }
     let split = if args.held_out {
         Split::HeldOut

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::stories::{role_stories, stories, Split};
+use super::stories::{drill_stories, role_stories, stories, Split};
 use crate::error::{Result, VizError};
 use crate::tokenize::Tokenizer;
 
@@ -90,12 +90,12 @@ impl Corpus {
 /// The seed of `Corpus::add_role_stories`' stories.
 pub const ROLE_STORIES_SEED: u64 = 2023;
 
-/// The seed of `drill_text`'s role stories: not the training text's.
+/// The seed of `drill_text`'s stories.
 pub const DRILL_STORIES_SEED: u64 = 2024;
 
-/// The drill text (`Mixture::drills`): `count` role stories of their own seed.
+/// The drill text (`Mixture::drills`): `count` drill stories (`stories::drill_stories`).
 pub fn drill_text(count: usize) -> Vec<String> {
-    role_stories(DRILL_STORIES_SEED, count)
+    drill_stories(DRILL_STORIES_SEED, count)
 }
 
 /// The seed of the stories `Corpus::add_stories` adds: the vocabulary and the model learn

@@ -544,9 +544,9 @@ impl PageRun {
 
     /// The next batch's loss and gradients, without updating the weights (the sampler moves on).
     pub fn gradients(&mut self) -> Result<StepGradients> {
-        let (inputs, targets) = self
-            .state
-            .batch(&self.train, &[], &self.training, self.bos, self.done);
+        let (inputs, targets) =
+            self.state
+                .batch(&self.train, &[], &self.training, self.bos, self.done);
         let loss = self
             .state
             .net

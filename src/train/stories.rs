@@ -26,7 +26,9 @@
 //! deed ("She baked bread", "He watched her baking"): a model predicts it best by looking
 //! from the pronoun at the name that agrees with it, where the trade was read. They add
 //! indirect-object sentences in templates of their own, still of the training side, and a
-//! third of them are drills of such sentences, each with a pair of its own.
+//! third of them are drills of such sentences, each with a pair of its own. `drill_stories`
+//! are the drill text (`train --drills`): role stories, and indirect-object sentences put
+//! together from many openings and actions, so the rule is learned and not a template.
 
 use rand_chacha::ChaCha8Rng;
 
@@ -157,6 +159,59 @@ const ROLE_IOI: &[&str] = &[
     "Before {A} and {B} left the {place}, {B} showed {gift} to {A}.",
 ];
 
+/// Openings of `drill_stories`' indirect-object sentences, `{A} and {B}` the pair (in either
+/// order): many shapes, so that what the model learns is the rule (the name said once), not a
+/// template's positions. None is a held-out template's: no "While", "working", "a long day".
+const DRILL_OPENINGS: &[&str] = &[
+    "When {A} and {B} went to the {place},",
+    "After {A} and {B} arrived at the {place},",
+    "{A} and {B} were at the {place}.",
+    "At the {place}, {A} and {B} sat down.",
+    "Later {A} and {B} met at the {place}.",
+    "Before {A} and {B} left the {place},",
+    "Yesterday {A} and {B} played at the {place}, and",
+    "As soon as {A} and {B} got to the {place},",
+    "Once {A} and {B} had cleaned the {place},",
+    "{A} and {B} spent the morning at the {place}.",
+    "Because {A} and {B} were at the {place},",
+    "{A} and {B} ran to the {place} in the rain.",
+    "Every day {A} and {B} went to the {place}, and",
+    "{A} and {B} came home from the {place}, and",
+    "Early in the morning {A} and {B} reached the {place}.",
+    "Near the {place}, {A} and {B} looked at the birds.",
+    "On the way to the {place}, {A} and {B} stopped.",
+    "It was cold when {A} and {B} left the {place}.",
+];
+
+/// What `{B}` does to `{A}` at the end of a drill sentence.
+const DRILL_ACTIONS: &[&str] = &[
+    "gave {gift} to",
+    "handed {gift} to",
+    "brought {gift} to",
+    "passed {gift} to",
+    "sold {gift} to",
+    "threw {gift} to",
+    "sent {gift} to",
+    "lent {gift} to",
+    "offered {gift} to",
+    "gave {gift} back to",
+    "read a story to",
+    "said goodbye to",
+    "waved to",
+    "wrote a letter to",
+    "sang a song to",
+];
+
+/// Now and then between a drill sentence's opening (one that ends a sentence) and its action.
+const DRILL_ASIDES: &[&str] = &[
+    "They talked for a while.",
+    "The sun was warm.",
+    "It was late.",
+    "They were both tired.",
+];
+
+const DRILL_ADVERBS: &[&str] = &["quickly", "happily", "quietly", "soon", "kindly"];
+
 // Pronoun episodes (`Generator::render` fills the slots). Training uses the first three, the
 // held-out sentences the last two: a model that resolves them has learned the cue, not the
 // sentence.
@@ -253,6 +308,14 @@ pub fn stories(seed: u64, count: usize, split: Split) -> Vec<String> {
 pub fn role_stories(seed: u64, count: usize) -> Vec<String> {
     let mut g = Generator::new(seed, Split::Train);
     (0..count).map(|_| g.role_story()).collect()
+}
+
+/// `count` drill stories (the drill text of `train --drills`), the same for the same seed:
+/// half are role stories, half three to five indirect-object sentences of many shapes
+/// (`DRILL_OPENINGS`, `DRILL_ACTIONS`), each with a pair of its own from the training side.
+pub fn drill_stories(seed: u64, count: usize) -> Vec<String> {
+    let mut g = Generator::new(seed, Split::Train);
+    (0..count).map(|_| g.drill_story()).collect()
 }
 
 /// A person and their trade in a role story (`ROLES`).
@@ -616,6 +679,41 @@ impl Generator {
             out.push(episode);
         }
         out.join(" ")
+    }
+
+    /// An indirect-object sentence put together from an opening, now and then an aside and
+    /// an adverb, and an action: `b` does something to `a`, the name said once.
+    fn varied_ioi(&mut self, a: &str, b: &str) -> String {
+        let opening = self.pick(DRILL_OPENINGS);
+        let action = self.pick(DRILL_ACTIONS);
+        let aside = if opening.ends_with('.') && self.below(4) == 0 {
+            format!(" {}", self.pick(DRILL_ASIDES))
+        } else {
+            String::new()
+        };
+        let adverb = if self.below(4) == 0 {
+            format!(" {}", self.pick(DRILL_ADVERBS))
+        } else {
+            String::new()
+        };
+        let template = format!("{opening}{aside} {{B}}{adverb} {action} {{A}}.");
+        self.fill_ioi(&template, a, b)
+    }
+
+    /// Half the time a role story, else three to five `varied_ioi` sentences, each with a
+    /// pair of its own.
+    fn drill_story(&mut self) -> String {
+        if self.below(2) == 0 {
+            return self.role_story();
+        }
+        let sentences = self.below(3) + 3;
+        (0..sentences)
+            .map(|_| {
+                let (a, b) = self.two_people();
+                self.varied_ioi(a.name, b.name)
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
     }
 
     /// A story: a cast of two, three to six episodes about them.

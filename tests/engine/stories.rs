@@ -7,8 +7,8 @@ use std::collections::HashSet;
 
 use transformer_viz::analysis::antecedents::THINGS;
 use transformer_viz::train::stories::{
-    ioi_prompts, names, pair_split, pronoun_cases, role_stories, stories, Split, ROLES,
-    SHOWCASE_PAIRS, THING_DEEDS,
+    drill_stories, ioi_prompts, names, pair_split, pronoun_cases, role_stories, stories, Split,
+    ROLES, SHOWCASE_PAIRS, THING_DEEDS,
 };
 
 fn words(text: &str) -> HashSet<String> {
@@ -319,4 +319,109 @@ fn role_stories_use_training_pairs_and_no_held_out_template() {
     }
     // A third are drills, each sentence with a pair of its own.
     assert!((250..420).contains(&drills), "{drills} drills of 1000");
+}
+
+/// The drill text: seeded; half of its stories are indirect-object sentences, each with a
+/// training pair of its own, ending on the name said once, in many shapes, none of them a
+/// held-out template's; the other half role stories.
+#[test]
+fn drill_stories_end_each_sentence_on_the_name_said_once_and_hold_out_the_held_out_templates() {
+    let (female, male) = names();
+    let all: Vec<&str> = female.iter().chain(male).copied().collect();
+    let stories = drill_stories(11, 1000);
+    assert_eq!(stories, drill_stories(11, 1000), "seeded");
+    assert_ne!(stories, drill_stories(12, 1000));
+    let text = stories.join("\n");
+    for held_out in [
+        "While ",
+        " were working at the ",
+        " had a long day at the ",
+        " called ",
+        " told ",
+        " found a ",
+        " showed it to ",
+    ] {
+        assert!(
+            !text.contains(held_out),
+            "{held_out:?} is a held-out template's"
+        );
+    }
+    let (mut drills, mut sentences) = (0, 0);
+    let mut openings = HashSet::new();
+    for story in &stories {
+        // Where each "... to Name." ends.
+        let mut ends: Vec<usize> = all
+            .iter()
+            .flat_map(|n| {
+                let end = format!(" to {n}.");
+                story
+                    .match_indices(&end)
+                    .map(move |(at, m)| at + m.len())
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        ends.sort();
+        if ends.last() != Some(&story.len()) {
+            continue; // a role story
+        }
+        let mut from = 0;
+        let mut pieces = Vec::new();
+        for end in ends {
+            pieces.push(story[from..end].trim());
+            from = end;
+        }
+        let said = |piece: &str, name: &str| {
+            piece
+                .split(|c: char| !c.is_alphanumeric())
+                .filter(|w| *w == name)
+                .count()
+        };
+        // A drill is three to five sentences, each with a pair of its own; a role story keeps
+        // its cast of two throughout.
+        let casts: HashSet<Vec<&str>> = pieces
+            .iter()
+            .map(|p| all.iter().copied().filter(|n| said(p, n) > 0).collect())
+            .collect();
+        if pieces.len() < 3 || casts.len() < 2 {
+            continue;
+        }
+        drills += 1;
+        for piece in pieces {
+            let answer = piece.trim_end_matches('.').rsplit(' ').next().unwrap();
+            let other = *all
+                .iter()
+                .find(|n| **n != answer && said(piece, n) > 0)
+                .unwrap();
+            assert_eq!(
+                said(piece, answer),
+                2,
+                "{answer} said once before the end: {piece}"
+            );
+            assert_eq!(said(piece, other), 2, "{other} said twice: {piece}");
+            assert_eq!(pair_split(answer, other), Split::Train, "{piece}");
+            openings.insert(
+                piece
+                    .split(answer)
+                    .next()
+                    .unwrap()
+                    .split(other)
+                    .next()
+                    .unwrap()
+                    .to_string(),
+            );
+            sentences += 1;
+        }
+    }
+    // Half are drills, and a third of the role stories are drills of their own.
+    assert!((580..750).contains(&drills), "{drills} drills of 1000");
+    assert!(
+        sentences > 3 * drills,
+        "{sentences} sentences in {drills} drills"
+    );
+    // Many shapes: the words before the first name.
+    assert!(
+        openings.len() >= 12,
+        "{} openings: {openings:?}",
+        openings.len()
+    );
 }

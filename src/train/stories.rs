@@ -159,28 +159,56 @@ const ROLE_IOI: &[&str] = &[
     "Before {A} and {B} left the {place}, {B} showed {gift} to {A}.",
 ];
 
-/// Openings of `drill_stories`' indirect-object sentences, `{A} and {B}` the pair (in either
-/// order): many shapes, so that what the model learns is the rule (the name said once), not a
-/// template's positions. None is a held-out template's: no "While", "working", "a long day".
-const DRILL_OPENINGS: &[&str] = &[
-    "When {A} and {B} went to the {place},",
-    "After {A} and {B} arrived at the {place},",
-    "{A} and {B} were at the {place}.",
-    "At the {place}, {A} and {B} sat down.",
-    "Later {A} and {B} met at the {place}.",
-    "Before {A} and {B} left the {place},",
-    "Yesterday {A} and {B} played at the {place}, and",
-    "As soon as {A} and {B} got to the {place},",
-    "Once {A} and {B} had cleaned the {place},",
-    "{A} and {B} spent the morning at the {place}.",
-    "Because {A} and {B} were at the {place},",
-    "{A} and {B} ran to the {place} in the rain.",
-    "Every day {A} and {B} went to the {place}, and",
-    "{A} and {B} came home from the {place}, and",
-    "Early in the morning {A} and {B} reached the {place}.",
-    "Near the {place}, {A} and {B} looked at the birds.",
-    "On the way to the {place}, {A} and {B} stopped.",
-    "It was cold when {A} and {B} left the {place}.",
+/// The parts `Generator::drill_opening` puts a drill sentence's opening together from, `{P}`
+/// the pair ("A and B" in either order): some thousands of openings, so that what the model
+/// learns is the rule (the name said once), not where a template puts the names. None is a
+/// held-out template's: no "while", "working", "a long day".
+const DRILL_TIMES: &[&str] = &[
+    "On Monday",
+    "In the morning",
+    "Last week",
+    "After lunch",
+    "Before dinner",
+    "One day",
+    "That night",
+    "Later that day",
+    "At noon",
+    "In the spring",
+    "On a sunny day",
+    "Early one morning",
+    "Yesterday",
+    "Then",
+    "Later",
+];
+const DRILL_CONJUNCTIONS: &[&str] = &[
+    "When",
+    "After",
+    "Before",
+    "Once",
+    "Because",
+    "As soon as",
+    "Since",
+    "Just after",
+    "Right before",
+    "Every time",
+    "The day",
+];
+const DRILL_DOINGS: &[&str] = &[
+    "went to the {place}",
+    "were at the {place}",
+    "got to the {place}",
+    "walked to the {place}",
+    "arrived at the {place}",
+    "played at the {place}",
+    "sat down in the {place}",
+    "stopped at the {place}",
+    "looked around the {place}",
+    "cleaned the {place}",
+    "left the {place}",
+    "visited the {place}",
+    "waited at the {place}",
+    "ate lunch at the {place}",
+    "ran to the {place} in the rain",
 ];
 
 /// What `{B}` does to `{A}` at the end of a drill sentence.
@@ -312,7 +340,7 @@ pub fn role_stories(seed: u64, count: usize) -> Vec<String> {
 
 /// `count` drill stories (the drill text of `train --drills`), the same for the same seed:
 /// half are role stories, half three to five indirect-object sentences of many shapes
-/// (`DRILL_OPENINGS`, `DRILL_ACTIONS`), each with a pair of its own from the training side.
+/// (`Generator::drill_opening`, `DRILL_ACTIONS`), each with a pair of its own from the training side.
 pub fn drill_stories(seed: u64, count: usize) -> Vec<String> {
     let mut g = Generator::new(seed, Split::Train);
     (0..count).map(|_| g.drill_story()).collect()
@@ -684,7 +712,7 @@ impl Generator {
     /// An indirect-object sentence put together from an opening, now and then an aside and
     /// an adverb, and an action: `b` does something to `a`, the name said once.
     fn varied_ioi(&mut self, a: &str, b: &str) -> String {
-        let opening = self.pick(DRILL_OPENINGS);
+        let opening = self.drill_opening();
         let action = self.pick(DRILL_ACTIONS);
         let aside = if opening.ends_with('.') && self.below(4) == 0 {
             format!(" {}", self.pick(DRILL_ASIDES))
@@ -698,6 +726,22 @@ impl Generator {
         };
         let template = format!("{opening}{aside} {{B}}{adverb} {action} {{A}}.");
         self.fill_ioi(&template, a, b)
+    }
+
+    /// A drill sentence's opening: the pair doing something somewhere, after a time, a
+    /// conjunction, both or neither, ending where the action can follow.
+    fn drill_opening(&mut self) -> String {
+        let doing = self.pick(DRILL_DOINGS);
+        let time = self.pick(DRILL_TIMES);
+        let conjunction = self.pick(DRILL_CONJUNCTIONS);
+        let lower = conjunction.to_lowercase();
+        match self.below(6) {
+            0 | 1 => format!("{conjunction} {{A}} and {{B}} {doing},"),
+            2 => format!("{time}, {{A}} and {{B}} {doing}."),
+            3 => format!("{time}, {lower} {{A}} and {{B}} {doing},"),
+            4 => format!("{{A}} and {{B}} {doing}."),
+            _ => format!("{time} {{A}} and {{B}} {doing}, and"),
+        }
     }
 
     /// Half the time a role story, else three to five `varied_ioi` sentences, each with a

@@ -193,6 +193,53 @@ const DRILL_CONJUNCTIONS: &[&str] = &[
     "Every time",
     "The day",
 ];
+/// Words said right before the pair: a name must be found as a name whatever token comes
+/// before it (the committed models missed the first name after an opening they had not met,
+/// such as "While", two tokens).
+const DRILL_MANNERS: &[&str] = &[
+    "Tired",
+    "Happy",
+    "Hungry",
+    "Sleepy",
+    "Excited",
+    "Cold",
+    "Wet",
+    "Late",
+    "Together",
+    "Quietly",
+    "Slowly",
+    "Suddenly",
+    "Finally",
+    "Again",
+    "Today",
+    "Tonight",
+    "Afterwards",
+    "Soon",
+    "Now",
+    "Still",
+    "Anyway",
+    "Also",
+    "Sadly",
+    "Luckily",
+    "Happily",
+    "Quickly",
+    "Carefully",
+    "Laughing",
+    "Smiling",
+    "Singing",
+    "Hand in hand",
+    "Side by side",
+    "Arm in arm",
+    "Once again",
+    "At last",
+    "Of course",
+    "By noon",
+    "By then",
+    "Soon after",
+    "Far from home",
+    "Without a word",
+    "Full of joy",
+];
 const DRILL_DOINGS: &[&str] = &[
     "went to the {place}",
     "were at the {place}",
@@ -735,12 +782,14 @@ impl Generator {
         let time = self.pick(DRILL_TIMES);
         let conjunction = self.pick(DRILL_CONJUNCTIONS);
         let lower = conjunction.to_lowercase();
-        match self.below(6) {
+        let manner = self.pick(DRILL_MANNERS);
+        match self.below(8) {
             0 | 1 => format!("{conjunction} {{A}} and {{B}} {doing},"),
             2 => format!("{time}, {{A}} and {{B}} {doing}."),
             3 => format!("{time}, {lower} {{A}} and {{B}} {doing},"),
             4 => format!("{{A}} and {{B}} {doing}."),
-            _ => format!("{time} {{A}} and {{B}} {doing}, and"),
+            5 => format!("{time} {{A}} and {{B}} {doing}, and"),
+            _ => format!("{manner} {{A}} and {{B}} {doing}."),
         }
     }
 

@@ -351,7 +351,7 @@ pub fn print_stories(args: StoriesArgs) -> Result<()> {
         return print_lines(&role_stories(args.seed, args.count));
     }
     if args.drills {
-        return print_lines(&drill_stories(args.seed, args.count));
+        return print_lines(&drill_stories(args.seed, args.count, &[]));
     }
     let split = if args.held_out {
         Split::HeldOut
@@ -422,7 +422,11 @@ pub fn train(args: TrainArgs) -> Result<()> {
     let started = std::time::Instant::now();
     let train = token_stream(&corpus.train, &tokenizer, bos)?;
     let held_out = token_stream(&corpus.held_out, &tokenizer, bos)?;
-    let drills = token_stream(&drill_text(args.drill_stories), &tokenizer, bos)?;
+    let drills = token_stream(
+        &drill_text(args.drill_stories, &corpus.train),
+        &tokenizer,
+        bos,
+    )?;
     let (baseline, lambda) = bigram_loss(&train, &held_out, tokenizer.vocab_size());
     eprintln!("tokenized in {:.1} s; bigram baseline on held-out text: {baseline:.4} nats/token (mixing weight {lambda})", started.elapsed().as_secs_f64());
     std::fs::create_dir_all(&args.out).map_err(io(&args.out))?;

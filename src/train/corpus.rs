@@ -93,9 +93,19 @@ pub const ROLE_STORIES_SEED: u64 = 2023;
 /// The seed of `drill_text`'s stories.
 pub const DRILL_STORIES_SEED: u64 = 2024;
 
-/// The drill text (`Mixture::drills`): `count` drill stories (`stories::drill_stories`).
-pub fn drill_text(count: usize) -> Vec<String> {
-    drill_stories(DRILL_STORIES_SEED, count)
+/// The drill text (`Mixture::drills`): `count` drill stories (`stories::drill_stories`), whose
+/// pairs may come right after any word of the `documents` (each distinct word of letters
+/// only, in the order first met).
+pub fn drill_text(count: usize, documents: &[String]) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
+    let words: Vec<String> = documents
+        .iter()
+        .flat_map(|d| d.split_whitespace())
+        .filter(|w| w.len() <= 12 && w.chars().all(|c| c.is_ascii_alphabetic()))
+        .filter(|w| seen.insert(w.to_string()))
+        .map(str::to_string)
+        .collect();
+    drill_stories(DRILL_STORIES_SEED, count, &words)
 }
 
 /// The seed of the stories `Corpus::add_stories` adds: the vocabulary and the model learn

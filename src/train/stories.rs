@@ -388,9 +388,48 @@ pub fn role_stories(seed: u64, count: usize) -> Vec<String> {
 /// `count` drill stories (the drill text of `train --drills`), the same for the same seed:
 /// half are role stories, half three to five indirect-object sentences of many shapes
 /// (`Generator::drill_opening`, `DRILL_ACTIONS`), each with a pair of its own from the training side.
-pub fn drill_stories(seed: u64, count: usize) -> Vec<String> {
+///
+/// `before` are words a drill sentence may put right before its pair, as it is ("whale Mary
+/// and John went to the park."; none: only the generator's own): with the words of a corpus,
+/// a name comes after tokens of every kind, and the model must find it as a name, not by the
+/// token before it.
+pub fn drill_stories(seed: u64, count: usize, before: &[String]) -> Vec<String> {
     let mut g = Generator::new(seed, Split::Train);
+    let held_out = held_out_words();
+    g.before = before
+        .iter()
+        .filter(|w| {
+            let w = w.to_lowercase();
+            !held_out.contains(&w) && !w.contains("while")
+        })
+        .cloned()
+        .collect();
     (0..count).map(|_| g.drill_story()).collect()
+}
+
+/// Every word of the held-out templates (indirect objects and pronouns), lower case, their
+/// slots left out: words that `drill_stories` never puts before a pair.
+fn held_out_words() -> std::collections::HashSet<String> {
+    IOI.iter()
+        .filter(|t| t.split == Split::HeldOut)
+        .map(|t| t.text)
+        .chain([HELD_OUT_PRONOUN_TWO, HELD_OUT_PRONOUN_THING])
+        .flat_map(|t| {
+            let mut words = Vec::new();
+            let mut rest = t;
+            // Drop each {slot}, then split on what is not a letter.
+            while let Some(open) = rest.find('{') {
+                words.extend(rest[..open].split(|c: char| !c.is_alphabetic()));
+                rest = &rest[open + rest[open..].find('}').map_or(rest.len() - open, |c| c + 1)..];
+            }
+            words.extend(rest.split(|c: char| !c.is_alphabetic()));
+            words
+                .into_iter()
+                .filter(|w| !w.is_empty())
+                .map(str::to_lowercase)
+                .collect::<Vec<_>>()
+        })
+        .collect()
 }
 
 /// A person and their trade in a role story (`ROLES`).
@@ -423,6 +462,8 @@ struct Generator {
     rng: ChaCha8Rng,
     split: Split,
     ioi: Vec<&'static str>,
+    /// Words `drill_opening` may put right before the pair (`drill_stories`).
+    before: Vec<String>,
 }
 
 fn capitalised(s: &str) -> String {
@@ -443,6 +484,7 @@ impl Generator {
             rng: ChaCha8Rng::seed_from_u64(seed),
             split,
             ioi,
+            before: Vec::new(),
         }
     }
 
@@ -789,6 +831,11 @@ impl Generator {
             3 => format!("{time}, {lower} {{A}} and {{B}} {doing},"),
             4 => format!("{{A}} and {{B}} {doing}."),
             5 => format!("{time} {{A}} and {{B}} {doing}, and"),
+            6 if !self.before.is_empty() => {
+                let at = self.below(self.before.len());
+                let word = self.before[at].clone();
+                format!("{word} {{A}} and {{B}} {doing}.")
+            }
             _ => format!("{manner} {{A}} and {{B}} {doing}."),
         }
     }

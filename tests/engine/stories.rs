@@ -328,12 +328,20 @@ fn role_stories_use_training_pairs_and_no_held_out_template() {
 fn drill_stories_end_each_sentence_on_the_name_said_once_and_hold_out_the_held_out_templates() {
     let (female, male) = names();
     let all: Vec<&str> = female.iter().chain(male).copied().collect();
-    let stories = drill_stories(11, 1000);
-    assert_eq!(stories, drill_stories(11, 1000), "seeded");
-    assert_ne!(stories, drill_stories(12, 1000));
+    // Words to put before a pair, the held-out templates' own among them.
+    let before: Vec<String> = ["whale", "While", "ship", "working", "Meanwhile", "harpoon"]
+        .map(String::from)
+        .to_vec();
+    let stories = drill_stories(11, 1000, &before);
+    assert_eq!(stories, drill_stories(11, 1000, &before), "seeded");
+    assert_ne!(stories, drill_stories(12, 1000, &before));
+    assert_ne!(stories, drill_stories(11, 1000, &[]));
     let text = stories.join("\n");
+    assert!(text.contains("whale ") && text.contains("harpoon "));
     for held_out in [
         "While ",
+        "while ",
+        "working ",
         " were working at the ",
         " had a long day at the ",
         " called ",

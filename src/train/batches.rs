@@ -5,7 +5,7 @@
 //! heads"):
 //! - random runs: random tokens, the same run repeated until the sequence is full;
 //! - copied spans: a window of text with a span of it copied later into the same window;
-//! - drills: a window of a text of its own (the role stories' drills, `train --drills`), when a
+//! - drills: a window of a text of its own (`corpus::drill_text`, `train --drills`), when a
 //!   behaviour's tokens are too rare in the text for its gradient to be felt.
 
 use rand_chacha::ChaCha8Rng;

@@ -10,7 +10,7 @@ use candle_core::{Device, Tensor};
 use serde::{Deserialize, Serialize};
 
 use super::adamw::AdamW;
-use super::batches::evaluation_windows;
+use super::batches::{evaluation_windows, Mixture};
 use super::curve::{loss_curve_svg, CurvePoint};
 use super::head_probe::HeadProbe;
 use super::network::{candle_err, Network};
@@ -300,7 +300,8 @@ impl Run<'_> {
                 s.sequence + 1
             )));
         }
-        if s.mixture.random_repeat + s.mixture.copied_span + s.mixture.drills > 1000 {
+        let shares = |m: &Mixture| m.random_repeat + m.copied_span + m.drills;
+        if shares(&s.mixture) > 1000 || s.early.is_some_and(|(_, m)| shares(&m) > 1000) {
             return Err(VizError::Training(
                 "random runs, copied spans and drills add up to more than 1000 thousandths of a batch".into(),
             ));

@@ -414,21 +414,11 @@ fn held_out_words() -> std::collections::HashSet<String> {
         .filter(|t| t.split == Split::HeldOut)
         .map(|t| t.text)
         .chain([HELD_OUT_PRONOUN_TWO, HELD_OUT_PRONOUN_THING])
-        .flat_map(|t| {
-            let mut words = Vec::new();
-            let mut rest = t;
-            // Drop each {slot}, then split on what is not a letter.
-            while let Some(open) = rest.find('{') {
-                words.extend(rest[..open].split(|c: char| !c.is_alphabetic()));
-                rest = &rest[open + rest[open..].find('}').map_or(rest.len() - open, |c| c + 1)..];
-            }
-            words.extend(rest.split(|c: char| !c.is_alphabetic()));
-            words
-                .into_iter()
-                .filter(|w| !w.is_empty())
-                .map(str::to_lowercase)
-                .collect::<Vec<_>>()
-        })
+        // Split at the braces, the text and the slots alternate: every other piece is text.
+        .flat_map(|t| t.split(['{', '}']).step_by(2))
+        .flat_map(|text| text.split(|c: char| !c.is_alphabetic()))
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
         .collect()
 }
 

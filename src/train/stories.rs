@@ -23,7 +23,7 @@
 //! `stories` nothing after a pronoun depends on whom it stands for, so no head is rewarded for
 //! looking from the pronoun to its antecedent. In a role story each person is introduced with
 //! a trade ("the baker Mary"), and the word right after each pronoun is that person's own
-//! deed ("She baked bread", "He watched her baking"): a model predicts it best by looking
+//! deed ("She made bread", "He watched her making bread"): a model predicts it best by looking
 //! from the pronoun at the name that agrees with it, where the trade was read. They add
 //! indirect-object sentences in templates of their own, still of the training side, and a
 //! third of them are drills of such sentences, each with a pair of its own. `drill_stories`
@@ -117,20 +117,22 @@ const IOI: &[IoiTemplate] = &[
 ];
 
 /// Trades for `role_stories`: the trade, its deed after "he" / "she" (the past), and after
-/// "watched him" / "watched her" (the -ing form). Each deed's first word is its trade's own.
+/// "watched him" / "watched her" (the -ing form). Each deed's first word is its trade's own, and
+/// one token of the lecture vocabulary for the past: the word right after "she" tells the
+/// trades apart by itself, not only after a shared first piece (`b|aked`, `b|uilt`).
 pub const ROLES: &[(&str, &str, &str)] = &[
-    ("baker", "baked bread", "baking"),
-    ("farmer", "fed the cows", "feeding the cows"),
-    ("fisher", "caught a fish", "fishing"),
-    ("painter", "painted a wall", "painting"),
-    ("singer", "sang a song", "singing"),
-    ("teacher", "taught a class", "teaching"),
+    ("baker", "made bread", "making bread"),
+    ("farmer", "kept the cows", "feeding the cows"),
+    ("fisher", "carried a net", "carrying a net"),
+    ("painter", "hung a painting", "painting a wall"),
+    ("singer", "won a prize", "singing a song"),
+    ("teacher", "read a story", "reading a story"),
     ("doctor", "helped a sick child", "helping a sick child"),
-    ("cook", "cooked soup", "cooking"),
-    ("gardener", "planted roses", "planting roses"),
-    ("driver", "drove the bus", "driving the bus"),
-    ("sailor", "sailed a boat", "sailing"),
-    ("writer", "wrote a letter", "writing"),
+    ("cook", "fixed dinner", "cooking dinner"),
+    ("gardener", "turned the soil", "turning the soil"),
+    ("driver", "took the bus home", "taking the bus home"),
+    ("sailor", "stood on the deck", "standing on the deck"),
+    ("writer", "wrote a letter", "writing a letter"),
 ];
 
 /// What each thing does in `role_stories` after "it": the word depends on the thing.
@@ -301,6 +303,17 @@ const HELD_OUT_PRONOUN_TWO: &str =
 const HELD_OUT_PRONOUN_THING: &str =
     "{A} found a {colour} {thing} at the {place}. {A.Subj} showed {it} to {B}.";
 
+/// The sentence each held-out pronoun case opens with, one with no person in it: a name at the
+/// very start of a text is cut into letters (`M|ary`, no space before it) and sits right after
+/// the start token, where many heads rest whatever the sentence; an antecedent there would
+/// reward a head that only looks at the text's first word. No training text says these.
+const HELD_OUT_OPENINGS: &[&str] = &[
+    "The morning was grey and cold.",
+    "Rain fell on the roofs all night.",
+    "The town was quiet that week.",
+    "A strong wind blew from the hills.",
+];
+
 /// A text and, for each pronoun in it, the byte where the pronoun starts and the byte where
 /// the name or noun it stands for was first said.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -310,13 +323,24 @@ pub struct Rendered {
 }
 
 /// `count` held-out pronoun sentences (held-out pairs of names, held-out templates), each
-/// with its pronouns and their antecedents (`Rendered`).
+/// after a held-out opening sentence (`HELD_OUT_OPENINGS`) and with its pronouns and their
+/// antecedents (`Rendered`).
 pub fn pronoun_cases(seed: u64, count: usize) -> Vec<Rendered> {
     let mut g = Generator::new(seed, Split::HeldOut);
     (0..count)
         .map(|_| {
+            let opening = format!("{} ", g.pick(HELD_OUT_OPENINGS));
             let (a, b) = g.two_people();
-            g.pronoun_episode(a, b)
+            let episode = g.pronoun_episode(a, b);
+            let shift = |at: usize| at + opening.len();
+            Rendered {
+                text: opening.clone() + &episode.text,
+                references: episode
+                    .references
+                    .iter()
+                    .map(|&(p, a)| (shift(p), shift(a)))
+                    .collect(),
+            }
         })
         .collect()
 }

@@ -182,8 +182,15 @@ fn held_out_pronoun_sentences_point_each_pronoun_at_its_name_or_thing() {
             "{text}"
         );
         assert!(!case.references.is_empty(), "{text}");
+        // A sentence with no person in it comes first: no antecedent is the text's first word.
+        let opening = &text[..text.find(". ").unwrap() + 1];
+        assert!(
+            !female.iter().chain(male).any(|n| opening.contains(n)),
+            "{text}"
+        );
         for &(p, a) in &case.references {
             assert!(a < p, "the antecedent comes first: {text}");
+            assert!(a > opening.len(), "an antecedent after the opening: {text}");
             let word = |at: usize| {
                 text[at..]
                     .split(|c: char| !c.is_alphanumeric())
@@ -206,9 +213,23 @@ fn held_out_pronoun_sentences_point_each_pronoun_at_its_name_or_thing() {
     // Both held-out templates are there.
     assert!(cases.iter().any(|c| c.text.contains(" called ")));
     assert!(cases.iter().any(|c| c.text.contains(" found a ")));
-    // No training story uses them.
-    let training = stories(6, 500, Split::Train).join(" ");
+    // No training story uses them, nor their openings.
+    let training = [
+        stories(6, 500, Split::Train),
+        role_stories(6, 500),
+        drill_stories(6, 500, &[]),
+    ]
+    .concat()
+    .join(" ");
     assert!(!training.contains(" called ") && !training.contains(" found a "));
+    let openings: std::collections::BTreeSet<&str> = cases
+        .iter()
+        .map(|c| &c.text[..c.text.find(". ").unwrap() + 1])
+        .collect();
+    assert!(openings.len() >= 3, "{openings:?}");
+    for opening in openings {
+        assert!(!training.contains(opening), "{opening}");
+    }
 }
 
 /// The trade's deed (past, or -ing) of the person `pronoun` stands for, among `cast` (name,

@@ -155,8 +155,14 @@ pub fn words(tokens: &[TokenInfo]) -> Vec<Word> {
 pub struct Reference {
     /// The pronoun's first token.
     pub pronoun: usize,
-    /// The antecedent's first token: one for a name or a noun, two for a pair of names.
+    /// The antecedent's last token, where the whole word has been read (a name at the start
+    /// of a text is cut into pieces, `M|ary`, and its first piece is only a letter right after
+    /// the start, where many heads rest whatever the text): one for a name or a noun, two for a
+    /// pair of names.
     pub antecedent: Vec<usize>,
+    /// The pronoun and its antecedent's words as the text spells them (what a page says).
+    pub pronoun_word: String,
+    pub antecedent_words: Vec<String>,
 }
 
 /// Every pronoun of the text with the nearest earlier word (or "X and Y" pair of names, for
@@ -174,7 +180,7 @@ pub fn references(tokens: &[TokenInfo]) -> Vec<Reference> {
         let earlier = &words[..w];
         let found = earlier.iter().enumerate().rev().find_map(|(k, candidate)| {
             if Agreement::of_word(&candidate.text, uncased) == Some(wanted) {
-                return Some(vec![candidate.tokens.start]);
+                return Some(vec![candidate]);
             }
             // "Mary and John" is a plural antecedent: "and" between two names.
             let pair = wanted == Agreement::Plural
@@ -183,12 +189,14 @@ pub fn references(tokens: &[TokenInfo]) -> Vec<Reference> {
                 && k + 1 < earlier.len()
                 && any_name(&earlier[k - 1].text)
                 && any_name(&earlier[k + 1].text);
-            pair.then(|| vec![earlier[k - 1].tokens.start, earlier[k + 1].tokens.start])
+            pair.then(|| vec![&earlier[k - 1], &earlier[k + 1]])
         });
         if let Some(antecedent) = found {
             out.push(Reference {
                 pronoun: word.tokens.start,
-                antecedent,
+                antecedent: antecedent.iter().map(|a| a.tokens.end - 1).collect(),
+                pronoun_word: word.text.clone(),
+                antecedent_words: antecedent.iter().map(|a| a.text.clone()).collect(),
             });
         }
     }

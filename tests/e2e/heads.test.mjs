@@ -254,7 +254,7 @@ test('a second sentence is drawn beside the first with the difference, which fol
 
 test('on the decoder the head finder starts from the sentence\'s pronoun, offers no next-token score, and shows what a click chose', async () => {
   // The lecture decoder on a sentence with pronouns (its default sentence has none).
-  const { page, context, problems } = await open(env, `${env.base}?text=${encodeURIComponent('Anna called Tom from the station. He told her about the dog, and she laughed.')}`);
+  const { page, context, problems } = await open(env, `${env.base}?text=${encodeURIComponent('The rain had stopped. Anna called Tom from the station. He told her about the dog, and she laughed.')}`);
   await page.waitForFunction(() => document.querySelectorAll('#finder-from button').length > 0);
   const token = await page.$eval('#finder-token', (s) => s.selectedOptions[0].textContent);
   assert.match(token, /\b(it|he|she|they|him|her|them|its|his|their)$/i, `the finder starts from ${token}, not a pronoun`);

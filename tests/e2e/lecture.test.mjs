@@ -12,7 +12,7 @@ import { usePage, openPage as open, drawn, goToStep, ARTIFACTS, MINILM } from '.
 const env = usePage();
 const openDefault = (query = '') => open(env, `${env.base}${query}`); // no model asked for
 // A sentence with pronouns for the tests about one (the default sentence has none).
-const PRONOUNS = 'Anna called Tom from the station. He told her about the dog, and she laughed.';
+const PRONOUNS = 'The rain had stopped. Anna called Tom from the station. He told her about the dog, and she laughed.';
 
 /** The chart's pixels once it is drawn (scrolled into view first, as a student would). */
 async function pixels(page, chart) {

@@ -264,7 +264,8 @@ fn heads_from_a_decoder_token_name_only_earlier_words() {
 
 /// The antecedent rule on WordPiece (MiniLM) and byte-level BPE (SmolLM2) tokens: agreement
 /// picks the nearest earlier name or noun; a pair of names is "they"; unknown words leave the
-/// pronoun out; a name cut into pieces is found by its first piece.
+/// pronoun out; a name cut into pieces is found by its last piece, where the whole name has
+/// been read.
 #[test]
 fn pronouns_find_the_nearest_earlier_word_that_agrees_with_them() {
     use transformer_viz::analysis::antecedents::references;
@@ -303,6 +304,28 @@ fn pronouns_find_the_nearest_earlier_word_that_agrees_with_them() {
             assert_eq!(found, expected, "{text} ({})", model.config.name);
         }
     }
+    // The lecture vocabulary cuts a name at the very start of a text (`M|ary`): its last piece.
+    let lecture = transformer_viz::checkpoints::load_named(
+        &common::models_dir(),
+        "lecture-pre-ln",
+        transformer_viz::checkpoints::WeightPrecision::F32,
+    )
+    .unwrap();
+    let encoding = lecture
+        .tokenizer
+        .encode("Mary met John at the park. She smiled.", 64)
+        .unwrap();
+    let texts: Vec<&str> = encoding.tokens.iter().map(|t| t.text.as_str()).collect();
+    let mary = texts
+        .iter()
+        .position(|t| *t == "ary")
+        .expect("Mary in pieces");
+    assert_eq!(texts[mary - 1], "M", "{texts:?}");
+    assert_eq!(
+        references(&encoding.tokens)[0].antecedent,
+        vec![mary],
+        "{texts:?}"
+    );
     // The head scores carry the antecedent score only where a pronoun's word is known.
     let trace = minilm().trace(DEFAULT_SENTENCE).unwrap();
     let scores = head_scores(&trace).unwrap();

@@ -159,9 +159,8 @@ function chooseToken(index, { show = false } = {}) {
 const percent = (x) => `${(x * 100).toFixed(0)}%`;
 
 /** The sentence's pronouns and the words they stand for, as `"it" → "animal"`. */
-function referencesInWords(texts) {
-  const word = (i) => texts[i].trim();
-  return session.viz.references().map((r) => `"${word(r.pronoun)}" → ${r.antecedent.map((k) => `"${word(k)}"`).join(' and ')}`).join(', ');
+function referencesInWords() {
+  return session.viz.references().map((r) => `"${r.pronoun_word}" → ${r.antecedent_words.map((w) => `"${w}"`).join(' and ')}`).join(', ');
 }
 
 /** How many tokens of the sentence repeat an earlier one (not the one just before). */
@@ -181,7 +180,7 @@ function repeats() {
  * them, each with the least score (mean weight where the job says) that counts as doing it,
  * and the repeated tokens the sentence needs to judge it (two, not one "the"). */
 const JOBS = [
-  { kind: 'antecedent', least: 0.4, repeats: 0, job: 'an antecedent head', says: (s, texts) => `from each pronoun it puts ${percent(s.antecedent)} of its attention on the name or noun the pronoun stands for (${referencesInWords(texts)})` },
+  { kind: 'antecedent', least: 0.4, repeats: 0, job: 'an antecedent head', says: (s, texts) => `from each pronoun it puts ${percent(s.antecedent)} of its attention on the name or noun the pronoun stands for (${referencesInWords()})` },
   { kind: 'induction', least: 0.4, repeats: 2, job: 'an induction head', says: (s) => `a repeated token puts ${percent(s.induction)} of its attention on what followed it last time, the token to copy next` },
   { kind: 'duplicate', least: 0.4, repeats: 2, job: 'a duplicate-token head', says: (s) => `from a repeated word it puts ${percent(s.duplicate)} of its attention on the word's earlier copy` },
 ];
@@ -285,7 +284,9 @@ export function repeatedRandomText(random = Math.random, fits = () => true) {
 // A held-out pair of names in a held-out sentence shape of the lecture stories: each pronoun
 // has one name it can stand for, by gender, and it comes before the pronoun (a decoder looks
 // only back).
-const PRONOUN_EXAMPLE = 'Anna called Tom from the station. He told her about the dog, and she laughed.';
+// It opens with a sentence of no person: a name as a text's first word sits right after the
+// start token, where many heads rest whatever the text (see analysis/antecedents.rs).
+const PRONOUN_EXAMPLE = 'The rain had stopped. Anna called Tom from the station. He told her about the dog, and she laughed.';
 // The indirect-object sentence (Wang et al., 2022): the name said once gets the gift.
 const NAMES_EXAMPLE = 'When Mary and John went to the store, John gave a drink to';
 

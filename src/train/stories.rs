@@ -410,7 +410,8 @@ pub fn role_stories(seed: u64, count: usize) -> Vec<String> {
 }
 
 /// `count` drill stories (the drill text of `train --drills`), the same for the same seed:
-/// half are role stories, half three to five indirect-object sentences of many shapes
+/// half are pronoun drills (three to five role episodes, each with a pair of its own), half
+/// three to five indirect-object sentences of many shapes
 /// (`Generator::drill_opening`, `DRILL_ACTIONS`), each with a pair of its own from the training side.
 ///
 /// `before` are words a drill sentence may put right before its pair, as it is ("whale Mary
@@ -444,6 +445,19 @@ fn held_out_words() -> std::collections::HashSet<String> {
         .filter(|w| !w.is_empty())
         .map(str::to_lowercase)
         .collect()
+}
+
+/// The trade a name keeps in every story (`ROLES`): the i-th woman's name has the i-th trade,
+/// the i-th man's the (i + 6)-th, round the list. A deed after "she" is then that of the
+/// woman named before, whoever she is, and reading it off her name is the shortest way.
+pub fn trade_of(name: &str) -> Option<(&'static str, &'static str, &'static str)> {
+    let (female, male) = (FEMALE, MALE);
+    if let Some(i) = female.iter().position(|n| *n == name) {
+        return Some(ROLES[i % ROLES.len()]);
+    }
+    male.iter()
+        .position(|n| *n == name)
+        .map(|i| ROLES[(i + 6) % ROLES.len()])
 }
 
 /// A person and their trade in a role story (`ROLES`).
@@ -686,12 +700,16 @@ impl Generator {
 
     /// Two people with their trades, then each does their own deed, named by a pronoun.
     /// With two of one gender a pronoun could not say which, so they are named instead.
-    fn roles(&mut self, (a, role_a): Cast, (b, role_b): Cast) -> String {
+    fn roles(&mut self, (a, role_a): Cast, (b, role_b): Cast, trades_said: bool) -> String {
         let place = self.pick(PLACES);
-        let intro = format!(
-            "The {} {} met the {} {} at the {place}.",
-            role_a.0, a.name, role_b.0, b.name
-        );
+        let intro = if trades_said {
+            format!(
+                "The {} {} met the {} {} at the {place}.",
+                role_a.0, a.name, role_b.0, b.name
+            )
+        } else {
+            format!("{} met {} at the {place}.", a.name, b.name)
+        };
         // Either of them first, so the pronoun's person is not the first or the last named.
         let ((x, rx), (y, ry)) = if self.below(2) == 0 {
             ((a, role_a), (b, role_b))
@@ -775,21 +793,18 @@ impl Generator {
                 .collect::<Vec<_>>()
                 .join(" ");
         }
-        // Mostly a woman and a man, whom "she" and "he" tell apart.
+        // Mostly a woman and a man, whom "she" and "he" tell apart, of two trades.
         let (a, b) = loop {
             let pair = self.two_people();
-            if pair.0.female != pair.1.female || self.below(5) == 0 {
+            if (pair.0.female != pair.1.female || self.below(5) == 0)
+                && trade_of(pair.0.name) != trade_of(pair.1.name)
+            {
                 break pair;
             }
         };
-        // Each keeps one trade through the story.
-        let role_a = self.pick(ROLES);
-        let role_b = loop {
-            let r = self.pick(ROLES);
-            if r.0 != role_a.0 {
-                break r;
-            }
-        };
+        // Each keeps their own trade (`trade_of`).
+        let role_a = trade_of(a.name).expect("a name of the list");
+        let role_b = trade_of(b.name).expect("a name of the list");
         let episodes = self.below(4) + 3;
         let mut out = Vec::with_capacity(episodes);
         for _ in 0..episodes {
@@ -799,7 +814,7 @@ impl Generator {
                 ((b, role_b), (a, role_a))
             };
             let episode = match self.below(10) {
-                0..=2 => self.roles(x, y),
+                0..=2 => self.roles(x, y, true),
                 3 => self.role_thing(x),
                 4 => self.role_ioi(x.0.name, y.0.name),
                 5 | 6 => self.ioi(x.0.name, y.0.name),
@@ -854,17 +869,39 @@ impl Generator {
         }
     }
 
-    /// Half the time a role story, else three to five `varied_ioi` sentences, each with a
-    /// pair of its own.
+    /// Half the time a pronoun drill (`pronoun_drill`), else three to five `varied_ioi`
+    /// sentences, each with a pair of its own.
     fn drill_story(&mut self) -> String {
         if self.below(2) == 0 {
-            return self.role_story();
+            return self.pronoun_drill();
         }
         let sentences = self.below(3) + 3;
         (0..sentences)
             .map(|_| {
                 let (a, b) = self.two_people();
                 self.varied_ioi(a.name, b.name)
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// Three to five role episodes (`roles`), each with a woman and a man of their own, of two
+    /// trades, the trades not said: only the pronoun's gender says whose deed comes next, and
+    /// only the name (`trade_of`) what it is.
+    fn pronoun_drill(&mut self) -> String {
+        let episodes = self.below(3) + 3;
+        (0..episodes)
+            .map(|_| {
+                let (a, b) = loop {
+                    let pair = self.two_people();
+                    if pair.0.female != pair.1.female
+                        && trade_of(pair.0.name) != trade_of(pair.1.name)
+                    {
+                        break pair;
+                    }
+                };
+                let cast = |p: Person| (p, trade_of(p.name).expect("a name of the list"));
+                self.roles(cast(a), cast(b), false)
             })
             .collect::<Vec<_>>()
             .join(" ")

@@ -7,8 +7,8 @@ use std::collections::HashSet;
 
 use transformer_viz::analysis::antecedents::THINGS;
 use transformer_viz::train::stories::{
-    drill_stories, ioi_prompts, names, pair_split, pronoun_cases, role_stories, stories, Split,
-    ROLES, SHOWCASE_PAIRS, THING_DEEDS,
+    drill_stories, ioi_prompts, names, pair_split, pronoun_cases, role_stories, stories, trade_of,
+    Split, ROLES, SHOWCASE_PAIRS, THING_DEEDS,
 };
 
 fn words(text: &str) -> HashSet<String> {
@@ -262,6 +262,10 @@ fn in_a_role_story_each_pronoun_is_followed_by_the_deed_of_the_person_it_stands_
     for story in &stories {
         for c in met.captures_iter(story) {
             let cast = [(&c[2], &c[1]), (&c[4], &c[3])];
+            // Each name keeps its own trade in every story.
+            for (name, trade) in cast {
+                assert_eq!(trade_of(name).unwrap().0, trade, "{name} in {story}");
+            }
             let rest = &c[5];
             let checks: Vec<(String, String, bool)> = if let Some(w) = watched.captures(rest) {
                 vec![(w[2].to_string(), w[3].to_string(), true)]
@@ -365,8 +369,10 @@ fn drill_stories_end_each_sentence_on_the_name_said_once_and_hold_out_the_held_o
     let text = stories.join("\n");
     assert!(text.contains("whale ") && text.contains("harpoon "));
     assert_no_held_out_template(&text, &["While ", "while ", "working "]);
-    let (mut drills, mut sentences) = (0, 0);
+    let (mut drills, mut sentences, mut pronoun_drills) = (0, 0, 0);
     let mut openings = HashSet::new();
+    let met = regex::Regex::new(r"(\w+) met (\w+) at the \w+\. ([^.]+)\.").unwrap();
+    let then = regex::Regex::new(r"^(She|He) (.+), and then (she|he) (.+)$").unwrap();
     for story in &stories {
         // Where each "... to Name." ends.
         let mut ends: Vec<usize> = all
@@ -381,7 +387,29 @@ fn drill_stories_end_each_sentence_on_the_name_said_once_and_hold_out_the_held_o
             .collect();
         ends.sort();
         if ends.last() != Some(&story.len()) {
-            continue; // a role story
+            // A pronoun drill: three to five role episodes, a woman and a man of their own in
+            // each, their trades not said, each pronoun followed by its person's own deed.
+            let intros: Vec<_> = met.captures_iter(story).collect();
+            assert!((3..=5).contains(&intros.len()), "{story}");
+            assert!(!story.contains("The "), "no trade said: {story}");
+            let pairs: HashSet<(&str, &str)> = intros
+                .iter()
+                .map(|c| {
+                    let (a, b) = (c.get(1).unwrap().as_str(), c.get(2).unwrap().as_str());
+                    assert_ne!(female.contains(&a), female.contains(&b), "{story}");
+                    assert_eq!(pair_split(a, b), Split::Train, "{story}");
+                    let cast = [a, b].map(|n| (n, trade_of(n).unwrap().0));
+                    let rest = c.get(3).unwrap().as_str();
+                    if let Some(d) = then.captures(rest) {
+                        assert_eq!(d[2], deed_of(&cast, &d[1], false), "{story}");
+                        assert_eq!(d[4], deed_of(&cast, &d[3], false), "{story}");
+                    }
+                    (a, b)
+                })
+                .collect();
+            assert!(pairs.len() >= 2, "{story}");
+            pronoun_drills += 1;
+            continue;
         }
         let mut from = 0;
         let mut pieces = Vec::new();
@@ -431,8 +459,9 @@ fn drill_stories_end_each_sentence_on_the_name_said_once_and_hold_out_the_held_o
             sentences += 1;
         }
     }
-    // Half are drills, and a third of the role stories are drills of their own.
-    assert!((580..750).contains(&drills), "{drills} drills of 1000");
+    // Half are indirect-object drills, half pronoun drills.
+    assert!((430..570).contains(&drills), "{drills} drills of 1000");
+    assert_eq!(drills + pronoun_drills, 1000);
     assert!(
         sentences > 3 * drills,
         "{sentences} sentences in {drills} drills"

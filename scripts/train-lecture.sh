@@ -3,19 +3,22 @@
 #   1. fetch the corpus (scripts/fetch-corpus.sh) and learn a 4,608-token byte-level BPE from
 #      it and 12,000 generated stories (common words one token each);
 #   2. train lecture-post-ln and its pre-LN twin side by side, one core each, same data and
-#      seed (docs/models.md says how long); each writes config.json,
-#      tokenizer.json, model.safetensors, train.log, loss.svg, and a checkpoint every 200 steps
-#      that RESUME=1 continues from;
+#      seed, in two phases (docs/models.md says how long); each writes config.json,
+#      tokenizer.json, model.safetensors, train.log and loss.svg (the first phase's as
+#      train-phase1.log and loss-phase1.svg), and a checkpoint every 200 steps that RESUME=1
+#      continues from;
 #   3. train lecture-reverse, the encoder-decoder that writes its source backwards (no corpus:
 #      random strings of lowercase letters and spaces, held-out ones never trained on).
 # The decoders' recipe (docs/models.md): 32 sequences of 128 tokens a step; for the first 1,200
 # steps only random runs of 4-16 tokens shown again and again, their tokens drawn by a power law
 # of frequency rank (copying forms on the frequent tokens first); then 40% runs of 8-64 tokens
 # by a flatter law, 10% text with a span copied further on, and 50% text and stories.
-# STEPS=... / REVERSE_STEPS=... shorten or lengthen the runs (the committed weights: the defaults).
+# STEPS=... / SECOND_STEPS=... / REVERSE_STEPS=... shorten or lengthen the runs (the committed
+# weights: the defaults).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 STEPS=${STEPS:-5000}
+SECOND_STEPS=${SECOND_STEPS:-4000}
 REVERSE_STEPS=${REVERSE_STEPS:-12000}
 OUT=${OUT:-trained}
 resume=()
@@ -31,14 +34,31 @@ export MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=4000000000 MALLOC_
 # One core each: candle's element-wise operations run on one thread, so two runs side by side
 # finish sooner than one after the other on two threads.
 export RAYON_NUM_THREADS=1
+# Phase 1 (into NAME.phase1): the heads' curriculum above. Phase 2 (into NAME), from phase
+# 1's weights: 4,000 steps at 1e-3 in which three sequences in ten are drills
+# (`stories::drill_stories`: pronoun drills, where the word after "she" or "he" is the deed of
+# the person it stands for, and indirect-object sentences whose pair may follow any word of
+# the corpus), the rest the first phase's mixture with role stories added to the text.
+twin() {
+  local model=$1 first="$OUT/$1.phase1"
+  if [[ -z ${RESUME:-} || ! -f $first/model.safetensors ]]; then
+    $bin train --model "$model" --vocab "$OUT/vocab.json" --corpus models/corpus --out "$first" \
+      --steps "$STEPS" --batch 32 --sequence 128 --learning-rate 3e-3 --warmup 200 --beta2 0.99 \
+      --projection-std 0.088 --eval-every 100 --checkpoint-every 200 --seed 1 --stories 24000 \
+      --random-repeat 400 --copied-span 100 --run-pool 0 --run-lengths 8-64 --run-zipf 0.5 \
+      --early-steps 1200 --early-random-repeat 1000 --early-copied-span 0 --early-run-pool 0 \
+      --early-run-lengths 4-16 --early-run-zipf 1.0 "${resume[@]}" || return 1
+  fi
+  $bin train --model "$model" --vocab "$OUT/vocab.json" --corpus models/corpus --out "$OUT/$model" \
+    --init-from "$first/model.safetensors" --steps "$SECOND_STEPS" --batch 32 --sequence 128 \
+    --learning-rate 1e-3 --warmup 50 --beta2 0.99 --projection-std 0.088 --eval-every 100 \
+    --checkpoint-every 200 --seed 1 --stories 24000 --role-stories 60000 --behaviours 200 \
+    --drill-stories 40000 --drills 300 --random-repeat 200 --copied-span 100 --run-pool 0 \
+    --run-lengths 8-64 --run-zipf 0.5 "${resume[@]}"
+}
 pids=()
 for model in lecture-post-ln lecture-pre-ln; do
-  $bin train --model "$model" --vocab "$OUT/vocab.json" --corpus models/corpus --out "$OUT/$model" \
-    --steps "$STEPS" --batch 32 --sequence 128 --learning-rate 3e-3 --warmup 200 --beta2 0.99 \
-    --projection-std 0.088 --eval-every 100 --checkpoint-every 200 --seed 1 --stories 24000 \
-    --random-repeat 400 --copied-span 100 --run-pool 0 --run-lengths 8-64 --run-zipf 0.5 \
-    --early-steps 1200 --early-random-repeat 1000 --early-copied-span 0 --early-run-pool 0 \
-    --early-run-lengths 4-16 --early-run-zipf 1.0 "${resume[@]}" >> "$OUT/$model.out" 2>&1 &
+  twin "$model" >> "$OUT/$model.out" 2>&1 &
   pids+=($!)
 done
 status=0
@@ -46,6 +66,11 @@ for pid in "${pids[@]}"; do wait "$pid" || status=1; done
 rm -f "$OUT/vocab.json"
 for model in lecture-post-ln lecture-pre-ln; do
   tail -n 2 "$OUT/$model.out"; rm -f "$OUT/$model.out" "$OUT/$model/checkpoint.json" "$OUT/$model/checkpoint.safetensors"
+  [ $status -eq 0 ] || continue
+  # The first phase's log and loss curve beside the second's; its weights are not kept.
+  mv "$OUT/$model.phase1/train.log" "$OUT/$model/train-phase1.log"
+  mv "$OUT/$model.phase1/loss.svg" "$OUT/$model/loss-phase1.svg"
+  rm -r "$OUT/$model.phase1"
 done
 [ $status -eq 0 ] || exit $status
 # One core, its defaults: pre-LN, 64 strings a step, AdamW at 5e-4 after 500 warm-up steps.

@@ -309,13 +309,34 @@ fn recipe_settings(steps: usize) -> Settings {
     }
 }
 
+/// The recipe's second phase in miniature (`scripts/train-lecture.sh`): its rate, warm-up and
+/// mixture, three sequences in ten drills.
+fn second_phase_settings(steps: usize) -> Settings {
+    Settings {
+        learning_rate: 1e-3,
+        warmup_steps: 2,
+        mixture: Mixture {
+            random_repeat: 200,
+            copied_span: 100,
+            pool: 0,
+            run_lengths: (8, 16),
+            zipf: 0.5,
+            drills: 300,
+        },
+        early: None,
+        ..recipe_settings(steps)
+    }
+}
+
 /// The test command's shortened run of the committed recipe: the same code paths and seed as
-/// `scripts/train-lecture.sh` (the curriculum's switch included) give the same weights twice,
-/// and a run stopped after the switch and resumed from its checkpoint is the same run, bit for
+/// `scripts/train-lecture.sh` (the curriculum's switch included, then the second phase from
+/// the first's weights with drills) give the same weights twice, and a run stopped after the
+/// switch, or in the second phase, and resumed from its checkpoint is the same run, bit for
 /// bit, for both twins.
 #[test]
 fn the_lecture_recipe_shortened_is_reproducible_across_its_curriculum() {
     let stream = synthetic_stream(20_000, 299);
+    let drill_text = synthetic_stream(5_000, 299);
     for place in [NormPlace::Post, NormPlace::Pre] {
         let config = small_config(place);
         let (a, b) = (temp_dir("recipe-a"), temp_dir("recipe-b"));
@@ -323,13 +344,41 @@ fn the_lecture_recipe_shortened_is_reproducible_across_its_curriculum() {
         run(&b, &config, recipe_settings(14), &stream, Some(9), false);
         let resumed = run(&b, &config, recipe_settings(14), &stream, None, true);
         assert_eq!(resumed.history.train, whole.history.train, "{place:?}");
+        let first = std::fs::read(a.join("model.safetensors")).unwrap();
         assert_eq!(
-            std::fs::read(a.join("model.safetensors")).unwrap(),
+            first,
             std::fs::read(b.join("model.safetensors")).unwrap(),
             "{place:?}: the resumed run's weights"
         );
-        for d in [a, b] {
-            let _ = std::fs::remove_dir_all(d);
+        // The second phase, whole and stopped then resumed.
+        let (c, d) = (temp_dir("recipe-c"), temp_dir("recipe-d"));
+        let second = |out: &std::path::Path, stop_after: Option<usize>, resume: bool| {
+            Run {
+                init_from: Some(a.join("model.safetensors")),
+                drills: &drill_text,
+                stop_after,
+                resume,
+                ..test_run(out, &config, second_phase_settings(10), &stream)
+            }
+            .train()
+            .unwrap()
+        };
+        let whole = second(&c, None, false);
+        second(&d, Some(6), false);
+        let resumed = second(&d, None, true);
+        assert_eq!(
+            resumed.history.train, whole.history.train,
+            "{place:?}: second phase"
+        );
+        let weights = std::fs::read(c.join("model.safetensors")).unwrap();
+        assert_eq!(
+            weights,
+            std::fs::read(d.join("model.safetensors")).unwrap(),
+            "{place:?}: the resumed second phase's weights"
+        );
+        assert_ne!(weights, first, "{place:?}: the second phase trained");
+        for dir in [a, b, c, d] {
+            let _ = std::fs::remove_dir_all(dir);
         }
     }
 }

@@ -21,14 +21,15 @@
 //!
 //! `role_stories` are the text of a second phase of training (`train --role-stories`): in
 //! `stories` nothing after a pronoun depends on whom it stands for, so no head is rewarded for
-//! looking from the pronoun to its antecedent. In a role story each person is introduced with
-//! a trade ("the baker Mary"), and the word right after each pronoun is that person's own
-//! deed ("She made bread", "He watched her making bread"): a model predicts it best by looking
-//! from the pronoun at the name that agrees with it, where the trade was read. They add
+//! looking from the pronoun to its antecedent. In a role story each name keeps one trade in
+//! every story (`trade_of`; "the baker Mary"), and the word right after each pronoun is that
+//! person's own deed ("She made bread", "He watched her making bread"): a model predicts it
+//! best by looking from the pronoun at the name that agrees with it. They add
 //! indirect-object sentences in templates of their own, still of the training side, and a
 //! third of them are drills of such sentences, each with a pair of its own. `drill_stories`
-//! are the drill text (`train --drills`): role stories, and indirect-object sentences put
-//! together from many openings and actions, so the rule is learned and not a template.
+//! are the drill text (`train --drills`): pronoun drills (role episodes whose trades are not
+//! said, so only the name tells the deed), and indirect-object sentences put together from
+//! many openings and actions, so the rule is learned and not a template.
 
 use rand_chacha::ChaCha8Rng;
 
@@ -451,11 +452,10 @@ fn held_out_words() -> std::collections::HashSet<String> {
 /// the i-th man's the (i + 6)-th, round the list. A deed after "she" is then that of the
 /// woman named before, whoever she is, and reading it off her name is the shortest way.
 pub fn trade_of(name: &str) -> Option<(&'static str, &'static str, &'static str)> {
-    let (female, male) = (FEMALE, MALE);
-    if let Some(i) = female.iter().position(|n| *n == name) {
+    if let Some(i) = FEMALE.iter().position(|n| *n == name) {
         return Some(ROLES[i % ROLES.len()]);
     }
-    male.iter()
+    MALE.iter()
         .position(|n| *n == name)
         .map(|i| ROLES[(i + 6) % ROLES.len()])
 }

@@ -172,6 +172,8 @@ fn an_indirect_object_prompt_ends_before_the_name_said_once() {
 fn held_out_pronoun_sentences_point_each_pronoun_at_its_name_or_thing() {
     let (female, male) = names();
     let cases = pronoun_cases(4, 300);
+    // Each case's first sentence.
+    let opening_of = |text: &str| text[..text.find(". ").unwrap() + 1].to_string();
     assert_eq!(cases, pronoun_cases(4, 300), "seeded");
     let mut pronouns = 0;
     for case in &cases {
@@ -183,7 +185,7 @@ fn held_out_pronoun_sentences_point_each_pronoun_at_its_name_or_thing() {
         );
         assert!(!case.references.is_empty(), "{text}");
         // A sentence with no person in it comes first: no antecedent is the text's first word.
-        let opening = &text[..text.find(". ").unwrap() + 1];
+        let opening = opening_of(text);
         assert!(
             !female.iter().chain(male).any(|n| opening.contains(n)),
             "{text}"
@@ -222,13 +224,11 @@ fn held_out_pronoun_sentences_point_each_pronoun_at_its_name_or_thing() {
     .concat()
     .join(" ");
     assert!(!training.contains(" called ") && !training.contains(" found a "));
-    let openings: std::collections::BTreeSet<&str> = cases
-        .iter()
-        .map(|c| &c.text[..c.text.find(". ").unwrap() + 1])
-        .collect();
+    let openings: std::collections::BTreeSet<String> =
+        cases.iter().map(|c| opening_of(&c.text)).collect();
     assert!(openings.len() >= 3, "{openings:?}");
     for opening in openings {
-        assert!(!training.contains(opening), "{opening}");
+        assert!(!training.contains(&opening), "{opening}");
     }
 }
 

@@ -679,6 +679,7 @@ fn committed_decoders_read_in_words_with_a_context_of_256() {
 /// every trade.
 #[test]
 fn each_trades_deed_starts_with_a_token_of_its_own() {
+    use transformer_viz::analysis::prediction::single_token;
     use transformer_viz::train::stories::ROLES;
     let model = load_named(
         &common::models_dir(),
@@ -689,18 +690,8 @@ fn each_trades_deed_starts_with_a_token_of_its_own() {
     let mut firsts = std::collections::BTreeSet::new();
     for (trade, past, _) in ROLES {
         let word = format!(" {}", past.split(' ').next().unwrap());
-        let encoding = model.tokenizer.encode(&word, 16).unwrap();
-        let ordinary: Vec<u32> = encoding
-            .tokens
-            .iter()
-            .filter(|t| !t.special)
-            .map(|t| t.id)
-            .collect();
-        assert_eq!(ordinary.len(), 1, "{trade}: {word:?} is {ordinary:?}");
-        assert!(
-            firsts.insert(ordinary[0]),
-            "{trade}: {word:?} is another trade's"
-        );
+        let id = single_token(&model, &word).unwrap_or_else(|e| panic!("{trade}: {e}"));
+        assert!(firsts.insert(id), "{trade}: {word:?} is another trade's");
     }
 }
 

@@ -180,7 +180,7 @@ function repeats() {
  * them, each with the least score (mean weight where the job says) that counts as doing it,
  * and the repeated tokens the sentence needs to judge it (two, not one "the"). */
 const JOBS = [
-  { kind: 'antecedent', least: 0.4, repeats: 0, job: 'an antecedent head', says: (s, texts) => `from each pronoun it puts ${percent(s.antecedent)} of its attention on the name or noun the pronoun stands for (${referencesInWords()})` },
+  { kind: 'antecedent', least: 0.4, repeats: 0, job: 'an antecedent head', says: (s) => `from each pronoun it puts ${percent(s.antecedent)} of its attention on the name or noun the pronoun stands for (${referencesInWords()})` },
   { kind: 'induction', least: 0.4, repeats: 2, job: 'an induction head', says: (s) => `a repeated token puts ${percent(s.induction)} of its attention on what followed it last time, the token to copy next` },
   { kind: 'duplicate', least: 0.4, repeats: 2, job: 'a duplicate-token head', says: (s) => `from a repeated word it puts ${percent(s.duplicate)} of its attention on the word's earlier copy` },
 ];

@@ -4,6 +4,7 @@
 //! the second copy far better than the first). The trainer logs it at every evaluation, so a
 //! run shows when the heads form; `tests/engine/trainer.rs` asks it of the committed models.
 
+use crate::analysis::ablation::{edits_for, Switch};
 use crate::analysis::heads::head_scores;
 use crate::error::{Result, VizError};
 use crate::model::backend::on_cpu;
@@ -204,32 +205,14 @@ impl HeadProbe {
             }
         }
         let mut induction = vec![0f32; heads];
-        let mut copy_loss = [0f64; 2];
-        let length = self.run_length;
-        let per_copy = (length - 1) as f64 * self.repeated.len() as f64;
         for ids in &self.repeated {
             let request = PassRequest::ids(ids).keeping(Keep::Layers);
             let trace = on_cpu(model.pass(&Cpu, request))?.into_trace();
             for (i, h) in head_scores(&trace)?.iter().enumerate() {
                 induction[i] += h.induction.unwrap_or(0.0) / self.repeated.len() as f32;
             }
-            // Row t predicts id t + 1: the first copy's predictions are rows 1..L (the first
-            // token of a run cannot be known), the second copy's rows L+1..2L.
-            let logits = model.run_ids(ids)?.logits.ok_or(VizError::NoLmHead)?; // (1 + 2L, V)
-            for (copy, rows) in [(0, 1..length), (1, length + 1..2 * length)] {
-                for t in rows {
-                    let row = logits.row(t);
-                    let max = row.iter().copied().fold(f32::MIN, f32::max);
-                    let log_sum = row
-                        .iter()
-                        .map(|v| ((v - max) as f64).exp())
-                        .sum::<f64>()
-                        .ln()
-                        + max as f64;
-                    copy_loss[copy] += (log_sum - row[ids[t + 1] as usize] as f64) / per_copy;
-                }
-            }
         }
+        let copy_loss = self.copy_loss(model, &[])?;
         let behaviours = match &self.behaviours {
             Some((cases, prompts)) => {
                 Some((pronoun_heads(model, cases)?[0], ioi_report(model, prompts)?))
@@ -244,6 +227,43 @@ impl HeadProbe {
             n_heads: model.config.n_heads,
             behaviours,
         })
+    }
+
+    /// The mean loss (nats/token) on the first and on the second copy of the repeated runs,
+    /// with `switches` off (`&[]`: the model as trained). Switching an induction head off
+    /// should raise the second copy's loss toward the first's.
+    pub fn copy_loss(&self, model: &Transformer, switches: &[Switch]) -> Result<[f64; 2]> {
+        let mut copy_loss = [0f64; 2];
+        let length = self.run_length;
+        let per_copy = (length - 1) as f64 * self.repeated.len() as f64;
+        for ids in &self.repeated {
+            let logits = if switches.is_empty() {
+                model.run_ids(ids)?.logits
+            } else {
+                let request = PassRequest::ids(ids).keeping(Keep::Layers);
+                let intact = on_cpu(model.pass(&Cpu, request))?.into_trace();
+                let edits = edits_for(&intact, switches)?;
+                let changed = on_cpu(model.pass(&Cpu, PassRequest::ids(ids).editing(&edits)))?;
+                changed.output.ok_or(VizError::EmptyText)?.logits
+            }
+            .ok_or(VizError::NoLmHead)?; // (1 + 2L, V)
+                                         // Row t predicts id t + 1: the first copy's predictions are rows 1..L (the first
+                                         // token of a run cannot be known), the second copy's rows L+1..2L.
+            for (copy, rows) in [(0, 1..length), (1, length + 1..2 * length)] {
+                for t in rows {
+                    let row = logits.row(t);
+                    let max = row.iter().copied().fold(f32::MIN, f32::max);
+                    let log_sum = row
+                        .iter()
+                        .map(|v| ((v - max) as f64).exp())
+                        .sum::<f64>()
+                        .ln()
+                        + max as f64;
+                    copy_loss[copy] += (log_sum - row[ids[t + 1] as usize] as f64) / per_copy;
+                }
+            }
+        }
+        Ok(copy_loss)
     }
 }
 

@@ -8,13 +8,17 @@ use crate::common;
 use common::*;
 use serde_json::json;
 use transformer_viz::analysis::ablation::{ablate, edits_for, Fill, Part, Switch};
-use transformer_viz::analysis::patching::patch;
+use transformer_viz::analysis::patching::{patch, patched_from};
+use transformer_viz::analysis::prediction::single_token;
 use transformer_viz::checkpoints::lecture;
 use transformer_viz::checkpoints::{load_named, WeightPrecision};
 use transformer_viz::model::backend::on_cpu;
 use transformer_viz::model::cpu::Cpu;
 use transformer_viz::model::edits::{Edits, Replacement, Site, With};
 use transformer_viz::model::forward::Logits;
+use transformer_viz::train::behaviour::HELD_OUT_SEED;
+use transformer_viz::train::head_probe::HeadProbe;
+use transformer_viz::train::stories::{ioi_prompts, Split};
 use transformer_viz::transformer::{Keep, PassRequest};
 use transformer_viz::{Transformer, VizError};
 
@@ -606,4 +610,165 @@ fn edits_for_a_pass_after_cached_tokens_keep_their_values_from_there_or_are_refu
         no_mask.from_token(1, &c),
         Err(VizError::BadEdit(_))
     ));
+}
+
+/// The committed decoders copy through their induction heads, and attention alone does not
+/// say how much each one does: on the head probe's random runs shown twice, several heads of
+/// a layer can look from each token of the second copy at the token after its first
+/// occurrence (induction score above 0.5). Switching off the one that matters most raises the
+/// loss on the second copy by at least 1 nat a token; any other head of that layer whose
+/// switch-off raises it by a quarter of that or more is an induction head too; and switching
+/// off all of the layer's induction heads brings the second copy's loss at least halfway back
+/// to the first's (which no earlier token can predict).
+#[test]
+fn committed_decoders_stop_copying_without_their_induction_heads() {
+    for name in lecture::DECODERS {
+        let model = load_named(&common::models_dir(), name, WeightPrecision::F32).unwrap();
+        let heads = model.config.n_heads;
+        let bos = model.tokenizer.encode("x", 4).unwrap().ids()[0];
+        let probe = HeadProbe::new(&[], bos, None);
+        let report = probe.measure(&model).unwrap();
+        let is_induction = |layer: usize, head: usize| report.induction[layer * heads + head] > 0.5;
+        let off = |layer, head| Switch::zero(Part::Head { layer, head });
+        // The rise of the second copy's loss (nats/token) with these heads switched off.
+        let rise = |switches: &[Switch]| {
+            probe.copy_loss(&model, switches).unwrap()[1] - report.copy_loss[1]
+        };
+        let (copier, most) = (0..report.induction.len())
+            .filter(|&i| is_induction(i / heads, i % heads))
+            .map(|i| (i, rise(&[off(i / heads, i % heads)])))
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .expect("an induction head");
+        let layer = copier / heads;
+        let each: Vec<(usize, f32, f64)> = (0..heads)
+            .map(|h| {
+                (
+                    h,
+                    report.induction[layer * heads + h],
+                    rise(&[off(layer, h)]),
+                )
+            })
+            .collect();
+        let all: Vec<Switch> = (0..heads)
+            .filter(|&h| is_induction(layer, h))
+            .map(|h| off(layer, h))
+            .collect();
+        let together = rise(&all);
+        let halfway = (report.copy_loss[0] - report.copy_loss[1]) / 2.0;
+        eprintln!(
+            "{name}: copy loss {:.2} -> {:.2}; layer {layer}'s heads (induction score, rise \
+             without it): {each:.2?}; without its {} induction heads +{together:.2}",
+            report.copy_loss[0],
+            report.copy_loss[1],
+            all.len()
+        );
+        assert!(
+            most >= 1.0,
+            "{name}: +{most:.2} nats without L{layer} H{}",
+            copier % heads
+        );
+        for (h, score, r) in each {
+            assert!(
+                r < most / 4.0 || is_induction(layer, h),
+                "{name}: head {h} of layer {layer} (induction score {score:.2}) raises it by {r:.2}"
+            );
+        }
+        assert!(
+            together >= halfway,
+            "{name}: +{together:.2} nats, halfway is {halfway:.2}"
+        );
+    }
+}
+
+/// "… A and B …, B gave … to" (held-out prompts) and the same with A repeated instead of B:
+/// the two runs' answers are A and B. `(clean, corrupt, answer, wrong)`, for the prompts
+/// whose two names are one token each (so that the two runs are as long).
+fn ioi_pairs(model: &Transformer, count: usize) -> Vec<(String, String, String, String)> {
+    ioi_prompts(HELD_OUT_SEED, count, Split::HeldOut)
+        .into_iter()
+        .filter(|p| single_token(model, &p.answer).is_ok() && single_token(model, &p.other).is_ok())
+        .map(|p| {
+            let at = p.prompt.rfind(&p.other).expect("the repeated name");
+            let corrupt = format!(
+                "{}{}{}",
+                &p.prompt[..at],
+                p.answer,
+                &p.prompt[at + p.other.len()..]
+            );
+            (p.prompt, corrupt, p.answer, p.other)
+        })
+        .collect()
+}
+
+/// The indirect object goes through a few heads. Each head of the clean run is patched into
+/// the corrupt one (`analysis::patching`); the heads that alone restore at least a quarter of
+/// the logit difference (answer minus the repeated name) on average over held-out prompts
+/// (at most three of them), patched together, restore at least 70% of it, and docs/models.md
+/// names them.
+#[test]
+fn committed_decoders_indirect_object_goes_through_a_few_heads() {
+    let docs = std::fs::read_to_string(common::root().join("docs/models.md")).unwrap();
+    let mut unnamed = Vec::new();
+    for name in lecture::DECODERS {
+        let model = load_named(&common::models_dir(), name, WeightPrecision::F32).unwrap();
+        let (layers, heads) = (model.config.n_layers, model.config.n_heads);
+        let pairs = ioi_pairs(&model, 24);
+        assert!(pairs.len() >= 20, "{name}: {} prompts", pairs.len());
+        let mut mean = vec![0f32; layers * heads];
+        for (clean, corrupt, answer, wrong) in &pairs {
+            let grid = patch(&model, clean, corrupt, Some(answer), Some(wrong)).unwrap();
+            for (i, share) in grid.heads.iter().flatten().enumerate() {
+                mean[i] += share / pairs.len() as f32;
+            }
+        }
+        let mut order: Vec<usize> = (0..mean.len()).collect();
+        order.sort_by(|a, b| mean[*b].total_cmp(&mean[*a]));
+        // The heads that restore a quarter of the difference or more on their own, at most 3.
+        let few: Vec<(usize, usize)> = order
+            .iter()
+            .take_while(|&&i| mean[i] >= 0.25)
+            .take(3)
+            .map(|i| (i / heads, i % heads))
+            .collect();
+        assert!(!few.is_empty(), "{name}: no head restores a quarter: {mean:.2?}");
+        let mut together = 0f32;
+        for (clean, corrupt, answer, wrong) in &pairs {
+            let (a, w) = (
+                single_token(&model, answer).unwrap() as usize,
+                single_token(&model, wrong).unwrap() as usize,
+            );
+            let from = model.trace(clean).unwrap();
+            let mut edits = Edits::default();
+            for &(layer, head) in &few {
+                let one = patched_from(&from, Site::Head { layer, head }).unwrap();
+                edits.replacements.extend(one.replacements);
+            }
+            let last = |l: ndarray::Array2<f32>| {
+                let row = l.row(l.nrows() - 1);
+                row[a] - row[w]
+            };
+            let clean_d = last(logits(&model, clean, &Edits::default()));
+            let corrupt_d = last(logits(&model, corrupt, &Edits::default()));
+            let patched_d = last(logits(&model, corrupt, &edits));
+            together += (patched_d - corrupt_d) / (clean_d - corrupt_d) / pairs.len() as f32;
+        }
+        let shares: Vec<String> = order[..few.len()]
+            .iter()
+            .map(|&i| format!("L{} H{} {:.2}", i / heads, i % heads, mean[i]))
+            .collect();
+        eprintln!(
+            "{name}: {} prompts; the heads that restore most: {shares:?}; together {together:.2}",
+            pairs.len()
+        );
+        assert!(together >= 0.7, "{name}: together {together:.2}");
+        unnamed.extend(
+            few.iter()
+                .map(|(layer, head)| format!("{name}: layer {layer} head {head}"))
+                .filter(|named| !docs.contains(named)),
+        );
+    }
+    assert!(
+        unnamed.is_empty(),
+        "docs/models.md does not name the indirect-object heads {unnamed:?}"
+    );
 }

@@ -7,9 +7,12 @@
 //     (median and spread of the worker's chunks), the worker's WebAssembly memory;
 //   - the native trainer (`transformer-viz train-page --preset P`, one thread and the cores'
 //     threads) on the same preset for as many steps as the page reached: its tokens a second;
-//   - keystroke to every chart of the inspected model at 32 tokens (KEYSTROKES, default 20),
+//   - keystroke to every chart of the inspected model at 32 tokens (KEYSTROKES, default 20,
+//     KEY_GAP_MS apart),
 //     while the induction preset trains and, as the peer, in the same page before Train.
-// DIST=<folder> serves another build of the page (default: dist/), for a peer build's figures.
+// DIST=<folder> serves another build of the page (default: dist/), for a peer build's figures;
+// QUERY=<link parameters> opens the page with them (as `threads=1`: the plain trainer on one
+// thread, the threaded trainer's peer in the same build).
 // Prints a table and writes tests/artifacts/bench-training.json.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
@@ -20,6 +23,10 @@ import { launchChromium } from './browser.mjs';
 const ROOT = new URL('..', import.meta.url).pathname;
 const PRESETS = (process.env.PRESETS ?? 'previous-token,induction').split(',');
 const KEYSTROKES = Number(process.env.KEYSTROKES ?? 20);
+// Milliseconds between a keystroke's charts and the next keystroke (KEY_GAP_MS, default 0: a
+// burst of typing). Above the worker's QUIET_MS (train-worker.js) each keystroke finds the run
+// training, a step perhaps under way: the worst case.
+const KEY_GAP_MS = Number(process.env.KEY_GAP_MS ?? 0);
 const budgetOf = (preset) => Number(process.env.BUDGET_S ?? (preset === 'previous-token' ? 90 : 360));
 const SENTENCE = 'The cat sat on the mat because it was tired and the';
 
@@ -47,6 +54,7 @@ async function keystrokes(page) {
   await page.evaluate(() => { window.__tviz.settledLatencies = []; });
   await page.focus('#text');
   for (let i = 0; i < KEYSTROKES; i += 1) {
+    if (KEY_GAP_MS > 0) await page.waitForTimeout(KEY_GAP_MS);
     const before = await page.evaluate(() => window.__tviz.settledLatencies.length);
     await page.keyboard.press(i % 2 === 0 ? 'Backspace' : SENTENCE.at(-1));
     await page.waitForFunction((n) => window.__tviz.settledLatencies.length > n, before);
@@ -56,7 +64,8 @@ async function keystrokes(page) {
 
 /** The native trainer's tokens a second on `preset` over `steps` steps, with `threads` threads. */
 function native(preset, steps, threads) {
-  const out = execFileSync('cargo', ['run', '--quiet', '--release', '--bin', 'transformer-viz', '--', 'train-page', '--preset', preset, '--steps', String(steps)],
+  // The batch cut into one part a thread, as the page's threaded trainer cuts it.
+  const out = execFileSync('cargo', ['run', '--quiet', '--release', '--bin', 'transformer-viz', '--', 'train-page', '--preset', preset, '--steps', String(steps), '--threads', String(threads)],
     { cwd: ROOT, encoding: 'utf8', env: { ...process.env, RAYON_NUM_THREADS: String(threads) }, maxBuffer: 1 << 26 });
   const lines = out.trim().split('\n');
   const speeds = lines.map((l) => Number(/([\d.]+) tokens\/s/.exec(l)?.[1])).filter(Number.isFinite);
@@ -64,7 +73,7 @@ function native(preset, steps, threads) {
 }
 
 const server = await serve(process.env.DIST ?? join(ROOT, 'dist'), 0);
-const base = `http://127.0.0.1:${server.address().port}/`;
+const base = `http://127.0.0.1:${server.address().port}/${process.env.QUERY ? `?${process.env.QUERY}` : ''}`;
 const browser = await launchChromium();
 const results = { date: new Date().toISOString(), presets: {}, keystrokes: {} };
 try {
@@ -98,6 +107,7 @@ try {
       last,
       tokensPerSecond: stats(speeds.slice(3)), // the first chunks run before the browser has compiled the trainer's hot code
       workerMemoryMB: training.memoryBytes / 1e6,
+      threads: training.threads,
       native: [native(preset, last.step, 1), native(preset, last.step, 2)],
     };
     await context.close();
@@ -114,7 +124,7 @@ for (const [preset, r] of Object.entries(results.presets)) {
   console.log(`  previous-token head > 0.5: ${at(r.previousPassed)}; induction head > 0.5: ${at(r.inductionPassed)}`);
   console.log(`  last: step ${r.last.step} at ${r.last.seconds.toFixed(1)} s, best previous-token ${r.last.previous.toFixed(2)}, induction ${r.last.induction.toFixed(2)}, copy loss ${r.last.copy[0].toFixed(2)} -> ${r.last.copy[1].toFixed(2)}`);
   const t = r.tokensPerSecond;
-  console.log(`  page: ${Math.round(t.median)} tokens/s (p10 ${Math.round(t.p10)}, p90 ${Math.round(t.p90)}, ${t.count} chunks); worker memory ${r.workerMemoryMB.toFixed(0)} MB`);
+  console.log(`  page, ${r.threads} thread${r.threads === 1 ? '' : 's'}: ${Math.round(t.median)} tokens/s (p10 ${Math.round(t.p10)}, p90 ${Math.round(t.p90)}, ${t.count} chunks); worker memory ${r.workerMemoryMB.toFixed(0)} MB`);
   for (const n of r.native) console.log(`  native, ${n.threads} thread${n.threads === 1 ? '' : 's'}: ${Math.round(n.tokensPerSecond)} tokens/s`);
 }
 for (const [when, s] of Object.entries(results.keystrokes)) {

@@ -132,21 +132,30 @@ ensure_nightly() {
   fi
 }
 
+# rustc's flags for wasm threads on one shared memory (the two threaded builds below).
+THREADED_WASM_FLAGS=(-C target-feature=+atomics,+bulk-memory,+mutable-globals,+simd128
+  -C link-arg=--shared-memory -C link-arg=--max-memory=4294967296 -C link-arg=--import-memory
+  -C link-arg=--export=__wasm_init_tls -C link-arg=--export=__tls_size
+  -C link-arg=--export=__tls_align -C link-arg=--export=__tls_base)
+
+# The crate for wasm threads with `features`, its glue into `out` (nightly, std rebuilt with
+# atomics; one target directory for both threaded builds, so std is rebuilt once).
+build_threaded() {
+  local features=$1 out=$2
+  ensure_nightly
+  RUSTFLAGS="${THREADED_WASM_FLAGS[*]}" cargo +nightly build --quiet --release --lib --features "$features" \
+    --target wasm32-unknown-unknown -Z build-std=panic_abort,std --target-dir "$CARGO_TARGET_DIR/threads"
+  rm -rf "$out"
+  wasm-bindgen --target web --out-dir "$out" --no-typescript \
+    "$CARGO_TARGET_DIR/threads/wasm32-unknown-unknown/release/transformer_viz.wasm"
+}
+
 # The page's second build, into dist/threads/: the same crate with the `threads` feature, on wasm
 # threads that share one memory (std rebuilt with atomics, which needs nightly). www/start-wasm.js
 # loads it when the page is cross-origin isolated; elsewhere the page runs Trunk's plain build.
 build_threaded_page() {
-  ensure_nightly
   step "building the page's threaded WebAssembly (nightly, atomics) into dist/threads/"
-  local flags=(-C target-feature=+atomics,+bulk-memory,+mutable-globals,+simd128
-    -C link-arg=--shared-memory -C link-arg=--max-memory=4294967296 -C link-arg=--import-memory
-    -C link-arg=--export=__wasm_init_tls -C link-arg=--export=__tls_size
-    -C link-arg=--export=__tls_align -C link-arg=--export=__tls_base)
-  RUSTFLAGS="${flags[*]}" cargo +nightly build --quiet --release --lib --features threads \
-    --target wasm32-unknown-unknown -Z build-std=panic_abort,std --target-dir "$CARGO_TARGET_DIR/threads"
-  rm -rf dist/threads
-  wasm-bindgen --target web --out-dir dist/threads --no-typescript \
-    "$CARGO_TARGET_DIR/threads/wasm32-unknown-unknown/release/transformer_viz.wasm"
+  build_threaded threads dist/threads
   wasm-opt -O3 --enable-threads --enable-bulk-memory --enable-mutable-globals --enable-simd \
     --enable-sign-ext --enable-nontrapping-float-to-int --enable-reference-types --enable-multivalue \
     dist/threads/transformer_viz_bg.wasm -o dist/threads/transformer_viz_bg.wasm
@@ -155,7 +164,9 @@ build_threaded_page() {
 # The page's third build, into dist/train/: the crate with the `train` feature (the trainer, on
 # candle's automatic differentiation) for the Training section's worker (www/train-worker.js),
 # so that the inspector's wasm does not carry candle. Trunk's flags and target directory: only
-# the crates the feature adds, and this crate, are compiled again.
+# the crates the feature adds, and this crate, are compiled again. Then the same on wasm
+# threads into dist/train-threads/, which the worker loads on a cross-origin isolated page: each
+# step's batch cut into one part a thread (`train::step::loss_and_gradients`).
 build_trainer() {
   step "building the page's trainer (WebAssembly with candle) into dist/train/"
   cargo build --quiet --release --lib --features train --target wasm32-unknown-unknown
@@ -164,6 +175,8 @@ build_trainer() {
   # smaller (7.7 to 6.6 MB). The file is fetched only when the Training section comes into view.
   wasm-bindgen --target web --out-dir dist/train --no-typescript \
     "$CARGO_TARGET_DIR/wasm32-unknown-unknown/release/transformer_viz.wasm"
+  step "building the page's threaded trainer (nightly, atomics) into dist/train-threads/"
+  build_threaded train,threads dist/train-threads
 }
 
 ensure_models() {

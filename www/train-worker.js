@@ -5,7 +5,7 @@
 //
 // Messages in:  { type: 'preset', name }               -> { type: 'preset', settings }
 //               { type: 'check', settings }            -> { type: 'checked', errors }
-//               { type: 'start', settings, run }       -> { type: 'started', parameters, ... } or { type: 'error' }
+//               { type: 'start', settings, run }       -> { type: 'started', parameters, threads, why, ... } or { type: 'error' }
 //                 (the text task's corpus chapters are fetched first, once)
 //               { type: 'pause' } / { type: 'resume' } / { type: 'reset' }
 //               { type: 'right-of-way', signal }       (js/right-of-way.js's shared number)
@@ -16,14 +16,41 @@
 // 'probe'), and { type: 'finished' } at the run's last step. Every message carries the `run`
 // id the page started the run with: a chunk that was under way when the page reset or started
 // another run reports under the old id, and the page ignores it.
-import init, { TrainingRun, check_training_settings, training_corpus_files, training_preset } from './train/transformer_viz.js';
+//
+// The worker's URL says how many threads to train on (`?threads=N`, js/training.js from the
+// page's thread plan): with more than one, and cross-origin isolation, it loads the threaded
+// trainer (dist/train-threads/) and starts that many threads, each computing a part of every
+// step's batch; else, or if that fails, the plain trainer on this worker's thread.
+
+const asked = Number(new URL(self.location.href).searchParams.get('threads') ?? 1);
+
+/** The trainer's bindings and how many threads it runs on (and, at one, why not more). */
+async function load() {
+  if (asked > 1 && self.crossOriginIsolated) {
+    try {
+      const bindings = await import('./train-threads/transformer_viz.js');
+      const exports = await bindings.default({ module_or_path: new URL('train-threads/transformer_viz_bg.wasm', import.meta.url) });
+      await bindings.start_training_threads(asked);
+      return { bindings, exports, threads: asked, why: null };
+    } catch (err) {
+      return { ...(await plain()), why: `the threaded trainer did not start (${err?.message ?? err})` };
+    }
+  }
+  return { ...(await plain()), why: asked > 1 ? 'the page is not cross-origin isolated' : null };
+}
+
+async function plain() {
+  const bindings = await import('./train/transformer_viz.js');
+  const exports = await bindings.default({ module_or_path: new URL('train/transformer_viz_bg.wasm', import.meta.url) });
+  return { bindings, exports, threads: 1 };
+}
 
 /** Steps between evaluations (held-out loss, every head's scores, the model for the grid). */
 const EVALUATE_EVERY = 25;
 /** A chunk of steps takes about this long, so the page's messages wait at most about so much. */
 const CHUNK_MS = 120;
 
-const ready = init();
+const ready = load();
 let run = null;
 let running = false;
 let generation = 0; // a Reset or a new Start leaves an older loop to end on its own
@@ -51,7 +78,7 @@ function evaluate() {
  * once, when a run first needs them). */
 let chapters = null;
 async function corpus() {
-  chapters ??= await Promise.all(training_corpus_files().map(async (name) => {
+  chapters ??= await Promise.all((await ready).bindings.training_corpus_files().map(async (name) => {
     const response = await fetch(`corpus/moby-dick/${name}`);
     if (!response.ok) throw new Error(`The corpus chapter corpus/moby-dick/${name} did not load (${response.status} ${response.statusText}).`);
     return response.text();
@@ -61,17 +88,36 @@ async function corpus() {
 
 // The page's keystrokes go first (js/right-of-way.js): before each step, while the shared
 // number is odd, the worker waits for it to change, at most HOLD_MS for one keystroke (a
-// keystroke whose charts never finish drawing must not stop the run).
+// keystroke whose charts never finish drawing must not stop the run). And while the student
+// types, it stays still until QUIET_MS have passed since the last keystroke began or ended:
+// a step under way when a keystroke arrives keeps the cores (on the threaded trainer, all of
+// them) until it ends, so within a burst of typing only the first keystroke can meet one.
 let rightOfWay = null;
 let heldFor = null; // the keystroke (odd number) the worker stopped waiting for
 const HOLD_MS = 250;
-/** Waits while a keystroke is drawn; whether it waited. */
+const QUIET_MS = 400;
+let seen = 0; // the shared number when last read
+let changedAt = -Infinity; // when the worker saw it change
+/** Waits while a keystroke is drawn, and while the student is typing; whether it waited. */
 function giveWay() {
-  const now = rightOfWay ? Atomics.load(rightOfWay, 0) : 0;
-  if (now % 2 === 0 || now === heldFor) return false;
-  const result = Atomics.wait(rightOfWay, 0, now, HOLD_MS);
-  if (result === 'timed-out') heldFor = now;
-  return result !== 'not-equal';
+  if (!rightOfWay) return false;
+  let waited = false;
+  for (;;) {
+    const now = Atomics.load(rightOfWay, 0);
+    if (now !== seen) {
+      seen = now;
+      changedAt = performance.now();
+    }
+    if (now % 2 === 1 && now !== heldFor) {
+      if (Atomics.wait(rightOfWay, 0, now, HOLD_MS) === 'timed-out') heldFor = now;
+      waited = true;
+      continue;
+    }
+    const quiet = performance.now() - changedAt;
+    if (quiet >= QUIET_MS) return waited;
+    Atomics.wait(rightOfWay, 0, now, QUIET_MS - quiet);
+    waited = true;
+  }
 }
 
 // Lets the worker read its messages (a Pause) between chunks.
@@ -104,7 +150,7 @@ async function loop(mine) {
     tokens = tokens * 0.7 + count * run.tokens_per_step();
     ms = ms * 0.7 + took;
     // The worker's WebAssembly memory: the model, the optimiser's moments, a step's activations.
-    const memoryBytes = (await ready).memory.buffer.byteLength;
+    const memoryBytes = (await ready).exports.memory.buffer.byteLength;
     post({ type: 'steps', reports, tokensPerSecond: (tokens / ms) * 1000, memoryBytes, held });
     const finished = run.step() >= run.steps();
     if (run.step() % EVALUATE_EVERY === 0 || finished) evaluate();
@@ -118,13 +164,13 @@ async function loop(mine) {
 }
 
 self.onmessage = async ({ data }) => {
-  await ready;
+  const { bindings, threads, why } = await ready;
   switch (data.type) {
     case 'preset':
-      post({ type: 'preset', name: data.name, settings: training_preset(data.name) });
+      post({ type: 'preset', name: data.name, settings: bindings.training_preset(data.name) });
       break;
     case 'check':
-      post({ type: 'checked', errors: check_training_settings(data.settings) });
+      post({ type: 'checked', errors: bindings.check_training_settings(data.settings) });
       break;
     case 'start': {
       generation += 1;
@@ -136,13 +182,13 @@ self.onmessage = async ({ data }) => {
       try {
         const texts = data.settings.task === 'text' ? await corpus() : undefined;
         if (mine !== generation) return; // reset or restarted while the corpus loaded
-        run = new TrainingRun(data.settings, texts);
+        run = new bindings.TrainingRun(data.settings, texts, threads);
       } catch (err) {
         post({ type: 'error', message: String(err.message ?? err) });
         return;
       }
       stepsPerChunk = 1;
-      post({ type: 'started', parameters: run.parameters(), steps: run.steps(), tokensPerStep: run.tokens_per_step() });
+      post({ type: 'started', parameters: run.parameters(), steps: run.steps(), tokensPerStep: run.tokens_per_step(), threads: run.threads(), why });
       evaluate(); // the heads at step 0, where every line of the timeline starts
       running = true;
       loop(generation);
@@ -172,6 +218,7 @@ self.onmessage = async ({ data }) => {
       break;
     case 'right-of-way':
       rightOfWay = data.signal;
+      seen = Atomics.load(rightOfWay, 0);
       break;
     default:
       post({ type: 'error', message: `unknown message ${data.type}` });

@@ -74,6 +74,10 @@ pub struct TrainPageArgs {
     /// Print the first batch's loss and every gradient as JSON instead of training.
     #[arg(long)]
     pub gradients: bool,
+    /// Cut each step's batch into this many parts computed side by side on the CPU's threads,
+    /// as the page's threaded trainer cuts it into one part a thread (1: the whole batch).
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
     /// Write the trained model's config.json, tokenizer.json and model.safetensors here.
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -236,6 +240,7 @@ pub fn train_reverse(args: ReverseArgs) -> Result<()> {
         early: None,
         pool_doubling: 0,
         projection_std: 0.02,
+        shards: 1,
     };
     let outcome = crate::train::reversal_run::ReversalRun {
         settings,
@@ -454,6 +459,7 @@ pub fn train(args: TrainArgs) -> Result<()> {
             drills: args.drills,
         },
         projection_std: args.projection_std,
+        shards: 1,
         pool_doubling: args.early_pool_doubling,
         early: (args.early_steps > 0).then_some((
             args.early_steps,
@@ -534,7 +540,7 @@ pub fn train_page(args: TrainPageArgs) -> Result<()> {
     } else {
         None
     };
-    let mut run = PageRun::new(settings, chapters.as_deref())?;
+    let mut run = PageRun::new(settings, chapters.as_deref())?.on_threads(args.threads);
     if args.gradients {
         let gradients = run.gradients()?;
         return super::print_stdout(|out| {

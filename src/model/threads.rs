@@ -51,15 +51,31 @@ pub async fn start(threads: usize) -> Result<usize, String> {
     if pool::threads() > 1 {
         return Err("the page's threads are already started".into());
     }
+    start_pool(threads, threads - 1).await?;
+    pool::set_threads(threads);
+    Ok(threads)
+}
+
+/// Starts a pool of `threads` workers for work handed to rayon by a thread outside the pool,
+/// which waits while they compute: the trainer's worker (`train::step::loss_and_gradients`).
+/// Products stay whole (on the thread that computes them). Only in the threaded build, once.
+#[cfg(all(target_arch = "wasm32", feature = "threads"))]
+pub async fn start_outside(threads: usize) -> Result<usize, String> {
+    start_pool(threads, threads).await?;
+    Ok(threads)
+}
+
+/// rayon's global pool of `workers` wasm threads, for `threads` threads in all.
+#[cfg(all(target_arch = "wasm32", feature = "threads"))]
+async fn start_pool(threads: usize, workers: usize) -> Result<(), String> {
     if !(2..=64).contains(&threads) {
         return Err(format!("{threads} threads: a pool has 2 to 64"));
     }
-    let started = wasm_bindgen_rayon::init_thread_pool(threads - 1);
+    let started = wasm_bindgen_rayon::init_thread_pool(workers);
     wasm_bindgen_futures::JsFuture::from(started)
         .await
         .map_err(|e| format!("the threads did not start: {e:?}"))?;
-    pool::set_threads(threads);
-    Ok(threads)
+    Ok(())
 }
 
 /// Runs of features handed out per thread at first: a thread that starts late (the machine busy

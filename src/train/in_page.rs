@@ -15,8 +15,8 @@ use serde::{Deserialize, Serialize};
 use super::batches::{evaluation_windows, Mixture};
 use super::corpus::token_stream;
 use super::head_probe::{HeadProbe, HeadReport};
-use super::network::{candle_err, id_tensor};
-use super::step::{evaluate, Optimised, Settings, State};
+use super::network::candle_err;
+use super::step::{evaluate, loss_and_gradients, Optimised, Settings, State};
 use super::stories::{stories, Split};
 use crate::checkpoints::lecture;
 use crate::error::{Result, VizError};
@@ -379,6 +379,7 @@ impl PageSettings {
             // 1/sqrt(d): each sublayer writes into the stream on the embedding's scale from
             // the first step (`Network::init_scaled`); the lecture runs learned to copy so.
             projection_std: 1.0 / (self.d_model as f32).sqrt(),
+            shards: 1,
         }
     }
 }
@@ -492,6 +493,19 @@ impl PageRun {
         })
     }
 
+    /// Cuts each step's batch into one part a thread, `threads` of them, computed side by side
+    /// and added (`step::loss_and_gradients`): the same losses for the same seed on the same
+    /// number of threads, and within float rounding of one thread's.
+    pub fn on_threads(mut self, threads: usize) -> Self {
+        self.training.shards = threads.clamp(1, self.training.batch.max(1));
+        self
+    }
+
+    /// The parts each step's batch is cut into (`on_threads`).
+    pub fn threads(&self) -> usize {
+        self.training.shards
+    }
+
     pub fn parameter_count(&self) -> usize {
         self.state.net.parameter_count()
     }
@@ -547,12 +561,13 @@ impl PageRun {
         let (inputs, targets) =
             self.state
                 .batch(&self.train, &[], &self.training, self.bos, self.done);
-        let loss = self
-            .state
-            .net
-            .loss(&id_tensor(&inputs)?, &id_tensor(&targets)?)
-            .map_err(candle_err)?; // ()
-        let grads = loss.backward().map_err(candle_err)?;
+        let (loss, grads) = loss_and_gradients(
+            &self.state.net,
+            &inputs,
+            &targets,
+            &self.state.vars,
+            self.training.shards,
+        )?;
         let mut gradients = BTreeMap::new();
         for (name, var) in &self.state.net.params {
             let g = grads
@@ -820,5 +835,55 @@ mod tests {
                 ..settings.clone()
             })
         );
+    }
+
+    /// A batch cut into one part a thread: the same gradients and losses on a pool of one
+    /// thread as on two (the parts are added in order), and the whole batch's gradients
+    /// within float rounding.
+    #[test]
+    fn a_batch_cut_into_parts_gives_the_same_numbers_on_any_number_of_threads() {
+        let settings = PageSettings {
+            steps: 10,
+            batch: 6,
+            d_model: 32,
+            context: 32,
+            ..preset("induction")
+        };
+        let on_pool = |threads: usize, parts: usize| {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            pool.install(|| {
+                let mut run = PageRun::new(settings.clone(), None)
+                    .unwrap()
+                    .on_threads(parts);
+                let gradients = run.gradients().unwrap();
+                let losses: Vec<f64> = run.train(4).unwrap().iter().map(|r| r.loss).collect();
+                (gradients, losses)
+            })
+        };
+        let (whole, _) = on_pool(1, 1);
+        let (one, one_losses) = on_pool(1, 3);
+        let (two, two_losses) = on_pool(2, 3);
+        assert_eq!(one.loss, two.loss);
+        assert_eq!(one.gradients, two.gradients);
+        assert_eq!(one_losses, two_losses);
+        assert!(
+            (one.loss - whole.loss).abs() < 1e-5 * whole.loss,
+            "{} {}",
+            one.loss,
+            whole.loss
+        );
+        for (name, g) in &whole.gradients {
+            let largest = g.iter().fold(0f32, |m, v| m.max(v.abs()));
+            let off = g
+                .iter()
+                .zip(&one.gradients[name])
+                .fold(0f32, |m, (a, b)| m.max((a - b).abs()));
+            // A key's bias has no gradient (softmax ignores what is added to every score of a
+            // query): its values are rounding, compared in absolute terms.
+            assert!(off <= 1e-4 * largest + 1e-6, "{name}: {off} of {largest}");
+        }
     }
 }

@@ -2,6 +2,7 @@
 //! the page (`web::training`, in a worker): the settings, the learning-rate schedule, the
 //! seeded batch sampler, backward, clipping and AdamW, and the held-out loss.
 
+use candle_core::backprop::GradStore;
 use candle_core::{Tensor, Var};
 use rand_chacha::ChaCha8Rng;
 use rand_core::SeedableRng;
@@ -46,10 +47,18 @@ pub struct Settings {
     /// The projections' standard deviation at initialisation (`Network::init_scaled`).
     #[serde(default = "default_projection_std")]
     pub projection_std: f32,
+    /// The batch is cut into this many parts whose gradients are computed side by side on the
+    /// CPU's threads and added (`loss_and_gradients`); 1: the whole batch at once.
+    #[serde(default = "one_shard")]
+    pub shards: usize,
 }
 
 fn default_projection_std() -> f32 {
     super::network::DEFAULT_PROJECTION_STD
+}
+
+fn one_shard() -> usize {
+    1
 }
 
 impl Settings {
@@ -87,6 +96,74 @@ pub struct Optimised {
     pub rate: f64,
 }
 
+/// A batch's mean loss (a scalar tensor) and every variable's gradient. With `shards` above 1
+/// the batch is cut into that many parts of (nearly) equal size; each part's loss, weighted by
+/// its share of the batch, and its gradients are computed on a thread of its own (rayon's:
+/// natively its global pool, in the page's threaded trainer the worker's pool), then added in
+/// the parts' order. The sum is the same whatever the number of threads, and within float
+/// rounding of the whole batch's at once (`shards` 1, which the lecture recipe uses).
+pub fn loss_and_gradients(
+    net: &Network,
+    inputs: &[Vec<u32>],
+    targets: &[Vec<u32>],
+    vars: &[Var],
+    shards: usize,
+) -> Result<(Tensor, GradStore)> {
+    let batch = inputs.len();
+    let shards = shards.clamp(1, batch.max(1));
+    if shards == 1 {
+        let loss = net
+            .loss(&id_tensor(inputs)?, &id_tensor(targets)?)
+            .map_err(candle_err)?; // ()
+        let grads = loss.backward().map_err(candle_err)?;
+        return Ok((loss, grads));
+    }
+    let size = batch.div_ceil(shards);
+    let part = |k: usize| -> Result<(Tensor, GradStore)> {
+        let rows = k * size..((k + 1) * size).min(batch);
+        let share = rows.len() as f64 / batch as f64;
+        let loss = net
+            .loss(
+                &id_tensor(&inputs[rows.clone()])?,
+                &id_tensor(&targets[rows])?,
+            )
+            .and_then(|l| l.affine(share, 0.0))
+            .map_err(candle_err)?; // ()
+        let grads = loss.backward().map_err(candle_err)?;
+        Ok((loss, grads))
+    };
+    let parts: Vec<(Tensor, GradStore)> = side_by_side(batch.div_ceil(size), part)?;
+    let mut parts = parts.into_iter();
+    let (mut loss, mut grads) = parts.next().expect("at least one part");
+    for (part_loss, part_grads) in parts {
+        loss = (loss + part_loss).map_err(candle_err)?;
+        for var in vars {
+            let t = var.as_tensor();
+            if let Some(g) = part_grads.get(t) {
+                let sum = match grads.get(t) {
+                    Some(mine) => (mine + g).map_err(candle_err)?,
+                    None => g.clone(),
+                };
+                grads.insert(t, sum);
+            }
+        }
+    }
+    Ok((loss, grads))
+}
+
+/// `f(0..n)`, each on a thread of rayon's pool where the build has one, collected in order.
+fn side_by_side<T: Send>(n: usize, f: impl Fn(usize) -> Result<T> + Sync + Send) -> Result<Vec<T>> {
+    #[cfg(any(not(target_arch = "wasm32"), feature = "threads"))]
+    {
+        use rayon::prelude::*;
+        (0..n).into_par_iter().map(f).collect()
+    }
+    #[cfg(all(target_arch = "wasm32", not(feature = "threads")))]
+    {
+        (0..n).map(f).collect()
+    }
+}
+
 /// One optimiser step on a batch's `loss`: backward, clipping to `s.clip_norm`, AdamW at the
 /// scheduled rate for `step`. A loss that is not finite ends the run with an error.
 pub fn optimise(
@@ -96,7 +173,19 @@ pub fn optimise(
     s: &Settings,
     step: usize,
 ) -> Result<Optimised> {
-    let mut grads = loss.backward().map_err(candle_err)?;
+    let grads = loss.backward().map_err(candle_err)?;
+    update(loss, grads, vars, opt, s, step)
+}
+
+/// The optimiser step on gradients already computed (`optimise`).
+fn update(
+    loss: &Tensor,
+    mut grads: GradStore,
+    vars: &[Var],
+    opt: &mut AdamW,
+    s: &Settings,
+    step: usize,
+) -> Result<Optimised> {
     let norm = clip_gradients(&mut grads, vars, s.clip_norm).map_err(candle_err)?;
     let rate = learning_rate(s, step);
     opt.step(&grads, rate).map_err(candle_err)?;
@@ -202,10 +291,8 @@ impl State {
         step: usize,
     ) -> Result<Optimised> {
         let (inputs, targets) = self.batch(train, drills, settings, bos, step);
-        let loss = self
-            .net
-            .loss(&id_tensor(&inputs)?, &id_tensor(&targets)?)
-            .map_err(candle_err)?; // ()
-        optimise(&loss, &self.vars, &mut self.opt, settings, step)
+        let (loss, grads) =
+            loss_and_gradients(&self.net, &inputs, &targets, &self.vars, settings.shards)?;
+        update(&loss, grads, &self.vars, &mut self.opt, settings, step)
     }
 }

@@ -27,6 +27,16 @@ pub fn training_preset(name: &str) -> Result<JsValue, JsError> {
     }
 }
 
+/// Starts `count` threads (2 to 64) that compute the parts of each step's batch side by side
+/// (`TrainingRun`'s `threads`) while the worker waits: the threaded trainer only, once.
+#[cfg(feature = "threads")]
+#[wasm_bindgen]
+pub async fn start_training_threads(count: usize) -> Result<usize, JsError> {
+    crate::model::threads::start_outside(count)
+        .await
+        .map_err(|e| JsError::new(&e))
+}
+
 /// The corpus files the text task reads, in order (beside the page in `corpus/moby-dick/`).
 #[wasm_bindgen]
 pub fn training_corpus_files() -> Vec<String> {
@@ -42,12 +52,23 @@ pub struct TrainingRun {
 impl TrainingRun {
     /// A fresh run of `settings` (refused, every bad setting named, before anything is
     /// allocated). `chapters`: the texts of `training_corpus_files`, in that order, for the
-    /// text task (undefined for the others).
+    /// text task (undefined for the others). `threads`: the parts each step's batch is cut
+    /// into, one a thread (`start_training_threads`; undefined: 1, the whole batch).
     #[wasm_bindgen(constructor)]
-    pub fn new(settings: JsValue, chapters: Option<Vec<String>>) -> Result<TrainingRun, JsError> {
+    pub fn new(
+        settings: JsValue,
+        chapters: Option<Vec<String>>,
+        threads: Option<usize>,
+    ) -> Result<TrainingRun, JsError> {
+        let run = PageRun::new(settings_of(settings)?, chapters.as_deref()).map_err(js_err)?;
         Ok(TrainingRun {
-            run: PageRun::new(settings_of(settings)?, chapters.as_deref()).map_err(js_err)?,
+            run: run.on_threads(threads.unwrap_or(1)),
         })
+    }
+
+    /// The parts each step's batch is cut into, one a thread.
+    pub fn threads(&self) -> usize {
+        self.run.threads()
     }
 
     /// Up to `steps` more steps: `[{ step, loss, grad_norm, learning_rate }]`.

@@ -53,11 +53,13 @@ test('one step of the page trainer gives the native trainer\'s loss and gradient
     // Post-LN, no positions, two layers, stories and repeated runs: every other path of the step.
     { ...glue.training_preset('induction'), pre_ln: false, positions: false, seed: 7 },
   ];
-  for (const settings of cases) {
-    const run = new glue.TrainingRun(settings);
+  // And with each step's batch cut into two parts, as the threaded trainer cuts it on two
+  // threads (the plain build computes the parts one after the other, the same numbers).
+  for (const [settings, threads] of [...cases.map((c) => [c, 1]), [cases[1], 2]]) {
+    const run = new glue.TrainingRun(settings, undefined, threads);
     const ours = run.gradients();
     run.free();
-    const native = JSON.parse(cli(['train-page', '--settings', JSON.stringify(settings), '--gradients']));
+    const native = JSON.parse(cli(['train-page', '--settings', JSON.stringify(settings), '--gradients', '--threads', String(threads)]));
     assert.deepEqual(ours.inputs, native.inputs, 'the same batch');
     assert.ok(Math.abs(ours.loss - native.loss) <= 1e-4 * native.loss, `loss ${ours.loss} against ${native.loss}`);
     // Loops, not Math.max(...values): a wide model's gradients overflow the call stack.
@@ -118,6 +120,12 @@ test('a tiny model learns in the page, pauses, opens in the inspector, resumes a
   const losses = loss.plotted.series[0].points.map(([, l]) => l);
   assert.ok(mean(losses.slice(-10)) < mean(losses.slice(0, 10)) - 0.3, `the loss falls: ${losses.slice(0, 3)} … ${losses.slice(-3)}`);
   await drawn(page, 'training-grid', (d) => d.grid);
+  // Served cross-origin isolated, the worker trains on as many threads as the page's pass
+  // (the threaded trainer, each step's batch cut into one part a thread), and says so.
+  const expected = await page.evaluate(() => (self.crossOriginIsolated ? Math.min(navigator.hardwareConcurrency, 8) : 1));
+  const { threads, threadsWhy } = await training(page);
+  assert.equal(threads, expected, `threads: ${threadsWhy}`);
+  assert.match(await page.textContent('#train-status'), expected > 1 ? new RegExp(`on ${expected} threads`) : /on one thread/);
 
   await page.click('#train-pause');
   await page.waitForFunction(() => window.__tviz.training.status === 'paused');

@@ -730,7 +730,10 @@ fn committed_decoders_indirect_object_goes_through_a_few_heads() {
             .take(3)
             .map(|i| (i / heads, i % heads))
             .collect();
-        assert!(!few.is_empty(), "{name}: no head restores a quarter: {mean:.2?}");
+        assert!(
+            !few.is_empty(),
+            "{name}: no head restores a quarter: {mean:.2?}"
+        );
         let mut together = 0f32;
         for (clean, corrupt, answer, wrong) in &pairs {
             let (a, w) = (

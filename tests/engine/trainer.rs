@@ -78,6 +78,7 @@ fn short_settings(steps: usize, seed: u64) -> Settings {
         early: None,
         pool_doubling: 0,
         projection_std: 0.02,
+        shards: 1,
     }
 }
 
@@ -832,6 +833,7 @@ fn a_shortened_reversal_run_is_reproducible() {
         early: None,
         pool_doubling: 0,
         projection_std: 0.02,
+        shards: 1,
     };
     let (a, b, c) = (temp_dir("rev-a"), temp_dir("rev-b"), temp_dir("rev-c"));
     let run = |dir: &std::path::Path, seed| {

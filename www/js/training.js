@@ -12,6 +12,7 @@ import { gridHeight } from './attention.js';
 import { showTrainedModel } from './model-picker.js';
 import { publish, record, testHook } from './testing-hook.js';
 import { rightOfWay } from './right-of-way.js';
+import { threadPlan } from './threads.js';
 
 /** The settings' fields: form control id, JSON name, and how the control's value is read. */
 const FIELDS = [
@@ -50,6 +51,8 @@ const run = {
   steps: 0,
   parameters: 0,
   tokensPerSecond: 0,
+  threads: 1, // the threads the trainer computes each step on
+  threadsWhy: null, // why one, when more were asked or the device has more
   train: [], // [step, loss]
   heldOut: [], // [step, loss]
   secondCopy: [], // [step, loss]
@@ -142,7 +145,12 @@ function strongestHead() {
 
 function worker() {
   if (!run.worker) {
-    run.worker = new Worker(new URL('../train-worker.js', import.meta.url), { type: 'module' });
+    // As many threads as the page's forward pass starts (js/threads.js): the worker loads the
+    // threaded trainer for more than one.
+    const plan = threadPlan(location.search, navigator.hardwareConcurrency, self.crossOriginIsolated === true && typeof SharedArrayBuffer === 'function');
+    run.planWhy = plan.why;
+    const url = new URL(`../train-worker.js?threads=${plan.threads}`, import.meta.url);
+    run.worker = new Worker(url, { type: 'module' });
     run.worker.onmessage = ({ data }) => onMessage(data);
     run.worker.onerror = (event) => fail(`The trainer could not start: ${event.message ?? 'its files did not load'}.`);
     if (rightOfWay) run.worker.postMessage({ type: 'right-of-way', signal: rightOfWay });
@@ -166,7 +174,14 @@ function onMessage(message) {
       afterCheck(message.errors);
       break;
     case 'started':
-      Object.assign(run, { status: 'running', parameters: message.parameters, steps: message.steps, step: 0 });
+      Object.assign(run, {
+        status: 'running',
+        parameters: message.parameters,
+        steps: message.steps,
+        step: 0,
+        threads: message.threads,
+        threadsWhy: message.why ?? run.planWhy,
+      });
       break;
     case 'steps':
       for (const r of message.reports) run.train.push([r.step, r.loss]);
@@ -335,9 +350,11 @@ function renderStatus() {
     const last = run.train.at(-1);
     if (last) parts.push(`loss ${last[1].toFixed(3)}`);
     if (run.tokensPerSecond) parts.push(`${Math.round(run.tokensPerSecond).toLocaleString('en')} characters a second`);
+    parts.push(run.threads > 1 ? `on ${run.threads} threads` : 'on one thread');
     parts.push(`${run.parameters.toLocaleString('en')} parameters`);
   }
   $('train-status').textContent = parts.join(' · ');
+  $('train-status').title = run.threads > 1 || !run.threadsWhy ? '' : `One thread: ${run.threadsWhy}.`;
   publish({
     training: {
       status,
@@ -349,6 +366,8 @@ function renderStatus() {
       evaluations: run.evaluations.length,
       probeStep: run.probeFiles?.step ?? null,
       memoryBytes: run.memoryBytes ?? null,
+      threads: run.threads,
+      threadsWhy: run.threadsWhy,
       error: run.error ?? null,
       formReady: testHook.training?.formReady ?? false,
       opened: testHook.training?.opened ?? null,

@@ -20,13 +20,14 @@ const BIN = process.env.TVIZ_BIN ?? `${process.env.CARGO_TARGET_DIR ?? `${ROOT}t
 // the first word changes every round. SmolLM2 reads them in 16 tokens.
 const FIRST = ['When', 'After', 'While', 'Then', 'Once'];
 const PAIR = ([a, b], first, name) => `${first} ${a} and ${b} went to the old store, ${name} gave a cold drink to`;
-const MODELS = [
-  // The lecture decoders guess " the" after both (the names are two tokens each): two answers
-  // they have as one token each.
-  { name: 'lecture-post-ln', names: ['Tom', 'Sam'], answers: ['the', 'a'], rounds: Number(process.env.ROUNDS ?? 5) },
-  { name: 'lecture-pre-ln', names: ['Tom', 'Sam'], answers: ['the', 'a'], rounds: Number(process.env.ROUNDS ?? 5) },
+// Each run's answer is its own most likely next token (the lecture decoders and SmolLM2 read
+// each name as one token and answer with the other). MODELS=a,b runs only those.
+const ALL_MODELS = [
+  { name: 'lecture-post-ln', names: ['Tom', 'Sam'], rounds: Number(process.env.ROUNDS ?? 5) },
+  { name: 'lecture-pre-ln', names: ['Tom', 'Sam'], rounds: Number(process.env.ROUNDS ?? 5) },
   { name: 'smollm2-135m', names: ['Mary', 'John'], rounds: Number(process.env.ROUNDS ?? 3) },
 ];
+const MODELS = process.env.MODELS ? ALL_MODELS.filter((m) => process.env.MODELS.split(',').includes(m.name)) : ALL_MODELS;
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const range = (xs) => `${Math.min(...xs).toFixed(0)}-${Math.max(...xs).toFixed(0)}`;

@@ -246,9 +246,9 @@ impl HeadProbe {
                 let changed = on_cpu(model.pass(&Cpu, PassRequest::ids(ids).editing(&edits)))?;
                 changed.output.ok_or(VizError::EmptyText)?.logits
             }
-            .ok_or(VizError::NoLmHead)?; // (1 + 2L, V)
-                                         // Row t predicts id t + 1: the first copy's predictions are rows 1..L (the first
-                                         // token of a run cannot be known), the second copy's rows L+1..2L.
+            .ok_or(VizError::NoLmHead)?;
+            // logits: (1 + 2L, V). Row t predicts id t + 1: the first copy's predictions are
+            // rows 1..L (the first token of a run cannot be known), the second copy's L+1..2L.
             for (copy, rows) in [(0, 1..length), (1, length + 1..2 * length)] {
                 for t in rows {
                     let row = logits.row(t);

@@ -4,7 +4,8 @@
 //     run for its budget (BUDGET_S, default 90 s for previous-token, 360 s for the others):
 //     the seconds and step at which the best previous-token and induction scores first pass
 //     0.5, the copy loss (first copy -> second copy) then and at the end, tokens a second
-//     (median and spread of the worker's chunks), the worker's WebAssembly memory;
+//     (median and spread of the worker's chunks), the worker's WebAssembly memory, and the
+//     tab's memory (its renderer processes' proportional set size) before Train and at the end;
 //   - the native trainer (`transformer-viz train-page --preset P`, one thread and the cores'
 //     threads) on the same preset for as many steps as the page reached: its tokens a second;
 //   - keystroke to every chart of the inspected model at 32 tokens (KEYSTROKES, default 20,
@@ -14,7 +15,7 @@
 // QUERY=<link parameters> opens the page with them (as `threads=1`: the plain trainer on one
 // thread, the threaded trainer's peer in the same build).
 // Prints a table and writes tests/artifacts/bench-training.json.
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync, readdirSync, readFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { serve } from './static-server.mjs';
@@ -44,6 +45,23 @@ async function openSection(browser, base) {
   await page.locator('#training-section').scrollIntoViewIfNeeded();
   await page.waitForFunction(() => window.__tviz.training?.formReady, null, { timeout: 120000 });
   return { context, page };
+}
+
+/** The tab's memory as the operating system counts it (Linux): the proportional set size of
+ * Chromium's renderer processes, where the page, its workers and their WebAssembly memories
+ * live (one tab open; a spare renderer, if any, is counted too), in MB. */
+function tabMemoryMB() {
+  let kb = 0;
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    try {
+      const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+      if (!cmdline.includes('chromium') || !cmdline.includes('--type=renderer')) continue;
+      kb += Number(/^Pss:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'))?.[1] ?? 0);
+    } catch {
+      // a process that ended meanwhile
+    }
+  }
+  return kb / 1024;
 }
 
 /** Keystrokes in the text box: input to every chart drawn (ms), as scripts/bench-page.mjs times them. */
@@ -84,6 +102,7 @@ try {
     await page.selectOption('#train-preset', preset);
     await page.waitForFunction(() => window.__tviz.training?.formReady);
     await page.evaluate(() => { window.__tviz.trainingSpeeds = []; window.__tviz.trainingEvaluations = []; });
+    const tabBefore = tabMemoryMB();
     await page.click('#train-start');
     await page.waitForFunction(() => window.__tviz.training?.status === 'running', null, { timeout: 120000 });
     const budget = budgetOf(preset);
@@ -97,6 +116,7 @@ try {
       const formed = evals.find((e) => e[k] > 0.5);
       return window.__tviz.training.status === 'finished' || (last && (last.seconds > s || (formed && last.seconds > formed.seconds + 20)));
     }, [budget, key], { timeout: (budget + 120) * 1000, polling: 1000 });
+    const tabTraining = tabMemoryMB();
     const [evaluations, speeds, training] = await page.evaluate(() => [window.__tviz.trainingEvaluations, window.__tviz.trainingSpeeds, window.__tviz.training]);
     const first = (key) => evaluations.find((e) => e[key] > 0.5) ?? null;
     const last = evaluations.at(-1);
@@ -108,6 +128,7 @@ try {
       tokensPerSecond: stats(speeds.slice(3)), // the first chunks run before the browser has compiled the trainer's hot code
       workerMemoryMB: training.memoryBytes / 1e6,
       threads: training.threads,
+      tabMemoryMB: { beforeTrain: tabBefore, training: tabTraining },
       native: [native(preset, last.step, 1), native(preset, last.step, 2)],
     };
     await context.close();
@@ -124,7 +145,7 @@ for (const [preset, r] of Object.entries(results.presets)) {
   console.log(`  previous-token head > 0.5: ${at(r.previousPassed)}; induction head > 0.5: ${at(r.inductionPassed)}`);
   console.log(`  last: step ${r.last.step} at ${r.last.seconds.toFixed(1)} s, best previous-token ${r.last.previous.toFixed(2)}, induction ${r.last.induction.toFixed(2)}, copy loss ${r.last.copy[0].toFixed(2)} -> ${r.last.copy[1].toFixed(2)}`);
   const t = r.tokensPerSecond;
-  console.log(`  page, ${r.threads} thread${r.threads === 1 ? '' : 's'}: ${Math.round(t.median)} tokens/s (p10 ${Math.round(t.p10)}, p90 ${Math.round(t.p90)}, ${t.count} chunks); worker memory ${r.workerMemoryMB.toFixed(0)} MB`);
+  console.log(`  page, ${r.threads} thread${r.threads === 1 ? '' : 's'}: ${Math.round(t.median)} tokens/s (p10 ${Math.round(t.p10)}, p90 ${Math.round(t.p90)}, ${t.count} chunks); worker memory ${r.workerMemoryMB.toFixed(0)} MB; the tab ${r.tabMemoryMB.beforeTrain.toFixed(0)} MB before Train, ${r.tabMemoryMB.training.toFixed(0)} MB training`);
   for (const n of r.native) console.log(`  native, ${n.threads} thread${n.threads === 1 ? '' : 's'}: ${Math.round(n.tokensPerSecond)} tokens/s`);
 }
 for (const [when, s] of Object.entries(results.keystrokes)) {

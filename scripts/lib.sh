@@ -21,12 +21,6 @@ if [[ -d $CARGO_TARGET_DIR ]] && (( $(du -sk "$CARGO_TARGET_DIR" | cut -f1) > 40
 fi
 
 WASM_BINDGEN_VERSION=0.2.130
-TRUNK_VERSION=0.21.14
-# Binaryen's wasm-opt, natively (the `wasm-opt` crate builds binaryen's C++): npm's binaryen
-# runs compiled to WebAssembly in Node.js on one thread and took 60 s on the threaded page
-# against 20 s for this one. Debian's binaryen (version 108) cannot read this crate's wasm.
-WASM_OPT_CRATE_VERSION=0.116.1
-WASM_OPT_VERSION="wasm-opt version 116 (version_116)"
 
 step() { printf '\n==> %s\n' "$*"; }
 
@@ -48,24 +42,6 @@ ensure_wasm_bindgen() {
     step "installing wasm-bindgen-cli $WASM_BINDGEN_VERSION (about 3 minutes)"
     # Not --locked: one locked dependency version is missing from the registry.
     cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION"
-  fi
-}
-
-ensure_trunk() {
-  if [[ "$(trunk --version 2>/dev/null)" == "trunk $TRUNK_VERSION" ]]; then
-    echo "trunk $TRUNK_VERSION present"
-  else
-    step "installing trunk $TRUNK_VERSION (about 11 minutes)"
-    cargo install trunk --version "$TRUNK_VERSION" --locked
-  fi
-}
-
-ensure_wasm_opt() {
-  if [[ "$(wasm-opt --version 2>/dev/null)" == "$WASM_OPT_VERSION" ]]; then
-    echo "$WASM_OPT_VERSION present"
-  else
-    step "installing wasm-opt $WASM_OPT_CRATE_VERSION (binaryen 116, compiled from C++: about 7 minutes)"
-    cargo install wasm-opt --version "$WASM_OPT_CRATE_VERSION" --locked
   fi
 }
 
@@ -114,10 +90,19 @@ ensure_vulkan() {
   export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp}
 }
 
+# The page: the crate for wasm (release), its wasm-bindgen glue into $CARGO_TARGET_DIR/page/,
+# then www/ and the model files assembled around it in dist/ (scripts/assemble-page.mjs); then
+# the threaded build and the trainer beside it. No build runs binaryen's wasm-opt: measured with
+# and without it, the page opened no sooner and answered keystrokes no faster with it
+# (docs/benchmarks.md, "wasm-opt"), and it took 7 minutes to install on a bare machine.
 build_page() {
   step "building the page (release) into dist/"
-  cargo fetch --quiet # Trunk builds offline
-  TRUNK_SKIP_VERSION_CHECK=true trunk build --release
+  cargo build --quiet --release --lib --target wasm32-unknown-unknown
+  local glue="$CARGO_TARGET_DIR/page"
+  rm -rf "$glue" dist
+  wasm-bindgen --target web --out-dir "$glue" --no-typescript \
+    "$CARGO_TARGET_DIR/wasm32-unknown-unknown/release/transformer_viz.wasm"
+  node scripts/assemble-page.mjs "$glue" dist
   build_threaded_page
   build_trainer
 }
@@ -152,18 +137,15 @@ build_threaded() {
 
 # The page's second build, into dist/threads/: the same crate with the `threads` feature, on wasm
 # threads that share one memory (std rebuilt with atomics, which needs nightly). www/start-wasm.js
-# loads it when the page is cross-origin isolated; elsewhere the page runs Trunk's plain build.
+# loads it when the page is cross-origin isolated; elsewhere the page runs the plain build.
 build_threaded_page() {
   step "building the page's threaded WebAssembly (nightly, atomics) into dist/threads/"
   build_threaded threads dist/threads
-  wasm-opt -O3 --enable-threads --enable-bulk-memory --enable-mutable-globals --enable-simd \
-    --enable-sign-ext --enable-nontrapping-float-to-int --enable-reference-types --enable-multivalue \
-    dist/threads/transformer_viz_bg.wasm -o dist/threads/transformer_viz_bg.wasm
 }
 
 # The page's third build, into dist/train/: the crate with the `train` feature (the trainer, on
 # candle's automatic differentiation) for the Training section's worker (www/train-worker.js),
-# so that the inspector's wasm does not carry candle. Trunk's flags and target directory: only
+# so that the inspector's wasm does not carry candle. The plain build's flags and target directory: only
 # the crates the feature adds, and this crate, are compiled again. Then the same on wasm
 # threads into dist/train-threads/, which the worker loads on a cross-origin isolated page: each
 # step's batch cut into one part a thread (`train::step::loss_and_gradients`).
@@ -171,8 +153,6 @@ build_trainer() {
   step "building the page's trainer (WebAssembly with candle) into dist/train/"
   cargo build --quiet --release --lib --features train --target wasm32-unknown-unknown
   rm -rf dist/train
-  # No wasm-opt pass: on this module it takes about as long as the build itself for a file 15%
-  # smaller (7.7 to 6.6 MB). The file is fetched only when the Training section comes into view.
   wasm-bindgen --target web --out-dir dist/train --no-typescript \
     "$CARGO_TARGET_DIR/wasm32-unknown-unknown/release/transformer_viz.wasm"
   step "building the page's threaded trainer (nightly, atomics) into dist/train-threads/"

@@ -13,7 +13,7 @@ import serveStatic from 'serve-static';
 // The page's Content-Security-Policy, the same as the <meta> in www/index.html (a test compares
 // them): its own files only; WebAssembly; its worker threads; KaTeX's inline style attributes;
 // data: (the favicon) and blob: (exports) images. The wasm is started by www/start-wasm.js, not
-// by an inline script (Trunk.toml's pattern_script), so script-src needs no hash or nonce.
+// by an inline script (scripts/assemble-page.mjs), so script-src needs no hash or nonce.
 export const CONTENT_SECURITY_POLICY = [
   "default-src 'self'",
   "script-src 'self' 'wasm-unsafe-eval'",

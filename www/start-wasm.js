@@ -1,5 +1,5 @@
-// Starts the WebAssembly module, as Trunk's default loader does, but from a file: the page's
-// Content-Security-Policy allows no inline script. Trunk.toml's `pattern_script` puts
+// Starts the WebAssembly module from a file rather than an inline script: the page's
+// Content-Security-Policy allows no inline script. scripts/assemble-page.mjs puts
 // <script type="module" src="start-wasm.js" data-glue="…" data-wasm="…"> in the built page,
 // with the hashed names of wasm-bindgen's glue and of the wasm file.
 //
@@ -31,4 +31,4 @@ plan.start = () => bindings.start_threads(plan.threads).catch((err) => {
 });
 window.wasmThreads = plan;
 window.wasmBindings = bindings; // js/loading.js waits for these two
-dispatchEvent(new CustomEvent('TrunkApplicationStarted', { detail: { wasm: exports } })); // as Trunk's own loader does
+dispatchEvent(new CustomEvent('wasm-started', { detail: { wasm: exports } }));

@@ -1,6 +1,6 @@
 // End-to-end tests of the attention section's classroom tools in headless Chromium: the head
 // finder, the head the page opens on, the lines view (hover, focus, several heads, caption)
-// and the comparison of two sentences. Run after `trunk build --release`:
+// and the comparison of two sentences. Run after `bash scripts/build-page.sh`:
 //   node --test tests/e2e/heads.test.mjs
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

@@ -1,7 +1,7 @@
 // The page's memory across long and short sentences, in Debian's headless Chromium.
 // WebAssembly memory only grows (a module cannot give pages back), so whatever one forward
 // pass needs at its peak the tab keeps until it is closed: a 512-token pass must not pin
-// hundreds of megabytes. Run after `trunk build --release`:
+// hundreds of megabytes. Run after `bash scripts/build-page.sh`:
 //   node --test tests/e2e/memory.test.mjs
 // TVIZ_DIST=dir measures another build (e.g. an older one); the figures are printed.
 import { test } from 'node:test';
@@ -20,7 +20,7 @@ const env = usePage(); // TVIZ_DIST=dir serves another build
 async function openPage(url = env.base) {
   // The page's loader announces the instantiated module with its exports, memory among them.
   const watchMemory = (page) => page.addInitScript(() => {
-    addEventListener('TrunkApplicationStarted', (e) => { window.__wasmMemory = e.detail.wasm.memory; });
+    addEventListener('wasm-started', (e) => { window.__wasmMemory = e.detail.wasm.memory; });
   });
   const opened = await open(env, url, { route: watchMemory, model: MINILM });
   await waitForDrawn(opened.page, 0);

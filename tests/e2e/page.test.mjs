@@ -1,5 +1,5 @@
 // End-to-end tests of the release page in Debian's headless Chromium, driven by
-// playwright-core. Run by scripts/test.sh after `trunk build --release`:
+// playwright-core. Run by scripts/test.sh after `bash scripts/build-page.sh`:
 //   node --test tests/e2e/
 // Screenshots go to tests/artifacts/.
 import { test } from 'node:test';

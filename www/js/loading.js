@@ -1,4 +1,4 @@
-// Downloads a file with progress, and waits for the WebAssembly module that Trunk starts.
+// Downloads a file with progress, and waits for the WebAssembly module that www/start-wasm.js starts.
 
 // Files this small arrive whole: no progress to show (a config, a tokenizer).
 const STREAM_ABOVE_BYTES = 1 << 20;
@@ -40,7 +40,7 @@ export async function fetchBytes(url, { onProgress, signal, store = true } = {})
 export function wasmBindings() {
   if (window.wasmBindings) return Promise.resolve(window.wasmBindings);
   return new Promise((resolve, reject) => {
-    addEventListener('TrunkApplicationStarted', () => resolve(window.wasmBindings), { once: true });
+    addEventListener('wasm-started', () => resolve(window.wasmBindings), { once: true });
     setTimeout(() => reject(new Error('the WebAssembly module did not start; this browser may not support WebAssembly')), 30000);
   });
 }

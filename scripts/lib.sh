@@ -145,8 +145,8 @@ build_threaded_page() {
 
 # The page's third build, into dist/train/: the crate with the `train` feature (the trainer, on
 # candle's automatic differentiation) for the Training section's worker (www/train-worker.js),
-# so that the inspector's wasm does not carry candle. The plain build's flags and target directory: only
-# the crates the feature adds, and this crate, are compiled again. Then the same on wasm
+# so that the inspector's wasm does not carry candle. The plain build's flags and target
+# directory: only the crates the feature adds, and this crate, are compiled again. Then the same on wasm
 # threads into dist/train-threads/, which the worker loads on a cross-origin isolated page: each
 # step's batch cut into one part a thread (`train::step::loss_and_gradients`).
 build_trainer() {

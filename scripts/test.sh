@@ -6,7 +6,8 @@
 #      against its CPU twin on lavapipe (Mesa's CPU Vulkan driver);
 #   2. the wasm build, and wasm-bindgen tests: the forward pass in Node.js against native
 #      numbers, and the page's wasm API on real canvases in headless Chromium;
-#   3. the release page (scripts/assemble-page.mjs around the wasm), driven end to end in headless Chromium.
+#   3. the release page (scripts/assemble-page.mjs around the wasm builds), driven end to end in
+#      headless Chromium.
 source "$(dirname "$0")/lib.sh"
 
 # Every step's time, printed when it ends and again, with the total, when the run ends (also

@@ -22,6 +22,9 @@ import { basename, extname, join } from 'node:path';
 const ROOT = new URL('..', import.meta.url).pathname;
 const WWW = join(ROOT, 'www');
 const CRATE = 'transformer_viz';
+// Links are copied as the files they point to (www/js/models.json is one, to the crate's model
+// list): dist/ is served and copied elsewhere whole, where a link would point nowhere.
+const COPY = { recursive: true, dereference: true };
 
 /** The attributes of one `<link ...>` tag, by name. */
 export function attributes(tag) {
@@ -54,7 +57,7 @@ export function assemble(html, bindgenDir, dist) {
       case 'wasm': {
         const glue = writeHashed(dist, 'transformer-viz', '.js', readFileSync(join(bindgenDir, `${CRATE}.js`)));
         const wasm = writeHashed(dist, 'transformer-viz', '_bg.wasm', readFileSync(join(bindgenDir, `${CRATE}_bg.wasm`)));
-        if (existsSync(join(bindgenDir, 'snippets'))) cpSync(join(bindgenDir, 'snippets'), join(dist, 'snippets'), { recursive: true });
+        if (existsSync(join(bindgenDir, 'snippets'))) cpSync(join(bindgenDir, 'snippets'), join(dist, 'snippets'), COPY);
         preload = `<link rel="modulepreload" href="./${glue}" crossorigin="anonymous">`;
         return [`${indent}<script type="module" src="./start-wasm.js" data-glue="./${glue}" data-wasm="./${wasm}"></script>`];
       }
@@ -66,12 +69,12 @@ export function assemble(html, bindgenDir, dist) {
       }
       case 'copy-file': {
         mkdirSync(join(dist, target), { recursive: true });
-        cpSync(join(WWW, href), join(dist, target, basename(href)));
+        cpSync(join(WWW, href), join(dist, target, basename(href)), COPY);
         return [];
       }
       case 'copy-dir': {
         if (!target) throw new Error(`${tag}: a copy-dir needs data-target-path`);
-        cpSync(join(WWW, href), join(dist, target), { recursive: true });
+        cpSync(join(WWW, href), join(dist, target), COPY);
         return [];
       }
       default:

@@ -261,6 +261,15 @@ test('the header keeps its height while the forward pass\'s words grow and shrin
   }
 });
 
+/** Whether the status line's "Computed on" words are on screen whole (not cut by the column). */
+function backendShown(page) {
+  return page.evaluate(() => {
+    const words = document.getElementById('backend').getBoundingClientRect();
+    const cell = document.getElementById('backend').closest('dd').getBoundingClientRect();
+    return { text: document.getElementById('backend').textContent, width: words.width, shown: words.width > 0 && words.right <= cell.right + 0.5 };
+  });
+}
+
 test('on a laptop the header keeps its height while the start-up notes come and go', async () => {
   // The notes beside the model and the backend change while the page starts (threads starting,
   // WebGPU looked for, the weights cached); at 1280 they once pushed the status to a third row and
@@ -270,6 +279,9 @@ test('on a laptop the header keeps its height while the start-up notes come and 
     await statusSettled(page);
     const height = () => headerHeight(page);
     const before = await height();
+    // Where the pass runs is read whole (a column once squeezed it to nothing at 1280 px).
+    const settled = await backendShown(page);
+    assert.ok(settled.shown, `${viewport.width}: "${settled.text}" is cut (${settled.width}px shown)`);
     await page.evaluate(() => {
       document.getElementById('model-source').textContent = 'downloaded, caching… (46 MB of 46 MB)';
       document.getElementById('backend').textContent = 'CPU (WebAssembly)';
@@ -277,6 +289,8 @@ test('on a laptop the header keeps its height while the start-up notes come and 
       document.getElementById('gpu-status').textContent = 'GPU: none (looking for WebGPU)';
     });
     assert.equal(await height(), before, `${viewport.width}: the header grew from ${before}px with the start-up notes`);
+    const starting = await backendShown(page);
+    assert.ok(starting.shown, `${viewport.width}: "${starting.text}" is cut (${starting.width}px shown)`);
     assert.deepEqual(problems, []);
     await context.close();
   }

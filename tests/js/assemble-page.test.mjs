@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { assemble, attributes } from '../../scripts/assemble-page.mjs';
@@ -79,9 +79,11 @@ test('the stylesheet is linked by its hashed name with its integrity, and www/ f
       '  <link data-build rel="copy-file" href="start-wasm.js">',
       '  <link data-build rel="copy-file" href="../trained/lecture-reverse/config.json" data-target-path="models/lecture-reverse">',
       '  <link data-build rel="copy-dir" href="lessons" data-target-path="lessons">',
+      '  <link data-build rel="copy-dir" href="js" data-target-path="js">',
       '</head>',
     ].join('\n');
-    const page = assemble(html, glueDir, dist);
+    assemble(html, glueDir, dist);
+    const page = assemble(html, glueDir, dist); // again over the first: as a second build does
     const www = new URL('../../www/', import.meta.url).pathname;
     const css = readFileSync(join(www, 'style.css'));
     const [, name, integrity] = page.match(/ {2}<link rel="stylesheet" href="\.\/([^"]+)" integrity="([^"]+)">/);
@@ -91,6 +93,10 @@ test('the stylesheet is linked by its hashed name with its integrity, and www/ f
     assert.deepEqual(readFileSync(join(dist, 'start-wasm.js')), readFileSync(join(www, 'start-wasm.js')));
     assert.ok(existsSync(join(dist, 'models', 'lecture-reverse', 'config.json')));
     assert.ok(existsSync(join(dist, 'lessons', 'index.json')));
+    // www/js/models.json is a link to the crate's model list: dist/ gets the file itself.
+    assert.ok(lstatSync(join(www, 'js', 'models.json')).isSymbolicLink(), 'the fixture is still a link');
+    assert.ok(lstatSync(join(dist, 'js', 'models.json')).isFile(), 'dist/js/models.json is a file, not a link');
+    assert.deepEqual(readFileSync(join(dist, 'js', 'models.json')), readFileSync(join(www, 'js', 'models.json')));
     // <head>, the script, the stylesheet, the preload, </head>: the copy lines are gone.
     assert.equal(page.split('\n').length, 5, page);
   });

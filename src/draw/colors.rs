@@ -44,6 +44,28 @@ pub fn diverging(t: f32) -> RGBColor {
     }
 }
 
+/// Black or white, whichever contrasts more with `background` (WCAG's contrast ratio of
+/// relative luminances): the colour of a number written on a cell of that colour.
+pub fn ink_on(background: RGBColor) -> RGBColor {
+    // sRGB channel to linear light.
+    let linear = |c: u8| {
+        let c = c as f32 / 255.0;
+        if c <= 0.04045 {
+            c / 12.92
+        } else {
+            ((c + 0.055) / 1.055).powf(2.4)
+        }
+    };
+    let RGBColor(r, g, b) = background;
+    let luminance = 0.2126 * linear(r) + 0.7152 * linear(g) + 0.0722 * linear(b);
+    // Contrast with black (L + 0.05) / 0.05 against with white 1.05 / (L + 0.05).
+    if (luminance + 0.05) * (luminance + 0.05) > 0.05 * 1.05 {
+        RGBColor(0, 0, 0)
+    } else {
+        RGBColor(255, 255, 255)
+    }
+}
+
 /// Colours for lines and bars: the Okabe-Ito palette, designed for colour-blind readers.
 pub const CATEGORICAL: [RGBColor; 8] = [
     RGBColor(0, 114, 178),
@@ -189,6 +211,17 @@ mod tests {
         assert_eq!(sequential(f32::NAN), sequential(0.0));
         assert_eq!(sequential(-3.0), sequential(0.0));
         assert_eq!(sequential(7.0), sequential(1.0));
+    }
+
+    #[test]
+    fn ink_is_white_on_viridis_dark_end_and_black_on_its_bright_end() {
+        let white = RGBColor(255, 255, 255);
+        let black = RGBColor(0, 0, 0);
+        assert_eq!(ink_on(sequential(0.0)), white);
+        assert_eq!(ink_on(sequential(0.3)), white);
+        assert_eq!(ink_on(sequential(0.8)), black);
+        assert_eq!(ink_on(sequential(1.0)), black);
+        assert_eq!(ink_on(RGBColor(200, 200, 200)), black);
     }
 
     #[test]

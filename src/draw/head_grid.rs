@@ -9,9 +9,11 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::colors::Scale;
-use super::heatmap::{draw_heatmap, Heatmap, HeatmapDrawn};
-use super::Canvas;
+use plotters::style::text_anchor::{HPos, VPos};
+
+use super::colors::{ink_on, Scale};
+use super::heatmap::{draw_heatmap, Geometry, Heatmap, HeatmapDrawn};
+use super::{anchored_text, Canvas};
 use crate::analysis::heads::head_scores;
 use crate::error::Result;
 use crate::trace::Trace;
@@ -75,7 +77,9 @@ pub fn draw_head_grid<DB: Canvas>(
         None if pattern == HeadPattern::Antecedent => "No pronoun in this text refers to a name or a noun the finder knows (she, he, it, they after Mary, John, the dog…): use “Pronouns”".to_string(),
         None => format!("No token repeats in this text, so no head can show its {}: use “Repeat a random sequence twice”", pattern.words()),
     };
+    let labelled = scores.is_some();
     let grid = scores.unwrap_or_else(|| Array2::zeros((layers, heads))); // (layers, heads)
+    let scale = Scale::Sequential { min: 0.0, max: 1.0 };
     let rows: Vec<String> = (0..grid.nrows()).map(|l| format!("L{l}")).collect();
     let cols: Vec<String> = (0..grid.ncols()).map(|h| format!("H{h}")).collect();
     let drawn = draw_heatmap(
@@ -87,10 +91,51 @@ pub fn draw_head_grid<DB: Canvas>(
             y_desc: "layer",
             col_labels: &cols,
             row_labels: &rows,
-            scale: Scale::Sequential { min: 0.0, max: 1.0 },
+            scale,
             legend: "score",
             vector,
         },
     )?;
+    if labelled {
+        write_scores(area, &drawn.geometry, &grid, scale)?;
+    }
     Ok((drawn, grid))
+}
+
+/// Text height of a cell's score, as a share of the cell's height.
+const SCORE_TEXT_OF_CELL: f64 = 0.4;
+/// Largest and smallest score text: below the smallest (SmolLM2's 30 layers) the cells stay
+/// unlabelled and their scores are in the hover.
+const SCORE_TEXT_PX: (f64, f64) = (10.0, 22.0);
+
+/// Each cell's score written in it, two decimals, in black or white by the cell's colour, so a
+/// projector's back row reads the grid without hovering.
+fn write_scores<DB: Canvas>(
+    area: &DrawingArea<DB, Shift>,
+    geometry: &Geometry,
+    grid: &Array2<f32>, // (layers, heads)
+    scale: Scale,
+) -> Result<()> {
+    let cell_w = geometry.width as f64 / geometry.cols as f64;
+    let cell_h = geometry.height as f64 / geometry.rows as f64;
+    // "0.00" is about 2.3 text heights wide; keep a margin either side.
+    let px = (cell_h * SCORE_TEXT_OF_CELL)
+        .min(cell_w / 3.0)
+        .min(SCORE_TEXT_PX.1);
+    if px < SCORE_TEXT_PX.0 {
+        return Ok(());
+    }
+    for ((layer, head), &score) in grid.indexed_iter() {
+        let x = geometry.left as f64 + (head as f64 + 0.5) * cell_w;
+        let y = geometry.top as f64 + (layer as f64 + 0.5) * cell_h;
+        let ink = ink_on(scale.color(score));
+        let style = anchored_text(px as u32, HPos::Center, VPos::Center).color(&ink);
+        area.draw(&Text::new(
+            format!("{score:.2}"),
+            (x.round() as i32, y.round() as i32),
+            style,
+        ))
+        .map_err(super::draw_err)?;
+    }
+    Ok(())
 }

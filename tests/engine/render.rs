@@ -5,6 +5,7 @@ use std::path::Path;
 
 use common::*;
 use transformer_viz::draw::files::render_all;
+use transformer_viz::draw::head_grid::{score_grid, HeadPattern};
 
 fn png_pixels(path: &Path) -> (u32, u32, Vec<u8>) {
     let bytes = std::fs::read(path).unwrap();
@@ -91,6 +92,24 @@ fn every_view_is_written_and_changes_with_the_sentence() {
             "{token} is not on both axes"
         );
     }
+    // Each head's score is written in its cell of the head grid, as the hover gives it.
+    let grid = score_grid(&ta, HeadPattern::Previous).unwrap().unwrap(); // (6 layers, 12 heads)
+    let mut written: Vec<String> = svg_texts(&svg_ok(&a.join("head_grid_previous.svg")))
+        .into_iter()
+        .filter(|t| t.len() == 4 && t.parse::<f32>().is_ok())
+        .collect();
+    // The colour bar's two ends are numbers of that shape too.
+    for end in ["0.00", "1.00"] {
+        let at = written
+            .iter()
+            .position(|t| t == end)
+            .expect("the colour bar's ends");
+        written.remove(at);
+    }
+    let mut scores: Vec<String> = grid.iter().map(|s| format!("{s:.2}")).collect();
+    written.sort();
+    scores.sort();
+    assert_eq!(written, scores, "the grid's cells hold its scores");
     // Large heatmaps and the grid are one embedded image with text around it: small files.
     for (view, most_kb) in [
         ("position_table", 400),

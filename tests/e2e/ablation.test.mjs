@@ -20,6 +20,7 @@ test('a part switched off changes the prediction, shows in the bar and the link,
   const options = await page.$$eval('#off-part option', (o) => o.map((x) => x.textContent));
   assert.ok(options.includes('layer 0 feed-forward'), options.join(', '));
   assert.ok(options.includes('layer 2 head 3') && options.includes('causal mask'), 'every head and the mask are listed');
+  assert.equal(await page.isVisible('#off-attention-canvas'), false, 'no difference chart while nothing is off');
 
   // Layer 0's feed-forward off, with zeros.
   await page.selectOption('#off-part', { label: 'layer 0 feed-forward' });
@@ -36,6 +37,7 @@ test('a part switched off changes the prediction, shows in the bar and the link,
   // The chosen head's attention changed (layer 0's feed-forward feeds every later layer).
   await page.selectOption('#layer', '2');
   const change = await drawn(page, 'off-attention', (d) => d.geometry && d.values.length > 0);
+  assert.equal(await page.isVisible('#off-attention-canvas'), true, 'the difference chart is shown once a part is off');
   assert.ok(change.values.some((v) => Math.abs(v) > 1e-4), 'switching the layer off moves a later head\'s weights');
   assert.ok(change.labels.cols.length > 0);
 
@@ -61,6 +63,7 @@ test('a part switched off changes the prediction, shows in the bar and the link,
   await page.waitForFunction(() => document.querySelector('#off-bar').hidden);
   assert.equal(await page.isVisible('#off-table'), false);
   assert.match(await page.textContent('#off-empty'), /Nothing is switched off/);
+  assert.equal(await page.isVisible('#off-attention-canvas'), false, 'the difference chart goes with the last part');
   assert.doesNotMatch(await writtenUrl(page), /[?&]off=/);
   assert.deepEqual(problems, []);
   await context.close();

@@ -71,6 +71,9 @@ export function renderSwitches() {
   }
   const off = state.off;
   setIfChanged($('off-bar'), 'hidden', off.length === 0);
+  // A difference needs something switched off: until then the hint above says so, with no
+  // screenful of empty chart under it.
+  setIfChanged($('off-attention-figure'), 'hidden', off.length === 0);
   syncChildren($('off-list'), off, () => {
     const li = document.createElement('li');
     const button = document.createElement('button');

@@ -704,9 +704,11 @@ fn ioi_pairs(model: &Transformer, count: usize) -> Vec<(String, String, String, 
 
 /// The indirect object goes through a few heads. Each head of the clean run is patched into
 /// the corrupt one (`analysis::patching`); the heads that alone restore at least a quarter of
-/// the logit difference (answer minus the repeated name) on average over held-out prompts
-/// (at most three of them), patched together, restore at least 70% of it, and docs/models.md
-/// names them.
+/// the logit difference (answer minus the repeated name) over held-out prompts (at most three
+/// of them), patched together, restore at least 70% of it, and docs/models.md names them.
+/// Over the prompts is the difference restored, summed, over the difference between the clean
+/// and the corrupt runs, summed: a mean of each prompt's share would let one prompt whose two
+/// runs barely differ outweigh all the others.
 #[test]
 fn committed_decoders_indirect_object_goes_through_a_few_heads() {
     let docs = std::fs::read_to_string(common::root().join("docs/models.md")).unwrap();
@@ -722,10 +724,16 @@ fn committed_decoders_indirect_object_goes_through_a_few_heads() {
                 patch(&model, clean, corrupt, Some(answer), Some(wrong)).unwrap()
             })
             .collect();
-        let mut mean = vec![0f32; layers * heads];
+        // The clean run's difference over the corrupt run's, summed over the prompts.
+        let total: f32 = grids
+            .iter()
+            .map(|g| g.clean_difference - g.corrupt_difference)
+            .sum();
+        let mut mean = vec![0f32; layers * heads]; // each head's share of `total`
         for grid in &grids {
+            let gap = grid.clean_difference - grid.corrupt_difference;
             for (i, share) in grid.heads.iter().flatten().enumerate() {
-                mean[i] += share / pairs.len() as f32;
+                mean[i] += share * gap / total;
             }
         }
         let mut order: Vec<usize> = (0..mean.len()).collect();
@@ -755,8 +763,8 @@ fn committed_decoders_indirect_object_goes_through_a_few_heads() {
             }
             let patched = logits(&model, corrupt, &edits); // (T, vocab)
             let row = patched.row(patched.nrows() - 1);
-            let (clean_d, corrupt_d) = (grid.clean_difference, grid.corrupt_difference);
-            together += (row[a] - row[w] - corrupt_d) / (clean_d - corrupt_d) / pairs.len() as f32;
+            let corrupt_d = grid.corrupt_difference;
+            together += (row[a] - row[w] - corrupt_d) / total;
         }
         let shares: Vec<String> = order[..few.len()]
             .iter()

@@ -7,9 +7,9 @@ use ndarray::{s, Array2, ArrayView2};
 use serde::Serialize;
 
 use crate::error::{Result, VizError};
-use crate::model::attention::softmax_rows;
 use crate::model::config::NormPlace;
 use crate::model::norm;
+use crate::model::simd_exp::exp_in_place;
 use crate::tensor::top_ids;
 use crate::trace::{Op, Trace};
 use crate::Transformer;
@@ -114,16 +114,31 @@ pub fn logit_lens(model: &Transformer, trace: &Trace, positions: &[usize]) -> Re
         let end = (start + CHUNK_ROWS).min(rows.nrows());
         let mut logits =
             unembedding.multiply_rows(rows.slice(s![start..end, ..]), 0, unembedding.rows()); // (chunk, vocab)
-        softmax_rows(logits.view_mut());
-        for row in logits.rows() {
-            let probs = row.as_slice().expect("fresh rows are contiguous");
-            let id = top_ids(probs, 1)[0];
+        for mut row in logits.rows_mut() {
+            let logits = row.as_slice_mut().expect("fresh rows are contiguous"); // (vocab,)
+                                                                                 // Only two probabilities of the row are read, the top token's and the final
+                                                                                 // prediction's: the softmax's sum is all they need, the vocabulary's
+                                                                                 // probabilities are not written out (nor sorted: the top is the first largest).
+            let (id, max) =
+                logits
+                    .iter()
+                    .enumerate()
+                    .fold((0, f32::NEG_INFINITY), |(best, max), (i, &v)| {
+                        if v > max {
+                            (i, v)
+                        } else {
+                            (best, max)
+                        }
+                    });
+            logits.iter_mut().for_each(|v| *v -= max);
+            exp_in_place(logits); // (vocab,): exp(logit - max)
+            let sum: f32 = logits.iter().sum();
             tops.push(LensCell {
-                id,
-                text: text(id),
-                prob: probs[id as usize],
+                id: id as u32,
+                text: text(id as u32),
+                prob: 1.0 / sum, // exp(0) / sum
             });
-            final_prob.push(probs[final_id as usize]);
+            final_prob.push(logits[final_id as usize] / sum);
         }
     }
     let n = read.len();

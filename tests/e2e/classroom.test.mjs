@@ -282,6 +282,14 @@ test('on a laptop the header keeps its height while the start-up notes come and 
     // Where the pass runs is read whole (a column once squeezed it to nothing at 1280 px).
     const settled = await backendShown(page);
     assert.ok(settled.shown, `${viewport.width}: "${settled.text}" is cut (${settled.width}px shown)`);
+    // So are the GPU's line beside it and the pass's time (at 1280 the time's box once left the
+    // GPU's line "GPU (software):…").
+    const cut = await page.evaluate(() => ['gpu-status', 'timing'].map((id) => {
+      const el = document.getElementById(id);
+      const box = id === 'timing' ? el : el.closest('dd');
+      return { id, text: el.textContent, cut: box.scrollWidth > box.clientWidth + 1 };
+    }).filter((c) => c.cut));
+    assert.deepEqual(cut, [], `${viewport.width}: cut in the header`);
     await page.evaluate(() => {
       document.getElementById('model-source').textContent = 'downloaded, caching… (46 MB of 46 MB)';
       document.getElementById('backend').textContent = 'CPU (WebAssembly)';

@@ -326,19 +326,36 @@ pub fn behaviours(
         count
     ));
     // A vocabulary that cuts names into pieces cannot name one person in one token.
-    lines.push(
-        match ioi_report(model, &ioi_prompts(HELD_OUT_SEED, count, Split::HeldOut)) {
-            Ok(ioi) => format!(
-                "indirect objects: the answer first in {:.1}% of {} held-out prompts, above the repeated name in {:.1}% (mean probability {:.3} against {:.3})",
+    let prompts = ioi_prompts(HELD_OUT_SEED, count, Split::HeldOut);
+    lines.push(match ioi_report(model, &prompts) {
+        Ok(ioi) => format!(
+            "indirect objects: the answer first in {:.1}% of {} held-out prompts, above the repeated name in {:.1}% (mean probability {:.3} against {:.3})",
+            100.0 * ioi.first,
+            ioi.prompts,
+            100.0 * ioi.beats_other,
+            ioi.answer_probability,
+            ioi.other_probability
+        ),
+        Err(e) => format!("indirect objects: not measured: {e}"),
+    });
+    // The same prompts by template: a template the model gets wrong shows here.
+    let mut templates: Vec<&str> = prompts.iter().map(|p| p.template).collect();
+    templates.sort_unstable();
+    templates.dedup();
+    for template in templates {
+        let some: Vec<_> = prompts
+            .iter()
+            .filter(|p| p.template == template)
+            .cloned()
+            .collect();
+        if let Ok(ioi) = ioi_report(model, &some) {
+            lines.push(format!(
+                "  {:.1}% of {} from {template:?}",
                 100.0 * ioi.first,
-                ioi.prompts,
-                100.0 * ioi.beats_other,
-                ioi.answer_probability,
-                ioi.other_probability
-            ),
-            Err(e) => format!("indirect objects: not measured: {e}"),
-        },
-    );
+                ioi.prompts
+            ));
+        }
+    }
     for prompt in CONTINUED {
         let g = generate(model, prompt, 16, &SamplingSettings::greedy())?;
         lines.push(format!("{prompt:?} -> {:?}", g.text));

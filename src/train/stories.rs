@@ -374,10 +374,13 @@ pub fn pair_split(a: &str, b: &str) -> Split {
 
 /// One indirect-object sentence cut before its answer: "When Mary and John went to the store,
 /// John gave a drink to", the answer " Mary", and the other name " John".
+#[derive(Clone)]
 pub struct IoiPrompt {
     pub prompt: String,
     pub answer: String,
     pub other: String,
+    /// The template it was made from, its slots unfilled.
+    pub template: &'static str,
 }
 
 /// `count` indirect-object prompts from the templates and names of `split`.
@@ -386,12 +389,14 @@ pub fn ioi_prompts(seed: u64, count: usize, split: Split) -> Vec<IoiPrompt> {
     (0..count)
         .map(|_| {
             let (a, b) = g.two_people();
-            let sentence = g.ioi(a.name, b.name);
+            let template = g.ioi_template();
+            let sentence = g.fill_ioi(template, a.name, b.name);
             let cut = sentence.rfind(' ').expect("a template has spaces");
             IoiPrompt {
                 prompt: sentence[..cut].to_string(),
                 answer: format!(" {}", a.name),
                 other: format!(" {}", b.name),
+                template,
             }
         })
         .collect()
@@ -543,9 +548,14 @@ impl Generator {
     }
 
     fn ioi(&mut self, a: &str, b: &str) -> String {
-        let i = self.below(self.ioi.len());
-        let template = self.ioi[i];
+        let template = self.ioi_template();
         self.fill_ioi(template, a, b)
+    }
+
+    /// One of the side's indirect-object templates.
+    fn ioi_template(&mut self) -> &'static str {
+        let i = self.below(self.ioi.len());
+        self.ioi[i]
     }
 
     /// An indirect-object template with `a` as the answer and `b` said twice, a place and a

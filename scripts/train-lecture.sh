@@ -38,7 +38,7 @@ export RAYON_NUM_THREADS=1
 # 1's weights: 4,000 steps at 1e-3 in which three sequences in ten are drills
 # (`stories::drill_stories`: pronoun drills, where the word after "she" or "he" is the deed of
 # the person it stands for, and indirect-object sentences whose pair may follow any word of
-# the corpus), the rest the first phase's mixture with role stories added to the text. Its
+# the corpus or open the story), the rest the first phase's mixture with role stories added to the text. Its
 # seed is 2: two seeds were tried, and with seed 1 the pre-LN twin's pronoun head did not form
 # (docs/models.md, "How the second phase was found").
 twin() {

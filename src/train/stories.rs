@@ -417,7 +417,8 @@ pub fn role_stories(seed: u64, count: usize) -> Vec<String> {
 
 /// `count` drill stories (the drill text of `train --drills`), the same for the same seed:
 /// half are pronoun drills (three to five role episodes, each with a pair of its own), half
-/// three to five indirect-object sentences of many shapes
+/// three to five indirect-object sentences of many shapes (half of those stories open with the
+/// pair: `Generator::pair_first_ioi`)
 /// (`Generator::drill_opening`, `DRILL_ACTIONS`), each with a pair of its own from the training side.
 ///
 /// `before` are words a drill sentence may put right before its pair, as it is ("whale Mary
@@ -856,6 +857,20 @@ impl Generator {
         self.fill_ioi(&template, a, b)
     }
 
+    /// A story's first sentence with the pair at the very start: a name there has no space
+    /// before it and is cut into other tokens (`M|ary`) than the same name later (` Mary`).
+    fn pair_first_ioi(&mut self, a: &str, b: &str) -> String {
+        let doing = self.pick(DRILL_DOINGS);
+        let action = self.pick(DRILL_ACTIONS);
+        let join = match self.below(3) {
+            0 => ".",
+            1 => ", and",
+            _ => ", and then",
+        };
+        let template = format!("{{A}} and {{B}} {doing}{join} {{B}} {action} {{A}}.");
+        self.fill_ioi(&template, a, b)
+    }
+
     /// A drill sentence's opening: the pair doing something somewhere, after a time, a
     /// conjunction, both or neither, ending where the action can follow.
     fn drill_opening(&mut self) -> String {
@@ -886,9 +901,13 @@ impl Generator {
             return self.pronoun_drill();
         }
         let sentences = self.below(3) + 3;
+        let pair_first = self.below(2) == 0;
         (0..sentences)
-            .map(|_| {
+            .map(|i| {
                 let (a, b) = self.two_people();
+                if i == 0 && pair_first {
+                    return self.pair_first_ioi(a.name, b.name);
+                }
                 self.varied_ioi(a.name, b.name)
             })
             .collect::<Vec<_>>()

@@ -369,7 +369,7 @@ fn drill_stories_end_each_sentence_on_the_name_said_once_and_hold_out_the_held_o
     let text = stories.join("\n");
     assert!(text.contains("whale ") && text.contains("harpoon "));
     assert_no_held_out_template(&text, &["While ", "while ", "working "]);
-    let (mut drills, mut sentences, mut pronoun_drills) = (0, 0, 0);
+    let (mut drills, mut sentences, mut pronoun_drills, mut pair_first) = (0, 0, 0, 0);
     let mut openings = HashSet::new();
     let met = regex::Regex::new(r"(\w+) met (\w+) at the \w+\. ([^.]+)\.").unwrap();
     let then = regex::Regex::new(r"^(She|He) (.+), and then (she|he) (.+)$").unwrap();
@@ -433,6 +433,11 @@ fn drill_stories_end_each_sentence_on_the_name_said_once_and_hold_out_the_held_o
             continue;
         }
         drills += 1;
+        // Half open the story with the pair, where the first name has no space before it.
+        let opener = story.split(' ').next().unwrap();
+        if all.contains(&opener) && story[opener.len()..].starts_with(" and ") {
+            pair_first += 1;
+        }
         for piece in pieces {
             let answer = piece.trim_end_matches('.').rsplit(' ').next().unwrap();
             let other = *all
@@ -462,6 +467,10 @@ fn drill_stories_end_each_sentence_on_the_name_said_once_and_hold_out_the_held_o
     // Half are indirect-object drills, half pronoun drills.
     assert!((430..570).contains(&drills), "{drills} drills of 1000");
     assert_eq!(drills + pronoun_drills, 1000);
+    assert!(
+        (drills * 2 / 5..drills * 3 / 5 + drills / 8).contains(&pair_first),
+        "{pair_first} of {drills} drills open with the pair"
+    );
     assert!(
         sentences > 3 * drills,
         "{sentences} sentences in {drills} drills"

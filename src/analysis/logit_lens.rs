@@ -115,10 +115,10 @@ pub fn logit_lens(model: &Transformer, trace: &Trace, positions: &[usize]) -> Re
         let mut logits =
             unembedding.multiply_rows(rows.slice(s![start..end, ..]), 0, unembedding.rows()); // (chunk, vocab)
         for mut row in logits.rows_mut() {
+            // Only two probabilities of the row are read, the top token's and the final
+            // prediction's: the softmax's sum is all they need, the vocabulary's probabilities
+            // are not written out (nor sorted: the top is the first largest).
             let logits = row.as_slice_mut().expect("fresh rows are contiguous"); // (vocab,)
-                                                                                 // Only two probabilities of the row are read, the top token's and the final
-                                                                                 // prediction's: the softmax's sum is all they need, the vocabulary's
-                                                                                 // probabilities are not written out (nor sorted: the top is the first largest).
             let (id, max) =
                 logits
                     .iter()

@@ -417,9 +417,9 @@ pub fn role_stories(seed: u64, count: usize) -> Vec<String> {
 
 /// `count` drill stories (the drill text of `train --drills`), the same for the same seed:
 /// half are pronoun drills (three to five role episodes, each with a pair of its own), half
-/// three to five indirect-object sentences of many shapes (half of those stories open with the
-/// pair: `Generator::pair_first_ioi`)
-/// (`Generator::drill_opening`, `DRILL_ACTIONS`), each with a pair of its own from the training side.
+/// three to five indirect-object sentences of many shapes (`Generator::drill_opening`,
+/// `DRILL_ACTIONS`), each with a pair of its own from the training side; half of those stories
+/// open with the pair itself (`Generator::pair_first_ioi`).
 ///
 /// `before` are words a drill sentence may put right before its pair, as it is ("whale Mary
 /// and John went to the park."; none: only the generator's own): with the words of a corpus,

@@ -117,25 +117,16 @@ pub fn logit_lens(model: &Transformer, trace: &Trace, positions: &[usize]) -> Re
         for mut row in logits.rows_mut() {
             // Only two probabilities of the row are read, the top token's and the final
             // prediction's: the softmax's sum is all they need, the vocabulary's probabilities
-            // are not written out (nor sorted: the top is the first largest).
+            // are not written out.
             let logits = row.as_slice_mut().expect("fresh rows are contiguous"); // (vocab,)
-            let (id, max) =
-                logits
-                    .iter()
-                    .enumerate()
-                    .fold((0, f32::NEG_INFINITY), |(best, max), (i, &v)| {
-                        if v > max {
-                            (i, v)
-                        } else {
-                            (best, max)
-                        }
-                    });
+            let id = top_ids(logits, 1)[0]; // the largest logit is the largest probability
+            let max = logits[id as usize];
             logits.iter_mut().for_each(|v| *v -= max);
             exp_in_place(logits); // (vocab,): exp(logit - max)
             let sum: f32 = logits.iter().sum();
             tops.push(LensCell {
-                id: id as u32,
-                text: text(id as u32),
+                id,
+                text: text(id),
                 prob: 1.0 / sum, // exp(0) / sum
             });
             final_prob.push(logits[final_id as usize] / sum);

@@ -9,7 +9,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
 use serde::Serialize;
 
-use super::colors::{Scale, CATEGORICAL};
+use super::colors::{ink_on, Scale, CATEGORICAL};
 use super::heatmap::{draw_heatmap, Geometry, Heatmap, HeatmapDrawn};
 use super::prediction::token_label;
 use super::Canvas;
@@ -18,6 +18,9 @@ use crate::analysis::logit_lens::{last_positions, logit_lens, LogitLens};
 use crate::error::Result;
 use crate::trace::Trace;
 use crate::Transformer;
+
+/// The cells' colours (each top token's probability), and so the ink of the tokens on them.
+const PROBABILITY: Scale = Scale::Sequential { min: 0.0, max: 1.0 };
 
 #[derive(Debug, Clone, Serialize)]
 pub struct LensDrawn {
@@ -62,7 +65,7 @@ pub fn draw_logit_lens<DB: Canvas>(
             y_desc: "depth",
             col_labels: &cols,
             row_labels: &rows,
-            scale: Scale::Sequential { min: 0.0, max: 1.0 },
+            scale: PROBABILITY,
             legend: "probability",
             vector,
         },
@@ -98,7 +101,7 @@ fn draw_cell_tokens<DB: Canvas>(
                 g.left + ((c as f32 + 0.5) * cell_w) as i32,
                 g.top + ((r as f32 + 0.5) * cell_h) as i32,
             );
-            let colour = if cell.prob < 0.5 { WHITE } else { BLACK };
+            let colour = ink_on(PROBABILITY.color(cell.prob));
             let style = anchored_text(font, HPos::Center, VPos::Center).color(&colour);
             area.draw(&Text::new(
                 short_label(&token_label(&cell.text), max_chars),

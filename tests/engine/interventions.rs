@@ -729,25 +729,25 @@ fn committed_decoders_indirect_object_goes_through_a_few_heads() {
             .iter()
             .map(|g| g.clean_difference - g.corrupt_difference)
             .sum();
-        let mut mean = vec![0f32; layers * heads]; // each head's share of `total`
+        let mut restored = vec![0f32; layers * heads]; // each head's share of `total`
         for grid in &grids {
             let gap = grid.clean_difference - grid.corrupt_difference;
             for (i, share) in grid.heads.iter().flatten().enumerate() {
-                mean[i] += share * gap / total;
+                restored[i] += share * gap / total;
             }
         }
-        let mut order: Vec<usize> = (0..mean.len()).collect();
-        order.sort_by(|a, b| mean[*b].total_cmp(&mean[*a]));
+        let mut order: Vec<usize> = (0..restored.len()).collect();
+        order.sort_by(|a, b| restored[*b].total_cmp(&restored[*a]));
         // The heads that restore a quarter of the difference or more on their own, at most 3.
         let few: Vec<(usize, usize)> = order
             .iter()
-            .take_while(|&&i| mean[i] >= 0.25)
+            .take_while(|&&i| restored[i] >= 0.25)
             .take(3)
             .map(|i| (i / heads, i % heads))
             .collect();
         assert!(
             !few.is_empty(),
-            "{name}: no head restores a quarter: {mean:.2?}"
+            "{name}: no head restores a quarter: {restored:.2?}"
         );
         let mut together = 0f32;
         for ((clean, corrupt, answer, wrong), grid) in pairs.iter().zip(&grids) {
@@ -768,7 +768,7 @@ fn committed_decoders_indirect_object_goes_through_a_few_heads() {
         }
         let shares: Vec<String> = order[..few.len()]
             .iter()
-            .map(|&i| format!("L{} H{} {:.2}", i / heads, i % heads, mean[i]))
+            .map(|&i| format!("L{} H{} {:.2}", i / heads, i % heads, restored[i]))
             .collect();
         eprintln!(
             "{name}: {} prompts; the heads that restore most: {shares:?}; together {together:.2}",

@@ -8,7 +8,7 @@ use crate::error::{Result, VizError};
 use crate::tokenize::vocab_file::VocabFile;
 use crate::tokenize::Tokenizer;
 use crate::train::batches::Mixture;
-use crate::train::behaviour::{ioi_report, pronoun_heads, HELD_OUT_SEED};
+use crate::train::behaviour::{ioi_report, of_kind, pronoun_heads, HELD_OUT_SEED, PRONOUN_KINDS};
 use crate::train::bigram::bigram_loss;
 use crate::train::corpus::{drill_text, token_stream, Corpus};
 use crate::train::head_probe::HeadProbe;
@@ -316,7 +316,8 @@ pub fn behaviours(
     };
     let heads = HeadProbe::new(&corpus.held_out, bos, None).measure(model)?;
     let mut lines = vec![heads.summary()];
-    let pronouns = pronoun_heads(model, &pronoun_cases(HELD_OUT_SEED, count))?;
+    let cases = pronoun_cases(HELD_OUT_SEED, count);
+    let pronouns = pronoun_heads(model, &cases)?;
     let best = pronouns[0];
     lines.push(format!(
         "pronouns: layer {} head {} puts its strongest weight on the antecedent of {:.1}% of the pronouns of {} held-out sentences",
@@ -325,6 +326,29 @@ pub fn behaviours(
         100.0 * best.share,
         count
     ));
+    // The same head by kind of pronoun, beside each kind's own best head: a model may find
+    // people with one head and things with another.
+    for (kind, words) in PRONOUN_KINDS {
+        let some = of_kind(&cases, words);
+        let n: usize = some.iter().map(|c| c.references.len()).sum();
+        if n == 0 {
+            continue;
+        }
+        let heads = pronoun_heads(model, &some)?;
+        let share_of = |layer: usize, head: usize| {
+            heads
+                .iter()
+                .find(|h| (h.layer, h.head) == (layer, head))
+                .map_or(0.0, |h| h.share)
+        };
+        lines.push(format!(
+            "  {kind}: {:.1}% of {n} (the best for these: layer {} head {}, {:.1}%)",
+            100.0 * share_of(best.layer, best.head),
+            heads[0].layer,
+            heads[0].head,
+            100.0 * heads[0].share
+        ));
+    }
     // A vocabulary that cuts names into pieces cannot name one person in one token.
     let prompts = ioi_prompts(HELD_OUT_SEED, count, Split::HeldOut);
     lines.push(match ioi_report(model, &prompts) {

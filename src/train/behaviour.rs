@@ -89,6 +89,38 @@ pub fn pronoun_heads(model: &Transformer, cases: &[Rendered]) -> Result<Vec<Pron
     Ok(ranked)
 }
 
+/// The kinds of pronoun in the held-out sentences, each with its words: a model may give
+/// people and things to different heads, and the share of all pronouns hides which.
+pub const PRONOUN_KINDS: [(&str, &[&str]); 3] = [
+    ("he / she", &["he", "she"]),
+    ("him / her", &["him", "her"]),
+    ("it", &["it"]),
+];
+
+/// The cases with only the references whose pronoun is one of `words` (in any case); cases
+/// left without one are dropped.
+pub fn of_kind(cases: &[Rendered], words: &[&str]) -> Vec<Rendered> {
+    cases
+        .iter()
+        .map(|case| Rendered {
+            text: case.text.clone(),
+            references: case
+                .references
+                .iter()
+                .copied()
+                .filter(|&(p, _)| {
+                    let word = case.text[p..]
+                        .split(|c: char| !c.is_alphabetic())
+                        .next()
+                        .unwrap_or_default();
+                    words.iter().any(|w| w.eq_ignore_ascii_case(word))
+                })
+                .collect(),
+        })
+        .filter(|case| !case.references.is_empty())
+        .collect()
+}
+
 /// How the model ends indirect-object sentences.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct IoiReport {

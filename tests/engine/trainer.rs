@@ -956,13 +956,35 @@ fn the_behaviours_command_reports_each_measure() {
     assert!(lines[0].contains("copy loss"), "{stdout}");
     let pronouns = regex::Regex::new(r"^pronouns: layer \d head \d puts its strongest weight on the antecedent of \d+\.\d% of the pronouns of 30 held-out sentences$").unwrap();
     assert!(pronouns.is_match(lines[1]), "{stdout}");
+    // Then the same head by kind of pronoun: every kind the held-out sentences hold, and the
+    // counts add up to all of them.
+    let kind = regex::Regex::new(r"^  (he / she|him / her|it): \d+\.\d% of (\d+) \(the best for these: layer \d head \d, \d+\.\d%\)$").unwrap();
+    let kinds: Vec<_> = lines[2..].iter().map_while(|l| kind.captures(l)).collect();
+    assert_eq!(
+        kinds.iter().map(|c| c[1].to_string()).collect::<Vec<_>>(),
+        ["he / she", "him / her", "it"],
+        "{stdout}"
+    );
+    let cases = transformer_viz::train::stories::pronoun_cases(
+        transformer_viz::train::behaviour::HELD_OUT_SEED,
+        30,
+    );
+    assert_eq!(
+        kinds
+            .iter()
+            .map(|c| c[2].parse::<usize>().unwrap())
+            .sum::<usize>(),
+        cases.iter().map(|c| c.references.len()).sum::<usize>(),
+        "{stdout}"
+    );
+    let rest = &lines[2 + kinds.len()..];
     assert!(
-        lines[2].starts_with("indirect objects: the answer first in ")
-            || lines[2].starts_with("indirect objects: not measured: "),
+        rest[0].starts_with("indirect objects: the answer first in ")
+            || rest[0].starts_with("indirect objects: not measured: "),
         "{stdout}"
     );
     assert_eq!(
-        lines[3..].iter().filter(|l| l.contains("\" -> \"")).count(),
+        rest.iter().filter(|l| l.contains("\" -> \"")).count(),
         5,
         "{stdout}"
     );

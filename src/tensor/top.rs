@@ -5,18 +5,14 @@ pub fn top_ids(values: &[f32], n: usize) -> Vec<u32> {
     if n == 1 {
         // The largest alone: one pass, no list of every id (the logit lens asks this of dozens
         // of vocabulary-wide rows a keystroke).
-        let best = (1..values.len()).fold(0, |best, i| {
+        let best = (0..values.len()).reduce(|best, i| {
             if values[i].total_cmp(&values[best]).is_gt() {
                 i
             } else {
                 best
             }
         });
-        return if values.is_empty() {
-            Vec::new()
-        } else {
-            vec![best as u32]
-        };
+        return best.map(|i| vec![i as u32]).unwrap_or_default();
     }
     let mut ids: Vec<u32> = (0..values.len() as u32).collect();
     let n = n.min(ids.len());

@@ -29,8 +29,11 @@ bin=${CARGO_TARGET_DIR:-target}/release/transformer-viz
 mkdir -p "$OUT"
 $bin vocab --corpus models/corpus --size 4608 --stories 12000 --out "$OUT/vocab.json"
 # candle allocates a fresh buffer for every tensor; glibc's default returns big ones to the
-# system at once, and the page faults of taking them back cost a third of the time.
-export MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=4000000000 MALLOC_TOP_PAD_=1000000000
+# system at once, and the page faults of taking them back cost a third of the time. A step's
+# logits (32 x 128 x 4,608 floats, 75 MB) are above the largest threshold glibc allows (32 MiB),
+# so they would still be mapped afresh each time: MALLOC_MMAP_MAX_=0 keeps every buffer on the
+# heap (docs/models.md, "Training", says what each costs).
+export MALLOC_MMAP_MAX_=0 MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=4000000000 MALLOC_TOP_PAD_=1000000000
 # One core each: candle's element-wise operations run on one thread, so two runs side by side
 # finish sooner than one after the other on two threads.
 export RAYON_NUM_THREADS=1

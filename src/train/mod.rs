@@ -12,6 +12,7 @@ pub mod batches;
 pub mod behaviour;
 pub mod bigram;
 pub mod corpus;
+pub mod cross_entropy;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod curve;
 pub mod head_probe;

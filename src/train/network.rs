@@ -12,6 +12,7 @@ use candle_core::{DType, Device, Tensor, Var, D};
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
 
+use super::cross_entropy::cross_entropy;
 use crate::checkpoints::generic;
 use crate::error::{Result, VizError};
 use crate::model::config::{Activation, LmHead, ModelConfig, NormKind, NormPlace, Position};
@@ -407,7 +408,7 @@ impl Network {
         labels: &Tensor,
     ) -> CResult<Tensor> {
         let logits = self.seq2seq_logits(source, target)?; // (B*T, V)
-        candle_nn::loss::cross_entropy(&logits, &labels.flatten_all()?)
+        cross_entropy(&logits, &labels.flatten_all()?) // ()
     }
 
     /// ReLU FFN: max(0, x W1^T + b1) W2^T + b2, (B*T, d) -> (B*T, d).
@@ -437,7 +438,7 @@ impl Network {
     /// Mean cross-entropy of predicting `targets` (B, T) from `ids` (B, T).
     pub fn loss(&self, ids: &Tensor, targets: &Tensor) -> CResult<Tensor> {
         let logits = self.logits(ids)?; // (B*T, V)
-        candle_nn::loss::cross_entropy(&logits, &targets.flatten_all()?)
+        cross_entropy(&logits, &targets.flatten_all()?) // ()
     }
 }
 

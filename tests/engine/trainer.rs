@@ -1173,3 +1173,67 @@ fn a_curriculums_run_pool_doubles_every_so_many_steps_then_the_main_mixture_foll
     s.early = Some((10_000, early));
     assert_eq!(s.mixture_at(9_999).pool, u32::MAX);
 }
+
+/// The trainer's fused cross-entropy (`train::cross_entropy`) gives candle-nn's loss and
+/// gradient within float rounding, keeps its exponentials from overflowing on large logits,
+/// and refuses a target id outside the vocabulary.
+#[test]
+fn fused_cross_entropy_gives_candle_nns_loss_and_gradient() {
+    use candle_core::{Device, Var};
+    use transformer_viz::train::cross_entropy::cross_entropy;
+    let (rows, vocab) = (37, 301);
+    for spread in [12.0f32, 90.0] {
+        // Logits spread over [-spread, spread) in a fixed scramble, targets anywhere.
+        let values: Vec<f32> = (0..rows * vocab)
+            .map(|k| ((k * 7919 + 104_729) % 1000) as f32 / 500.0 * spread - spread)
+            .collect();
+        let logits = Var::from_tensor(
+            &Tensor::from_vec(values, (rows, vocab), &Device::Cpu).unwrap(), // (N, V)
+        )
+        .unwrap();
+        let targets: Vec<u32> = (0..rows as u32).map(|i| i * 31 % vocab as u32).collect();
+        let targets = Tensor::new(targets.as_slice(), &Device::Cpu).unwrap(); // (N,)
+        let fused = cross_entropy(logits.as_tensor(), &targets).unwrap(); // ()
+        let reference = candle_nn::loss::cross_entropy(logits.as_tensor(), &targets).unwrap(); // ()
+        let (a, b) = (
+            fused.to_scalar::<f32>().unwrap(),
+            reference.to_scalar::<f32>().unwrap(),
+        );
+        assert!(a.is_finite() && a > 1.0, "{a}");
+        assert!(
+            (a - b).abs() <= 1e-5 * b.abs(),
+            "spread {spread}: {a} against {b}"
+        );
+        let gradient = |loss: &Tensor| -> Vec<f32> {
+            let grads = loss.backward().unwrap();
+            let g = grads.get(logits.as_tensor()).unwrap(); // (N, V)
+            g.flatten_all().unwrap().to_vec1().unwrap()
+        };
+        let (ga, gb) = (gradient(&fused), gradient(&reference));
+        let largest = gb.iter().fold(0f32, |m, g| m.max(g.abs()));
+        let worst = ga
+            .iter()
+            .zip(&gb)
+            .fold(0f32, |m, (x, y)| m.max((x - y).abs()));
+        assert!(largest > 1e-3, "{largest}");
+        assert!(
+            worst <= 1e-5 * largest,
+            "spread {spread}: gradients differ by {worst} (largest {largest})"
+        );
+        // Each row's gradient sums to zero (softmax minus a one-hot), over N.
+        for row in ga.chunks(vocab) {
+            assert!(
+                row.iter().sum::<f32>().abs() < 1e-6,
+                "{}",
+                row.iter().sum::<f32>()
+            );
+        }
+    }
+    let logits = Tensor::zeros((2, 5), candle_core::DType::F32, &Device::Cpu).unwrap();
+    let outside = Tensor::new(&[1u32, 5], &Device::Cpu).unwrap();
+    let error = cross_entropy(&logits, &outside).unwrap_err().to_string();
+    assert!(
+        error.contains("target id 5 is not below the vocabulary's 5"),
+        "{error}"
+    );
+}

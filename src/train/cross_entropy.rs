@@ -11,9 +11,7 @@
 //! offers this for candle's CPU backend (candle-nn fuses the softmax alone), hence this file.
 //! `tests/engine/trainer.rs` checks it against candle-nn's, value and gradient.
 
-use candle_core::{CpuStorage, CustomOp1, Layout, Shape, Tensor};
-
-use super::network::CResult;
+use candle_core::{CpuStorage, CustomOp1, Layout, Result as CResult, Shape, Tensor};
 
 /// Mean over rows of `log Σ_j exp(logits[i, j]) - logits[i, targets[i]]`: `logits` (N, V)
 /// f32, `targets` (N,) u32 ids below V. A scalar tensor whose backward pass reaches `logits`.

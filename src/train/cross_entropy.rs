@@ -17,6 +17,9 @@ use candle_core::{CpuStorage, CustomOp1, Layout, Result as CResult, Shape, Tenso
 /// f32, `targets` (N,) u32 ids below V. A scalar tensor whose backward pass reaches `logits`.
 pub fn cross_entropy(logits: &Tensor, targets: &Tensor) -> CResult<Tensor> {
     let (rows, vocab) = logits.dims2()?; // (N, V)
+    if rows == 0 || vocab == 0 {
+        candle_core::bail!("cross-entropy: logits of shape ({rows}, {vocab}) hold no row to score");
+    }
     let targets = targets.to_vec1::<u32>()?; // (N,)
     if targets.len() != rows {
         candle_core::bail!(

@@ -1236,4 +1236,8 @@ fn fused_cross_entropy_gives_candle_nns_loss_and_gradient() {
         error.contains("target id 5 is not below the vocabulary's 5"),
         "{error}"
     );
+    let empty = Tensor::zeros((0, 5), candle_core::DType::F32, &Device::Cpu).unwrap();
+    let none = Tensor::new(&[0u32; 0], &Device::Cpu).unwrap();
+    let error = cross_entropy(&empty, &none).unwrap_err().to_string();
+    assert!(error.contains("hold no row"), "{error}");
 }

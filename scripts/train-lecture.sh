@@ -5,8 +5,9 @@
 #   2. train lecture-post-ln and its pre-LN twin side by side, one core each, same data and
 #      seed, in two phases (docs/models.md says how long); each writes config.json,
 #      tokenizer.json, model.safetensors, train.log and loss.svg (the first phase's as
-#      train-phase1.log and loss-phase1.svg), and a checkpoint every 200 steps that RESUME=1
-#      continues from;
+#      train-phase1.log, loss-phase1.svg and model-phase1.safetensors), and a checkpoint every
+#      200 steps that RESUME=1 continues from; SECOND_PHASE_ONLY=1 trains the second phase alone,
+#      from the committed trained/NAME/model-phase1.safetensors (and not lecture-reverse);
 #   3. train lecture-reverse, the encoder-decoder that writes its source backwards (no corpus:
 #      random strings of lowercase letters and spaces, held-out ones never trained on).
 # The decoders' recipe (docs/models.md): 32 sequences of 128 tokens a step; for the first 1,200
@@ -45,8 +46,10 @@ export RAYON_NUM_THREADS=1
 # seed is 2: two seeds were tried, and with seed 1 the pre-LN twin's pronoun head did not form
 # (docs/models.md, "How the second phase was found").
 twin() {
-  local model=$1 first="$OUT/$1.phase1"
-  if [[ -z ${RESUME:-} || ! -f $first/model.safetensors ]]; then
+  local model=$1 first="$OUT/$1.phase1" init="$OUT/$1.phase1/model.safetensors"
+  if [[ -n ${SECOND_PHASE_ONLY:-} ]]; then
+    init="trained/$model/model-phase1.safetensors"
+  elif [[ -z ${RESUME:-} || ! -f $init ]]; then
     $bin train --model "$model" --vocab "$OUT/vocab.json" --corpus models/corpus --out "$first" \
       --steps "$STEPS" --batch 32 --sequence 128 --learning-rate 3e-3 --warmup 200 --beta2 0.99 \
       --projection-std 0.088 --eval-every 100 --checkpoint-every 200 --seed 1 --stories 24000 \
@@ -55,7 +58,7 @@ twin() {
       --early-run-lengths 4-16 --early-run-zipf 1.0 "${resume[@]}" || return 1
   fi
   $bin train --model "$model" --vocab "$OUT/vocab.json" --corpus models/corpus --out "$OUT/$model" \
-    --init-from "$first/model.safetensors" --steps "$SECOND_STEPS" --batch 32 --sequence 128 \
+    --init-from "$init" --steps "$SECOND_STEPS" --batch 32 --sequence 128 \
     --learning-rate 1e-3 --warmup 50 --beta2 0.99 --projection-std 0.088 --eval-every 100 \
     --checkpoint-every 200 --seed 2 --stories 24000 --role-stories 60000 --behaviours 200 \
     --drill-stories 40000 --drills 300 --random-repeat 200 --copied-span 100 --run-pool 0 \
@@ -71,12 +74,15 @@ for pid in "${pids[@]}"; do wait "$pid" || status=1; done
 rm -f "$OUT/vocab.json"
 for model in lecture-post-ln lecture-pre-ln; do
   tail -n 2 "$OUT/$model.out"; rm -f "$OUT/$model.out" "$OUT/$model/checkpoint.json" "$OUT/$model/checkpoint.safetensors"
-  [ $status -eq 0 ] || continue
-  # The first phase's log and loss curve beside the second's; its weights are not kept.
+  [[ $status -eq 0 && -z ${SECOND_PHASE_ONLY:-} ]] || continue
+  # The first phase's log, loss curve and weights beside the second's (the page ships only
+  # model.safetensors): a second phase can be tried again without the first.
   mv "$OUT/$model.phase1/train.log" "$OUT/$model/train-phase1.log"
   mv "$OUT/$model.phase1/loss.svg" "$OUT/$model/loss-phase1.svg"
+  mv "$OUT/$model.phase1/model.safetensors" "$OUT/$model/model-phase1.safetensors"
   rm -r "$OUT/$model.phase1"
 done
 [ $status -eq 0 ] || exit $status
+[[ -z ${SECOND_PHASE_ONLY:-} ]] || exit 0
 # One core, its defaults: pre-LN, 64 strings a step, AdamW at 5e-4 after 500 warm-up steps.
 $bin train-reverse --out "$OUT/lecture-reverse" --steps "$REVERSE_STEPS" --seed 1

@@ -46,7 +46,8 @@ export RAYON_NUM_THREADS=1
 # seed is 2: two seeds were tried, and with seed 1 the pre-LN twin's pronoun head did not form
 # (docs/models.md, "How the second phase was found").
 twin() {
-  local model=$1 first="$OUT/$1.phase1" init="$OUT/$1.phase1/model.safetensors"
+  local model=$1 first="$OUT/$1.phase1"
+  local init="$first/model.safetensors"
   if [[ -n ${SECOND_PHASE_ONLY:-} ]]; then
     init="trained/$model/model-phase1.safetensors"
   elif [[ -z ${RESUME:-} || ! -f $init ]]; then

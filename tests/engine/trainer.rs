@@ -570,21 +570,36 @@ fn committed_decoders_beat_the_bigram_baseline() {
             loss < bigram - MARGIN,
             "{name}: held-out loss {loss:.3} against the bigram's {bigram:.3}"
         );
-        // The committed weights are the ones the committed log describes.
-        let logged: f64 = log
-            .lines()
-            .rev()
-            .filter(|l| l.starts_with("step "))
-            .find_map(|l| l.split("held-out ").nth(1))
-            .and_then(|t| t.split(' ').next())
-            .unwrap()
-            .parse()
-            .unwrap();
+        // The committed weights are the ones the committed logs describe, both phases'.
+        let logged = last_held_out(&log);
         assert!(
             (loss - logged).abs() < 1e-3,
             "{name}: the log says {logged}, the weights give {loss}"
         );
+        let first = Network::from_safetensors(
+            &model.config,
+            &std::fs::read(dir.join("model-phase1.safetensors")).unwrap(),
+        )
+        .unwrap();
+        let first_loss = evaluate(&first, &windows, 16).unwrap();
+        let first_logged = last_held_out(&first_log);
+        assert!(
+            (first_loss - first_logged).abs() < 1e-3,
+            "{name}: train-phase1.log says {first_logged}, model-phase1.safetensors gives {first_loss}"
+        );
     }
+}
+
+/// The held-out loss of a training log's last `step` line.
+fn last_held_out(log: &str) -> f64 {
+    log.lines()
+        .rev()
+        .filter(|l| l.starts_with("step "))
+        .find_map(|l| l.split("held-out ").nth(1))
+        .and_then(|t| t.split(' ').next())
+        .unwrap()
+        .parse()
+        .unwrap()
 }
 
 /// Issue #7's check: at least one head scores above 0.5 as a previous-token head (its mean

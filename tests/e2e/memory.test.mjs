@@ -127,7 +127,10 @@ function smolText(n, shift = 0) {
 
 async function typeSmol(page, text, tokens) {
   const before = await page.evaluate(() => window.__tviz.renders);
-  await page.fill('#text', text);
+  // The page runs a keystroke's pass in the input event itself, so `fill` returns when
+  // SmolLM2's pass is drawn: as patient as the wait for the drawing (a 512-token pass on a
+  // busy machine took over fill's default 30 s).
+  await page.fill('#text', text, { timeout: 120_000 });
   await waitForDrawn(page, before, tokens);
 }
 

@@ -33,6 +33,9 @@ function textOfTokens(n, shift = 0) {
   return Array.from({ length: n - 2 }, (_, i) => words[(i + shift) % words.length]).join(' ');
 }
 
+/** How long a pass may take to be drawn on a busy machine (SmolLM2 at 512 tokens). */
+const DRAW_TIMEOUT_MS = 120_000;
+
 /** Waits until a pass newer than `rendersBefore` has been drawn in full. */
 async function waitForDrawn(page, rendersBefore, tokens) {
   await page.waitForFunction(
@@ -40,7 +43,7 @@ async function waitForDrawn(page, rendersBefore, tokens) {
       && (t === undefined || document.getElementById('token-count').textContent.startsWith(`${t} /`))
       && window.__tvizSettled(),
     [rendersBefore, tokens],
-    { timeout: 120_000 },
+    { timeout: DRAW_TIMEOUT_MS },
   );
 }
 
@@ -130,7 +133,7 @@ async function typeSmol(page, text, tokens) {
   // The page runs a keystroke's pass in the input event itself, so `fill` returns when
   // SmolLM2's pass is drawn: as patient as the wait for the drawing (a 512-token pass on a
   // busy machine took over fill's default 30 s).
-  await page.fill('#text', text, { timeout: 120_000 });
+  await page.fill('#text', text, { timeout: DRAW_TIMEOUT_MS });
   await waitForDrawn(page, before, tokens);
 }
 

@@ -8,6 +8,7 @@
 //! train in a worker; the parts that read and write files or time the run are native only.
 
 pub mod adamw;
+pub mod attention_softmax;
 pub mod batches;
 pub mod behaviour;
 pub mod bigram;
@@ -17,6 +18,7 @@ pub mod cross_entropy;
 pub mod curve;
 pub mod head_probe;
 pub mod in_page;
+pub mod layer_norm;
 pub mod network;
 pub mod reversal;
 #[cfg(not(target_arch = "wasm32"))]

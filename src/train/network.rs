@@ -8,11 +8,13 @@
 
 use std::collections::BTreeMap;
 
-use candle_core::{DType, Device, Tensor, Var, D};
+use candle_core::{DType, Device, Tensor, Var};
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
 
+use super::attention_softmax::attention_weights;
 use super::cross_entropy::cross_entropy;
+use super::layer_norm::layer_norm;
 use crate::checkpoints::generic;
 use crate::error::{Result, VizError};
 use crate::model::config::{Activation, LmHead, ModelConfig, NormKind, NormPlace, Position};
@@ -35,8 +37,6 @@ pub struct Network {
     pub params: BTreeMap<String, Var>,
     /// (context, d_model): PE(p, 2i) = sin(p / 10000^(2i/d)), PE(p, 2i+1) = cos(...).
     position_table: Tensor,
-    /// (context, context): 0 on and below the diagonal, -inf above (a causal model), else 0.
-    mask: Tensor,
 }
 
 /// Standard normal numbers from a seeded stream (Box-Muller), so that a seed fixes the
@@ -183,21 +183,10 @@ impl Network {
         };
         let position_table =
             Tensor::from_vec(table, (n, config.d_model), &Device::Cpu).map_err(candle_err)?;
-        let mask: Vec<f32> = (0..n * n)
-            .map(|i| {
-                if config.causal && i % n > i / n {
-                    f32::NEG_INFINITY
-                } else {
-                    0.0
-                }
-            })
-            .collect();
-        let mask = Tensor::from_vec(mask, (n, n), &Device::Cpu).map_err(candle_err)?;
         Ok(Self {
             config,
             params,
             position_table,
-            mask,
         })
     }
 
@@ -276,13 +265,12 @@ impl Network {
 
     /// LayerNorm of each row of (N, d): (x - mean) / sqrt(var + eps) * gamma + beta.
     fn layer_norm(&self, x: &Tensor, name: &str) -> CResult<Tensor> {
-        let mean = x.mean_keepdim(D::Minus1)?; // (N, 1)
-        let centred = x.broadcast_sub(&mean)?; // (N, d)
-        let var = centred.sqr()?.mean_keepdim(D::Minus1)?; // (N, 1)
-        let standard = centred.broadcast_div(&(var + self.config.norm_eps as f64)?.sqrt()?)?; // (N, d)
-        standard
-            .broadcast_mul(self.p(&format!("{name}.gamma")))?
-            .broadcast_add(self.p(&format!("{name}.beta")))
+        layer_norm(
+            x,
+            self.p(&format!("{name}.gamma")),
+            self.p(&format!("{name}.beta")),
+            self.config.norm_eps,
+        ) // (N, d)
     }
 
     /// Queries from `x` (B*T, d), keys and values from `memory` (B*S, d), through the
@@ -310,12 +298,8 @@ impl Network {
             heads(memory, s, "key")?,
             heads(memory, s, "value")?,
         );
-        let mut scores = (q.matmul(&k.t()?)? / (hd as f64).sqrt())?; // (B, H, T, S)
-        if masked {
-            scores = scores.broadcast_add(&self.mask.narrow(0, 0, t)?.narrow(1, 0, s)?)?;
-            // (B, H, T, T)
-        }
-        let weights = candle_nn::ops::softmax(&scores, D::Minus1)?; // (B, H, T, S)
+        let scores = q.matmul(&k.t()?)?; // (B, H, T, S)
+        let weights = attention_weights(&scores, 1.0 / (hd as f32).sqrt(), masked)?; // (B, H, T, S)
         let mixed = weights.matmul(&v)?; // (B, H, T, hd)
         let joined = mixed.transpose(1, 2)?.reshape((b * t, h * hd))?; // (B*T, d)
         self.linear(&joined, &format!("{name}.output")) // (B*T, d)

@@ -1256,3 +1256,152 @@ fn fused_cross_entropy_gives_candle_nns_loss_and_gradient() {
     let error = cross_entropy(&empty, &none).unwrap_err().to_string();
     assert!(error.contains("hold no row"), "{error}");
 }
+
+/// Values in [-spread, spread) in a fixed scramble, as a variable of this shape.
+fn scrambled(shape: &[usize], spread: f32, salt: usize) -> candle_core::Var {
+    let count: usize = shape.iter().product();
+    let values: Vec<f32> = (0..count)
+        .map(|k| ((k * 7919 + salt * 104_729) % 1000) as f32 / 500.0 * spread - spread)
+        .collect();
+    candle_core::Var::from_vec(values, shape, &candle_core::Device::Cpu).unwrap()
+}
+
+/// The largest difference between two tensors' values, and the largest value of the second.
+fn difference(a: &Tensor, b: &Tensor) -> (f32, f32) {
+    let a: Vec<f32> = a.flatten_all().unwrap().to_vec1().unwrap();
+    let b: Vec<f32> = b.flatten_all().unwrap().to_vec1().unwrap();
+    assert_eq!(a.len(), b.len());
+    let worst = a
+        .iter()
+        .zip(&b)
+        .fold(0f32, |m, (x, y)| m.max((x - y).abs()));
+    (worst, b.iter().fold(0f32, |m, v| m.max(v.abs())))
+}
+
+/// The trainer's fused LayerNorm (`train::layer_norm`) gives the composed operations' values
+/// and gradients (input, gain, bias) within float rounding, and refuses a gain of another width.
+#[test]
+fn fused_layer_norm_gives_the_composed_operations_values_and_gradients() {
+    use transformer_viz::train::layer_norm::layer_norm;
+    let (rows, d, eps) = (37, 24, 1e-5f32);
+    for spread in [0.5f32, 40.0] {
+        let x = scrambled(&[rows, d], spread, 1); // (N, d)
+        let gamma = scrambled(&[d], 1.5, 2); // (d,)
+        let beta = scrambled(&[d], 0.7, 3); // (d,)
+        let upstream = scrambled(&[rows, d], 1.0, 4); // (N, d): the loss's weights
+        let fused = layer_norm(x.as_tensor(), &gamma, &beta, eps).unwrap(); // (N, d)
+        let composed = {
+            let x = x.as_tensor();
+            let mean = x.mean_keepdim(1).unwrap(); // (N, 1)
+            let centred = x.broadcast_sub(&mean).unwrap(); // (N, d)
+            let var = centred.sqr().unwrap().mean_keepdim(1).unwrap(); // (N, 1)
+            let std = (var + eps as f64).unwrap().sqrt().unwrap(); // (N, 1)
+            centred
+                .broadcast_div(&std)
+                .unwrap()
+                .broadcast_mul(&gamma)
+                .unwrap()
+                .broadcast_add(&beta)
+                .unwrap() // (N, d)
+        };
+        let (worst, largest) = difference(&fused, &composed);
+        assert!(
+            largest > 0.5 && worst <= 1e-5 * largest,
+            "spread {spread}: values differ by {worst}"
+        );
+        let grads = |out: &Tensor| {
+            (out * upstream.as_tensor())
+                .unwrap()
+                .sum_all()
+                .unwrap()
+                .backward()
+                .unwrap()
+        };
+        let (gf, gc) = (grads(&fused), grads(&composed));
+        for (name, v) in [
+            ("x", x.as_tensor()),
+            ("gamma", gamma.as_tensor()),
+            ("beta", beta.as_tensor()),
+        ] {
+            let (worst, largest) = difference(gf.get(v).unwrap(), gc.get(v).unwrap());
+            assert!(largest > 1e-3, "{name}: {largest}");
+            assert!(
+                worst <= 2e-5 * largest,
+                "spread {spread}: the gradients of {name} differ by {worst} (largest {largest})"
+            );
+        }
+    }
+    let x = scrambled(&[3, 4], 1.0, 5);
+    let narrow = scrambled(&[3], 1.0, 6);
+    let error = layer_norm(x.as_tensor(), &narrow, &narrow, eps)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("the gain has shape [3], the rows are 4 wide"),
+        "{error}"
+    );
+}
+
+/// The trainer's fused attention weights (`train::attention_softmax`) give the composed
+/// operations' (scale, the causal mask's -inf added, softmax) values and gradient within float
+/// rounding, with and without the mask, and refuse a causal mask on a rectangle.
+#[test]
+fn fused_attention_weights_give_the_composed_operations_values_and_gradient() {
+    use transformer_viz::train::attention_softmax::attention_weights;
+    let (b, h, t) = (2, 3, 9);
+    let scale = 1.0 / 8f32.sqrt();
+    let mask: Vec<f32> = (0..t * t)
+        .map(|i| {
+            if i % t > i / t {
+                f32::NEG_INFINITY
+            } else {
+                0.0
+            }
+        })
+        .collect();
+    let mask = Tensor::from_vec(mask, (t, t), &candle_core::Device::Cpu).unwrap(); // (T, T)
+    for (causal, spread) in [(true, 3.0f32), (false, 3.0), (true, 60.0)] {
+        let scores = scrambled(&[b, h, t, t], spread, 7); // (B, H, T, T)
+        let upstream = scrambled(&[b, h, t, t], 1.0, 8);
+        let fused = attention_weights(&scores, scale, causal).unwrap(); // (B, H, T, T)
+        let mut scaled = (scores.as_tensor() * scale as f64).unwrap(); // (B, H, T, T)
+        if causal {
+            scaled = scaled.broadcast_add(&mask).unwrap();
+        }
+        let composed = candle_nn::ops::softmax(&scaled, candle_core::D::Minus1).unwrap(); // (B, H, T, T)
+        let (worst, _) = difference(&fused, &composed);
+        assert!(worst <= 1e-6, "causal {causal}, spread {spread}: {worst}");
+        let rows: Vec<f32> = fused
+            .sum(3)
+            .unwrap()
+            .flatten_all()
+            .unwrap()
+            .to_vec1()
+            .unwrap();
+        assert!(
+            rows.iter().all(|s| (s - 1.0).abs() < 1e-5),
+            "each row sums to 1"
+        );
+        let grads = |out: &Tensor| {
+            (out * upstream.as_tensor())
+                .unwrap()
+                .sum_all()
+                .unwrap()
+                .backward()
+                .unwrap()
+        };
+        let (gf, gc) = (grads(&fused), grads(&composed));
+        let (worst, largest) = difference(gf.get(&scores).unwrap(), gc.get(&scores).unwrap());
+        assert!(largest > 1e-3, "{largest}");
+        // The upstream weights are at most 1, so each term is too: float rounding of such terms.
+        assert!(
+            worst <= 1e-6,
+            "causal {causal}, spread {spread}: gradients differ by {worst} (largest {largest})"
+        );
+    }
+    let rectangle = scrambled(&[1, 1, 2, 3], 1.0, 9);
+    let error = attention_weights(&rectangle, scale, true)
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("as many keys as queries"), "{error}");
+}

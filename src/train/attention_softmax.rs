@@ -10,6 +10,7 @@
 //! backward pass), hence this file. `tests/engine/trainer.rs` checks it against the composed
 //! operations, value and gradient.
 
+use super::cpu_values::f32_values;
 use candle_core::{CpuStorage, CustomOp1, CustomOp2, Layout, Result as CResult, Shape, Tensor};
 
 /// softmax over the last axis of `scale · scores` (B, H, T, S), f32; with `causal` (then
@@ -44,17 +45,6 @@ struct AttentionWeights {
     causal: bool,
 }
 
-/// The f32 values of a contiguous tensor's storage.
-fn values<'a>(storage: &'a CpuStorage, layout: &Layout) -> CResult<&'a [f32]> {
-    let CpuStorage::F32(data) = storage else {
-        candle_core::bail!("attention weights: f32 tensors only");
-    };
-    let Some((start, end)) = layout.contiguous_offsets() else {
-        candle_core::bail!("attention weights: the tensors must be contiguous");
-    };
-    Ok(&data[start..end])
-}
-
 impl AttentionWeights {
     /// How many keys row `r` sees: all of them, or those up to its query's position.
     fn seen(&self, r: usize, keys: usize) -> usize {
@@ -72,7 +62,7 @@ impl CustomOp1 for AttentionWeights {
     }
 
     fn cpu_fwd(&self, storage: &CpuStorage, layout: &Layout) -> CResult<(CpuStorage, Shape)> {
-        let scores = values(storage, layout)?; // (B*H*T*S)
+        let scores = f32_values(storage, layout, "attention weights")?; // (B*H*T*S)
         let keys = *layout.dims().last().expect("checked: a key axis");
         let mut out = vec![0f32; scores.len()]; // (B*H*T*S): the hidden keys stay 0
         for (r, (row, weights)) in scores
@@ -120,8 +110,8 @@ impl CustomOp2 for AttentionWeightsBackward {
         grad: &CpuStorage,
         grad_layout: &Layout,
     ) -> CResult<(CpuStorage, Shape)> {
-        let w = values(weights, weights_layout)?; // (B*H*T*S)
-        let g = values(grad, grad_layout)?; // (B*H*T*S)
+        let w = f32_values(weights, weights_layout, "attention weights")?; // (B*H*T*S)
+        let g = f32_values(grad, grad_layout, "attention weights")?; // (B*H*T*S)
         let keys = *weights_layout.dims().last().expect("a key axis");
         let mut out = Vec::with_capacity(w.len()); // (B*H*T*S)
         for (w, g) in w.chunks_exact(keys).zip(g.chunks_exact(keys)) {

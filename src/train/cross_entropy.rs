@@ -11,6 +11,7 @@
 //! offers this for candle's CPU backend (candle-nn fuses the softmax alone), hence this file.
 //! `tests/engine/trainer.rs` checks it against candle-nn's, value and gradient.
 
+use super::cpu_values::f32_values;
 use candle_core::{CpuStorage, CustomOp1, Layout, Result as CResult, Shape, Tensor};
 
 /// Mean over rows of `log Σ_j exp(logits[i, j]) - logits[i, targets[i]]`: `logits` (N, V)
@@ -42,17 +43,6 @@ struct RowLosses {
     vocab: usize,
 }
 
-/// The f32 values of a contiguous tensor's storage.
-fn contiguous_f32<'a>(storage: &'a CpuStorage, layout: &Layout) -> CResult<&'a [f32]> {
-    let CpuStorage::F32(data) = storage else {
-        candle_core::bail!("cross-entropy: the logits must be f32");
-    };
-    let Some((start, end)) = layout.contiguous_offsets() else {
-        candle_core::bail!("cross-entropy: the logits must be contiguous");
-    };
-    Ok(&data[start..end])
-}
-
 /// log Σ exp(row), shifted by the row's largest value so that no exponential overflows; the
 /// sum is kept in f64, 4,608 terms of at most 1.
 fn log_sum_exp(row: &[f32]) -> f32 {
@@ -67,7 +57,7 @@ impl CustomOp1 for RowLosses {
     }
 
     fn cpu_fwd(&self, storage: &CpuStorage, layout: &Layout) -> CResult<(CpuStorage, Shape)> {
-        let logits = contiguous_f32(storage, layout)?; // (N*V)
+        let logits = f32_values(storage, layout, "cross-entropy")?; // (N*V)
         let losses: Vec<f32> = logits
             .chunks_exact(self.vocab)
             .zip(&self.targets)
@@ -104,7 +94,7 @@ impl CustomOp1 for SoftmaxMinusTarget {
     }
 
     fn cpu_fwd(&self, storage: &CpuStorage, layout: &Layout) -> CResult<(CpuStorage, Shape)> {
-        let logits = contiguous_f32(storage, layout)?; // (N*V)
+        let logits = f32_values(storage, layout, "cross-entropy")?; // (N*V)
         let mut out = Vec::with_capacity(logits.len()); // (N*V)
         for (i, row) in logits.chunks_exact(self.vocab).enumerate() {
             let t = self.targets[i] as usize;

@@ -9,6 +9,7 @@
 //! backward pass, so a trainer cannot use it), hence this file. `tests/engine/trainer.rs`
 //! checks it against the composed operations, value and gradients.
 
+use super::cpu_values::f32_values;
 use candle_core::{CpuStorage, CustomOp3, Layout, Result as CResult, Shape, Tensor};
 
 /// `(x - mean) / sqrt(var + eps) * gamma + beta` of each row of `x` (N, d), the mean and the
@@ -38,17 +39,6 @@ struct LayerNorm {
     eps: f32,
 }
 
-/// The f32 values of a contiguous tensor's storage.
-fn values<'a>(storage: &'a CpuStorage, layout: &Layout) -> CResult<&'a [f32]> {
-    let CpuStorage::F32(data) = storage else {
-        candle_core::bail!("layer norm: f32 tensors only");
-    };
-    let Some((start, end)) = layout.contiguous_offsets() else {
-        candle_core::bail!("layer norm: the tensors must be contiguous");
-    };
-    Ok(&data[start..end])
-}
-
 /// A row's mean and 1 / sqrt(var + eps), summed in f64.
 fn moments(row: &[f32], eps: f32) -> (f32, f32) {
     let n = row.len() as f64;
@@ -71,9 +61,9 @@ impl CustomOp3 for LayerNorm {
         beta: &CpuStorage,
         beta_layout: &Layout,
     ) -> CResult<(CpuStorage, Shape)> {
-        let x_values = values(x, x_layout)?; // (N*d)
-        let gamma = values(gamma, gamma_layout)?; // (d,)
-        let beta = values(beta, beta_layout)?; // (d,)
+        let x_values = f32_values(x, x_layout, "layer norm")?; // (N*d)
+        let gamma = f32_values(gamma, gamma_layout, "layer norm")?; // (d,)
+        let beta = f32_values(beta, beta_layout, "layer norm")?; // (d,)
         let d = gamma.len();
         let mut out = Vec::with_capacity(x_values.len()); // (N*d)
         for row in x_values.chunks_exact(d) {
@@ -131,9 +121,9 @@ impl CustomOp3 for LayerNormBackward {
         gamma: &CpuStorage,
         gamma_layout: &Layout,
     ) -> CResult<(CpuStorage, Shape)> {
-        let x_values = values(x, x_layout)?; // (N*d)
-        let grad = values(grad, grad_layout)?; // (N*d)
-        let gamma = values(gamma, gamma_layout)?; // (d,)
+        let x_values = f32_values(x, x_layout, "layer norm")?; // (N*d)
+        let grad = f32_values(grad, grad_layout, "layer norm")?; // (N*d)
+        let gamma = f32_values(gamma, gamma_layout, "layer norm")?; // (d,)
         let d = gamma.len();
         let rows = x_values.len() / d;
         let mut out = Vec::with_capacity(x_values.len() + 2 * d); // (N*d + 2d)

@@ -13,6 +13,7 @@ pub mod batches;
 pub mod behaviour;
 pub mod bigram;
 pub mod corpus;
+pub mod cpu_values;
 pub mod cross_entropy;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod curve;

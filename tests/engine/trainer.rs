@@ -1278,6 +1278,17 @@ fn difference(a: &Tensor, b: &Tensor) -> (f32, f32) {
     (worst, b.iter().fold(0f32, |m, v| m.max(v.abs())))
 }
 
+/// The gradients of Σ out · upstream: every variable's under `out`, with `upstream` as the
+/// gradient reaching `out`.
+fn weighted_gradients(out: &Tensor, upstream: &Tensor) -> candle_core::backprop::GradStore {
+    (out * upstream)
+        .unwrap()
+        .sum_all()
+        .unwrap()
+        .backward()
+        .unwrap()
+}
+
 /// The trainer's fused LayerNorm (`train::layer_norm`) gives the composed operations' values
 /// and gradients (input, gain, bias) within float rounding, and refuses a gain of another width.
 #[test]
@@ -1309,15 +1320,10 @@ fn fused_layer_norm_gives_the_composed_operations_values_and_gradients() {
             largest > 0.5 && worst <= 1e-5 * largest,
             "spread {spread}: values differ by {worst}"
         );
-        let grads = |out: &Tensor| {
-            (out * upstream.as_tensor())
-                .unwrap()
-                .sum_all()
-                .unwrap()
-                .backward()
-                .unwrap()
-        };
-        let (gf, gc) = (grads(&fused), grads(&composed));
+        let (gf, gc) = (
+            weighted_gradients(&fused, &upstream),
+            weighted_gradients(&composed, &upstream),
+        );
         for (name, v) in [
             ("x", x.as_tensor()),
             ("gamma", gamma.as_tensor()),
@@ -1382,15 +1388,10 @@ fn fused_attention_weights_give_the_composed_operations_values_and_gradient() {
             rows.iter().all(|s| (s - 1.0).abs() < 1e-5),
             "each row sums to 1"
         );
-        let grads = |out: &Tensor| {
-            (out * upstream.as_tensor())
-                .unwrap()
-                .sum_all()
-                .unwrap()
-                .backward()
-                .unwrap()
-        };
-        let (gf, gc) = (grads(&fused), grads(&composed));
+        let (gf, gc) = (
+            weighted_gradients(&fused, &upstream),
+            weighted_gradients(&composed, &upstream),
+        );
         let (worst, largest) = difference(gf.get(&scores).unwrap(), gc.get(&scores).unwrap());
         assert!(largest > 1e-3, "{largest}");
         // The upstream weights are at most 1, so each term is too: float rounding of such terms.

@@ -11,6 +11,7 @@ pub mod adamw;
 pub mod attention_softmax;
 pub mod batches;
 pub mod behaviour;
+pub mod bias;
 pub mod bigram;
 pub mod corpus;
 pub mod cpu_values;
@@ -21,6 +22,7 @@ pub mod head_probe;
 pub mod in_page;
 pub mod layer_norm;
 pub mod network;
+pub mod relu;
 pub mod reversal;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod reversal_run;

@@ -13,8 +13,10 @@ use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
 
 use super::attention_softmax::attention_weights;
+use super::bias::add_bias;
 use super::cross_entropy::cross_entropy;
 use super::layer_norm::layer_norm;
+use super::relu::relu;
 use crate::checkpoints::generic;
 use crate::error::{Result, VizError};
 use crate::model::config::{Activation, LmHead, ModelConfig, NormKind, NormPlace, Position};
@@ -259,8 +261,8 @@ impl Network {
 
     /// (N, in) -> (N, out): x W^T + b.
     fn linear(&self, x: &Tensor, name: &str) -> CResult<Tensor> {
-        x.matmul(&self.p(&format!("{name}.weight")).t()?)?
-            .broadcast_add(self.p(&format!("{name}.bias")))
+        let product = x.matmul(&self.p(&format!("{name}.weight")).t()?)?; // (N, out)
+        add_bias(&product, self.p(&format!("{name}.bias"))) // (N, out)
     }
 
     /// LayerNorm of each row of (N, d): (x - mean) / sqrt(var + eps) * gamma + beta.
@@ -397,7 +399,7 @@ impl Network {
 
     /// ReLU FFN: max(0, x W1^T + b1) W2^T + b2, (B*T, d) -> (B*T, d).
     fn feed_forward(&self, x: &Tensor, layer: &str) -> CResult<Tensor> {
-        let hidden = self.linear(x, &format!("{layer}.ffn.up"))?.relu()?; // (B*T, d_ff)
+        let hidden = relu(&self.linear(x, &format!("{layer}.ffn.up"))?)?; // (B*T, d_ff)
         self.linear(&hidden, &format!("{layer}.ffn.down")) // (B*T, d)
     }
 

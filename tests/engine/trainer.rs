@@ -1406,3 +1406,60 @@ fn fused_attention_weights_give_the_composed_operations_values_and_gradient() {
         .to_string();
     assert!(error.contains("as many keys as queries"), "{error}");
 }
+
+/// The trainer's fused bias (`train::bias`) and ReLU (`train::relu`) give candle's
+/// `broadcast_add` and `relu` values and gradients to the bit (ReLU's gradient passing at
+/// exactly 0, as candle's does), and the bias refuses another width.
+#[test]
+fn fused_bias_and_relu_give_candles_values_and_gradients() {
+    use transformer_viz::train::{bias::add_bias, relu::relu};
+    let (rows, d) = (37, 24);
+    let x = scrambled(&[rows, d], 3.0, 1); // (N, d)
+    let bias = scrambled(&[d], 1.5, 2); // (d,)
+    let upstream = scrambled(&[rows, d], 1.0, 4); // (N, d): the loss's weights
+    let fused = add_bias(x.as_tensor(), &bias).unwrap(); // (N, d)
+    let composed = x.as_tensor().broadcast_add(&bias).unwrap(); // (N, d)
+    let (worst, largest) = difference(&fused, &composed);
+    assert!(largest > 1.0 && worst == 0.0, "values differ by {worst}");
+    let (gf, gc) = (
+        weighted_gradients(&fused, &upstream),
+        weighted_gradients(&composed, &upstream),
+    );
+    for (name, v) in [("x", x.as_tensor()), ("bias", bias.as_tensor())] {
+        let (worst, largest) = difference(gf.get(v).unwrap(), gc.get(v).unwrap());
+        assert!(largest > 0.5, "{name}: {largest}");
+        assert!(
+            worst == 0.0,
+            "the gradients of {name} differ by {worst} (largest {largest})"
+        );
+    }
+
+    let values: Vec<f32> = x.as_tensor().flatten_all().unwrap().to_vec1().unwrap();
+    let zeros = values.iter().filter(|&&v| v == 0.0).count();
+    assert!(
+        zeros > 0 && values.iter().any(|&v| v < 0.0),
+        "{zeros} zeros"
+    );
+    let fused = relu(x.as_tensor()).unwrap(); // (N, d)
+    let composed = x.as_tensor().relu().unwrap(); // (N, d)
+    assert_eq!(difference(&fused, &composed).0, 0.0);
+    let (gf, gc) = (
+        weighted_gradients(&fused, &upstream),
+        weighted_gradients(&composed, &upstream),
+    );
+    let (worst, largest) = difference(
+        gf.get(x.as_tensor()).unwrap(),
+        gc.get(x.as_tensor()).unwrap(),
+    );
+    assert!(
+        largest > 0.5 && worst == 0.0,
+        "relu's gradients differ by {worst}"
+    );
+
+    let narrow = scrambled(&[d - 1], 1.0, 6);
+    let error = add_bias(x.as_tensor(), &narrow).unwrap_err().to_string();
+    assert!(
+        error.contains("the bias has shape [23], the 37 rows are 24 wide"),
+        "{error}"
+    );
+}

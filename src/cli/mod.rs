@@ -204,6 +204,9 @@ enum Command {
         /// Held-out pronoun sentences and indirect-object prompts measured.
         #[arg(long, default_value_t = 200)]
         count: usize,
+        /// Their seed: 7, the training log's (`HELD_OUT_SEED`); the tests grade on 2026's.
+        #[arg(long, default_value_t = crate::train::behaviour::HELD_OUT_SEED)]
+        seed: u64,
     },
     /// Learn a byte-level BPE vocabulary from a folder of text (for `train`).
     Vocab(train::VocabArgs),
@@ -424,7 +427,8 @@ fn run(cli: Cli) -> Result<()> {
             model,
             corpus,
             count,
-        } => train::behaviours(&model.load()?, &corpus, count),
+            seed,
+        } => train::behaviours(&model.load()?, &corpus, count, seed),
         Command::Vocab(args) => train::vocab(args),
         Command::Train(args) => train::train(args),
         Command::TrainReverse(args) => train::train_reverse(args),

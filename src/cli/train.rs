@@ -8,7 +8,7 @@ use crate::error::{Result, VizError};
 use crate::tokenize::vocab_file::VocabFile;
 use crate::tokenize::Tokenizer;
 use crate::train::batches::Mixture;
-use crate::train::behaviour::{ioi_report, of_kind, pronoun_heads, HELD_OUT_SEED, PRONOUN_KINDS};
+use crate::train::behaviour::{ioi_report, of_kind, pronoun_heads, PRONOUN_KINDS};
 use crate::train::bigram::bigram_loss;
 use crate::train::corpus::{drill_text, token_stream, Corpus};
 use crate::train::head_probe::HeadProbe;
@@ -16,7 +16,7 @@ use crate::train::in_page::{corpus_files, PageRun, PageSettings, Task};
 use crate::train::run::Run;
 use crate::train::step::Settings;
 use crate::train::stories::{
-    drill_stories, ioi_prompts, pronoun_cases, role_stories, stories, Split,
+    drill_stories, ioi_prompts, pronoun_cases, role_stories, stories, DrillExtras, Split,
 };
 use crate::train::vocab::learn_vocab;
 use crate::train::vocab_report::{text_tokens, tokens_per_word, vocab_report};
@@ -57,6 +57,12 @@ pub struct StoriesArgs {
     /// Drill stories (`train --drill-stories`, the training side) instead.
     #[arg(long, conflicts_with_all = ["held_out", "roles"])]
     pub drills: bool,
+    /// With `--drills`: pronoun drills with things too (`train --drill-things`).
+    #[arg(long, requires = "drills")]
+    pub drill_things: bool,
+    /// With `--drills`: ten verbs before "him" / "her" (`train --drill-verbs`).
+    #[arg(long, requires = "drills")]
+    pub drill_verbs: bool,
 }
 
 #[derive(clap::Args)]
@@ -139,6 +145,23 @@ pub struct TrainArgs {
     /// text, too few for their gradient to be felt.
     #[arg(long, default_value_t = 0)]
     pub drills: u32,
+    /// Of the drill windows, how many in a thousand begin at a drill story's start, right
+    /// after the start token (where the held-out prompts and a student's sentence are).
+    #[arg(long, default_value_t = 0)]
+    pub drill_starts: u32,
+    /// Pronoun drills with things too: one episode in three is one person and three things,
+    /// "it" the one said in the singular (off: the committed decoders' drill text).
+    #[arg(long)]
+    pub drill_things: bool,
+    /// A quarter of the indirect-object drills open with a word of the corpus, capitalised,
+    /// right before the pair, where a student's typed sentence starts (off: the committed
+    /// decoders' drill text).
+    #[arg(long)]
+    pub drill_word_first: bool,
+    /// A pronoun drill's "him" / "her" comes after one of ten verbs, not only "watched" and
+    /// "saw" (off: the committed decoders' drill text).
+    #[arg(long)]
+    pub drill_verbs: bool,
     /// Measure pronouns' antecedents and indirect objects on this many held-out sentences at
     /// each evaluation, in the log (`transformer-viz behaviours`; 0: not measured).
     #[arg(long, default_value_t = 0)]
@@ -301,6 +324,7 @@ pub fn behaviours(
     model: &crate::Transformer,
     corpus: &std::path::Path,
     count: usize,
+    seed: u64,
 ) -> Result<()> {
     let corpus = Corpus::read(corpus)?;
     // The lecture tokenizers start every text with their one special token.
@@ -316,7 +340,7 @@ pub fn behaviours(
     };
     let heads = HeadProbe::new(&corpus.held_out, bos, None).measure(model)?;
     let mut lines = vec![heads.summary()];
-    let cases = pronoun_cases(HELD_OUT_SEED, count);
+    let cases = pronoun_cases(seed, count);
     let pronouns = pronoun_heads(model, &cases)?;
     let best = pronouns[0];
     lines.push(format!(
@@ -350,7 +374,7 @@ pub fn behaviours(
         ));
     }
     // A vocabulary that cuts names into pieces cannot name one person in one token.
-    let prompts = ioi_prompts(HELD_OUT_SEED, count, Split::HeldOut);
+    let prompts = ioi_prompts(seed, count, Split::HeldOut);
     lines.push(match ioi_report(model, &prompts) {
         Ok(ioi) => format!(
             "indirect objects: the answer first in {:.1}% of {} held-out prompts, above the repeated name in {:.1}% (mean probability {:.3} against {:.3})",
@@ -397,7 +421,12 @@ pub fn print_stories(args: StoriesArgs) -> Result<()> {
         return print_lines(&role_stories(args.seed, args.count));
     }
     if args.drills {
-        return print_lines(&drill_stories(args.seed, args.count, &[]));
+        let extras = DrillExtras {
+            things: args.drill_things,
+            word_first: false, // no words given to put first
+            verbs: args.drill_verbs,
+        };
+        return print_lines(&drill_stories(args.seed, args.count, &[], extras));
     }
     let split = if args.held_out {
         Split::HeldOut
@@ -469,7 +498,15 @@ pub fn train(args: TrainArgs) -> Result<()> {
     let train = token_stream(&corpus.train, &tokenizer, bos)?;
     let held_out = token_stream(&corpus.held_out, &tokenizer, bos)?;
     let drills = token_stream(
-        &drill_text(args.drill_stories, &corpus.train),
+        &drill_text(
+            args.drill_stories,
+            &corpus.train,
+            DrillExtras {
+                things: args.drill_things,
+                word_first: args.drill_word_first,
+                verbs: args.drill_verbs,
+            },
+        ),
         &tokenizer,
         bos,
     )?;
@@ -498,6 +535,7 @@ pub fn train(args: TrainArgs) -> Result<()> {
             run_lengths: args.run_lengths,
             zipf: args.run_zipf,
             drills: args.drills,
+            drill_starts: args.drill_starts,
         },
         projection_std: args.projection_std,
         shards: 1,
@@ -511,6 +549,7 @@ pub fn train(args: TrainArgs) -> Result<()> {
                 run_lengths: args.early_run_lengths,
                 zipf: args.early_run_zipf,
                 drills: 0,
+                drill_starts: 0,
             },
         )),
     };

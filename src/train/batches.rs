@@ -35,6 +35,11 @@ pub struct Mixture {
     /// Windows of the drill text (a stream apart from the training text), in thousandths.
     #[serde(default)]
     pub drills: u32,
+    /// Of the drill windows, how many in a thousand begin at a drill story's first token,
+    /// right after the start token, as a student's typed text does: a sentence at the very
+    /// start of a text is read with fewer tokens to look back at than one in running text.
+    #[serde(default)]
+    pub drill_starts: u32,
 }
 
 fn default_run_lengths() -> (u32, u32) {
@@ -49,6 +54,7 @@ impl Mixture {
         run_lengths: (8, 48),
         zipf: 0.0,
         drills: 0,
+        drill_starts: 0,
     };
 }
 
@@ -140,7 +146,17 @@ pub fn sample_sequence(
     }
     let copying = mixture.random_repeat + mixture.copied_span;
     if kind >= copying && kind < copying + mixture.drills {
-        let start = below(rng, drills.len() - len);
+        let mut start = below(rng, drills.len() - len);
+        // No draw when no window is to start at a story, so older runs draw the same.
+        if mixture.drill_starts > 0 && (below(rng, 1000) as u32) < mixture.drill_starts {
+            // The first story that starts after `start` and still fills the window.
+            if let Some(at) = drills[start..drills.len() - len]
+                .iter()
+                .position(|&t| t == bos)
+            {
+                start += at + 1;
+            }
+        }
         seq.extend_from_slice(&drills[start..start + len]);
         return seq;
     }

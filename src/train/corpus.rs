@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::stories::{drill_stories, role_stories, stories, Split};
+use super::stories::{drill_stories, role_stories, stories, DrillExtras, Split};
 use crate::error::{Result, VizError};
 use crate::tokenize::Tokenizer;
 
@@ -93,10 +93,10 @@ pub const ROLE_STORIES_SEED: u64 = 2023;
 /// The seed of `drill_text`'s stories.
 pub const DRILL_STORIES_SEED: u64 = 2024;
 
-/// The drill text (`Mixture::drills`): `count` drill stories (`stories::drill_stories`), whose
-/// pairs may come right after any word of the `documents` (each distinct word of letters
-/// only, in the order first met).
-pub fn drill_text(count: usize, documents: &[String]) -> Vec<String> {
+/// The drill text (`Mixture::drills`): `count` drill stories (`stories::drill_stories`, with
+/// `extras`), whose pairs may come right after any word of the `documents` (each distinct word
+/// of letters only, in the order first met).
+pub fn drill_text(count: usize, documents: &[String], extras: DrillExtras) -> Vec<String> {
     let mut seen = std::collections::HashSet::new();
     let words: Vec<String> = documents
         .iter()
@@ -105,7 +105,7 @@ pub fn drill_text(count: usize, documents: &[String]) -> Vec<String> {
         .filter(|w| seen.insert(w.to_string()))
         .map(str::to_string)
         .collect();
-    drill_stories(DRILL_STORIES_SEED, count, &words)
+    drill_stories(DRILL_STORIES_SEED, count, &words, extras)
 }
 
 /// The seed of the stories `Corpus::add_stories` adds: the vocabulary and the model learn

@@ -355,6 +355,7 @@ impl PageSettings {
             run_lengths: (4, longest),
             zipf: 0.0,
             drills: 0,
+            drill_starts: 0,
         };
         Settings {
             steps: self.steps,

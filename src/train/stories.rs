@@ -261,6 +261,14 @@ const DRILL_DOINGS: &[&str] = &[
     "ran to the {place} in the rain",
 ];
 
+/// The verbs a pronoun drill may put before "him" / "her" and the person's -ing deed
+/// (`DrillExtras::verbs`): with only "watched" and "saw" a head learns to find the object's
+/// name after those two words alone. None is a held-out template's word.
+const WATCHING_VERBS: &[&str] = &[
+    "watched", "saw", "heard", "noticed", "spotted", "passed", "joined", "followed", "caught",
+    "left",
+];
+
 /// What `{B}` does to `{A}` at the end of a drill sentence.
 const DRILL_ACTIONS: &[&str] = &[
     "gave {gift} to",
@@ -415,17 +423,37 @@ pub fn role_stories(seed: u64, count: usize) -> Vec<String> {
     (0..count).map(|_| g.role_story()).collect()
 }
 
+/// What the drill text may hold beyond the drills the committed decoders were trained on
+/// (`train --drill-things`, `--drill-word-first`; both off, the drill text is theirs).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DrillExtras {
+    /// One pronoun-drill episode in three is one person and three things, "it" the one said
+    /// in the singular (`Generator::role_thing`).
+    pub things: bool,
+    /// A quarter of the indirect-object drills open with a word of `before`, capitalised,
+    /// right before the pair (`Generator::drill_opening`).
+    pub word_first: bool,
+    /// A pronoun drill's "him" / "her" comes after one of ten verbs (`WATCHING_VERBS`), not
+    /// only "watched" and "saw".
+    pub verbs: bool,
+}
+
 /// `count` drill stories (the drill text of `train --drills`), the same for the same seed:
 /// half are pronoun drills (three to five role episodes, each with a pair of its own), half
 /// three to five indirect-object sentences of many shapes (`Generator::drill_opening`,
 /// `DRILL_ACTIONS`), each with a pair of its own from the training side; half of those stories
-/// open with the pair itself (`Generator::pair_first_ioi`).
+/// open with the pair itself (`Generator::pair_first_ioi`). `extras` adds kinds of drill.
 ///
 /// `before` are words a drill sentence may put right before its pair, as it is ("whale Mary
 /// and John went to the park."; none: only the generator's own): with the words of a corpus,
 /// a name comes after tokens of every kind, and the model must find it as a name, not by the
 /// token before it.
-pub fn drill_stories(seed: u64, count: usize, before: &[String]) -> Vec<String> {
+pub fn drill_stories(
+    seed: u64,
+    count: usize,
+    before: &[String],
+    extras: DrillExtras,
+) -> Vec<String> {
     let mut g = Generator::new(seed, Split::Train);
     let held_out = held_out_words();
     g.before = before
@@ -436,6 +464,7 @@ pub fn drill_stories(seed: u64, count: usize, before: &[String]) -> Vec<String> 
         })
         .cloned()
         .collect();
+    g.extras = extras;
     (0..count).map(|_| g.drill_story()).collect()
 }
 
@@ -498,6 +527,7 @@ struct Generator {
     ioi: Vec<&'static str>,
     /// Words `drill_opening` may put right before the pair (`drill_stories`).
     before: Vec<String>,
+    extras: DrillExtras,
 }
 
 fn capitalised(s: &str) -> String {
@@ -519,6 +549,7 @@ impl Generator {
             split,
             ioi,
             before: Vec::new(),
+            extras: DrillExtras::default(),
         }
     }
 
@@ -738,41 +769,70 @@ impl Generator {
                 y.subject(),
                 ry.1
             ),
-            1 => format!(
-                "{intro} {} watched {} {}.",
-                capitalised(x.subject()),
-                y.object(),
-                ry.2
-            ),
-            _ => format!(
-                "{intro} {} saw {} {}, and {} {}.",
-                x.name,
-                y.object(),
-                ry.2,
-                x.subject(),
-                rx.1
-            ),
+            1 => {
+                let watched = self.watching_verb(trades_said, "watched");
+                format!(
+                    "{intro} {} {watched} {} {}.",
+                    capitalised(x.subject()),
+                    y.object(),
+                    ry.2
+                )
+            }
+            _ => {
+                let saw = self.watching_verb(trades_said, "saw");
+                format!(
+                    "{intro} {} {saw} {} {}, and {} {}.",
+                    x.name,
+                    y.object(),
+                    ry.2,
+                    x.subject(),
+                    rx.1
+                )
+            }
         }
     }
 
+    /// The verb before "him" / "her" in a role episode: `committed`, or in a drill with
+    /// `DrillExtras::verbs` one of `WATCHING_VERBS`.
+    fn watching_verb(&mut self, trades_said: bool, committed: &'static str) -> &'static str {
+        if trades_said || !self.extras.verbs {
+            return committed;
+        }
+        self.pick(WATCHING_VERBS)
+    }
+
     /// One person with a trade and a thing: "he" / "she" and "it", each followed by a deed
-    /// that only its antecedent does.
-    fn role_thing(&mut self, (a, role): Cast) -> String {
-        let (thing, deed) = self.pick(THING_DEEDS);
+    /// that only its antecedent does. With `trades_said` false (a drill) the person is named
+    /// alone, so only the name (`trade_of`) says what the deed after "he" / "she" is, and two
+    /// other things come too, before or after the one: "it" must be found as the one thing
+    /// said in the singular, as "she" is found as the one woman, not as the nearest thing.
+    fn role_thing(&mut self, (a, role): Cast, trades_said: bool) -> String {
+        let at = self.below(THING_DEEDS.len());
+        let (thing, deed) = THING_DEEDS[at];
         let colour = self.pick(COLOURS);
         let place = self.pick(PLACES);
+        let (who, things) = if trades_said {
+            (
+                format!("The {} {}", role.0, a.name),
+                format!("a {colour} {thing}"),
+            )
+        } else {
+            let others = THINGS[(at + 1 + self.below(THINGS.len() - 1)) % THINGS.len()].1;
+            let things = if self.below(2) == 0 {
+                format!("a {colour} {thing} and two {others}")
+            } else {
+                format!("two {others} and a {colour} {thing}")
+            };
+            (a.name.to_string(), things)
+        };
         match self.below(2) {
             0 => format!(
-                "The {} {} picked up a {colour} {thing} at the {place}. {} {}, and then it {deed}.",
-                role.0,
-                a.name,
+                "{who} picked up {things} at the {place}. {} {}, and then it {deed}.",
                 capitalised(a.subject()),
                 role.1
             ),
             _ => format!(
-                "The {} {} had a {colour} {thing}. {} dropped it, and it {deed}.",
-                role.0,
-                a.name,
+                "{who} had {things}. {} dropped it, and it {deed}.",
                 capitalised(a.subject())
             ),
         }
@@ -826,7 +886,7 @@ impl Generator {
             };
             let episode = match self.below(10) {
                 0..=2 => self.roles(x, y, true),
-                3 => self.role_thing(x),
+                3 => self.role_thing(x, true),
                 4 => self.role_ioi(x.0.name, y.0.name),
                 5 | 6 => self.ioi(x.0.name, y.0.name),
                 7 => self.pronouns(x.0, y.0),
@@ -840,8 +900,8 @@ impl Generator {
 
     /// An indirect-object sentence put together from an opening, now and then an aside and
     /// an adverb, and an action: `b` does something to `a`, the name said once.
-    fn varied_ioi(&mut self, a: &str, b: &str) -> String {
-        let opening = self.drill_opening();
+    fn varied_ioi(&mut self, a: &str, b: &str, word_first: bool) -> String {
+        let opening = self.drill_opening(word_first);
         let action = self.pick(DRILL_ACTIONS);
         let aside = if opening.ends_with('.') && self.below(4) == 0 {
             format!(" {}", self.pick(DRILL_ASIDES))
@@ -873,12 +933,20 @@ impl Generator {
 
     /// A drill sentence's opening: the pair doing something somewhere, after a time, a
     /// conjunction, both or neither, ending where the action can follow.
-    fn drill_opening(&mut self) -> String {
+    /// With `word_first` (a story's first sentence, half the time) the opening is a word of
+    /// the corpus, capitalised, then the pair: at a text's start the first name must be found
+    /// after whatever the text begins with.
+    fn drill_opening(&mut self, word_first: bool) -> String {
         let doing = self.pick(DRILL_DOINGS);
         let time = self.pick(DRILL_TIMES);
         let conjunction = self.pick(DRILL_CONJUNCTIONS);
         let lower = conjunction.to_lowercase();
         let manner = self.pick(DRILL_MANNERS);
+        if word_first && !self.before.is_empty() {
+            let at = self.below(self.before.len());
+            let word = capitalised(&self.before[at]);
+            return format!("{word} {{A}} and {{B}} {doing},");
+        }
         match self.below(8) {
             0 | 1 => format!("{conjunction} {{A}} and {{B}} {doing},"),
             2 => format!("{time}, {{A}} and {{B}} {doing}."),
@@ -901,22 +969,25 @@ impl Generator {
             return self.pronoun_drill();
         }
         let sentences = self.below(3) + 3;
-        let pair_first = self.below(2) == 0;
+        // Half open with the pair itself; with `word_first`, a quarter with a word of the
+        // corpus and the pair.
+        let opening = self.below(if self.extras.word_first { 4 } else { 2 });
         (0..sentences)
             .map(|i| {
                 let (a, b) = self.two_people();
-                if i == 0 && pair_first {
+                if i == 0 && (opening == 0 || (self.extras.word_first && opening == 1)) {
                     return self.pair_first_ioi(a.name, b.name);
                 }
-                self.varied_ioi(a.name, b.name)
+                self.varied_ioi(a.name, b.name, i == 0 && opening == 2)
             })
             .collect::<Vec<_>>()
             .join(" ")
     }
 
-    /// Three to five role episodes (`roles`), each with a woman and a man of their own, of two
-    /// trades, the trades not said: only the pronoun's gender says whose deed comes next, and
-    /// only the name (`trade_of`) what it is.
+    /// Three to five episodes, the trades not said: most are role episodes (`roles`), each
+    /// with a woman and a man of their own, of two trades, where only the pronoun's gender says
+    /// whose deed comes next and only the name (`trade_of`) what it is; one in three is one
+    /// person and three things (`role_thing`), "it" the one said in the singular.
     fn pronoun_drill(&mut self) -> String {
         let episodes = self.below(3) + 3;
         (0..episodes)
@@ -930,6 +1001,9 @@ impl Generator {
                     }
                 };
                 let cast = |p: Person| (p, trade_of(p.name).expect("a name of the list"));
+                if self.extras.things && self.below(3) == 0 {
+                    return self.role_thing(cast(a), false);
+                }
                 self.roles(cast(a), cast(b), false)
             })
             .collect::<Vec<_>>()

@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use transformer_viz::analysis::antecedents::THINGS;
 use transformer_viz::train::stories::{
     drill_stories, ioi_prompts, names, pair_split, pronoun_cases, role_stories, stories, trade_of,
-    Split, ROLES, SHOWCASE_PAIRS, THING_DEEDS,
+    DrillExtras, Split, ROLES, SHOWCASE_PAIRS, THING_DEEDS,
 };
 
 fn words(text: &str) -> HashSet<String> {
@@ -219,7 +219,7 @@ fn held_out_pronoun_sentences_point_each_pronoun_at_its_name_or_thing() {
     let training = [
         stories(6, 500, Split::Train),
         role_stories(6, 500),
-        drill_stories(6, 500, &[]),
+        drill_stories(6, 500, &[], DrillExtras::default()),
     ]
     .concat()
     .join(" ");
@@ -353,7 +353,8 @@ fn role_stories_use_training_pairs_and_no_held_out_template() {
 
 /// The drill text: seeded; half of its stories are indirect-object sentences, each with a
 /// training pair of its own, ending on the name said once, in many shapes, none of them a
-/// held-out template's; the other half role stories.
+/// held-out template's; the other half pronoun drills (role episodes and, one in three, a
+/// person and things).
 #[test]
 fn drill_stories_end_each_sentence_on_the_name_said_once_and_hold_out_the_held_out_templates() {
     let (female, male) = names();
@@ -362,17 +363,29 @@ fn drill_stories_end_each_sentence_on_the_name_said_once_and_hold_out_the_held_o
     let before: Vec<String> = ["whale", "While", "ship", "working", "Meanwhile", "harpoon"]
         .map(String::from)
         .to_vec();
-    let stories = drill_stories(11, 1000, &before);
-    assert_eq!(stories, drill_stories(11, 1000, &before), "seeded");
-    assert_ne!(stories, drill_stories(12, 1000, &before));
-    assert_ne!(stories, drill_stories(11, 1000, &[]));
+    let extras = DrillExtras {
+        things: true,
+        word_first: true,
+        verbs: true,
+    };
+    let stories = drill_stories(11, 1000, &before, extras);
+    assert_eq!(stories, drill_stories(11, 1000, &before, extras), "seeded");
+    assert_ne!(stories, drill_stories(12, 1000, &before, extras));
+    assert_ne!(stories, drill_stories(11, 1000, &[], extras));
     let text = stories.join("\n");
     assert!(text.contains("whale ") && text.contains("harpoon "));
     assert_no_held_out_template(&text, &["While ", "while ", "working "]);
     let (mut drills, mut sentences, mut pronoun_drills, mut pair_first) = (0, 0, 0, 0);
+    let mut word_first = 0;
     let mut openings = HashSet::new();
     let met = regex::Regex::new(r"(\w+) met (\w+) at the \w+\. ([^.]+)\.").unwrap();
     let then = regex::Regex::new(r"^(She|He) (.+), and then (she|he) (.+)$").unwrap();
+    // One thing in the singular and two of another kind, either first.
+    let thing = regex::Regex::new(
+        r"(\w+) (?:picked up|had) (?:two (\w+) and )?a \w+ (\w+)(?: and two (\w+))?(?: at the \w+)?\. (She|He) [^.]*it (\w+(?: \w+)?)\.",
+    )
+    .unwrap();
+    let (mut role_episodes, mut thing_episodes, mut other_first) = (0, 0, 0);
     for story in &stories {
         // Where each "... to Name." ends.
         let mut ends: Vec<usize> = all
@@ -387,10 +400,30 @@ fn drill_stories_end_each_sentence_on_the_name_said_once_and_hold_out_the_held_o
             .collect();
         ends.sort();
         if ends.last() != Some(&story.len()) {
-            // A pronoun drill: three to five role episodes, a woman and a man of their own in
-            // each, their trades not said, each pronoun followed by its person's own deed.
+            // A pronoun drill: three to five episodes, their trades not said. Most are role
+            // episodes, a woman and a man of their own in each, each pronoun followed by its
+            // person's own deed; some are one person and a thing, "it" followed by the
+            // thing's own deed.
             let intros: Vec<_> = met.captures_iter(story).collect();
-            assert!((3..=5).contains(&intros.len()), "{story}");
+            let with_things: Vec<_> = thing.captures_iter(story).collect();
+            for t in &with_things {
+                let (name, object) = (&t[1], &t[3]);
+                let deed = THING_DEEDS.iter().find(|(o, _)| *o == object).unwrap().1;
+                assert_eq!(&t[6], deed, "{story}");
+                let she = female.contains(&name);
+                assert_eq!(&t[5], if she { "She" } else { "He" }, "{story}");
+                // Exactly one of the two places holds the other things, of another kind.
+                let others = t.get(2).or(t.get(4)).expect("two other things").as_str();
+                assert!(t.get(2).is_none() || t.get(4).is_none(), "{story}");
+                let (one, _) = THINGS.iter().find(|(_, many)| *many == others).unwrap();
+                assert_ne!(one, &object, "{story}");
+                other_first += t.get(2).is_some() as usize;
+                thing_episodes += 1;
+            }
+            assert!(
+                (3..=5).contains(&(intros.len() + with_things.len())),
+                "{story}"
+            );
             assert!(!story.contains("The "), "no trade said: {story}");
             let pairs: HashSet<(&str, &str)> = intros
                 .iter()
@@ -407,7 +440,8 @@ fn drill_stories_end_each_sentence_on_the_name_said_once_and_hold_out_the_held_o
                     (a, b)
                 })
                 .collect();
-            assert!(pairs.len() >= 2, "{story}");
+            assert!(pairs.len() >= intros.len().min(2), "{story}");
+            role_episodes += intros.len();
             pronoun_drills += 1;
             continue;
         }
@@ -438,6 +472,11 @@ fn drill_stories_end_each_sentence_on_the_name_said_once_and_hold_out_the_held_o
         if all.contains(&opener) && story[opener.len()..].starts_with(" and ") {
             pair_first += 1;
         }
+        // A quarter open with a word of `before`, capitalised, right before the pair.
+        let second = story.split(' ').nth(1).unwrap_or_default();
+        if ["Whale", "Ship", "Harpoon"].contains(&opener) && all.contains(&second) {
+            word_first += 1;
+        }
         for piece in pieces {
             let answer = piece.trim_end_matches('.').rsplit(' ').next().unwrap();
             let other = *all
@@ -464,12 +503,26 @@ fn drill_stories_end_each_sentence_on_the_name_said_once_and_hold_out_the_held_o
             sentences += 1;
         }
     }
-    // Half are indirect-object drills, half pronoun drills.
+    // Half are indirect-object drills, half pronoun drills; one pronoun episode in three is a
+    // person and things.
     assert!((430..570).contains(&drills), "{drills} drills of 1000");
+    let episodes = role_episodes + thing_episodes;
+    assert!(
+        (episodes * 27 / 100..episodes * 40 / 100).contains(&thing_episodes),
+        "{thing_episodes} of {episodes} pronoun-drill episodes with things"
+    );
+    assert!(
+        (thing_episodes * 2 / 5..thing_episodes * 3 / 5).contains(&other_first),
+        "{other_first} of {thing_episodes} with the other things first"
+    );
     assert_eq!(drills + pronoun_drills, 1000);
     assert!(
         (drills * 2 / 5..drills * 3 / 5 + drills / 8).contains(&pair_first),
         "{pair_first} of {drills} drills open with the pair"
+    );
+    assert!(
+        (drills / 6..drills / 3).contains(&word_first),
+        "{word_first} of {drills} drills open with a word of the corpus"
     );
     assert!(
         sentences > 3 * drills,
@@ -481,4 +534,28 @@ fn drill_stories_end_each_sentence_on_the_name_said_once_and_hold_out_the_held_o
         "{} openings: {openings:?}",
         openings.len()
     );
+    // The verbs before "him" / "her" and the other person's deed.
+    let watching = regex::Regex::new(r"(?:^|\. )\w+ (\w+) (?:him|her) \w+ing\b").unwrap();
+    let verbs = |stories: &[String]| -> HashSet<String> {
+        stories
+            .iter()
+            .flat_map(|s| watching.captures_iter(s).map(|c| c[1].to_string()))
+            .collect()
+    };
+    let many = verbs(&stories);
+    assert!(many.len() >= 8, "{many:?}");
+    assert!(many.contains("watched") && many.contains("saw"), "{many:?}");
+    // None is a verb of the held-out pronoun templates.
+    for held_out in ["called", "told", "laughed", "found", "showed"] {
+        assert!(!many.contains(held_out), "{held_out}");
+    }
+    // Without the extras, no things, no word of the corpus first, only "watched" and "saw":
+    // the committed drills.
+    let plain = drill_stories(11, 1000, &before, DrillExtras::default());
+    let two: HashSet<String> = ["watched", "saw"].map(String::from).into();
+    assert_eq!(verbs(&plain), two);
+    assert!(plain.iter().all(|s| !thing.is_match(s)), "no things");
+    assert!(plain.iter().all(|s| !["Whale ", "Ship ", "Harpoon "]
+        .iter()
+        .any(|w| s.starts_with(w))));
 }

@@ -74,6 +74,7 @@ fn short_settings(steps: usize, seed: u64) -> Settings {
             run_lengths: (8, 48),
             zipf: 0.0,
             drills: 0,
+            drill_starts: 0,
         },
         early: None,
         pool_doubling: 0,
@@ -294,6 +295,7 @@ fn recipe_settings(steps: usize) -> Settings {
             run_lengths: (8, 16),
             zipf: 0.5,
             drills: 0,
+            drill_starts: 0,
         },
         early: Some((
             6,
@@ -304,6 +306,7 @@ fn recipe_settings(steps: usize) -> Settings {
                 run_lengths: (4, 16),
                 zipf: 1.0,
                 drills: 0,
+                drill_starts: 0,
             },
         )),
         ..short_settings(steps, 1)
@@ -323,6 +326,7 @@ fn second_phase_settings(steps: usize) -> Settings {
             run_lengths: (8, 16),
             zipf: 0.5,
             drills: 300,
+            drill_starts: 0,
         },
         early: None,
         seed: 2, // scripts/train-lecture.sh's second phase
@@ -714,22 +718,26 @@ fn each_trades_deed_starts_with_a_token_of_its_own() {
 
 /// Pronouns and indirect objects on held-out names and templates: some head sends at least
 /// 80% of the pronouns to the name or thing they stand for, and the model ends at least 90%
-/// of the indirect-object prompts with the name that was said once.
+/// of the indirect-object prompts with the name that was said once. Graded on 400 sentences
+/// and prompts of a seed of their own, not the training log's (`HELD_OUT_SEED`), by whose
+/// figures runs and checkpoints are chosen.
 #[test]
-#[ignore = "not yet learned (issue 31): after the second phase the best head sends 86.4% (pre-LN) and 76.6% (post-LN) of the held-out pronouns to their antecedent, and the models end 78.5% and 88.0% of the indirect-object prompts with the right name (docs/models.md); `cargo test --test engine -- --ignored committed_decoders` measures them"]
+#[ignore = "not yet learned (issue 31): on these 400 held-out sentences the best head sends 89.2% (pre-LN) and 79.8% (post-LN) of the pronouns to their antecedent, and the models end 81.5% and 86.7% of the indirect-object prompts with the right name (docs/models.md); `cargo test --test engine -- --ignored committed_decoders` measures them"]
 fn committed_decoders_resolve_held_out_pronouns_and_indirect_objects() {
     use transformer_viz::train::behaviour::{ioi_report, pronoun_heads, HELD_OUT_SEED};
     use transformer_viz::train::stories::{ioi_prompts, pronoun_cases, Split};
+    const TEST_SEED: u64 = 2026;
+    assert_ne!(TEST_SEED, HELD_OUT_SEED);
     for name in lecture::DECODERS {
         let model = load_named(&common::models_dir(), name, WeightPrecision::F32).unwrap();
-        let heads = pronoun_heads(&model, &pronoun_cases(HELD_OUT_SEED, 200)).unwrap();
+        let heads = pronoun_heads(&model, &pronoun_cases(TEST_SEED, 400)).unwrap();
         eprintln!("{name}: pronoun heads {:?}", &heads[..3]);
         assert!(
             heads[0].share >= 0.8,
             "{name}: best pronoun head {:?}",
             heads[0]
         );
-        let ioi = ioi_report(&model, &ioi_prompts(HELD_OUT_SEED, 200, Split::HeldOut)).unwrap();
+        let ioi = ioi_report(&model, &ioi_prompts(TEST_SEED, 400, Split::HeldOut)).unwrap();
         eprintln!("{name}: {ioi:?}");
         assert!(ioi.first >= 0.9, "{name}: {ioi:?}");
     }
@@ -1049,6 +1057,7 @@ fn the_default_mixture_draws_the_committed_runs_sequences() {
         run_lengths: (8, 48),
         zipf: 0.0,
         drills: 0,
+        drill_starts: 0,
     };
     let pool = run_pool(&stream, 299);
     let (mut a, mut b) = (ChaCha8Rng::seed_from_u64(5), ChaCha8Rng::seed_from_u64(5));
@@ -1114,6 +1123,52 @@ fn drill_windows_come_from_the_drill_text_at_their_share() {
     assert!(err.to_string().contains("--drill-stories"), "{err}");
 }
 
+/// With `drill_starts`, that share of the drill windows begins at a drill story's first token,
+/// right after the start token, as a typed text does; the others begin anywhere, as before.
+#[test]
+fn a_share_of_drill_windows_begins_at_a_story_start() {
+    use rand_chacha::ChaCha8Rng;
+    use rand_core::SeedableRng;
+    use transformer_viz::train::batches::{run_pool, sample_sequence};
+    let stream = synthetic_stream(5000, 299); // ids below 299
+                                              // Stories of 20 to 59 tokens, the start token 299 before each: each opens with id 350,
+                                              // which no other place holds, the rest ids 300..350.
+    let mut drills = Vec::new();
+    for story in 0..200usize {
+        drills.extend([299, 350]);
+        drills.extend((1..20 + story * 13 % 40).map(|i| 300 + ((story + i) % 50) as u32));
+    }
+    let pool = run_pool(&stream, 299);
+    let at_story_start = |starts: u32| {
+        let mixture = Mixture {
+            random_repeat: 0,
+            copied_span: 0,
+            drills: 1000,
+            drill_starts: starts,
+            ..short_settings(1, 1).mixture
+        };
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        (0..1000)
+            .filter(|_| {
+                let seq = sample_sequence(&mut rng, &stream, &drills, 64, 299, &mixture, &pool); // (65,)
+                assert_eq!(seq[0], 299);
+                assert!(seq[1..].iter().all(|&id| id >= 299), "a drill window");
+                seq[1] == 350
+            })
+            .count()
+    };
+    let (none, half, all) = (at_story_start(0), at_story_start(500), at_story_start(1000));
+    assert!(
+        none < 100,
+        "{none} of 1000 at a story's start with drill_starts 0"
+    );
+    assert!(
+        (400..650).contains(&half),
+        "{half} of 1000 with drill_starts 500"
+    );
+    assert!(all >= 990, "{all} of 1000 with drill_starts 1000");
+}
+
 #[test]
 fn zipf_runs_draw_every_token_and_the_frequent_ones_as_often_as_their_rank_says() {
     use rand_chacha::ChaCha8Rng;
@@ -1128,6 +1183,7 @@ fn zipf_runs_draw_every_token_and_the_frequent_ones_as_often_as_their_rank_says(
         run_lengths: (16, 16),
         zipf: 1.0,
         drills: 0,
+        drill_starts: 0,
     };
     let mut rng = ChaCha8Rng::seed_from_u64(3);
     let mut counts = vec![0usize; 299]; // (299,): draws by frequency rank
@@ -1170,6 +1226,7 @@ fn a_curriculums_run_pool_doubles_every_so_many_steps_then_the_main_mixture_foll
         run_lengths: (4, 16),
         zipf: 0.0,
         drills: 0,
+        drill_starts: 0,
     };
     s.early = Some((50, early));
     assert_eq!(s.mixture_at(0), early, "no doubling asked");

@@ -162,6 +162,10 @@ pub struct TrainArgs {
     /// "saw" (off: the committed decoders' drill text).
     #[arg(long)]
     pub drill_verbs: bool,
+    /// One pronoun-drill episode in three is one person alone, then "he" / "she" and their
+    /// deed (off: the committed decoders' drill text).
+    #[arg(long)]
+    pub drill_solo: bool,
     /// Measure pronouns' antecedents and indirect objects on this many held-out sentences at
     /// each evaluation, in the log (`transformer-viz behaviours`; 0: not measured).
     #[arg(long, default_value_t = 0)]
@@ -425,6 +429,7 @@ pub fn print_stories(args: StoriesArgs) -> Result<()> {
             things: args.drill_things,
             word_first: false, // no words given to put first
             verbs: args.drill_verbs,
+            solo: false,
         };
         return print_lines(&drill_stories(args.seed, args.count, &[], extras));
     }
@@ -505,6 +510,7 @@ pub fn train(args: TrainArgs) -> Result<()> {
                 things: args.drill_things,
                 word_first: args.drill_word_first,
                 verbs: args.drill_verbs,
+                solo: args.drill_solo,
             },
         ),
         &tokenizer,

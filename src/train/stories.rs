@@ -436,6 +436,9 @@ pub struct DrillExtras {
     /// A pronoun drill's "him" / "her" comes after one of ten verbs (`WATCHING_VERBS`), not
     /// only "watched" and "saw".
     pub verbs: bool,
+    /// One pronoun-drill episode in three is one person alone, named, then "he" / "she" and
+    /// their deed (`Generator::solo`).
+    pub solo: bool,
 }
 
 /// `count` drill stories (the drill text of `train --drills`), the same for the same seed:
@@ -1004,10 +1007,27 @@ impl Generator {
                 if self.extras.things && self.below(3) == 0 {
                     return self.role_thing(cast(a), false);
                 }
+                if self.extras.solo && self.below(3) == 0 {
+                    return self.solo(cast(a));
+                }
                 self.roles(cast(a), cast(b), false)
             })
             .collect::<Vec<_>>()
             .join(" ")
+    }
+
+    /// One person, then their deed after "he" / "she", the trade not said: the pronoun's
+    /// antecedent is the one name of the episode, so looking from the pronoun at the nearest
+    /// name already pays (`DrillExtras::solo`).
+    fn solo(&mut self, (a, role): Cast) -> String {
+        let place = self.pick(PLACES);
+        let went = self.pick(&["went to", "walked to", "was at", "stopped at"]);
+        format!(
+            "{} {went} the {place}. {} {}.",
+            a.name,
+            capitalised(a.subject()),
+            role.1
+        )
     }
 
     /// A story: a cast of two, three to six episodes about them.

@@ -367,6 +367,7 @@ fn drill_stories_end_each_sentence_on_the_name_said_once_and_hold_out_the_held_o
         things: true,
         word_first: true,
         verbs: true,
+        solo: false,
     };
     let stories = drill_stories(11, 1000, &before, extras);
     assert_eq!(stories, drill_stories(11, 1000, &before, extras), "seeded");
@@ -558,4 +559,41 @@ fn drill_stories_end_each_sentence_on_the_name_said_once_and_hold_out_the_held_o
     assert!(plain.iter().all(|s| !["Whale ", "Ship ", "Harpoon "]
         .iter()
         .any(|w| s.starts_with(w))));
+}
+
+/// With `DrillExtras::solo` one pronoun-drill episode in three is one person alone: their name,
+/// then "he" / "she" of their gender and their own trade's deed.
+#[test]
+fn solo_drill_episodes_name_one_person_then_their_pronoun_and_deed() {
+    let (female, _) = names();
+    let extras = DrillExtras {
+        solo: true,
+        ..DrillExtras::default()
+    };
+    let stories = drill_stories(5, 600, &[], extras);
+    let solo = regex::Regex::new(
+        r"(?:^|\. )(\w+) (?:went to|walked to|was at|stopped at) the \w+\. (She|He) ([^.]+)\.",
+    )
+    .unwrap();
+    let met = regex::Regex::new(r"\w+ met \w+ at the \w+\.").unwrap();
+    let (mut solos, mut pairs) = (0, 0);
+    for story in &stories {
+        for c in solo.captures_iter(story) {
+            let name = &c[1];
+            let she = female.contains(&name);
+            assert_eq!(&c[2], if she { "She" } else { "He" }, "{story}");
+            let (_, deed, _) = trade_of(name).unwrap();
+            assert_eq!(&c[3], deed, "{story}");
+            solos += 1;
+        }
+        pairs += met.find_iter(story).count();
+    }
+    let episodes = solos + pairs;
+    assert!(
+        (episodes * 27 / 100..episodes * 40 / 100).contains(&solos),
+        "{solos} of {episodes} pronoun-drill episodes alone"
+    );
+    // Off, none.
+    let plain = drill_stories(5, 600, &[], DrillExtras::default());
+    assert!(plain.iter().all(|s| !solo.is_match(s)));
 }

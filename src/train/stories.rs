@@ -424,7 +424,8 @@ pub fn role_stories(seed: u64, count: usize) -> Vec<String> {
 }
 
 /// What the drill text may hold beyond the drills the committed decoders were trained on
-/// (`train --drill-things`, `--drill-word-first`; both off, the drill text is theirs).
+/// (`train --drill-things`, `--drill-word-first`, `--drill-verbs`, `--drill-solo`; all off,
+/// the drill text is theirs).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct DrillExtras {
     /// One pronoun-drill episode in three is one person and three things, "it" the one said
@@ -936,8 +937,9 @@ impl Generator {
 
     /// A drill sentence's opening: the pair doing something somewhere, after a time, a
     /// conjunction, both or neither, ending where the action can follow.
-    /// With `word_first` (a story's first sentence, half the time) the opening is a word of
-    /// the corpus, capitalised, then the pair: at a text's start the first name must be found
+    /// With `word_first` (the first sentence of a quarter of the indirect-object drill
+    /// stories, `DrillExtras::word_first`) the opening is a word of the corpus, capitalised,
+    /// then the pair: at a text's start the first name must be found
     /// after whatever the text begins with.
     fn drill_opening(&mut self, word_first: bool) -> String {
         let doing = self.pick(DRILL_DOINGS);

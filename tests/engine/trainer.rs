@@ -1131,8 +1131,9 @@ fn a_share_of_drill_windows_begins_at_a_story_start() {
     use rand_core::SeedableRng;
     use transformer_viz::train::batches::{run_pool, sample_sequence};
     let stream = synthetic_stream(5000, 299); // ids below 299
-                                              // Stories of 20 to 59 tokens, the start token 299 before each: each opens with id 350,
-                                              // which no other place holds, the rest ids 300..350.
+
+    // Stories of 20 to 59 tokens, the start token 299 before each: each opens with id 350,
+    // which no other place holds, the rest ids 300..350.
     let mut drills = Vec::new();
     for story in 0..200usize {
         drills.extend([299, 350]);

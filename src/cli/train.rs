@@ -63,6 +63,9 @@ pub struct StoriesArgs {
     /// With `--drills`: ten verbs before "him" / "her" (`train --drill-verbs`).
     #[arg(long, requires = "drills")]
     pub drill_verbs: bool,
+    /// With `--drills`: one pronoun-drill episode in three a person alone (`train --drill-solo`).
+    #[arg(long, requires = "drills")]
+    pub drill_solo: bool,
 }
 
 #[derive(clap::Args)]
@@ -429,7 +432,7 @@ pub fn print_stories(args: StoriesArgs) -> Result<()> {
             things: args.drill_things,
             word_first: false, // no words given to put first
             verbs: args.drill_verbs,
-            solo: false,
+            solo: args.drill_solo,
         };
         return print_lines(&drill_stories(args.seed, args.count, &[], extras));
     }
@@ -565,8 +568,32 @@ pub fn train(args: TrainArgs) -> Result<()> {
     if !args.resume {
         let _ = std::fs::remove_file(&log_path);
     }
-    let line =
+    let mut line =
         format!("bigram baseline (held out): {baseline:.4} nats/token, mixing weight {lambda}\n");
+    // The settings line below records the mixture, not how its texts were written: the drill
+    // options are said here, so that the log names every option that shaped the run.
+    if args.drill_stories > 0 {
+        let options: Vec<&str> = [
+            (args.drill_things, "--drill-things"),
+            (args.drill_word_first, "--drill-word-first"),
+            (args.drill_verbs, "--drill-verbs"),
+            (args.drill_solo, "--drill-solo"),
+        ]
+        .iter()
+        .filter_map(|&(on, name)| on.then_some(name))
+        .collect();
+        line.push_str(&format!(
+            "texts: {} stories, {} role stories, {} drill stories; drill options: {}\n",
+            args.stories,
+            args.role_stories,
+            args.drill_stories,
+            if options.is_empty() {
+                "none".to_string()
+            } else {
+                options.join(" ")
+            }
+        ));
+    }
     // A resumed run's log already names the baseline.
     if !args.resume || !log_path.exists() {
         std::fs::OpenOptions::new()

@@ -66,6 +66,9 @@ pub struct StoriesArgs {
     /// With `--drills`: one pronoun-drill episode in three a person alone (`train --drill-solo`).
     #[arg(long, requires = "drills")]
     pub drill_solo: bool,
+    /// With `--drills`: "it" after a verb of watching (`train --drill-watched-things`).
+    #[arg(long, requires = "drills")]
+    pub drill_watched_things: bool,
 }
 
 #[derive(clap::Args)]
@@ -169,6 +172,10 @@ pub struct TrainArgs {
     /// deed (off: the committed decoders' drill text).
     #[arg(long)]
     pub drill_solo: bool,
+    /// One pronoun-drill episode in four is a person and a thing, then "it" after a verb of
+    /// watching and the thing's deed (off: the committed decoders' drill text).
+    #[arg(long)]
+    pub drill_watched_things: bool,
     /// Measure pronouns' antecedents and indirect objects on this many held-out sentences at
     /// each evaluation, in the log (`transformer-viz behaviours`; 0: not measured).
     #[arg(long, default_value_t = 0)]
@@ -433,6 +440,7 @@ pub fn print_stories(args: StoriesArgs) -> Result<()> {
             word_first: false, // no words given to put first
             verbs: args.drill_verbs,
             solo: args.drill_solo,
+            watched_things: args.drill_watched_things,
         };
         return print_lines(&drill_stories(args.seed, args.count, &[], extras));
     }
@@ -514,6 +522,7 @@ pub fn train(args: TrainArgs) -> Result<()> {
                 word_first: args.drill_word_first,
                 verbs: args.drill_verbs,
                 solo: args.drill_solo,
+                watched_things: args.drill_watched_things,
             },
         ),
         &tokenizer,
@@ -578,6 +587,7 @@ pub fn train(args: TrainArgs) -> Result<()> {
             (args.drill_word_first, "--drill-word-first"),
             (args.drill_verbs, "--drill-verbs"),
             (args.drill_solo, "--drill-solo"),
+            (args.drill_watched_things, "--drill-watched-things"),
         ]
         .iter()
         .filter_map(|&(on, name)| on.then_some(name))

@@ -152,6 +152,24 @@ pub const THING_DEEDS: &[(&str, &str)] = &[
     ("brush", "dripped"),
 ];
 
+/// `THING_DEEDS`' deeds as a watcher sees them, in the same order: "she watched it rolling
+/// away" (`DrillExtras::watched_things`).
+const THING_DOINGS: [&str; 12] = [
+    "rolling away",
+    "flying high",
+    "opening",
+    "floating",
+    "tipping over",
+    "booming",
+    "ticking",
+    "ringing",
+    "squeaking",
+    "cracking",
+    "shining",
+    "dripping",
+];
+const _: () = assert!(THING_DOINGS.len() == THING_DEEDS.len());
+
 /// Indirect-object templates of `role_stories` only (the training side): other verbs and
 /// openings than `IOI`'s, so the answer cannot be tied to one sentence's shape.
 const ROLE_IOI: &[&str] = &[
@@ -440,6 +458,10 @@ pub struct DrillExtras {
     /// One pronoun-drill episode in three is one person alone, named, then "he" / "she" and
     /// their deed (`Generator::solo`).
     pub solo: bool,
+    /// One pronoun-drill episode in four is one person, a thing and two others, then "it"
+    /// after a verb of watching and the thing's deed: the object "it" in the frame of "she
+    /// watched him painting" (`Generator::watched_thing`).
+    pub watched_things: bool,
 }
 
 /// `count` drill stories (the drill text of `train --drills`), the same for the same seed:
@@ -1012,6 +1034,9 @@ impl Generator {
                 if self.extras.solo && self.below(3) == 0 {
                     return self.solo(cast(a));
                 }
+                if self.extras.watched_things && self.below(4) == 0 {
+                    return self.watched_thing(a);
+                }
                 self.roles(cast(a), cast(b), false)
             })
             .collect::<Vec<_>>()
@@ -1029,6 +1054,33 @@ impl Generator {
             a.name,
             capitalised(a.subject()),
             role.1
+        )
+    }
+
+    /// One person, a thing and two of another kind, then the one thing as the object "it" of a
+    /// verb of watching and its deed: "Mia picked up two bells and a red kite. She watched it
+    /// flying high." (`DrillExtras::watched_things`).
+    fn watched_thing(&mut self, a: Person) -> String {
+        let at = self.below(THING_DEEDS.len());
+        let thing = THING_DEEDS[at].0;
+        let others = THINGS[(at + 1 + self.below(THINGS.len() - 1)) % THINGS.len()].1;
+        let colour = self.pick(COLOURS);
+        let things = if self.below(2) == 0 {
+            format!("a {colour} {thing} and two {others}")
+        } else {
+            format!("two {others} and a {colour} {thing}")
+        };
+        // The verbs of `WATCHING_VERBS` that can take a thing and its -ing deed.
+        let watched = if self.extras.verbs {
+            self.pick(&WATCHING_VERBS[..5])
+        } else {
+            "watched"
+        };
+        format!(
+            "{} picked up {things}. {} {watched} it {}.",
+            a.name,
+            capitalised(a.subject()),
+            THING_DOINGS[at]
         )
     }
 

@@ -367,7 +367,7 @@ fn drill_stories_end_each_sentence_on_the_name_said_once_and_hold_out_the_held_o
         things: true,
         word_first: true,
         verbs: true,
-        solo: false,
+        ..DrillExtras::default()
     };
     let stories = drill_stories(11, 1000, &before, extras);
     assert_eq!(stories, drill_stories(11, 1000, &before, extras), "seeded");
@@ -596,4 +596,55 @@ fn solo_drill_episodes_name_one_person_then_their_pronoun_and_deed() {
     // Off, none.
     let plain = drill_stories(5, 600, &[], DrillExtras::default());
     assert!(plain.iter().all(|s| !solo.is_match(s)));
+}
+
+/// With `watched_things`, about one pronoun-drill episode in four is a person, a thing among two
+/// others of another kind, and then "it" after a verb of watching, followed by the deed of that
+/// one thing: the "it" is an object, as in the held-out "showed it to", and its deed pays for
+/// finding it.
+#[test]
+fn watched_thing_drills_put_it_after_a_verb_of_watching_and_its_deed_after_it() {
+    let extras = DrillExtras {
+        watched_things: true,
+        verbs: true,
+        ..DrillExtras::default()
+    };
+    let stories = drill_stories(5, 600, &[], extras);
+    let watched = regex::Regex::new(
+        r"(?:^|\. )(\w+) picked up (?:a \w+ (\w+) and two (\w+)|two (\w+) and a \w+ (\w+))\. (She|He) (watched|saw|heard|noticed|spotted) it ([^.]+)\.",
+    )
+    .unwrap();
+    let met = regex::Regex::new(r"\w+ met \w+ at the \w+\.").unwrap();
+    let (female, _) = names();
+    let (mut seen, mut pairs, mut verbs) = (0, 0, std::collections::BTreeSet::new());
+    for story in &stories {
+        for c in watched.captures_iter(story) {
+            let thing = c.get(2).or(c.get(5)).unwrap().as_str();
+            let others = c.get(3).or(c.get(4)).unwrap().as_str();
+            let at = THING_DEEDS.iter().position(|(t, _)| *t == thing).unwrap();
+            assert!(!others.starts_with(thing), "{story}");
+            let she = female.contains(&&c[1]);
+            assert_eq!(&c[6], if she { "She" } else { "He" }, "{story}");
+            // The deed as a watcher sees it: the thing's own deed, its first word in -ing.
+            let deed = THING_DEEDS[at].1;
+            let first = deed.split(' ').next().unwrap();
+            let doing = &c[8];
+            assert!(
+                doing.ends_with(&deed[first.len()..])
+                    && doing.split(' ').next().unwrap().ends_with("ing"),
+                "{doing:?} is not what a {thing} does ({deed:?}): {story}"
+            );
+            verbs.insert(c[7].to_string());
+            seen += 1;
+        }
+        pairs += met.find_iter(story).count();
+    }
+    let episodes = seen + pairs;
+    assert!(
+        (episodes * 18 / 100..episodes * 32 / 100).contains(&seen),
+        "{seen} of {episodes} pronoun-drill episodes watch a thing"
+    );
+    assert_eq!(verbs.len(), 5, "{verbs:?}");
+    let plain = drill_stories(5, 600, &[], DrillExtras::default());
+    assert!(plain.iter().all(|s| !watched.is_match(s)));
 }

@@ -156,24 +156,24 @@ pub struct TrainArgs {
     #[arg(long, default_value_t = 0)]
     pub drill_starts: u32,
     /// Pronoun drills with things too: one episode in three is one person and three things,
-    /// "it" the one said in the singular (off: the committed decoders' drill text).
+    /// "it" the one said in the singular (off in both committed decoders).
     #[arg(long)]
     pub drill_things: bool,
     /// A quarter of the indirect-object drills open with a word of the corpus, capitalised,
-    /// right before the pair, where a student's typed sentence starts (off: the committed
-    /// decoders' drill text).
+    /// right before the pair, where a student's typed sentence starts (on in the committed
+    /// pre-LN decoder's second phase).
     #[arg(long)]
     pub drill_word_first: bool,
     /// A pronoun drill's "him" / "her" comes after one of ten verbs, not only "watched" and
-    /// "saw" (off: the committed decoders' drill text).
+    /// "saw" (on in the committed pre-LN decoder's second phase).
     #[arg(long)]
     pub drill_verbs: bool,
     /// One pronoun-drill episode in three is one person alone, then "he" / "she" and their
-    /// deed (off: the committed decoders' drill text).
+    /// deed (on in the committed pre-LN decoder's second phase).
     #[arg(long)]
     pub drill_solo: bool,
     /// One pronoun-drill episode in four is a person and a thing, then "it" after a verb of
-    /// watching and the thing's deed (off: the committed decoders' drill text).
+    /// watching and the thing's deed (off in both committed decoders).
     #[arg(long)]
     pub drill_watched_things: bool,
     /// Measure pronouns' antecedents and indirect objects on this many held-out sentences at

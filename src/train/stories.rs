@@ -441,9 +441,9 @@ pub fn role_stories(seed: u64, count: usize) -> Vec<String> {
     (0..count).map(|_| g.role_story()).collect()
 }
 
-/// What the drill text may hold beyond the drills the committed decoders were trained on
-/// (`train --drill-things`, `--drill-word-first`, `--drill-verbs`, `--drill-solo`; all off,
-/// the drill text is theirs).
+/// What the drill text may hold beyond the plain drills (`train --drill-things`,
+/// `--drill-word-first`, `--drill-verbs`, `--drill-solo`, `--drill-watched-things`; all off,
+/// the committed post-LN decoder's drill text; the pre-LN's has word first, verbs and solo).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct DrillExtras {
     /// One pronoun-drill episode in three is one person and three things, "it" the one said

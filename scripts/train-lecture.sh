@@ -8,6 +8,8 @@
 #      train-phase1.log, loss-phase1.svg and model-phase1.safetensors), and a checkpoint every
 #      200 steps that RESUME=1 continues from; SECOND_PHASE_ONLY=1 trains the second phase alone,
 #      from the committed trained/NAME/model-phase1.safetensors (and not lecture-reverse);
+#      TWINS=lecture-pre-ln trains one twin only (the committed post-LN weights came from an
+#      earlier first phase, so SECOND_PHASE_ONLY=1 makes the pre-LN one again, not them);
 #   3. train lecture-reverse, the encoder-decoder that writes its source backwards (no corpus:
 #      random strings of lowercase letters and spaces, held-out ones never trained on).
 # The decoders' recipe (docs/models.md): 32 sequences of 128 tokens a step; for the first 1,200
@@ -24,6 +26,10 @@ REVERSE_STEPS=${REVERSE_STEPS:-12000}
 OUT=${OUT:-trained}
 resume=()
 [[ -n ${RESUME:-} ]] && resume=(--resume)
+read -r -a twins <<< "${TWINS:-lecture-post-ln lecture-pre-ln}"
+for model in "${twins[@]}"; do
+  case $model in lecture-post-ln | lecture-pre-ln) ;; *) echo "TWINS: no twin $model" >&2; exit 2 ;; esac
+done
 scripts/fetch-corpus.sh
 cargo build --release --quiet --bin transformer-viz
 bin=${CARGO_TARGET_DIR:-target}/release/transformer-viz
@@ -76,14 +82,14 @@ twin() {
     --run-pool 0 --run-lengths 8-64 --run-zipf 0.5 "${resume[@]}"
 }
 pids=()
-for model in lecture-post-ln lecture-pre-ln; do
+for model in "${twins[@]}"; do
   twin "$model" >> "$OUT/$model.out" 2>&1 &
   pids+=($!)
 done
 status=0
 for pid in "${pids[@]}"; do wait "$pid" || status=1; done
 rm -f "$OUT/vocab.json"
-for model in lecture-post-ln lecture-pre-ln; do
+for model in "${twins[@]}"; do
   tail -n 2 "$OUT/$model.out"; rm -f "$OUT/$model.out" "$OUT/$model/checkpoint.json" "$OUT/$model/checkpoint.safetensors"
   [[ $status -eq 0 && -z ${SECOND_PHASE_ONLY:-} ]] || continue
   # The first phase's log, loss curve and weights beside the second's (the page ships only

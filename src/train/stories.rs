@@ -843,13 +843,7 @@ impl Generator {
                 format!("a {colour} {thing}"),
             )
         } else {
-            let others = THINGS[(at + 1 + self.below(THINGS.len() - 1)) % THINGS.len()].1;
-            let things = if self.below(2) == 0 {
-                format!("a {colour} {thing} and two {others}")
-            } else {
-                format!("two {others} and a {colour} {thing}")
-            };
-            (a.name.to_string(), things)
+            (a.name.to_string(), self.thing_among_others(at, colour))
         };
         match self.below(2) {
             0 => format!(
@@ -1057,19 +1051,25 @@ impl Generator {
         )
     }
 
+    /// `THING_DEEDS[at]`'s thing, coloured, and two things of another kind, before or after it:
+    /// "a red kite and two bells" (the one said in the singular is the one "it" stands for).
+    fn thing_among_others(&mut self, at: usize, colour: &str) -> String {
+        let thing = THING_DEEDS[at].0;
+        let others = THINGS[(at + 1 + self.below(THINGS.len() - 1)) % THINGS.len()].1;
+        if self.below(2) == 0 {
+            format!("a {colour} {thing} and two {others}")
+        } else {
+            format!("two {others} and a {colour} {thing}")
+        }
+    }
+
     /// One person, a thing and two of another kind, then the one thing as the object "it" of a
     /// verb of watching and its deed: "Mia picked up two bells and a red kite. She watched it
     /// flying high." (`DrillExtras::watched_things`).
     fn watched_thing(&mut self, a: Person) -> String {
         let at = self.below(THING_DEEDS.len());
-        let thing = THING_DEEDS[at].0;
-        let others = THINGS[(at + 1 + self.below(THINGS.len() - 1)) % THINGS.len()].1;
         let colour = self.pick(COLOURS);
-        let things = if self.below(2) == 0 {
-            format!("a {colour} {thing} and two {others}")
-        } else {
-            format!("two {others} and a {colour} {thing}")
-        };
+        let things = self.thing_among_others(at, colour);
         // The verbs of `WATCHING_VERBS` that can take a thing and its -ing deed.
         let watched = if self.extras.verbs {
             self.pick(&WATCHING_VERBS[..5])

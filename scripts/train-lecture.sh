@@ -2,14 +2,13 @@
 # Reproduces the lecture's trained models in trained/ (the exact command their logs record):
 #   1. fetch the corpus (scripts/fetch-corpus.sh) and learn a 4,608-token byte-level BPE from
 #      it and 12,000 generated stories (common words one token each);
-#   2. train lecture-post-ln and its pre-LN twin side by side, one core each, same data and
-#      seed, in two phases (docs/models.md says how long); each writes config.json,
+#   2. train lecture-post-ln and its pre-LN twin side by side, one core each, same data, in
+#      two phases (docs/models.md says how long); each writes config.json,
 #      tokenizer.json, model.safetensors, train.log and loss.svg (the first phase's as
 #      train-phase1.log, loss-phase1.svg and model-phase1.safetensors), and a checkpoint every
 #      200 steps that RESUME=1 continues from; SECOND_PHASE_ONLY=1 trains the second phase alone,
 #      from the committed trained/NAME/model-phase1.safetensors (and not lecture-reverse);
-#      TWINS=lecture-pre-ln trains one twin only (the committed post-LN weights came from an
-#      earlier first phase, so SECOND_PHASE_ONLY=1 makes the pre-LN one again, not them);
+#      TWINS=lecture-pre-ln (or lecture-post-ln) trains one twin only;
 #   3. train lecture-reverse, the encoder-decoder that writes its source backwards (no corpus:
 #      random strings of lowercase letters and spaces, held-out ones never trained on).
 # The decoders' recipe (docs/models.md): 32 sequences of 128 tokens a step; for the first 1,200
@@ -44,32 +43,30 @@ export MALLOC_MMAP_MAX_=0 MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_
 # One core each: candle's element-wise operations run on one thread, so two runs side by side
 # finish sooner than one after the other on two threads.
 export RAYON_NUM_THREADS=1
-# Phase 1 (into NAME.phase1): the heads' curriculum above. Phase 2 (into NAME), from phase
-# 1's weights: 4,000 steps at 1e-3 in which three sequences in ten are drills
-# (`stories::drill_stories`: pronoun drills, where the word after "she" or "he" is the deed of
-# the person it stands for, and indirect-object sentences whose pair may follow any word of
-# the corpus or open the story), the rest the first phase's mixture with role stories added to the text. Its
-# seed is 2: two seeds were tried, and with seed 1 the pre-LN twin's pronoun head did not form
-# (docs/models.md, "How the second phase was found"). The pre-LN twin's drills have four
-# options more: half its drill windows start at a drill story's first token, where a student's
-# sentence and the held-out prompts begin; a quarter of the indirect-object drills open with a
-# corpus word; ten verbs come before "him" / "her"; one pronoun episode in three is a person
-# alone. With them one head of the pre-LN twin finds "he", "she", "him", "her" and "it", and
-# its indirect objects hold at a text's start. The post-LN twin keeps the plain drills: with
-# the options its "it" goes to a head apart from the people's (docs/models.md).
+# Phase 1 (into NAME.phase1): the heads' curriculum above. Its seed is 1 for pre-LN and 4 for
+# post-LN: from post-LN's seed-1 first phase no second phase formed one head for "he", "she",
+# "him", "her" and "it" together (docs/models.md, "How the second phase was found"); of seeds 3
+# and 4, run side by side, 4 did. Phase 2 (into NAME), from phase 1's weights: 4,000 steps at
+# 1e-3 in which three sequences in ten are drills (`stories::drill_stories`: pronoun drills,
+# where the word after "she" or "he" is the deed of the person it stands for, and
+# indirect-object sentences whose pair may follow any word of the corpus or open the story),
+# the rest the first phase's mixture with role stories added to the text. Its seed is 2. The
+# drills have four options: half the drill windows start at a drill story's first token,
+# where a student's sentence and the held-out prompts begin; a quarter of the indirect-object
+# drills open with a corpus word; ten verbs come before "him" / "her"; one pronoun episode in
+# three is a person alone. With them one head of each twin finds "he", "she", "him", "her" and
+# "it", and the indirect objects hold at a text's start.
 twin() {
   local model=$1 first="$OUT/$1.phase1"
   local init="$first/model.safetensors"
-  local drill_options=()
-  if [[ $model == lecture-pre-ln ]]; then
-    drill_options=(--drill-starts 500 --drill-word-first --drill-verbs --drill-solo)
-  fi
+  local first_seed=1
+  [[ $model == lecture-post-ln ]] && first_seed=4
   if [[ -n ${SECOND_PHASE_ONLY:-} ]]; then
     init="trained/$model/model-phase1.safetensors"
   elif [[ -z ${RESUME:-} || ! -f $init ]]; then
     $bin train --model "$model" --vocab "$OUT/vocab.json" --corpus models/corpus --out "$first" \
       --steps "$STEPS" --batch 32 --sequence 128 --learning-rate 3e-3 --warmup 200 --beta2 0.99 \
-      --projection-std 0.088 --eval-every 100 --checkpoint-every 200 --seed 1 --stories 24000 \
+      --projection-std 0.088 --eval-every 100 --checkpoint-every 200 --seed "$first_seed" --stories 24000 \
       --random-repeat 400 --copied-span 100 --run-pool 0 --run-lengths 8-64 --run-zipf 0.5 \
       --early-steps 1200 --early-random-repeat 1000 --early-copied-span 0 --early-run-pool 0 \
       --early-run-lengths 4-16 --early-run-zipf 1.0 "${resume[@]}" || return 1
@@ -78,7 +75,8 @@ twin() {
     --init-from "$init" --steps "$SECOND_STEPS" --batch 32 --sequence 128 \
     --learning-rate 1e-3 --warmup 50 --beta2 0.99 --projection-std 0.088 --eval-every 100 \
     --checkpoint-every 200 --seed 2 --stories 24000 --role-stories 60000 --behaviours 200 \
-    --drill-stories 40000 --drills 300 "${drill_options[@]}" --random-repeat 200 --copied-span 100 \
+    --drill-stories 40000 --drills 300 --drill-starts 500 --drill-word-first --drill-verbs \
+    --drill-solo --random-repeat 200 --copied-span 100 \
     --run-pool 0 --run-lengths 8-64 --run-zipf 0.5 "${resume[@]}"
 }
 pids=()

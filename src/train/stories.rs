@@ -442,8 +442,8 @@ pub fn role_stories(seed: u64, count: usize) -> Vec<String> {
 }
 
 /// What the drill text may hold beyond the plain drills (`train --drill-things`,
-/// `--drill-word-first`, `--drill-verbs`, `--drill-solo`, `--drill-watched-things`; all off,
-/// the committed post-LN decoder's drill text; the pre-LN's has word first, verbs and solo).
+/// `--drill-word-first`, `--drill-verbs`, `--drill-solo`, `--drill-watched-things`; the
+/// recipe has word first, verbs and solo; all off, the committed post-LN weights' drill text).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct DrillExtras {
     /// One pronoun-drill episode in three is one person and three things, "it" the one said

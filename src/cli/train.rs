@@ -69,6 +69,12 @@ pub struct StoriesArgs {
     /// With `--drills`: "it" after a verb of watching (`train --drill-watched-things`).
     #[arg(long, requires = "drills")]
     pub drill_watched_things: bool,
+    /// With `--drills`: indirect-object stories only (`train --drill-ioi-only`).
+    #[arg(long, requires = "drills")]
+    pub drill_ioi_only: bool,
+    /// With `--drills`: pairs' doings without a place too (`train --drill-placeless`).
+    #[arg(long, requires = "drills")]
+    pub drill_placeless: bool,
 }
 
 #[derive(clap::Args)]
@@ -176,6 +182,14 @@ pub struct TrainArgs {
     /// watching and the thing's deed (off in both committed decoders).
     #[arg(long)]
     pub drill_watched_things: bool,
+    /// Every drill story is indirect-object sentences, no pronoun drill (the post-LN decoder's
+    /// third phase).
+    #[arg(long)]
+    pub drill_ioi_only: bool,
+    /// An indirect-object drill's pair may also do something with no place said ("went home",
+    /// "ate lunch"), not only at a place (the post-LN decoder's third phase).
+    #[arg(long)]
+    pub drill_placeless: bool,
     /// Measure pronouns' antecedents and indirect objects on this many held-out sentences at
     /// each evaluation, in the log (`transformer-viz behaviours`; 0: not measured).
     #[arg(long, default_value_t = 0)]
@@ -441,6 +455,8 @@ pub fn print_stories(args: StoriesArgs) -> Result<()> {
             verbs: args.drill_verbs,
             solo: args.drill_solo,
             watched_things: args.drill_watched_things,
+            ioi_only: args.drill_ioi_only,
+            placeless: args.drill_placeless,
         };
         return print_lines(&drill_stories(args.seed, args.count, &[], extras));
     }
@@ -523,6 +539,8 @@ pub fn train(args: TrainArgs) -> Result<()> {
                 verbs: args.drill_verbs,
                 solo: args.drill_solo,
                 watched_things: args.drill_watched_things,
+                ioi_only: args.drill_ioi_only,
+                placeless: args.drill_placeless,
             },
         ),
         &tokenizer,
@@ -588,6 +606,8 @@ pub fn train(args: TrainArgs) -> Result<()> {
             (args.drill_verbs, "--drill-verbs"),
             (args.drill_solo, "--drill-solo"),
             (args.drill_watched_things, "--drill-watched-things"),
+            (args.drill_ioi_only, "--drill-ioi-only"),
+            (args.drill_placeless, "--drill-placeless"),
         ]
         .iter()
         .filter_map(|&(on, name)| on.then_some(name))

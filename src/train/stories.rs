@@ -279,6 +279,31 @@ const DRILL_DOINGS: &[&str] = &[
     "ran to the {place} in the rain",
 ];
 
+/// What a drill pair may do besides `DRILL_DOINGS`, with no place said
+/// (`DrillExtras::placeless`): with a place in every opening, the indirect object was found
+/// after "... at the park," but often missed after "... went home," or "... ate lunch,". None
+/// says "had", "day", "while" or "working", the held-out templates' words.
+const PLACELESS_DOINGS: &[&str] = &[
+    "went home",
+    "ate lunch",
+    "drank some tea",
+    "played all morning",
+    "sang a song",
+    "talked for hours",
+    "cooked dinner",
+    "got up early",
+    "read some books",
+    "made a cake",
+    "fed the ducks",
+    "took a walk",
+    "missed the bus",
+    "finished their chores",
+    "laughed a lot",
+    "painted a fence",
+    "built a snowman",
+    "cleaned up together",
+];
+
 /// The verbs a pronoun drill may put before "him" / "her" and the person's -ing deed
 /// (`DrillExtras::verbs`): with only "watched" and "saw" a head learns to find the object's
 /// name after those two words alone. None is a held-out template's word.
@@ -442,8 +467,8 @@ pub fn role_stories(seed: u64, count: usize) -> Vec<String> {
 }
 
 /// What the drill text may hold beyond the plain drills (`train --drill-things`,
-/// `--drill-word-first`, `--drill-verbs`, `--drill-solo`, `--drill-watched-things`; the
-/// recipe has word first, verbs and solo; all off, the committed post-LN weights' drill text).
+/// `--drill-word-first`, `--drill-verbs`, `--drill-solo`, `--drill-watched-things`,
+/// `--drill-ioi-only`; the recipe's second phase has word first, verbs and solo).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct DrillExtras {
     /// One pronoun-drill episode in three is one person and three things, "it" the one said
@@ -462,6 +487,11 @@ pub struct DrillExtras {
     /// after a verb of watching and the thing's deed: the object "it" in the frame of "she
     /// watched him painting" (`Generator::watched_thing`).
     pub watched_things: bool,
+    /// Every drill story is indirect-object sentences, none a pronoun drill: a phase that
+    /// works on the indirect objects alone (`Generator::drill_story`).
+    pub ioi_only: bool,
+    /// A drill pair's doing may also be one without a place (`PLACELESS_DOINGS`).
+    pub placeless: bool,
 }
 
 /// `count` drill stories (the drill text of `train --drills`), the same for the same seed:
@@ -937,10 +967,23 @@ impl Generator {
         self.fill_ioi(&template, a, b)
     }
 
+    /// What a drill pair does: one of `DRILL_DOINGS`, or with `DrillExtras::placeless` of
+    /// those and `PLACELESS_DOINGS` (one draw either way: without it, the same stories).
+    fn drill_doing(&mut self) -> &'static str {
+        if !self.extras.placeless {
+            return self.pick(DRILL_DOINGS);
+        }
+        let at = self.below(DRILL_DOINGS.len() + PLACELESS_DOINGS.len());
+        DRILL_DOINGS
+            .get(at)
+            .copied()
+            .unwrap_or_else(|| PLACELESS_DOINGS[at - DRILL_DOINGS.len()])
+    }
+
     /// A story's first sentence with the pair at the very start: a name there has no space
     /// before it and is cut into other tokens (`M|ary`) than the same name later (` Mary`).
     fn pair_first_ioi(&mut self, a: &str, b: &str) -> String {
-        let doing = self.pick(DRILL_DOINGS);
+        let doing = self.drill_doing();
         let action = self.pick(DRILL_ACTIONS);
         let join = match self.below(3) {
             0 => ".",
@@ -958,7 +1001,7 @@ impl Generator {
     /// then the pair: at a text's start the first name must be found
     /// after whatever the text begins with.
     fn drill_opening(&mut self, word_first: bool) -> String {
-        let doing = self.pick(DRILL_DOINGS);
+        let doing = self.drill_doing();
         let time = self.pick(DRILL_TIMES);
         let conjunction = self.pick(DRILL_CONJUNCTIONS);
         let lower = conjunction.to_lowercase();
@@ -983,10 +1026,11 @@ impl Generator {
         }
     }
 
-    /// Half the time a pronoun drill (`pronoun_drill`), else three to five `varied_ioi`
-    /// sentences, each with a pair of its own.
+    /// Half the time a pronoun drill (`pronoun_drill`; never with `DrillExtras::ioi_only`),
+    /// else three to five `varied_ioi` sentences, each with a pair of its own.
     fn drill_story(&mut self) -> String {
-        if self.below(2) == 0 {
+        // Without `ioi_only` the coin is drawn as before it existed: same seed, same stories.
+        if !self.extras.ioi_only && self.below(2) == 0 {
             return self.pronoun_drill();
         }
         let sentences = self.below(3) + 3;

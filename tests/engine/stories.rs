@@ -648,3 +648,80 @@ fn watched_thing_drills_put_it_after_a_verb_of_watching_and_its_deed_after_it() 
     let plain = drill_stories(5, 600, &[], DrillExtras::default());
     assert!(plain.iter().all(|s| !watched.is_match(s)));
 }
+
+/// With `ioi_only` every drill story is indirect-object sentences, each ending on the name
+/// said once, as many as without it, and about half of them open with the pair itself; off,
+/// about half the stories are pronoun drills.
+#[test]
+fn ioi_only_drills_are_indirect_object_stories_alone() {
+    let (female, male) = names();
+    let ends_on_a_name = |story: &str| {
+        female
+            .iter()
+            .chain(male.iter())
+            .any(|n| story.ends_with(&format!(" to {n}.")))
+    };
+    let pair_first = |story: &str| {
+        female
+            .iter()
+            .chain(male.iter())
+            .any(|n| story.starts_with(&format!("{n} and ")))
+    };
+    let extras = DrillExtras {
+        ioi_only: true,
+        ..DrillExtras::default()
+    };
+    let stories = drill_stories(5, 600, &[], extras);
+    assert_eq!(stories.len(), 600);
+    let met = regex::Regex::new(r"\w+ met \w+ at the \w+\.").unwrap();
+    for story in &stories {
+        assert!(ends_on_a_name(story) && !met.is_match(story), "{story}");
+    }
+    let opening_with_the_pair = stories.iter().filter(|s| pair_first(s)).count();
+    assert!(
+        (240..360).contains(&opening_with_the_pair),
+        "{opening_with_the_pair} of 600 open with the pair"
+    );
+    let plain = drill_stories(5, 600, &[], DrillExtras::default());
+    let pronoun_drills = plain.iter().filter(|s| !ends_on_a_name(s)).count();
+    assert!(
+        (240..360).contains(&pronoun_drills),
+        "{pronoun_drills} of 600 pronoun drills"
+    );
+}
+
+/// With `placeless` some indirect-object drills' pairs do something with no place said ("ate
+/// lunch", "went home"), none of them the held-out templates' "had ..." or "working"; off,
+/// every pair is at a place.
+#[test]
+fn placeless_drills_let_a_pair_do_something_with_no_place() {
+    let placeless = regex::Regex::new(
+        r"\b(?:went home|ate lunch[,.]|played all morning|talked for hours|fed the ducks|missed the bus)",
+    )
+    .unwrap();
+    let extras = DrillExtras {
+        ioi_only: true,
+        placeless: true,
+        ..DrillExtras::default()
+    };
+    let stories = drill_stories(5, 600, &[], extras);
+    let with = stories.iter().filter(|s| placeless.is_match(s)).count();
+    assert!(
+        with > 100,
+        "{with} of 600 stories with a pair's doing without a place"
+    );
+    let text = stories.join("\n");
+    for word in [" had ", "working"] {
+        assert!(!text.contains(word), "{word:?} in the drills");
+    }
+    let plain = drill_stories(
+        5,
+        600,
+        &[],
+        DrillExtras {
+            ioi_only: true,
+            ..DrillExtras::default()
+        },
+    );
+    assert!(plain.iter().all(|s| !placeless.is_match(s)));
+}

@@ -190,6 +190,10 @@ pub struct TrainArgs {
     /// "ate lunch"), not only at a place (the post-LN decoder's third phase).
     #[arg(long)]
     pub drill_placeless: bool,
+    /// Half the indirect-object drills whose opening ends a sentence go on with a sentence of
+    /// the corpus before the action (the post-LN decoder's third phase).
+    #[arg(long)]
+    pub drill_corpus_asides: bool,
     /// Measure pronouns' antecedents and indirect objects on this many held-out sentences at
     /// each evaluation, in the log (`transformer-viz behaviours`; 0: not measured).
     #[arg(long, default_value_t = 0)]
@@ -457,6 +461,7 @@ pub fn print_stories(args: StoriesArgs) -> Result<()> {
             watched_things: args.drill_watched_things,
             ioi_only: args.drill_ioi_only,
             placeless: args.drill_placeless,
+            corpus_asides: false, // no corpus to take sentences from
         };
         return print_lines(&drill_stories(args.seed, args.count, &[], extras));
     }
@@ -541,6 +546,7 @@ pub fn train(args: TrainArgs) -> Result<()> {
                 watched_things: args.drill_watched_things,
                 ioi_only: args.drill_ioi_only,
                 placeless: args.drill_placeless,
+                corpus_asides: args.drill_corpus_asides,
             },
         ),
         &tokenizer,
@@ -608,6 +614,7 @@ pub fn train(args: TrainArgs) -> Result<()> {
             (args.drill_watched_things, "--drill-watched-things"),
             (args.drill_ioi_only, "--drill-ioi-only"),
             (args.drill_placeless, "--drill-placeless"),
+            (args.drill_corpus_asides, "--drill-corpus-asides"),
         ]
         .iter()
         .filter_map(|&(on, name)| on.then_some(name))

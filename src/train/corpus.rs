@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::stories::{drill_stories, role_stories, stories, DrillExtras, Split};
+use super::stories::{drill_stories_with_asides, role_stories, stories, DrillExtras, Split};
 use crate::error::{Result, VizError};
 use crate::tokenize::Tokenizer;
 
@@ -97,6 +97,11 @@ pub const DRILL_STORIES_SEED: u64 = 2024;
 /// `extras`), whose pairs may come right after any word of the `documents` (each distinct word
 /// of letters only, in the order first met).
 pub fn drill_text(count: usize, documents: &[String], extras: DrillExtras) -> Vec<String> {
+    let asides = if extras.corpus_asides {
+        aside_sentences(documents)
+    } else {
+        Vec::new()
+    };
     let mut seen = std::collections::HashSet::new();
     let words: Vec<String> = documents
         .iter()
@@ -105,7 +110,51 @@ pub fn drill_text(count: usize, documents: &[String], extras: DrillExtras) -> Ve
         .filter(|w| seen.insert(w.to_string()))
         .map(str::to_string)
         .collect();
-    drill_stories(DRILL_STORIES_SEED, count, &words, extras)
+    drill_stories_with_asides(DRILL_STORIES_SEED, count, &words, &asides, extras)
+}
+
+/// At most this many sentences for `aside_sentences`.
+const ASIDES: usize = 20_000;
+
+/// The words an aside may start with: common ones, never a name.
+const ASIDE_OPENINGS: &[&str] = &[
+    "The", "It", "They", "There", "This", "That", "A", "But", "Then", "All", "Some", "Its",
+    "Their", "Now", "In", "On", "At", "One",
+];
+
+/// Sentences of the documents a drill may put between its pair and its action
+/// (`DrillExtras::corpus_asides`), the first `ASIDES` distinct ones in the order met: 3 to 14
+/// words of letters (a comma after a word allowed), the first one of `ASIDE_OPENINGS` and no
+/// capital after it (no name that would be another name said once), none with a word of the
+/// held-out templates' own ("while", "working", "day").
+pub fn aside_sentences(documents: &[String]) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
+    documents
+        .iter()
+        .flat_map(|d| d.split_inclusive(['.', '!', '?']))
+        .map(str::trim)
+        .filter(|s| {
+            let Some(body) = s.strip_suffix(['.', '!', '?']) else {
+                return false;
+            };
+            let words: Vec<&str> = body.split(' ').collect();
+            (3..=14).contains(&words.len())
+                && words.iter().enumerate().all(|(i, w)| {
+                    let w = w.strip_suffix(',').unwrap_or(w);
+                    let mut chars = w.chars();
+                    let opening = i > 0 || ASIDE_OPENINGS.contains(&w);
+                    opening
+                        && chars
+                            .next()
+                            .is_some_and(|c| c.is_ascii_lowercase() || i == 0)
+                        && chars.all(|c| c.is_ascii_lowercase())
+                        && !matches!(w.to_ascii_lowercase().as_str(), "while" | "working" | "day")
+                })
+        })
+        .filter(|s| seen.insert(s.to_string()))
+        .take(ASIDES)
+        .map(str::to_string)
+        .collect()
 }
 
 /// The seed of the stories `Corpus::add_stories` adds: the vocabulary and the model learn

@@ -492,6 +492,11 @@ pub struct DrillExtras {
     pub ioi_only: bool,
     /// A drill pair's doing may also be one without a place (`PLACELESS_DOINGS`).
     pub placeless: bool,
+    /// Half the indirect-object drills whose opening ends a sentence go on with a sentence of
+    /// the corpus before the action (`drill_stories_with_asides`), the pair-first ones too,
+    /// not only one of `DRILL_ASIDES`' four: with those four alone the answer was found after
+    /// them and missed after almost any other sentence.
+    pub corpus_asides: bool,
 }
 
 /// `count` drill stories (the drill text of `train --drills`), the same for the same seed:
@@ -510,7 +515,20 @@ pub fn drill_stories(
     before: &[String],
     extras: DrillExtras,
 ) -> Vec<String> {
+    drill_stories_with_asides(seed, count, before, &[], extras)
+}
+
+/// `drill_stories`, with `asides` the sentences `DrillExtras::corpus_asides` may put between
+/// a drill's opening and its action (none: the four of `DRILL_ASIDES` only).
+pub fn drill_stories_with_asides(
+    seed: u64,
+    count: usize,
+    before: &[String],
+    asides: &[String],
+    extras: DrillExtras,
+) -> Vec<String> {
     let mut g = Generator::new(seed, Split::Train);
+    g.asides = asides.to_vec();
     let held_out = held_out_words();
     g.before = before
         .iter()
@@ -583,6 +601,9 @@ struct Generator {
     ioi: Vec<&'static str>,
     /// Words `drill_opening` may put right before the pair (`drill_stories`).
     before: Vec<String>,
+    /// Sentences a drill may put between its opening and its action
+    /// (`DrillExtras::corpus_asides`).
+    asides: Vec<String>,
     extras: DrillExtras,
 }
 
@@ -605,6 +626,7 @@ impl Generator {
             split,
             ioi,
             before: Vec::new(),
+            asides: Vec::new(),
             extras: DrillExtras::default(),
         }
     }
@@ -953,7 +975,9 @@ impl Generator {
     fn varied_ioi(&mut self, a: &str, b: &str, word_first: bool) -> String {
         let opening = self.drill_opening(word_first);
         let action = self.pick(DRILL_ACTIONS);
-        let aside = if opening.ends_with('.') && self.below(4) == 0 {
+        let aside = if self.corpus_asides() {
+            self.corpus_aside(opening.ends_with('.'))
+        } else if opening.ends_with('.') && self.below(4) == 0 {
             format!(" {}", self.pick(DRILL_ASIDES))
         } else {
             String::new()
@@ -965,6 +989,23 @@ impl Generator {
         };
         let template = format!("{opening}{aside} {{B}}{adverb} {action} {{A}}.");
         self.fill_ioi(&template, a, b)
+    }
+
+    fn corpus_asides(&self) -> bool {
+        self.extras.corpus_asides && !self.asides.is_empty()
+    }
+
+    /// After an opening that ends a sentence, half the time a corpus sentence, now and then
+    /// (one time in four of those) one of `DRILL_ASIDES`; " " before it, or nothing.
+    fn corpus_aside(&mut self, after_a_sentence: bool) -> String {
+        if !after_a_sentence || self.below(2) == 0 {
+            return String::new();
+        }
+        if self.below(4) == 0 {
+            return format!(" {}", self.pick(DRILL_ASIDES));
+        }
+        let at = self.below(self.asides.len());
+        format!(" {}", self.asides[at])
     }
 
     /// What a drill pair does: one of `DRILL_DOINGS`, or with `DrillExtras::placeless` of
@@ -990,7 +1031,12 @@ impl Generator {
             1 => ", and",
             _ => ", and then",
         };
-        let template = format!("{{A}} and {{B}} {doing}{join} {{B}} {action} {{A}}.");
+        let aside = if self.corpus_asides() {
+            self.corpus_aside(join == ".")
+        } else {
+            String::new()
+        };
+        let template = format!("{{A}} and {{B}} {doing}{join}{aside} {{B}} {action} {{A}}.");
         self.fill_ioi(&template, a, b)
     }
 

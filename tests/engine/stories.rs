@@ -6,9 +6,10 @@
 use std::collections::HashSet;
 
 use transformer_viz::analysis::antecedents::THINGS;
+use transformer_viz::train::corpus::aside_sentences;
 use transformer_viz::train::stories::{
-    drill_stories, ioi_prompts, names, pair_split, pronoun_cases, role_stories, stories, trade_of,
-    DrillExtras, Split, ROLES, SHOWCASE_PAIRS, THING_DEEDS,
+    drill_stories, drill_stories_with_asides, ioi_prompts, names, pair_split, pronoun_cases,
+    role_stories, stories, trade_of, DrillExtras, Split, ROLES, SHOWCASE_PAIRS, THING_DEEDS,
 };
 
 fn words(text: &str) -> HashSet<String> {
@@ -724,4 +725,93 @@ fn placeless_drills_let_a_pair_do_something_with_no_place() {
         },
     );
     assert!(plain.iter().all(|s| !placeless.is_match(s)));
+}
+
+/// The corpus sentences a drill may put between its pair and its action: a common word first,
+/// no capital after it (no other name said once), no word of the held-out templates', each
+/// once; with `corpus_asides` drills carry them, the pair-first ones too, and still end on the
+/// name said once.
+#[test]
+fn corpus_asides_are_plain_sentences_put_between_a_drills_pair_and_its_action() {
+    let documents: Vec<String> = [
+        "The ship sailed at noon. Ahab stood on the deck. It was cold, and the sea was grey.",
+        "They talked while working. The whale rose again! Mary and John went home.",
+        "The ship sailed at noon. A bird sat on the mast for a long day. There it is.",
+    ]
+    .map(String::from)
+    .to_vec();
+    assert_eq!(
+        aside_sentences(&documents),
+        [
+            "The ship sailed at noon.",
+            "It was cold, and the sea was grey.",
+            "The whale rose again!",
+            "There it is.",
+        ]
+    );
+    let (female, male) = names();
+    let asides: Vec<String> = ["The sea was grey and cold.", "It rained all night long."]
+        .map(String::from)
+        .to_vec();
+    let extras = DrillExtras {
+        ioi_only: true,
+        corpus_asides: true,
+        ..DrillExtras::default()
+    };
+    let stories = drill_stories_with_asides(5, 400, &[], &asides, extras);
+    assert_eq!(
+        stories,
+        drill_stories_with_asides(5, 400, &[], &asides, extras)
+    );
+    let with = |aside: &str| stories.iter().filter(|s| s.contains(aside)).count();
+    assert!(with(asides[0].as_str()) > 40 && with(asides[1].as_str()) > 40);
+    // Right after a pair that opens the story, and each followed by the repeated name.
+    let pair_first = stories
+        .iter()
+        .filter(|s| {
+            female.iter().chain(male.iter()).any(|n| {
+                s.starts_with(&format!("{n} and "))
+                    && s.split(". ")
+                        .nth(1)
+                        .is_some_and(|t| asides.iter().any(|a| a.starts_with(t)))
+            })
+        })
+        .count();
+    assert!(
+        pair_first > 10,
+        "{pair_first} pair-first drills go on with an aside"
+    );
+    for story in &stories {
+        assert!(
+            female
+                .iter()
+                .chain(male.iter())
+                .any(|n| story.ends_with(&format!(" to {n}."))),
+            "{story}"
+        );
+    }
+    // Off, or with no sentences, none.
+    let off = drill_stories_with_asides(
+        5,
+        400,
+        &[],
+        &asides,
+        DrillExtras {
+            corpus_asides: false,
+            ..extras
+        },
+    );
+    assert!(off.iter().all(|s| !s.contains("grey")));
+    assert_eq!(
+        drill_stories_with_asides(5, 400, &[], &[], extras),
+        drill_stories(
+            5,
+            400,
+            &[],
+            DrillExtras {
+                corpus_asides: false,
+                ..extras
+            }
+        )
+    );
 }

@@ -280,9 +280,9 @@ const DRILL_DOINGS: &[&str] = &[
 ];
 
 /// What a drill pair may do besides `DRILL_DOINGS`, with no place said
-/// (`DrillExtras::placeless`): with a place in every opening, the indirect object was found
-/// after "... at the park," but often missed after "... went home," or "... ate lunch,". None
-/// says "had", "day", "while" or "working", the held-out templates' words.
+/// (`DrillExtras::placeless`): with a place in every opening, the indirect object was missed
+/// more often after "... went home, so" or "... had lunch, so" than after "... were at the
+/// park, so". None says "had", "day", "while" or "working", the held-out templates' words.
 const PLACELESS_DOINGS: &[&str] = &[
     "went home",
     "ate lunch",
@@ -468,7 +468,8 @@ pub fn role_stories(seed: u64, count: usize) -> Vec<String> {
 
 /// What the drill text may hold beyond the plain drills (`train --drill-things`,
 /// `--drill-word-first`, `--drill-verbs`, `--drill-solo`, `--drill-watched-things`,
-/// `--drill-ioi-only`; the recipe's second phase has word first, verbs and solo).
+/// `--drill-ioi-only`, `--drill-placeless`, `--drill-corpus-asides`; the recipe's second phase
+/// has word first, verbs and solo, post-LN's third phase those, placeless and corpus asides).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct DrillExtras {
     /// One pronoun-drill episode in three is one person and three things, "it" the one said
@@ -495,7 +496,7 @@ pub struct DrillExtras {
     /// Half the indirect-object drills whose opening ends a sentence go on with a sentence of
     /// the corpus before the action (`drill_stories_with_asides`), the pair-first ones too,
     /// not only one of `DRILL_ASIDES`' four: with those four alone the answer was found after
-    /// them and missed after almost any other sentence.
+    /// them and often missed after other sentences.
     pub corpus_asides: bool,
 }
 

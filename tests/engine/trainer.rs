@@ -372,62 +372,54 @@ fn the_lecture_recipe_shortened_is_reproducible_across_its_curriculum() {
             std::fs::read(b.join("model.safetensors")).unwrap(),
             "{place:?}: the resumed run's weights"
         );
-        // The second phase, whole and stopped then resumed.
-        let (c, d) = (temp_dir("recipe-c"), temp_dir("recipe-d"));
-        let second = |out: &std::path::Path, stop_after: Option<usize>, resume: bool| {
-            Run {
-                init_from: Some(a.join("model.safetensors")),
-                drills: &drill_text,
-                stop_after,
-                resume,
-                ..test_run(out, &config, second_phase_settings(10, place), &stream)
-            }
-            .train()
-            .unwrap()
-        };
-        let whole = second(&c, None, false);
-        second(&d, Some(6), false);
-        let resumed = second(&d, None, true);
-        assert_eq!(
-            resumed.history.train, whole.history.train,
-            "{place:?}: second phase"
-        );
-        let weights = std::fs::read(c.join("model.safetensors")).unwrap();
-        assert_eq!(
-            weights,
-            std::fs::read(d.join("model.safetensors")).unwrap(),
-            "{place:?}: the resumed second phase's weights"
-        );
-        assert_ne!(weights, first, "{place:?}: the second phase trained");
-        if place == NormPlace::Post {
-            let (e, f) = (temp_dir("recipe-e"), temp_dir("recipe-f"));
-            let third = |out: &std::path::Path, stop_after: Option<usize>, resume: bool| {
+        // A later phase from `init`'s weights, whole (into `whole`) and stopped after `stop`
+        // steps then resumed: the same run, bit for bit, and not the weights it began with.
+        let later_phase = |init: &std::path::Path,
+                           settings: Settings,
+                           stop: usize,
+                           whole: &std::path::Path,
+                           stopped: &std::path::Path,
+                           what: &str| {
+            let phase = |out: &std::path::Path, stop_after: Option<usize>, resume: bool| {
                 Run {
-                    init_from: Some(c.join("model.safetensors")),
+                    init_from: Some(init.to_path_buf()),
                     drills: &drill_text,
                     stop_after,
                     resume,
-                    ..test_run(out, &config, third_phase_settings(8), &stream)
+                    ..test_run(out, &config, settings.clone(), &stream)
                 }
                 .train()
                 .unwrap()
             };
-            let whole = third(&e, None, false);
-            third(&f, Some(4), false);
-            let resumed = third(&f, None, true);
-            assert_eq!(resumed.history.train, whole.history.train, "third phase");
-            let last = std::fs::read(e.join("model.safetensors")).unwrap();
+            let all_at_once = phase(whole, None, false);
+            phase(stopped, Some(stop), false);
+            let resumed = phase(stopped, None, true);
+            assert_eq!(resumed.history.train, all_at_once.history.train, "{what}");
+            let weights = std::fs::read(whole.join("model.safetensors")).unwrap();
             assert_eq!(
-                last,
-                std::fs::read(f.join("model.safetensors")).unwrap(),
-                "the resumed third phase's weights"
+                weights,
+                std::fs::read(stopped.join("model.safetensors")).unwrap(),
+                "{what}: the resumed run's weights"
             );
-            assert_ne!(last, weights, "the third phase trained");
-            for dir in [e, f] {
-                let _ = std::fs::remove_dir_all(dir);
-            }
+            assert_ne!(weights, std::fs::read(init).unwrap(), "{what}: it trained");
+        };
+        let (c, d) = (temp_dir("recipe-c"), temp_dir("recipe-d"));
+        let settings = second_phase_settings(10, place);
+        let what = format!("{place:?}: second phase");
+        later_phase(&a.join("model.safetensors"), settings, 6, &c, &d, &what);
+        let (e, f) = (temp_dir("recipe-e"), temp_dir("recipe-f"));
+        if place == NormPlace::Post {
+            let settings = third_phase_settings(8);
+            later_phase(
+                &c.join("model.safetensors"),
+                settings,
+                4,
+                &e,
+                &f,
+                "third phase",
+            );
         }
-        for dir in [a, b, c, d] {
+        for dir in [a, b, c, d, e, f] {
             let _ = std::fs::remove_dir_all(dir);
         }
     }

@@ -650,24 +650,29 @@ fn watched_thing_drills_put_it_after_a_verb_of_watching_and_its_deed_after_it() 
     assert!(plain.iter().all(|s| !watched.is_match(s)));
 }
 
+/// Whether `story` ends on a name of the lists after " to ", as an indirect-object drill does.
+fn ends_on_a_name(story: &str) -> bool {
+    let (female, male) = names();
+    female
+        .iter()
+        .chain(male.iter())
+        .any(|n| story.ends_with(&format!(" to {n}.")))
+}
+
+/// Whether `story` opens with a name of the lists and "and": a pair-first drill.
+fn opens_with_a_pair(story: &str) -> bool {
+    let (female, male) = names();
+    female
+        .iter()
+        .chain(male.iter())
+        .any(|n| story.starts_with(&format!("{n} and ")))
+}
+
 /// With `ioi_only` every drill story is indirect-object sentences, each ending on the name
 /// said once, as many as without it, and about half of them open with the pair itself; off,
 /// about half the stories are pronoun drills.
 #[test]
 fn ioi_only_drills_are_indirect_object_stories_alone() {
-    let (female, male) = names();
-    let ends_on_a_name = |story: &str| {
-        female
-            .iter()
-            .chain(male.iter())
-            .any(|n| story.ends_with(&format!(" to {n}.")))
-    };
-    let pair_first = |story: &str| {
-        female
-            .iter()
-            .chain(male.iter())
-            .any(|n| story.starts_with(&format!("{n} and ")))
-    };
     let extras = DrillExtras {
         ioi_only: true,
         ..DrillExtras::default()
@@ -678,7 +683,7 @@ fn ioi_only_drills_are_indirect_object_stories_alone() {
     for story in &stories {
         assert!(ends_on_a_name(story) && !met.is_match(story), "{story}");
     }
-    let opening_with_the_pair = stories.iter().filter(|s| pair_first(s)).count();
+    let opening_with_the_pair = stories.iter().filter(|s| opens_with_a_pair(s)).count();
     assert!(
         (240..360).contains(&opening_with_the_pair),
         "{opening_with_the_pair} of 600 open with the pair"
@@ -749,7 +754,6 @@ fn corpus_asides_are_plain_sentences_put_between_a_drills_pair_and_its_action() 
             "There it is.",
         ]
     );
-    let (female, male) = names();
     let asides: Vec<String> = ["The sea was grey and cold.", "It rained all night long."]
         .map(String::from)
         .to_vec();
@@ -769,12 +773,10 @@ fn corpus_asides_are_plain_sentences_put_between_a_drills_pair_and_its_action() 
     let pair_first = stories
         .iter()
         .filter(|s| {
-            female.iter().chain(male.iter()).any(|n| {
-                s.starts_with(&format!("{n} and "))
-                    && s.split(". ")
-                        .nth(1)
-                        .is_some_and(|t| asides.iter().any(|a| a.starts_with(t)))
-            })
+            opens_with_a_pair(s)
+                && s.split(". ")
+                    .nth(1)
+                    .is_some_and(|t| asides.iter().any(|a| a.starts_with(t)))
         })
         .count();
     assert!(
@@ -782,13 +784,7 @@ fn corpus_asides_are_plain_sentences_put_between_a_drills_pair_and_its_action() 
         "{pair_first} pair-first drills go on with an aside"
     );
     for story in &stories {
-        assert!(
-            female
-                .iter()
-                .chain(male.iter())
-                .any(|n| story.ends_with(&format!(" to {n}."))),
-            "{story}"
-        );
+        assert!(ends_on_a_name(story), "{story}");
     }
     // Off, or with no sentences, none.
     let off = drill_stories_with_asides(

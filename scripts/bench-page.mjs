@@ -26,9 +26,9 @@ import { launchChromium, gotoAccepting } from './browser.mjs';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 const KEYSTROKES = Number(process.env.KEYSTROKES ?? 20); // KEYSTROKES=60 for a steadier p95
-// Words for the sentences typed: most are one token for MiniLM's WordPiece; the lecture
-// decoder's 512-token BPE cuts many into pieces, so the sentence is grown word by word in the
-// page until it has the token count wanted (the page's own chips count them).
+// Words for the sentences typed: most are one token for MiniLM's WordPiece and for the lecture
+// decoder's BPE, but not all, so the sentence is grown word by word in the page until it has
+// the token count wanted (the page's own chips count them).
 const WORDS = 'the people of our great nation have made many new laws for all men and who work in this country with their own hands every day since the first year when we went to see what they had done'.split(' ');
 
 // The models measured: the page's default (the lecture decoder) and MiniLM.

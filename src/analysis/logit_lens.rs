@@ -1,7 +1,9 @@
 //! The logit lens: the residual stream after each layer, read as if it were the last layer's
 //! output (through the final norm and the unembedding), shows what the model "would predict"
 //! at that depth. Each read is a (d_model x vocab) product per position per layer (SmolLM2:
-//! 28 million multiply-adds), so only the positions asked for are read, in chunks.
+//! 28 million multiply-adds), so only the positions asked for are read, in chunks, and a row
+//! read before is not read again (`Transformer::readout_memo`: as a student types at the end,
+//! only the last position's rows change).
 
 use ndarray::{s, Array2, ArrayView2};
 use serde::Serialize;
@@ -92,29 +94,51 @@ pub fn logit_lens(model: &Transformer, trace: &Trace, positions: &[usize]) -> Re
     }
     let points = depths(trace)?;
     let d = model.config.d_model;
-    // Every (depth, position) row, through the final norm of a pre-LN model (a post-LN
-    // model's stream is already normalised).
-    let mut rows = Array2::<f32>::zeros((points.len() * read.len(), d)); // (depths * positions, d)
+    let n = read.len();
+    let last = read
+        .iter()
+        .position(|&p| p == t - 1)
+        .expect("the last position is read");
+    let text = |id: u32| model.tokenizer.token_text(id).unwrap_or("?").to_string();
+    let cell = |(id, prob): (u32, f32)| LensCell {
+        id,
+        text: text(id),
+        prob,
+    };
+    // Every (depth, position) row, at k * n + j: the ones read before come from the memo
+    // (the last position's never do: their final-prediction probability is read too), the
+    // others are unembedded below and kept in it.
+    let mut tops: Vec<Option<LensCell>> = vec![None; points.len() * n];
+    let mut fresh = Vec::new(); // the rows to unembed, as k * n + j
     for (k, (_, stream)) in points.iter().enumerate() {
         for (j, &p) in read.iter().enumerate() {
-            rows.row_mut(k * read.len() + j).assign(&stream.row(p));
+            let kept = (j != last).then(|| model.readout_memo.get(stream.row(p)));
+            match kept.flatten() {
+                Some(readout) => tops[k * n + j] = Some(cell(readout)),
+                None => fresh.push(k * n + j),
+            }
         }
     }
-    if let (NormPlace::Pre, Some(n)) = (model.config.norm_place, &model.weights.final_norm) {
-        rows = norm::apply(model.config.norm, n, rows.view(), model.config.norm_eps);
-        // (depths * positions, d)
+    let stream_row = |r: usize| points[r / n].1.row(read[r % n]); // (d)
+    let mut rows = Array2::<f32>::zeros((fresh.len(), d)); // (fresh rows, d)
+    for (i, &r) in fresh.iter().enumerate() {
+        rows.row_mut(i).assign(&stream_row(r));
+    }
+    // Through the final norm of a pre-LN model (a post-LN model's stream is already
+    // normalised).
+    if let (NormPlace::Pre, Some(norm)) = (model.config.norm_place, &model.weights.final_norm) {
+        rows = norm::apply(model.config.norm, norm, rows.view(), model.config.norm_eps);
+        // (fresh rows, d)
     }
     // The final prediction: what the pass itself gives at the last position.
     let final_probs = trace.next_token_probabilities()?; // (vocab)
     let final_id = top_ids(final_probs.as_slice().expect("kept contiguous"), 1)[0];
-    let text = |id: u32| model.tokenizer.token_text(id).unwrap_or("?").to_string();
-    let mut tops = Vec::with_capacity(rows.nrows());
-    let mut final_prob = Vec::with_capacity(rows.nrows());
+    let mut final_prob_by_depth = vec![0.0; points.len()];
     for start in (0..rows.nrows()).step_by(CHUNK_ROWS) {
         let end = (start + CHUNK_ROWS).min(rows.nrows());
         let mut logits =
             unembedding.multiply_rows(rows.slice(s![start..end, ..]), 0, unembedding.rows()); // (chunk, vocab)
-        for mut row in logits.rows_mut() {
+        for (i, mut row) in (start..end).zip(logits.rows_mut()) {
             // Only two probabilities of the row are read, the top token's and the final
             // prediction's: the softmax's sum is all they need, the vocabulary's probabilities
             // are not written out.
@@ -124,26 +148,20 @@ pub fn logit_lens(model: &Transformer, trace: &Trace, positions: &[usize]) -> Re
             logits.iter_mut().for_each(|v| *v -= max);
             exp_in_place(logits); // (vocab,): exp(logit - max)
             let sum: f32 = logits.iter().sum();
-            tops.push(LensCell {
-                id,
-                text: text(id),
-                prob: 1.0 / sum, // exp(0) / sum
-            });
-            final_prob.push(logits[final_id as usize] / sum);
+            let r = fresh[i];
+            let readout = (id, 1.0 / sum); // exp(0) / sum
+            if r % n == last {
+                final_prob_by_depth[r / n] = logits[final_id as usize] / sum;
+            }
+            model.readout_memo.keep(stream_row(r), readout);
+            tops[r] = Some(cell(readout));
         }
     }
-    let n = read.len();
-    let last = read
-        .iter()
-        .position(|&p| p == t - 1)
-        .expect("the last position is read");
+    let mut tops = tops.into_iter().map(|top| top.expect("every row is read"));
     let cells = (0..points.len())
-        .map(|k| {
-            positions
-                .iter()
-                .enumerate()
-                .map(|(j, _)| tops[k * n + j].clone())
-                .collect()
+        .map(|_| {
+            let depth: Vec<LensCell> = tops.by_ref().take(n).collect();
+            depth.into_iter().take(positions.len()).collect()
         })
         .collect();
     Ok(LogitLens {
@@ -155,9 +173,7 @@ pub fn logit_lens(model: &Transformer, trace: &Trace, positions: &[usize]) -> Re
             text: text(final_id),
             prob: final_probs[final_id as usize],
         },
-        final_prob_by_depth: (0..points.len())
-            .map(|k| final_prob[k * n + last])
-            .collect(),
+        final_prob_by_depth,
     })
 }
 

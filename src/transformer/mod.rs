@@ -3,6 +3,7 @@
 //! conveniences over it on the CPU.
 
 pub mod pass;
+pub mod readout_memo;
 pub mod request;
 pub mod translate;
 
@@ -22,12 +23,16 @@ use crate::model::kv_cache::KvCache;
 use crate::model::{ForwardOutput, ModelConfig, Weights};
 use crate::tokenize::{Encoding, Tokenizer};
 use crate::trace::Trace;
+use readout_memo::ReadoutMemo;
 
 pub struct Transformer {
     pub config: ModelConfig,
     /// Shared with the trace steps that compute a layer again when read.
     pub weights: Arc<Weights>,
     pub tokenizer: Box<dyn Tokenizer>,
+    /// The top token the final norm and unembedding read off stream rows seen lately (the
+    /// logit lens's; the weights never change, so neither do the answers).
+    pub readout_memo: ReadoutMemo,
 }
 
 impl std::fmt::Debug for Transformer {
@@ -56,6 +61,7 @@ impl Transformer {
             config,
             weights: Arc::new(weights),
             tokenizer,
+            readout_memo: ReadoutMemo::default(),
         })
     }
 

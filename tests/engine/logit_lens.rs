@@ -5,7 +5,7 @@
 use crate::common;
 use ndarray::arr2;
 use transformer_viz::analysis::heads::{duplicate_targets, induction_score, induction_targets};
-use transformer_viz::analysis::logit_lens::logit_lens;
+use transformer_viz::analysis::logit_lens::{last_positions, logit_lens, LogitLens, MAX_POSITIONS};
 use transformer_viz::checkpoints::fixture::{decoder_config, fixture};
 use transformer_viz::draw::head_grid::{score_grid, HeadPattern};
 use transformer_viz::draw::view::{view_svg, View};
@@ -55,6 +55,67 @@ fn the_lens_at_the_last_layer_is_the_prediction_and_each_depth_is_norm_then_unem
     )
     .unwrap();
     assert!(svg.contains("Logit lens"));
+}
+
+/// The lens's cells and curve: ids and exact probabilities.
+fn lens_numbers(lens: &LogitLens) -> (Vec<Vec<(u32, u32)>>, Vec<u32>) {
+    let cells = lens
+        .cells
+        .iter()
+        .map(|depth| depth.iter().map(|c| (c.id, c.prob.to_bits())).collect())
+        .collect();
+    let curve = lens
+        .final_prob_by_depth
+        .iter()
+        .map(|p| p.to_bits())
+        .collect();
+    (cells, curve)
+}
+
+#[test]
+fn a_row_the_lens_read_before_is_not_read_again_and_gives_the_same_numbers() {
+    let model = fixture(decoder_config(), 21).unwrap();
+    let depths = model.config.n_layers + 1;
+    let first = model.trace("a lens on it").unwrap();
+    let positions = last_positions(first.len(), MAX_POSITIONS);
+    let n = positions.len();
+    assert_eq!(n, first.len(), "every position is read");
+    logit_lens(&model, &first, &positions).unwrap();
+    // Every row is kept, less those that are the same bits as another (a letter's embedding
+    // where it comes twice).
+    let kept = model.readout_memo.len();
+    assert!(
+        kept > depths * n / 2 && kept <= depths * n,
+        "{kept} rows kept"
+    );
+    // The same text again: every row but the last position's (whose final-prediction
+    // probability is read too) is found, none is added.
+    let found = model.readout_memo.found();
+    logit_lens(&model, &model.trace("a lens on it").unwrap(), &positions).unwrap();
+    assert_eq!(model.readout_memo.found() - found, depths * (n - 1));
+    assert_eq!(model.readout_memo.len(), kept);
+    // A letter more at the end: the rows before the first changed token are found, and the
+    // numbers are those of a model that never read a row before.
+    let longer = model.trace("a lens on its").unwrap();
+    let changed_from = (0..longer.len())
+        .find(|&i| first.tokens.get(i).map(|t| t.id) != Some(longer.tokens[i].id))
+        .unwrap();
+    assert!(changed_from > 1, "the texts share their first tokens");
+    let positions = last_positions(longer.len(), MAX_POSITIONS);
+    let found = model.readout_memo.found();
+    let with_memo = logit_lens(&model, &longer, &positions).unwrap();
+    let unchanged = positions.iter().filter(|&&p| p < changed_from).count();
+    assert!(
+        model.readout_memo.found() - found >= depths * unchanged,
+        "found {} of {} rows before position {changed_from}",
+        model.readout_memo.found() - found,
+        depths * unchanged
+    );
+    let afresh = fixture(decoder_config(), 21).unwrap();
+    let without = logit_lens(&afresh, &afresh.trace("a lens on its").unwrap(), &positions).unwrap();
+    assert_eq!(afresh.readout_memo.found(), 0, "read afresh: no row found");
+    assert_eq!(lens_numbers(&with_memo), lens_numbers(&without));
+    assert_eq!(with_memo.final_token.id, without.final_token.id);
 }
 
 #[test]

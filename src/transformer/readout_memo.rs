@@ -11,7 +11,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use ndarray::ArrayView1;
 
-/// Rows kept at most (SmolLM2's lens reads 31 depths at 16 positions: 496 rows of 576
+/// Rows kept at most (SmolLM2's lens reads 31 depths at up to 16 positions: 496 rows of 576
 /// floats); past it the memo starts again, empty.
 const MOST_ROWS: usize = 2048;
 

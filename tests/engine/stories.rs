@@ -650,22 +650,20 @@ fn watched_thing_drills_put_it_after_a_verb_of_watching_and_its_deed_after_it() 
     assert!(plain.iter().all(|s| !watched.is_match(s)));
 }
 
+/// Whether `test` holds for some name of the lists.
+fn any_name(test: impl Fn(&str) -> bool) -> bool {
+    let (female, male) = names();
+    female.iter().chain(male.iter()).any(|n| test(n))
+}
+
 /// Whether `story` ends on a name of the lists after " to ", as an indirect-object drill does.
 fn ends_on_a_name(story: &str) -> bool {
-    let (female, male) = names();
-    female
-        .iter()
-        .chain(male.iter())
-        .any(|n| story.ends_with(&format!(" to {n}.")))
+    any_name(|n| story.ends_with(&format!(" to {n}.")))
 }
 
 /// Whether `story` opens with a name of the lists and "and": a pair-first drill.
 fn opens_with_a_pair(story: &str) -> bool {
-    let (female, male) = names();
-    female
-        .iter()
-        .chain(male.iter())
-        .any(|n| story.starts_with(&format!("{n} and ")))
+    any_name(|n| story.starts_with(&format!("{n} and ")))
 }
 
 /// With `ioi_only` every drill story is indirect-object sentences, each ending on the name

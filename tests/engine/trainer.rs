@@ -345,6 +345,29 @@ fn third_phase_settings(steps: usize) -> Settings {
     }
 }
 
+/// `train` (a run into a folder, stopped after some steps or not, resumed or not) whole into
+/// `whole`, and into `stopped` stopped after `stop` steps then resumed: the same losses and
+/// the same weights, bit for bit. Returns the weights.
+fn stopped_and_resumed_is_the_same_run(
+    train: impl Fn(&std::path::Path, Option<usize>, bool) -> transformer_viz::train::run::Outcome,
+    stop: usize,
+    whole: &std::path::Path,
+    stopped: &std::path::Path,
+    what: &str,
+) -> Vec<u8> {
+    let all_at_once = train(whole, None, false);
+    train(stopped, Some(stop), false);
+    let resumed = train(stopped, None, true);
+    assert_eq!(resumed.history.train, all_at_once.history.train, "{what}");
+    let weights = std::fs::read(whole.join("model.safetensors")).unwrap();
+    assert_eq!(
+        weights,
+        std::fs::read(stopped.join("model.safetensors")).unwrap(),
+        "{what}: the resumed run's weights"
+    );
+    weights
+}
+
 /// The test command's shortened run of the committed recipe: the same code paths and seed as
 /// `scripts/train-lecture.sh` (the curriculum's switch included, then the second phase from
 /// the first's weights with drills, then post-LN's third from the second's) give the same
@@ -362,18 +385,19 @@ fn the_lecture_recipe_shortened_is_reproducible_across_its_curriculum() {
         let config = small_config(place);
         let (a, b) = (temp_dir("recipe-a"), temp_dir("recipe-b"));
         let first_phase = recipe_settings(14, place);
-        let whole = run(&a, &config, first_phase.clone(), &stream, None, false);
-        run(&b, &config, first_phase.clone(), &stream, Some(9), false);
-        let resumed = run(&b, &config, first_phase, &stream, None, true);
-        assert_eq!(resumed.history.train, whole.history.train, "{place:?}");
-        let first = std::fs::read(a.join("model.safetensors")).unwrap();
-        assert_eq!(
-            first,
-            std::fs::read(b.join("model.safetensors")).unwrap(),
-            "{place:?}: the resumed run's weights"
-        );
+        let first_run = |out: &std::path::Path, stop_after: Option<usize>, resume: bool| {
+            run(
+                out,
+                &config,
+                first_phase.clone(),
+                &stream,
+                stop_after,
+                resume,
+            )
+        };
+        stopped_and_resumed_is_the_same_run(first_run, 9, &a, &b, &format!("{place:?}"));
         // A later phase from `init`'s weights, whole (into `whole`) and stopped after `stop`
-        // steps then resumed: the same run, bit for bit, and not the weights it began with.
+        // steps then resumed: the same run, and not the weights it began with.
         let later_phase = |init: &std::path::Path,
                            settings: Settings,
                            stop: usize,
@@ -391,16 +415,7 @@ fn the_lecture_recipe_shortened_is_reproducible_across_its_curriculum() {
                 .train()
                 .unwrap()
             };
-            let all_at_once = phase(whole, None, false);
-            phase(stopped, Some(stop), false);
-            let resumed = phase(stopped, None, true);
-            assert_eq!(resumed.history.train, all_at_once.history.train, "{what}");
-            let weights = std::fs::read(whole.join("model.safetensors")).unwrap();
-            assert_eq!(
-                weights,
-                std::fs::read(stopped.join("model.safetensors")).unwrap(),
-                "{what}: the resumed run's weights"
-            );
+            let weights = stopped_and_resumed_is_the_same_run(phase, stop, whole, stopped, what);
             assert_ne!(weights, std::fs::read(init).unwrap(), "{what}: it trained");
         };
         let (c, d) = (temp_dir("recipe-c"), temp_dir("recipe-d"));

@@ -10,6 +10,7 @@
 import { join } from 'node:path';
 import { serve } from './static-server.mjs';
 import { launchChromium, gotoAccepting } from './browser.mjs';
+import { stats } from './stats.mjs';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 const MODEL = process.env.MODEL ?? 'lecture-post-ln';
@@ -21,12 +22,6 @@ const SENTENCE = 'the people of our great nation have made many new laws for all
 const builds = [process.argv[2] ?? join(ROOT, 'dist'), process.env.BASELINE_DIST].filter(Boolean);
 const servers = await Promise.all(builds.map((dist) => serve(dist, 0)));
 const browser = await launchChromium();
-
-function stats(values) {
-  const sorted = [...values].sort((a, b) => a - b);
-  const at = (q) => sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)];
-  return { median: at(0.5), p95: at(0.95) };
-}
 
 /** One build's keystrokes: each key's time to every chart drawn, and each chart's drawing. */
 async function measure(server) {

@@ -23,6 +23,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { serve } from './static-server.mjs';
 import { launchChromium, gotoAccepting } from './browser.mjs';
+import { stats } from './stats.mjs';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 const KEYSTROKES = Number(process.env.KEYSTROKES ?? 20); // KEYSTROKES=60 for a steadier p95
@@ -69,12 +70,6 @@ async function sentence(page, tokens) {
   }
   if (count !== tokens) throw new Error(`no sentence of ${tokens} tokens: "${text}" has ${count}`);
   return text;
-}
-
-function stats(values) {
-  const sorted = [...values].sort((a, b) => a - b);
-  const at = (q) => sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)];
-  return { median: at(0.5), p10: at(0.1), p90: at(0.9), p95: at(0.95), min: sorted[0], max: sorted[sorted.length - 1] };
 }
 
 const browser = await launchChromium();
@@ -158,7 +153,7 @@ async function typing(page, tokens) {
     await page.waitForFunction((n) => window.__tviz.settledLatencies.length > n, before);
   }
   const [latencies, everything, passes] = await page.evaluate(() => [window.__tviz.latencies, window.__tviz.settledLatencies, window.__tviz.passes]);
-  return { onScreen: { ...stats(latencies), samples: latencies.length }, allCharts: stats(everything), forwardPass: stats(passes) };
+  return { onScreen: stats(latencies), allCharts: stats(everything), forwardPass: stats(passes) };
 }
 
 async function measure({ dist, serveWith }, model) {
@@ -210,7 +205,7 @@ function report(results) {
   for (const [backend, byTokens] of Object.entries(results.typing)) {
     console.log(`${backend}:`);
     for (const [tokens, s] of Object.entries(byTokens)) {
-      console.log(`  ${tokens} tokens, ${s.onScreen.samples} keystrokes: input to on-screen views drawn median ${ms(s.onScreen.median)}, p95 ${ms(s.onScreen.p95)}; input to every chart drawn median ${ms(s.allCharts.median)}, p95 ${ms(s.allCharts.p95)}; of which the traced forward pass median ${ms(s.forwardPass.median)}, p95 ${ms(s.forwardPass.p95)}`);
+      console.log(`  ${tokens} tokens, ${s.onScreen.count} keystrokes: input to on-screen views drawn median ${ms(s.onScreen.median)}, p95 ${ms(s.onScreen.p95)}; input to every chart drawn median ${ms(s.allCharts.median)}, p95 ${ms(s.allCharts.p95)}; of which the traced forward pass median ${ms(s.forwardPass.median)}, p95 ${ms(s.forwardPass.p95)}`);
     }
   }
   for (const [tokens, pages] of Object.entries(results.backToBack)) {

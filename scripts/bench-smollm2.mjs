@@ -15,17 +15,12 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { serve } from './static-server.mjs';
 import { launchChromium, gotoAccepting } from './browser.mjs';
+import { stats } from './stats.mjs';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 const REPEATS = 7;
 const WORDS = 'the cat sat on a mat and then it slept by the warm fire while rain fell on the roof of our old house near the quiet river bank in the town where we lived for many long years together'.split(' ');
 const FIRST = ['The', 'A', 'One', 'This', 'That', 'My', 'Our', 'Her'];
-
-function stats(values) {
-  const sorted = [...values].sort((a, b) => a - b);
-  const at = (q) => sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)];
-  return { median: at(0.5), min: sorted[0], max: sorted[sorted.length - 1], samples: sorted.length };
-}
 
 /** A text of exactly `tokens` SmolLM2 tokens starting with `first` (checked on the page). */
 function textOf(first, words) {

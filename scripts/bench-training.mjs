@@ -20,6 +20,7 @@ import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { serve } from './static-server.mjs';
 import { launchChromium } from './browser.mjs';
+import { stats } from './stats.mjs';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 const PRESETS = (process.env.PRESETS ?? 'previous-token,induction').split(',');
@@ -30,12 +31,6 @@ const KEYSTROKES = Number(process.env.KEYSTROKES ?? 20);
 const KEY_GAP_MS = Number(process.env.KEY_GAP_MS ?? 0);
 const budgetOf = (preset) => Number(process.env.BUDGET_S ?? (preset === 'previous-token' ? 90 : 360));
 const SENTENCE = 'The cat sat on the mat because it was tired and the';
-
-function stats(values) {
-  const sorted = [...values].sort((a, b) => a - b);
-  const at = (q) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))];
-  return { median: at(0.5), p10: at(0.1), p90: at(0.9), p95: at(0.95), count: sorted.length };
-}
 
 async function openSection(browser, base) {
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });

@@ -2,13 +2,15 @@
 //! stream, the attention weights, the norms' statistics) and computes a layer's other steps
 //! (Q, K, V per head, scores, FFN activations...) when someone reads them, by running that
 //! one layer again from its stored input. SmolLM2 has 30 layers: keeping every step at 256
-//! tokens would take ~12 MB a layer, ~400 MB in all; this keeps ~3.5 MB a layer.
+//! tokens would take ~12 MB a layer, ~400 MB in all; this keeps ~3.5 MB a layer. A layer's
+//! queries, keys and values are read together (the query view): one run gives all three.
 //!
 //! It also continues a causal model's earlier trace: when a pass computes only the tokens
 //! after a cached prefix, each kept step is the earlier trace's first rows followed by the
 //! new rows (joined as `ContinuedRecorder` joins them), so the trace covers the whole text.
 
-use std::sync::Arc;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use ndarray::{ArrayD, ArrayViewD};
 
@@ -40,8 +42,8 @@ pub struct LayeredRecorder<'a> {
     prefix: Option<Prefix<'a>>,
     /// Tokens in the whole trace: the prefix's and the new ones.
     total: usize,
-    /// The current layer's input (T, d) and the op that holds it.
-    layer_input: Option<(Tensor, Op)>,
+    /// The current layer, to be run again for its steps computed on read.
+    layer: Option<Arc<LayerReplay>>,
 }
 
 impl<'a> LayeredRecorder<'a> {
@@ -65,7 +67,7 @@ impl<'a> LayeredRecorder<'a> {
                 norm_index: 0,
             }),
             total,
-            layer_input: None,
+            layer: None,
         }
     }
 
@@ -99,21 +101,17 @@ impl<'a> LayeredRecorder<'a> {
         }
     }
 
-    /// A step computed on read: layer `layer` run again from its input, keeping only `op`.
+    /// A step computed on read: the current layer run again from its input, giving `op`.
     fn on_read(&mut self, op: Op, layer: usize, inputs: &[Op], mut shape: Vec<usize>) {
         // The step holds every token: the layer is run again on the whole input.
         let token_axis = if shape.len() == 3 { 1 } else { 0 };
         shape[token_axis] = self.total;
-        let (input, stream) = self
-            .layer_input
+        let replay = self
+            .layer
             .clone()
             .expect("forward reports each layer's input before its steps");
-        let (weights, config, edits) = (
-            self.weights.clone(),
-            self.config.clone(),
-            self.edits.clone(),
-        );
-        let recipe = Box::new(move || replay(&weights, &config, &edits, layer, &input, stream, op));
+        debug_assert_eq!(replay.layer, layer);
+        let recipe = Box::new(move || replay.read(op));
         self.inner.push(
             op,
             Some(layer),
@@ -126,7 +124,72 @@ impl<'a> LayeredRecorder<'a> {
     }
 }
 
-/// Runs layer `layer` again on its input and returns the result of `want`.
+/// The steps read together: running the layer once for one of them keeps the others until
+/// they are read.
+fn read_with(op: Op) -> &'static [Op] {
+    const ATTENTION_INPUTS: &[Op] = &[
+        Op::Query,
+        Op::Key,
+        Op::Value,
+        Op::RotaryQuery,
+        Op::RotaryKey,
+    ];
+    if ATTENTION_INPUTS.contains(&op) {
+        ATTENTION_INPUTS
+    } else {
+        &[]
+    }
+}
+
+/// One layer of a pass, run again from its input when one of its steps not kept is read.
+struct LayerReplay {
+    weights: Arc<Weights>,
+    config: Arc<ModelConfig>,
+    edits: Arc<Edits>,
+    layer: usize,
+    /// The layer's input (T, d) and the op that holds it.
+    input: Tensor,
+    stream: Op,
+    runs: Mutex<Runs>,
+}
+
+/// What the runs of a layer left: steps a run gave beside the one read, kept until they are
+/// read (at most the layer's queries, keys and values; `Trace::bytes_in_memory` does not count
+/// them), and the steps read (not kept again).
+#[derive(Default)]
+struct Runs {
+    unread: HashMap<Op, Vec<f32>>,
+    read: HashSet<Op>,
+}
+
+impl LayerReplay {
+    /// The values of step `want` (each step's recipe reads it once: its storage keeps them).
+    fn read(&self, want: Op) -> Vec<f32> {
+        let mut runs = self.runs.lock().unwrap_or_else(PoisonError::into_inner);
+        let Runs { unread, read } = &mut *runs;
+        read.insert(want);
+        if let Some(values) = unread.remove(&want) {
+            return values;
+        }
+        let mut found = replay(
+            &self.weights,
+            &self.config,
+            &self.edits,
+            self.layer,
+            &self.input,
+            self.stream,
+            want,
+        );
+        let values = found
+            .remove(&want)
+            .expect("a layer records the same steps every time it runs");
+        unread.extend(found.into_iter().filter(|(op, _)| !read.contains(op)));
+        values
+    }
+}
+
+/// Runs layer `layer` again on its input and returns the result of `want` and of the steps
+/// read with it (`read_with`) that the layer has.
 fn replay(
     weights: &Weights,
     config: &ModelConfig,
@@ -135,9 +198,13 @@ fn replay(
     input: &Tensor,
     stream: Op,
     want: Op,
-) -> Vec<f32> {
+) -> HashMap<Op, Vec<f32>> {
     let x = input.view2().expect("a layer's input is (T, d_model)");
-    let mut pick = Pick { want, found: None };
+    let mut pick = Pick {
+        want,
+        with: read_with(want),
+        found: HashMap::new(),
+    };
     // Only decoder-only and encoder models are traced this way (an encoder-decoder's layers
     // need the encoder's output: `Transformer::translate` keeps every step instead).
     layer_forward(
@@ -154,19 +221,19 @@ fn replay(
         edits,
     );
     pick.found
-        .expect("a layer records the same steps every time it runs")
 }
 
-/// Keeps the result of one op.
+/// Keeps the result of one op and of those read with it (the first of each).
 struct Pick {
     want: Op,
-    found: Option<Vec<f32>>,
+    with: &'static [Op],
+    found: HashMap<Op, Vec<f32>>,
 }
 
 impl Recorder for Pick {
     fn step<F: FnOnce() -> Tensor>(&mut self, op: Op, _: Option<usize>, _: &[Op], make: F) {
-        if op == self.want && self.found.is_none() {
-            self.found = Some(row_major(make().into_array()));
+        if (op == self.want || self.with.contains(&op)) && !self.found.contains_key(&op) {
+            self.found.insert(op, row_major(make().into_array()));
         }
     }
     fn norm_stats<F: FnOnce() -> NormRows>(&mut self, _: Option<usize>, _: F) {}
@@ -279,7 +346,16 @@ impl Recorder for LayeredRecorder<'_> {
     }
 
     fn layer_input(&mut self, layer: usize, input: Op) {
-        let _ = layer;
-        self.layer_input = self.inner.latest(input).map(|s| (s.tensor.clone(), input));
+        self.layer = self.inner.latest(input).map(|s| {
+            Arc::new(LayerReplay {
+                weights: self.weights.clone(),
+                config: self.config.clone(),
+                edits: self.edits.clone(),
+                layer,
+                input: s.tensor.clone(),
+                stream: input,
+                runs: Mutex::default(),
+            })
+        });
     }
 }

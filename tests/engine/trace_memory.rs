@@ -141,6 +141,39 @@ fn fixture_steps_read_the_numbers_the_pass_computed() {
 }
 
 #[test]
+fn a_layers_queries_keys_and_values_read_in_any_order_are_the_pass_s() {
+    // One run of a layer gives its queries, keys and values (rotary ones too); whichever is
+    // read first, each of them, read then or later, is what the pass computed.
+    let model = fixture(decoder_config(), 11).unwrap();
+    let text = "mask the future";
+    let kept = full_trace(&model, text);
+    let group = [
+        Op::Value,
+        Op::RotaryKey,
+        Op::Query,
+        Op::Key,
+        Op::RotaryQuery,
+    ];
+    for first in 0..group.len() {
+        let trace = model.trace(text).unwrap();
+        for layer in 0..model.config.n_layers {
+            let order = group.iter().cycle().skip(first).take(group.len());
+            for &op in order {
+                let ours = &trace.find(op, Some(layer)).unwrap().tensor.data;
+                let full = &kept.find(op, Some(layer)).unwrap().tensor.data;
+                assert!(
+                    ours.iter()
+                        .map(|v| v.to_bits())
+                        .eq(full.iter().map(|v| v.to_bits())),
+                    "{op:?} of layer {layer}, read after {:?}: not the pass's values",
+                    group[first]
+                );
+            }
+        }
+    }
+}
+
+#[test]
 fn a_512_token_minilm_trace_keeps_the_large_tensors_as_recipes() {
     let model = common::minilm();
     let text = vec!["the cat sat on a mat"; 100].join(" ");

@@ -3,6 +3,7 @@
 // never on its name, so a new model gets the right views without new code here.
 import { session } from './session.js';
 import { modelTitle, modelNamed } from './models.js';
+import { thousands } from './labels.js';
 
 // Charts of the model's own learned position table.
 const LEARNED_POSITION_CHARTS = new Set(['pos-table', 'pos-waves', 'pos-sim']);
@@ -122,7 +123,7 @@ export function renderModelText() {
     d_ff: config.d_ff,
     n_kv_heads: config.n_kv_heads,
     activation: ACTIVATION_WORDS[config.activation] ?? String(config.activation),
-    vocab_size: config.vocab_size.toLocaleString('en'),
+    vocab_size: thousands(config.vocab_size),
     context: config.context,
     model: modelTitle(session.modelName),
     Model: modelTitle(session.modelName, { start: true }),

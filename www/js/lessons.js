@@ -16,6 +16,7 @@ import { computeAnswer, isRight, fillIn, labelOfToken } from './lesson-answers.j
 import { presenting, drivePresenter, presentElement } from './presenter.js';
 import { pickModel } from './model-picker.js';
 import { exposeForTests } from './testing-hook.js';
+import { thousands } from './labels.js';
 
 const PROGRESS_KEY = 'tviz-lesson-progress';
 const STEP_KEYS = { text: 'text', layer: 'layer', head: 'head', step: 'step', mode: 'mode', temperature: 'temperature', 'top-k': 'topK', 'top-p': 'topP', seed: 'seed', off: 'off' };
@@ -408,7 +409,7 @@ function showFileError(err) {
 async function openFile(file) {
   if (!file) return;
   if (file.size > 200_000) {
-    showFileError(new Error(`${file.name} is ${file.size.toLocaleString('en')} bytes, far longer than a lesson (at most 200,000)`));
+    showFileError(new Error(`${file.name} is ${thousands(file.size)} bytes, far longer than a lesson (at most 200,000)`));
     return;
   }
   try {

@@ -49,6 +49,7 @@ import { wireQuery } from './query.js';
 import { wireLessons, showLessonOfState, openLinkedLesson } from './lessons.js';
 import { wireTraining } from './training.js';
 import { publish } from './testing-hook.js';
+import { thousands } from './labels.js';
 
 // Back/Forward landed on another view: show it.
 function showHistoryView(before) {
@@ -109,7 +110,7 @@ function textBoxText() {
   if (cut) $('text').value = text;
   const limit = $('text-limit');
   if (cut) {
-    limit.textContent = `The text box holds at most ${MAX_TEXT_CHARS.toLocaleString('en')} characters, far more than any model here reads: the last ${cut.toLocaleString('en')} were left out.`;
+    limit.textContent = `The text box holds at most ${thousands(MAX_TEXT_CHARS)} characters, far more than any model here reads: the last ${thousands(cut)} were left out.`;
     limit.hidden = false;
   } else if (text.length < MAX_TEXT_CHARS) {
     limit.hidden = true; // shorter again (a full box keeps the note)

@@ -3,12 +3,13 @@
 // that a text is too long to share whole.
 import { $ } from './dom.js';
 import { exposeForTests } from './testing-hook.js';
+import { thousands } from './labels.js';
 
 const MAX_MESSAGE_CHARS = 600; // a message built from a file's contents can be huge
 
 function cut(message) {
   const chars = [...String(message)];
-  return chars.length > MAX_MESSAGE_CHARS ? `${chars.slice(0, MAX_MESSAGE_CHARS).join('')}… (${chars.length.toLocaleString('en')} characters in all)` : chars.join('');
+  return chars.length > MAX_MESSAGE_CHARS ? `${chars.slice(0, MAX_MESSAGE_CHARS).join('')}… (${thousands(chars.length)} characters in all)` : chars.join('');
 }
 
 /**

@@ -11,6 +11,7 @@ import { isEncoderDecoder } from './applicable.js';
 import { gpu, passesOnGpu, renderGpuStatus } from './backend-status.js';
 import { stepsToRead } from './gpu-readback.js';
 import { exposeForTests } from './testing-hook.js';
+import { thousands } from './labels.js';
 
 registerChart('prediction', { spec: predictionSpec, shape: [0.6, 520] });
 // The logit lens reads the stream through the same final norm and unembedding. It unembeds
@@ -49,7 +50,7 @@ export function renderPrediction() {
   } else if (isEncoderDecoder()) {
     el.textContent = `${title} is an encoder-decoder: this chart is its decoder's last pass, after the whole output, so it predicts what follows the output (when the output is complete, the end token). The encoder-decoder section at the top shows the choice of every step; writing text of its own (sampling below) is for the decoder-only models.`;
   } else {
-    el.textContent = `${title} is a decoder: after the last token of your text, its unembedding gives every one of its ${session.config.vocab_size.toLocaleString('en')} tokens a score, and the chart shows the 20 most likely next tokens.`;
+    el.textContent = `${title} is a decoder: after the last token of your text, its unembedding gives every one of its ${thousands(session.config.vocab_size)} tokens a score, and the chart shows the 20 most likely next tokens.`;
   }
 }
 

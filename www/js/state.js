@@ -6,6 +6,7 @@ import { showNotice, setLinkNote } from './messages.js';
 import { parseLink, clampToLimits, textFragment, queryFor, shorten, parseDims as parseDimsText } from './url-state.js';
 import { MODELS, DEFAULT_MODEL, modelNamed, TRAINED_MODEL } from './models.js';
 import { exposeForTests } from './testing-hook.js';
+import { thousands } from './labels.js';
 // Sines and cosines of ever longer periods in the sinusoidal table (6, 6, 16, 43 and 112 positions).
 export const DEFAULT_DIMS = [0, 1, 40, 80, 120];
 
@@ -129,7 +130,7 @@ async function writeUrlNow() {
     if (seq !== linkSeq) return; // a newer call will write
     textLink = { text, fragment: link.fragment };
     setLinkNote(link.keptChars < link.totalChars
-      ? `This text is too long to share whole in a link: a link keeps its first ${link.keptChars.toLocaleString('en')} of ${link.totalChars.toLocaleString('en')} characters.`
+      ? `This text is too long to share whole in a link: a link keeps its first ${thousands(link.keptChars)} of ${thousands(link.totalChars)} characters.`
       : null);
   }
   const url = `${location.pathname}${queryFor(state, state.model)}#t=${textLink.fragment}`;

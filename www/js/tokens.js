@@ -1,6 +1,7 @@
 // The token chips under the text box, and the count against the model's context.
 import { $, syncChildren, setIfChanged } from './dom.js';
 import { session } from './session.js';
+import { thousands } from './labels.js';
 
 export function renderTokens() {
   const { summary, config } = session;
@@ -24,10 +25,10 @@ export function renderTokens() {
   const limit = summary.token_limit ?? context;
   // The page may trace fewer tokens than the model can read (it keeps every layer's attention).
   const why = limit < context
-    ? `the page traces at most ${limit} (the model reads up to ${context.toLocaleString('en')}; every layer's attention is kept for the views)`
+    ? `the page traces at most ${limit} (the model reads up to ${thousands(context)}; every layer's attention is kept for the views)`
     : `the model reads at most ${context}`;
   setIfChanged($('token-count'), 'textContent', limit < context
-    ? `${tokens.length} / ${limit} tokens (the page's limit; the model's context is ${context.toLocaleString('en')})`
+    ? `${tokens.length} / ${limit} tokens (the page's limit; the model's context is ${thousands(context)})`
     : `${tokens.length} / ${context} ${source ? 'source ' : ''}tokens (the model's context limit)`);
   const warn = $('truncated');
   setIfChanged(warn, 'hidden', !truncated);

@@ -13,6 +13,7 @@ import { showTrainedModel } from './model-picker.js';
 import { publish, record, testHook } from './testing-hook.js';
 import { rightOfWay } from './right-of-way.js';
 import { threadPlan } from './threads.js';
+import { thousands } from './labels.js';
 
 /** The settings' fields: form control id, JSON name, and how the control's value is read. */
 const FIELDS = [
@@ -346,12 +347,12 @@ function renderStatus() {
   }[status];
   const parts = [words];
   if (status !== 'idle' && status !== 'starting') {
-    parts.push(`step ${run.step.toLocaleString('en')} of ${run.steps.toLocaleString('en')}`);
+    parts.push(`step ${thousands(run.step)} of ${thousands(run.steps)}`);
     const last = run.train.at(-1);
     if (last) parts.push(`loss ${last[1].toFixed(3)}`);
-    if (run.tokensPerSecond) parts.push(`${Math.round(run.tokensPerSecond).toLocaleString('en')} characters a second`);
+    if (run.tokensPerSecond) parts.push(`${thousands(Math.round(run.tokensPerSecond))} characters a second`);
     parts.push(run.threads > 1 ? `on ${run.threads} threads` : 'on one thread');
-    parts.push(`${run.parameters.toLocaleString('en')} parameters`);
+    parts.push(`${thousands(run.parameters)} parameters`);
   }
   $('train-status').textContent = parts.join(' · ');
   $('train-status').title = run.threads > 1 || !run.threadsWhy ? '' : `One thread: ${run.threadsWhy}.`;
@@ -394,7 +395,7 @@ function reset() {
 /** Open in the inspector: the model as it is now, in every view of the page. */
 async function openInInspector() {
   const files = await filesNow('inspect');
-  await showTrainedModel(files, { label: `step ${files.step.toLocaleString('en')}` });
+  await showTrainedModel(files, { label: `step ${thousands(files.step)}` });
 }
 
 /** Export: the model's three files, which the CLI (`--dir`) and this page load again. */

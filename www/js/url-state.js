@@ -9,6 +9,7 @@
 // text takes a few thousand characters. Older links with `?text=` still open.
 
 import { threadsInLink, MAX_THREADS } from './threads.js';
+import { thousands } from './labels.js';
 
 /** Longest fragment a link carries; past it the link keeps a shorter prefix of the text. */
 export const MAX_TEXT_FRAGMENT = 8000;
@@ -128,7 +129,7 @@ export async function parseLink(search, hash) {
   }
   if (values.text !== undefined) {
     const { text, cut } = capText(values.text);
-    if (cut) notes.push(`The link's text was cut to its first ${MAX_TEXT_CHARS.toLocaleString('en')} characters (${cut.toLocaleString('en')} more were left out): far more than any model here reads.`);
+    if (cut) notes.push(`The link's text was cut to its first ${thousands(MAX_TEXT_CHARS)} characters (${thousands(cut)} more were left out): far more than any model here reads.`);
     values.text = text;
   }
   if (q.has('model')) values.model = q.get('model');

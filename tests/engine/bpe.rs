@@ -644,7 +644,8 @@ fn encode_seconds(tok: &ByteLevelBpe, text: &str) -> f64 {
 /// A run with no space is one piece of the pre-tokenizer however long it is (a link can hold
 /// 100,000 `x`): its merges give Hugging Face's ids, and encoding it takes time that grows
 /// with its length, not with its square. Not a timing goal: the ratio of two lengths' times in
-/// the same run, 4x the text taking far less than the 16x a rescan per merge takes.
+/// the same run, 16x the text taking far less than the 256x a rescan per merge takes (the
+/// bound between them leaves room for the other tests' threads slowing the longer runs).
 #[test]
 fn a_long_run_without_spaces_merges_as_huggingface_in_time_linear_in_its_length() {
     let Some(s) = smollm2() else { return };
@@ -662,14 +663,15 @@ fn a_long_run_without_spaces_merges_as_huggingface_in_time_linear_in_its_length(
             text.len()
         );
     }
-    let (short, long) = ("x".repeat(25_000), "x".repeat(100_000));
+    let (short, long) = ("x".repeat(6_250), "x".repeat(100_000));
     let (t_short, t_long) = (
         encode_seconds(&s.tokenizer, &short),
         encode_seconds(&s.tokenizer, &long),
     );
     let ratio = t_long / t_short.max(1e-6);
+    eprintln!("16x the text: {ratio:.1}x the time ({t_short:.4} s, {t_long:.4} s)");
     assert!(
-        ratio < 9.0,
-        "4x the text took {ratio:.1}x the time ({t_short:.4} s, {t_long:.4} s): not linear"
+        ratio < 64.0,
+        "16x the text took {ratio:.1}x the time ({t_short:.4} s, {t_long:.4} s): not linear"
     );
 }

@@ -10,7 +10,7 @@ export function tokenLabel(text) {
 
 /** A count with commas between its thousands ("4,608"), as `toLocaleString('en')` writes a
  * whole number. Not that function: its first call in a page loads the browser's number
- * formats, tens of milliseconds of the first view. */
+ * formats, on the first view's path (docs/benchmarks.md, "Counts without the number formats"). */
 export function thousands(n) {
   const [whole, fraction] = String(n).split('.');
   return whole.replace(/\B(?=(\d{3})+$)/g, ',') + (fraction === undefined ? '' : `.${fraction}`);

@@ -79,7 +79,7 @@ export async function loadModelFiles(model, { onProgress, signal } = {}) {
     report();
     // Only a file of the registry's size is kept; any other (a damaged file on the server)
     // still goes to the engine, which says in its own words what is wrong with it.
-    if (cache) writes.push(bytes.length === file.bytes ? store(cache, url, bytes) : Promise.resolve(false));
+    if (cache) writes.push(bytes.length === file.bytes ? whenIdle().then(() => store(cache, url, bytes)) : Promise.resolve(false));
     return [role, bytes];
   }));
   signal?.throwIfAborted();
@@ -95,6 +95,16 @@ export async function dropCached(model) {
   const cache = await openCache();
   if (!cache) return;
   for (const [, file] of filesOf(model)) await cache.delete(urlOf(file));
+}
+
+// A download is written to the cache once the page is idle: the Response copies its bytes
+// (megabytes of weights) on the page's thread, which would otherwise come between the last
+// file's arrival and the model being built and shown.
+function whenIdle() {
+  return new Promise((resolve) => {
+    if (typeof requestIdleCallback === 'function') requestIdleCallback(() => resolve(), { timeout: 2000 });
+    else setTimeout(resolve, 0);
+  });
 }
 
 async function store(cache, url, bytes) {

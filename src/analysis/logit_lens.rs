@@ -157,12 +157,15 @@ pub fn logit_lens(model: &Transformer, trace: &Trace, positions: &[usize]) -> Re
             tops[r] = Some(cell(readout));
         }
     }
-    let mut tops = tops.into_iter().map(|top| top.expect("every row is read"));
-    let cells = (0..points.len())
-        .map(|_| {
-            let depth: Vec<LensCell> = tops.by_ref().take(n).collect();
-            depth.into_iter().take(positions.len()).collect()
-        })
+    let tops: Vec<LensCell> = tops
+        .into_iter()
+        .map(|top| top.expect("every row is read"))
+        .collect();
+    // Each depth's n rows, less the last position when it was read only for the final
+    // prediction (it follows the positions asked for).
+    let cells = tops
+        .chunks(n)
+        .map(|depth| depth[..positions.len()].to_vec())
         .collect();
     Ok(LogitLens {
         positions: positions.to_vec(),

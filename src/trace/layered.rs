@@ -9,7 +9,7 @@
 //! after a cached prefix, each kept step is the earlier trace's first rows followed by the
 //! new rows (joined as `ContinuedRecorder` joins them), so the trace covers the whole text.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use ndarray::{ArrayD, ArrayViewD};
@@ -150,24 +150,16 @@ struct LayerReplay {
     /// The layer's input (T, d) and the op that holds it.
     input: Tensor,
     stream: Op,
-    runs: Mutex<Runs>,
-}
-
-/// What the runs of a layer left: steps a run gave beside the one read, kept until they are
-/// read (at most the layer's queries, keys and values; `Trace::bytes_in_memory` does not count
-/// them), and the steps read (not kept again).
-#[derive(Default)]
-struct Runs {
-    unread: HashMap<Op, Vec<f32>>,
-    read: HashSet<Op>,
+    /// Steps a run gave beside the one read, kept until they are read (at most the layer's
+    /// queries, keys and values; `Trace::bytes_in_memory` does not count them). The first read
+    /// of one of them runs the layer and gives them all, so the layer never runs for them again.
+    unread: Mutex<HashMap<Op, Vec<f32>>>,
 }
 
 impl LayerReplay {
     /// The values of step `want` (each step's recipe reads it once: its storage keeps them).
     fn read(&self, want: Op) -> Vec<f32> {
-        let mut runs = self.runs.lock().unwrap_or_else(PoisonError::into_inner);
-        let Runs { unread, read } = &mut *runs;
-        read.insert(want);
+        let mut unread = self.unread.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(values) = unread.remove(&want) {
             return values;
         }
@@ -183,7 +175,7 @@ impl LayerReplay {
         let values = found
             .remove(&want)
             .expect("a layer records the same steps every time it runs");
-        unread.extend(found.into_iter().filter(|(op, _)| !read.contains(op)));
+        unread.extend(found);
         values
     }
 }
@@ -354,7 +346,7 @@ impl Recorder for LayeredRecorder<'_> {
                 layer,
                 input: s.tensor.clone(),
                 stream: input,
-                runs: Mutex::default(),
+                unread: Mutex::default(),
             })
         });
     }

@@ -35,10 +35,6 @@ fn pixels(c: &HtmlCanvasElement) -> Vec<u8> {
         .0
 }
 
-fn view(json: &str) -> JsValue {
-    js_sys::JSON::parse(json).unwrap()
-}
-
 const VIEWS: &[&str] = &[
     r#"{"kind":"head","layer":1,"head":2}"#,
     r#"{"kind":"grid","layer":1,"head":2}"#,
@@ -65,7 +61,7 @@ fn every_view_draws_and_follows_the_sentence() {
         .iter()
         .map(|v| {
             let c = canvas(600, 420);
-            viz.draw(c.clone(), view(v))
+            viz.draw(c.clone(), v)
                 .unwrap_or_else(|e| panic!("{v}: {:?}", JsValue::from(e)));
             let p = pixels(&c);
             let non_white = p
@@ -83,7 +79,7 @@ fn every_view_draws_and_follows_the_sentence() {
         .unwrap();
     for (v, before) in VIEWS.iter().zip(&first) {
         let c = canvas(600, 420);
-        viz.draw(c.clone(), view(v)).unwrap();
+        viz.draw(c.clone(), v).unwrap();
         let model_only =
             v.contains("position") || v.contains("sinusoidal") || v.contains("norm_parameters");
         assert_eq!(
@@ -106,7 +102,7 @@ fn attention_rows_sum_to_one_and_svg_exports() {
     for row in a.chunks(t) {
         assert!((row.iter().sum::<f32>() - 1.0).abs() < 1e-4);
     }
-    let svg = viz.svg(view(VIEWS[0]), 500, 400).unwrap();
+    let svg = viz.svg(VIEWS[0], 500, 400).unwrap();
     assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
     assert!(svg.contains("[CLS]"));
     let trace: serde_json::Value = serde_json::from_str(&viz.trace_json().unwrap()).unwrap();
@@ -121,26 +117,20 @@ fn bad_input_and_bad_files_are_errors_not_panics() {
     viz.set_text(&long).unwrap();
     assert_eq!(viz.attention(0, 0).unwrap().len(), 512 * 512);
     assert!(viz
-        .draw(
-            canvas(300, 300),
-            view(r#"{"kind":"head","layer":9,"head":0}"#)
-        )
+        .draw(canvas(300, 300), r#"{"kind":"head","layer":9,"head":0}"#)
         .is_err());
     assert!(viz
-        .draw(canvas(300, 300), view(r#"{"kind":"no_such_view"}"#))
+        .draw(canvas(300, 300), r#"{"kind":"no_such_view"}"#)
         .is_err());
     // A feature or a token that does not exist is an error, not a silently shorter chart.
     assert!(viz
         .draw(
             canvas(300, 300),
-            view(r#"{"kind":"sinusoidal_waves","dims":[0,999999]}"#)
+            r#"{"kind":"sinusoidal_waves","dims":[0,999999]}"#
         )
         .is_err());
     assert!(viz
-        .draw(
-            canvas(300, 300),
-            view(r#"{"kind":"residual","tokens":[9999]}"#)
-        )
+        .draw(canvas(300, 300), r#"{"kind":"residual","tokens":[9999]}"#)
         .is_err());
     assert!(Viz::new("minilm-l6", CONFIG, TOKENIZER, WEIGHTS[..1000].to_vec()).is_err());
     assert!(Viz::new("gpt-9", CONFIG, TOKENIZER, WEIGHTS.to_vec()).is_err());

@@ -82,12 +82,10 @@ impl Viz {
         to_js(&s.progress())
     }
 
-    /// Read as JSON first: `AnyView` is untagged, so serde tries `Compare` before `Single`,
-    /// and each failed try read straight from JS would build a JS `Error` (a stack trace).
-    fn view(spec: JsValue) -> Result<AnyView, JsError> {
-        let spec: serde_json::Value = serde_wasm_bindgen::from_value(spec)
-            .map_err(|e| JsError::new(&format!("unknown view: {e}")))?;
-        serde_json::from_value(spec).map_err(|e| JsError::new(&format!("unknown view: {e}")))
+    /// A view from its JSON text (the page has it already: it keys each chart's drawing by
+    /// it), read by serde_json in the module rather than property by property from a JS object.
+    fn view(spec: &str) -> Result<AnyView, JsError> {
+        serde_json::from_str(spec).map_err(|e| JsError::new(&format!("unknown view: {e}")))
     }
 
     fn draw_any<DB: crate::draw::Canvas>(
@@ -137,7 +135,7 @@ impl Viz {
     /// their values, for hover. A canvas whose `data-scale` attribute is 2 has two backing
     /// pixels a CSS pixel (a HiDPI screen, or a PNG export at twice the size): the view is
     /// laid out at its CSS size and drawn at the full resolution.
-    pub fn draw(&self, canvas: HtmlCanvasElement, spec: JsValue) -> Result<JsValue, JsError> {
+    pub fn draw(&self, canvas: HtmlCanvasElement, spec: &str) -> Result<JsValue, JsError> {
         let view = Self::view(spec)?;
         let scale = canvas
             .get_attribute("data-scale")
@@ -156,7 +154,7 @@ impl Viz {
     }
 
     /// A view as SVG text, for export: text stays text; large heatmaps are one embedded PNG.
-    pub fn svg(&self, spec: JsValue, width: u32, height: u32) -> Result<String, JsError> {
+    pub fn svg(&self, spec: &str, width: u32, height: u32) -> Result<String, JsError> {
         match Self::view(spec)? {
             AnyView::Single(view) => {
                 view_svg(&self.model, self.current()?, &view, (width, height)).map_err(js_err)

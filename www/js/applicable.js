@@ -2,6 +2,7 @@
 // learned position table) is replaced by a sentence saying why, keyed on the model's config,
 // never on its name, so a new model gets the right views without new code here.
 import { session } from './session.js';
+import { setIfChanged } from './dom.js';
 import { modelTitle, modelNamed } from './models.js';
 import { thousands } from './labels.js';
 
@@ -72,11 +73,12 @@ export function showWhyNotShown(canvas, why, { loading = false } = {}) {
     canvas.before(note);
     notes.set(canvas, note);
   }
-  note.hidden = !why;
-  note.classList.toggle('loading', Boolean(why) && loading);
-  if (why && note.textContent !== why) note.textContent = why;
-  canvas.hidden = Boolean(why);
-  for (const el of figure.querySelectorAll(':scope > figcaption, :scope > .export')) el.hidden = Boolean(why);
+  const hidden = Boolean(why);
+  setIfChanged(note, 'hidden', !hidden);
+  if (note.classList.contains('loading') !== (hidden && loading)) note.classList.toggle('loading', hidden && loading);
+  if (why) setIfChanged(note, 'textContent', why);
+  setIfChanged(canvas, 'hidden', hidden);
+  for (const el of figure.querySelectorAll(':scope > figcaption, :scope > .export')) setIfChanged(el, 'hidden', hidden);
 }
 
 // The conditions a `data-when` element may name (all must hold for it to show).

@@ -182,7 +182,7 @@ export function draw(name) {
   }
   readback.waiting.delete(name);
   const started = performance.now();
-  session.drawn[name] = model.viz.draw(canvasOf(name), charts[name]());
+  session.drawn[name] = model.viz.draw(canvasOf(name), key[1]); // key[1]: the spec's JSON
   drawMilliseconds[name] = performance.now() - started;
   const recent = (drawTimes[name] ??= []);
   recent.push(drawMilliseconds[name]);

@@ -1,7 +1,7 @@
 // Compare two sentences: a second sentence box (collapsed until asked for) whose pass is kept
 // beside the first in the same model (Viz::set_compare_text), the chosen head drawn on both,
 // and their difference A − B where the two token grids line up.
-import { $ } from './dom.js';
+import { $, setIfChanged } from './dom.js';
 import { state } from './state.js';
 import { session } from './session.js';
 import { draw, registerChart, canvasOf } from './charts.js';
@@ -52,7 +52,7 @@ function renderCaption() {
   } else {
     text = `The sentences have ${a} and ${b} tokens, so position by position they hold different words: we do not line them up, and draw no difference. Replace a word by another of one token (tired → wide) to see A − B.`;
   }
-  $('compare-caption').textContent = text;
+  setIfChanged($('compare-caption'), 'textContent', text);
 }
 
 function drawCompare() {

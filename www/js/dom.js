@@ -2,22 +2,18 @@
 
 export const $ = (id) => document.getElementById(id);
 
-/** Fills a <select> with `values`, keeping its elements when the choices are unchanged. */
+/** Fills a <select> with `values`, keeping its elements: only the options whose choice
+ * changed are written (a keystroke changes one or two of a sentence's tokens). */
 export function fillSelect(select, values, label, selected) {
   const labels = values.map((v) => `${v}\t${label(v)}`).join('\n');
-  if (select.dataset.options === labels) { // the same choices: keep the elements
-    select.value = String(selected);
-    return;
+  if (select.dataset.options !== labels) {
+    select.dataset.options = labels;
+    syncChildren(select, values, () => document.createElement('option'), (o, v) => {
+      setIfChanged(o, 'value', String(v));
+      setIfChanged(o, 'textContent', label(v));
+    });
   }
-  select.dataset.options = labels;
-  const options = values.map((v) => {
-    const o = document.createElement('option');
-    o.value = v;
-    o.textContent = label(v);
-    return o;
-  });
-  select.replaceChildren(...options);
-  select.value = String(selected);
+  setIfChanged(select, 'value', String(selected));
 }
 
 /** Saves `blob` as a file named `filename`. */
@@ -44,7 +40,10 @@ export function syncChildren(list, items, make, update) {
   if (items.length > kept) list.append(...items.slice(kept).map((item, k) => { const e = make(item, kept + k); update(e, item, kept + k); return e; }));
 }
 
-/** Sets `element.textContent` (or `key`) to `value` when it differs. */
+/** Sets `element.textContent` (or `key`) to `value` when it differs. Setting an attribute,
+ * even to the value it has, marks the element's style to be worked out again; a keystroke's
+ * charts then wait for that inside the keystroke, as the first font a chart sets makes the
+ * browser bring the page's style up to date (docs/benchmarks.md). */
 export function setIfChanged(element, key, value) {
   if (element[key] !== value) element[key] = value;
 }

@@ -78,7 +78,7 @@ function slideImage(name, scale) {
   chart.height = Math.round(height * scale);
   chart.dataset.scale = String(scale);
   const model = modelOf(name);
-  model.viz.draw(chart, charts[name]());
+  model.viz.draw(chart, JSON.stringify(charts[name]()));
 
   const out = document.createElement('canvas');
   const ctx = out.getContext('2d');
@@ -117,7 +117,7 @@ function exportSvg(name) {
   draw(name);
   const canvas = canvasOf(name);
   const info = session.drawn[name];
-  const text = modelOf(name).viz.svg(charts[name](), info?.width || canvas.width, info?.height || canvas.height);
+  const text = modelOf(name).viz.svg(JSON.stringify(charts[name]()), info?.width || canvas.width, info?.height || canvas.height);
   download(new Blob([text], { type: 'image/svg+xml' }), fileName(name, 'svg'));
 }
 

@@ -225,12 +225,12 @@ export function renderHeadFinder() {
   finder.tokenText = texts[finder.token];
   fillSelect($('finder-token'), texts.map((_, i) => i), (i) => `${i}: ${texts[i]}`, finder.token);
   const kinds = $('finder-kind');
-  kinds.querySelector('option[value=last]').disabled = finder.scores[0]?.last === null;
-  kinds.querySelector('option[value=induction]').disabled = finder.scores[0]?.induction === null;
-  kinds.querySelector('option[value=duplicate]').disabled = finder.scores[0]?.duplicate === null;
-  kinds.querySelector('option[value=antecedent]').disabled = finder.scores[0]?.antecedent === null;
+  setIfChanged(kinds.querySelector('option[value=last]'), 'disabled', finder.scores[0]?.last === null);
+  setIfChanged(kinds.querySelector('option[value=induction]'), 'disabled', finder.scores[0]?.induction === null);
+  setIfChanged(kinds.querySelector('option[value=duplicate]'), 'disabled', finder.scores[0]?.duplicate === null);
+  setIfChanged(kinds.querySelector('option[value=antecedent]'), 'disabled', finder.scores[0]?.antecedent === null);
   // In a decoder no token sees the one after it: that score is always 0, so it is not offered.
-  kinds.querySelector('option[value=next]').disabled = Boolean(session.config.causal);
+  setIfChanged(kinds.querySelector('option[value=next]'), 'disabled', Boolean(session.config.causal));
   setIfChanged(kinds.querySelector('option[value=first]'), 'textContent', firstTokenWords().replace('the first', 'first'));
   if (kinds.selectedOptions[0]?.disabled) kinds.value = 'previous';
   if (!finder.openingChosen) {
@@ -256,7 +256,7 @@ function renderNote() {
   const o = finder.opened;
   const holds = o && o.model === session.modelName && o.text === state.text && o.layer === state.layer && o.head === state.head;
   $('finder-note').textContent = holds ? o.why : '';
-  $('finder-note').dataset.job = holds ? o.job : '';
+  setIfChanged($('finder-note').dataset, 'job', holds ? o.job : '');
 }
 
 // Common words, each one token for MiniLM's and SmolLM2's tokenizers (one to three for the

@@ -17,7 +17,7 @@
 //     API, downloads)  url-state.js (link format)  lesson-format.js (a lesson file, read)
 //     labels.js (a token as text)  threads.js  loading.js  messages.js  math.js
 //     dom.js  testing-hook.js (window.__tviz, for the browser tests)
-import { $ } from './dom.js';
+import { $, setIfChanged } from './dom.js';
 import { capText, MAX_TEXT_CHARS } from './url-state.js';
 import { state, fromLink, readUrl, checkAgainst, onHistoryMove, keepLinksOutOfHistory, writeUrl } from './state.js';
 import { session } from './session.js';
@@ -113,7 +113,7 @@ function textBoxText() {
     limit.textContent = `The text box holds at most ${thousands(MAX_TEXT_CHARS)} characters, far more than any model here reads: the last ${thousands(cut)} were left out.`;
     limit.hidden = false;
   } else if (text.length < MAX_TEXT_CHARS) {
-    limit.hidden = true; // shorter again (a full box keeps the note)
+    setIfChanged(limit, 'hidden', true); // shorter again (a full box keeps the note)
   }
   return text;
 }

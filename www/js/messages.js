@@ -1,7 +1,7 @@
 // Messages in plain words: errors (beside the control that caused them, or at the top when
 // nothing on the page did), notices about a link (they stay until dismissed), and the note
 // that a text is too long to share whole.
-import { $ } from './dom.js';
+import { $, setIfChanged } from './dom.js';
 import { exposeForTests } from './testing-hook.js';
 import { thousands } from './labels.js';
 
@@ -25,7 +25,7 @@ export function showError(message, near = null) {
 /** Hides the error shown at `near` (or the top box). */
 export function clearError(near = null) {
   const box = (near && $(near)) || $('error');
-  box.hidden = true;
+  setIfChanged(box, 'hidden', true);
 }
 
 /** Notes about the opening link (what it asked for that could not be shown). */

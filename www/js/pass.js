@@ -3,7 +3,7 @@
 // a forward pass runs wait in the browser's queue; the first of them to be handled lets the
 // others through (one task) and a single pass then runs on the latest text, so fast typing
 // never builds a backlog and the previous views stay until the new ones are drawn.
-import { $ } from './dom.js';
+import { $, setIfChanged } from './dom.js';
 import { state, writeUrlSoon } from './state.js';
 import { session } from './session.js';
 import { showError, clearError } from './messages.js';
@@ -196,7 +196,7 @@ export function showSummary(summary, started = performance.now()) {
   renderNormOptions();
   renderResidualPicker();
   state.step = Math.min(state.step, summary.steps.length - 1);
-  $('step-slider').max = summary.steps.length - 1;
+  setIfChanged($('step-slider'), 'max', String(summary.steps.length - 1));
   resetLinesFocus();
   renderHeadFinder(); // before the charts: on the first pass it may choose the head to open on
   renderQuery();
@@ -207,8 +207,8 @@ export function showSummary(summary, started = performance.now()) {
   renderSwitches();
   renderPartTokens();
   if (summary.threads !== testHook.threads) showBackend(); // the threads started
-  $('timing').textContent = timingText(summary);
-  $('timing').title = $('timing').textContent; // cut to the header's width on screen
+  setIfChanged($('timing'), 'textContent', timingText(summary));
+  setIfChanged($('timing'), 'title', $('timing').textContent); // cut to the header's width on screen
   writeUrlSoon();
   const done = performance.now();
   count('renders');

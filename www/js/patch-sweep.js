@@ -2,7 +2,7 @@
 // sweep is done while its chart is drawn; a large one's goes on between frames, with a
 // progress bar, Stop and Continue, and the page stays responsive. When it is done (or stopped
 // and continued) the two patching charts are drawn again.
-import { $ } from './dom.js';
+import { $, setIfChanged } from './dom.js';
 import { session } from './session.js';
 import { draw, afterDraw } from './charts.js';
 import { exposeForTests } from './testing-hook.js';
@@ -20,10 +20,10 @@ const seconds = (ms) => (ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toF
 function show(p) {
   const box = $('patch-run');
   if (!p || (p.finished && p.milliseconds < 200)) { // a quick sweep needs no progress bar
-    box.hidden = true;
+    setIfChanged(box, 'hidden', true);
     return;
   }
-  box.hidden = false;
+  setIfChanged(box, 'hidden', false);
   $('patch-progress').max = p.total;
   $('patch-progress').value = p.done;
   const shared = p.shared ? `; the first ${p.shared} tokens are the same in both and computed once` : '';

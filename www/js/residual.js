@@ -18,7 +18,7 @@ registerChart('residual-twin', {
 export const MAX_FOLLOWED = 8; // the chart's palette has 8 colours; none repeats
 
 function say(message) {
-  $('residual-picker-note').textContent = message;
+  setIfChanged($('residual-picker-note'), 'textContent', message);
 }
 
 /** Chips for the sentence's tokens (updated only when the tokens change). */

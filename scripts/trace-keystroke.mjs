@@ -1,7 +1,9 @@
 // Where a keystroke's time goes in the browser, beyond the page's own drawing: records a
 // Chromium trace while typing 20 keystrokes at 32 tokens into the release page (dist/, or the
 // folder given), then prints the busiest trace events per keystroke by thread (layout, paint,
-// the frame, canvas finishing, tasks). Usage: node scripts/trace-keystroke.mjs [dist]
+// the frame, canvas finishing, tasks), and last the style and layout the page's own code made
+// the browser do on the spot (inside a JavaScript call: a font set after the DOM changed, a
+// size read). Usage: node scripts/trace-keystroke.mjs [dist]
 // The trace itself is written to tests/artifacts/keystroke-trace.json (open it in Chromium's
 // DevTools, Performance panel, to see each event's place).
 import { mkdirSync, readFileSync } from 'node:fs';
@@ -55,3 +57,9 @@ console.log(`ms a keystroke (${KEYSTROKES} keystrokes at 32 tokens), busiest tra
 for (const [key, us] of Object.entries(total).sort((a, b) => b[1] - a[1]).slice(0, 30)) {
   console.log(`${(us / 1000 / KEYSTROKES).toFixed(2).padStart(8)}  ${key}`);
 }
+// Style and layout inside a JavaScript call, on the same thread: forced by the page's code.
+const calls = events.filter((e) => e.ph === 'X' && e.name === 'FunctionCall');
+const forced = events.filter((e) => e.ph === 'X' && (e.name === 'UpdateLayoutTree' || e.name === 'Layout')
+  && calls.some((c) => c.tid === e.tid && c.pid === e.pid && c.ts <= e.ts && c.ts + c.dur >= e.ts + e.dur));
+const forcedMs = forced.reduce((sum, e) => sum + e.dur, 0) / 1000;
+console.log(`forced style and layout in the page's code: ${(forced.length / KEYSTROKES).toFixed(2)} a keystroke, ${(forcedMs / KEYSTROKES).toFixed(2)} ms (traced)`);

@@ -194,9 +194,10 @@ export function paint_path(context, ops, fill) {
   if (fill) context.fill(); else context.stroke();
 }
 
-export function paint_texts(context, styles, texts, numbers, scale) {
-  const table = styles.split('\u001e').map((style) => style.split('\u001f'));
-  let [style, at, turned] = [-1, 0, false];
+export function paint_texts(context, stylesAndTexts, stylesLength, numbers, scale) {
+  const table = stylesAndTexts.slice(0, stylesLength).split('\u001e').map((style) => style.split('\u001f'));
+  const texts = stylesAndTexts;
+  let [style, at, turned] = [-1, stylesLength, false];
   for (let i = 0; i < numbers.length; i += 5) {
     const [s, x, y, degrees, length] = [numbers[i], numbers[i + 1], numbers[i + 2], numbers[i + 3], numbers[i + 4]];
     if (s !== style) {
@@ -233,15 +234,17 @@ extern "C" {
         ops: &[f32],
         fill: bool,
     ) -> Result<(), JsValue>;
-    /// Draws texts: `texts` one after another, and for each `TEXT_NUMBERS` numbers: its style
-    /// (an index into `styles`, whose entries are joined by U+001E, each "font U+001F fill
-    /// U+001F baseline U+001F align"), its point, its turn in degrees and its length in UTF-16
-    /// units. `scale`: device pixels a CSS pixel.
+    /// Draws texts. `styles_and_texts`: the styles, whose entries are joined by U+001E, each
+    /// "font U+001F fill U+001F baseline U+001F align", `styles_length` UTF-16 units long, then
+    /// the texts one after another (one string: each string handed to JavaScript is decoded
+    /// on its own, and a keystroke draws texts in about 140 calls). For each text
+    /// `TEXT_NUMBERS` numbers: its style (an index into the styles), its point, its turn in
+    /// degrees and its length in UTF-16 units. `scale`: device pixels a CSS pixel.
     #[wasm_bindgen(catch)]
     fn paint_texts(
         context: &CanvasRenderingContext2d,
-        styles: &str,
-        texts: &str,
+        styles_and_texts: &str,
+        styles_length: u32,
         numbers: &[f64],
         scale: f64,
     ) -> Result<(), JsValue>;
@@ -407,8 +410,11 @@ impl FastCanvas {
                 painted.push(self.text_box(t));
             }
         }
+        // Counted in UTF-16 units, as JavaScript cuts strings.
+        let styles_length = styles.encode_utf16().count() as u32;
+        styles.push_str(&joined);
         let result =
-            paint_texts(&self.context, &styles, &joined, &numbers, self.scale).map_err(fail);
+            paint_texts(&self.context, &styles, styles_length, &numbers, self.scale).map_err(fail);
         // The context now has the last text's style.
         let t = texts.last().expect("not empty");
         *self.set.borrow_mut() = ContextState {

@@ -243,7 +243,9 @@ export function renderHeadFinder() {
       $('head').value = state.head;
       finder.opened = { layer: open.layer, head: open.head, job: open.job, why: open.why, model: session.modelName, text: state.text };
       renderLinesControls(); // its caption names the head
-      document.dispatchEvent(new CustomEvent('tviz:head', { detail: { layer: state.layer, head: state.head } }));
+      // No 'tviz:head' event: its listeners draw the charts that follow the head, at once and
+      // off screen too, ahead of the charts on screen; the pass draws them all next, with
+      // this head (showSummary), and the finder's own marks are set by render() below.
     }
   }
   renderNote();

@@ -191,6 +191,9 @@ export function showSummary(summary, started = performance.now()) {
   readback.waiting.clear();
   session.stepsByName = Object.fromEntries(summary.steps.map((s) => [s.name, s]));
   drawTiming.passStartedAt = inputAt ?? started;
+  // First: on the first pass it may choose the head to open on, which the translation's
+  // selects and the charts show.
+  renderHeadFinder();
   renderTokens();
   renderTranslation();
   renderNormOptions();
@@ -198,7 +201,6 @@ export function showSummary(summary, started = performance.now()) {
   state.step = Math.min(state.step, summary.steps.length - 1);
   setIfChanged($('step-slider'), 'max', String(summary.steps.length - 1));
   resetLinesFocus();
-  renderHeadFinder(); // before the charts: on the first pass it may choose the head to open on
   renderQuery();
   renderCompare();
   drawAll();

@@ -194,9 +194,8 @@ export function paint_path(context, ops, fill) {
   if (fill) context.fill(); else context.stroke();
 }
 
-export function paint_texts(context, stylesAndTexts, stylesLength, numbers, scale) {
-  const table = stylesAndTexts.slice(0, stylesLength).split('\u001e').map((style) => style.split('\u001f'));
-  const texts = stylesAndTexts;
+export function paint_texts(context, texts, stylesLength, numbers, scale) { // texts: the styles first
+  const table = texts.slice(0, stylesLength).split('\u001e').map((style) => style.split('\u001f'));
   let [style, at, turned] = [-1, stylesLength, false];
   for (let i = 0; i < numbers.length; i += 5) {
     const [s, x, y, degrees, length] = [numbers[i], numbers[i + 1], numbers[i + 2], numbers[i + 3], numbers[i + 4]];

@@ -75,7 +75,7 @@ export function showWhyNotShown(canvas, why, { loading = false } = {}) {
   }
   const hidden = Boolean(why);
   setIfChanged(note, 'hidden', !hidden);
-  if (note.classList.contains('loading') !== (hidden && loading)) note.classList.toggle('loading', hidden && loading);
+  note.classList.toggle('loading', hidden && loading); // a forced toggle changes nothing when it holds already
   if (why) setIfChanged(note, 'textContent', why);
   setIfChanged(canvas, 'hidden', hidden);
   for (const el of figure.querySelectorAll(':scope > figcaption, :scope > .export')) setIfChanged(el, 'hidden', hidden);

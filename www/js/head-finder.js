@@ -225,10 +225,10 @@ export function renderHeadFinder() {
   finder.tokenText = texts[finder.token];
   fillSelect($('finder-token'), texts.map((_, i) => i), (i) => `${i}: ${texts[i]}`, finder.token);
   const kinds = $('finder-kind');
-  setIfChanged(kinds.querySelector('option[value=last]'), 'disabled', finder.scores[0]?.last === null);
-  setIfChanged(kinds.querySelector('option[value=induction]'), 'disabled', finder.scores[0]?.induction === null);
-  setIfChanged(kinds.querySelector('option[value=duplicate]'), 'disabled', finder.scores[0]?.duplicate === null);
-  setIfChanged(kinds.querySelector('option[value=antecedent]'), 'disabled', finder.scores[0]?.antecedent === null);
+  // A score this model or sentence cannot have (null) is not offered.
+  for (const kind of ['last', 'induction', 'duplicate', 'antecedent']) {
+    setIfChanged(kinds.querySelector(`option[value=${kind}]`), 'disabled', finder.scores[0]?.[kind] === null);
+  }
   // In a decoder no token sees the one after it: that score is always 0, so it is not offered.
   setIfChanged(kinds.querySelector('option[value=next]'), 'disabled', Boolean(session.config.causal));
   setIfChanged(kinds.querySelector('option[value=first]'), 'textContent', firstTokenWords().replace('the first', 'first'));

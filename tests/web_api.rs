@@ -61,8 +61,16 @@ fn every_view_draws_and_follows_the_sentence() {
         .iter()
         .map(|v| {
             let c = canvas(600, 420);
-            viz.draw(c.clone(), v)
+            let drawn = viz
+                .draw(c.clone(), v)
                 .unwrap_or_else(|e| panic!("{v}: {:?}", JsValue::from(e)));
+            // What it drew, for hover: in the canvas's CSS pixels (a scale of 1 here).
+            let width = js_sys::Reflect::get(&drawn.value().unwrap(), &"width".into()).unwrap();
+            assert_eq!(
+                width.as_f64(),
+                Some(600.0),
+                "{v}: what it drew says its width"
+            );
             let p = pixels(&c);
             let non_white = p
                 .chunks_exact(4)

@@ -25,6 +25,7 @@ use wasm_bindgen::prelude::*;
 
 pub use generated::NextToken;
 pub use gpu_session::{GpuPass, GpuSession};
+pub use views::ChartDrawn;
 pub use viz::{Viz, PAGE_TOKENS};
 
 /// Starts `count` threads (the page's own among them) that share every matrix product on

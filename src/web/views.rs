@@ -1,6 +1,9 @@
 //! The views of the current pass: drawn on a canvas or as SVG, the trace as JSON, what a view
 //! reads (for a GPU's readback), and the numbers hover and the head finder ask for.
 
+use std::cell::RefCell;
+use std::rc::Rc;
+
 use wasm_bindgen::prelude::*;
 use web_sys::HtmlCanvasElement;
 
@@ -20,6 +23,16 @@ use crate::trace::Trace;
 /// The canvas size a view is drawn at to find what it reads (`Viz::steps_read`): a chart's
 /// reads do not depend on its size.
 const PROBE_SIZE: (u32, u32) = (1000, 700);
+
+/// How many views `Viz::view` keeps read: more than the page's charts, so that a keystroke
+/// finds every one it draws.
+const VIEWS_KEPT: usize = 64;
+
+thread_local! {
+    /// Views read from their JSON text, oldest first: serde's reading of one (it tries the
+    /// compare views first, then the sentence's) cost more than finding its text among these.
+    static VIEWS_READ: RefCell<Vec<(String, Rc<AnyView>)>> = const { RefCell::new(Vec::new()) };
+}
 
 /// Any chart the page can ask for: one of the sentence's views, or a compare chart that also
 /// reads the second sentence.
@@ -54,6 +67,20 @@ impl Viz {
     }
 }
 
+/// What a chart drew (`Viz::draw`), kept in the module until the page reads it (hover, the
+/// residual chart's chips, export, the tests): made into JS objects for every chart at every
+/// keystroke, it took about a tenth of the keystroke (docs/benchmarks.md). The page frees it.
+#[wasm_bindgen]
+pub struct ChartDrawn(Drawn);
+
+#[wasm_bindgen]
+impl ChartDrawn {
+    /// Where the chart's cells and labels are and their values, as JS objects.
+    pub fn value(&self) -> Result<JsValue, JsError> {
+        to_js(&self.0)
+    }
+}
+
 #[wasm_bindgen]
 impl Viz {
     /// How far the last patching sweep has come: `{id, done, total, finished, shared,
@@ -84,8 +111,26 @@ impl Viz {
 
     /// A view from its JSON text (the page has it already: it keys each chart's drawing by
     /// it), read by serde_json in the module rather than property by property from a JS object.
-    fn view(spec: &str) -> Result<AnyView, JsError> {
-        serde_json::from_str(spec).map_err(|e| JsError::new(&format!("unknown view: {e}")))
+    /// The page asks for the same score of views at every keystroke: each is read once and
+    /// found again by its text (`VIEWS_READ`).
+    fn view(spec: &str) -> Result<Rc<AnyView>, JsError> {
+        if let Some(view) = VIEWS_READ.with_borrow(|read| {
+            read.iter()
+                .find(|(text, _)| text == spec)
+                .map(|(_, view)| view.clone())
+        }) {
+            return Ok(view);
+        }
+        let view: Rc<AnyView> = Rc::new(
+            serde_json::from_str(spec).map_err(|e| JsError::new(&format!("unknown view: {e}")))?,
+        );
+        VIEWS_READ.with_borrow_mut(|read| {
+            if read.len() == VIEWS_KEPT {
+                read.remove(0); // the one read longest ago
+            }
+            read.push((spec.to_string(), view.clone()));
+        });
+        Ok(view)
     }
 
     fn draw_any<DB: crate::draw::Canvas>(
@@ -131,11 +176,11 @@ impl Viz {
         .map_err(js_err)
     }
 
-    /// Draws a view on a canvas; returns where its cells and labels are (in CSS pixels) and
-    /// their values, for hover. A canvas whose `data-scale` attribute is 2 has two backing
-    /// pixels a CSS pixel (a HiDPI screen, or a PNG export at twice the size): the view is
-    /// laid out at its CSS size and drawn at the full resolution.
-    pub fn draw(&self, canvas: HtmlCanvasElement, spec: &str) -> Result<JsValue, JsError> {
+    /// Draws a view on a canvas; returns what it drew (`ChartDrawn`: where its cells and
+    /// labels are, in CSS pixels, and their values, for hover). A canvas whose `data-scale`
+    /// attribute is 2 has two backing pixels a CSS pixel (a HiDPI screen, or a PNG export at
+    /// twice the size): the view is laid out at its CSS size and drawn at the full resolution.
+    pub fn draw(&self, canvas: HtmlCanvasElement, spec: &str) -> Result<ChartDrawn, JsError> {
         let view = Self::view(spec)?;
         let scale = canvas
             .get_attribute("data-scale")
@@ -150,14 +195,15 @@ impl Viz {
         area.present().map_err(|e| JsError::new(&e.to_string()))?;
         drawn.scale = scale;
         drawn.texts = painted.map(|p| p.take());
-        to_js(&drawn)
+        Ok(ChartDrawn(drawn))
     }
 
     /// A view as SVG text, for export: text stays text; large heatmaps are one embedded PNG.
     pub fn svg(&self, spec: &str, width: u32, height: u32) -> Result<String, JsError> {
-        match Self::view(spec)? {
+        let view = Self::view(spec)?;
+        match &*view {
             AnyView::Single(view) => {
-                view_svg(&self.model, self.current()?, &view, (width, height)).map_err(js_err)
+                view_svg(&self.model, self.current()?, view, (width, height)).map_err(js_err)
             }
             compare => {
                 let mut out = String::new();
@@ -165,7 +211,7 @@ impl Viz {
                     let area = plotters::drawing::IntoDrawingArea::into_drawing_area(
                         plotters::prelude::SVGBackend::with_string(&mut out, (width, height)),
                     );
-                    self.draw_any(&area, &compare, true)?;
+                    self.draw_any(&area, compare, true)?;
                     area.present().map_err(|e| js_err(draw_err(e)))?;
                 }
                 Ok(out)

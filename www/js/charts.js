@@ -2,7 +2,7 @@
 // Charts on screen are drawn at once after a pass; the others too when they are quick to
 // draw, else in the next task (giving way to pending input), or sooner when they scroll into
 // view or are exported.
-import { session } from './session.js';
+import { session, keepDrawn, forgetDrawn } from './session.js';
 import { whyNotShown, showWhyNotShown } from './applicable.js';
 import { readback, waitsForDevice, chartWaits, readRest } from './gpu-readback.js';
 import { testHook, publish, record, exposeForTests } from './testing-hook.js';
@@ -167,7 +167,7 @@ export function draw(name) {
   if (why) {
     dirty.delete(name);
     drawnKey[name] = null;
-    session.drawn[name] = null;
+    forgetDrawn(name);
     return;
   }
   sizeCanvas(name);
@@ -182,7 +182,7 @@ export function draw(name) {
   }
   readback.waiting.delete(name);
   const started = performance.now();
-  session.drawn[name] = model.viz.draw(canvasOf(name), key[1]); // key[1]: the spec's JSON
+  keepDrawn(name, model.viz.draw(canvasOf(name), key[1])); // key[1]: the spec's JSON
   drawMilliseconds[name] = performance.now() - started;
   const recent = (drawTimes[name] ??= []);
   recent.push(drawMilliseconds[name]);

@@ -78,7 +78,7 @@ function slideImage(name, scale) {
   chart.height = Math.round(height * scale);
   chart.dataset.scale = String(scale);
   const model = modelOf(name);
-  model.viz.draw(chart, JSON.stringify(charts[name]()));
+  model.viz.draw(chart, JSON.stringify(charts[name]())).free(); // its boxes: the on-screen drawing's (info)
 
   const out = document.createElement('canvas');
   const ctx = out.getContext('2d');

@@ -99,6 +99,9 @@ pub fn layer_forward<B: Backend, R: Recorder>(
                 first,
                 edits,
             ); // (T, d)
+            if rec.layer_done() {
+                return (x, stream);
+            }
             let x = backend.add(x, &attn); // (T, d)
             rec.step(
                 Op::AttentionResidual,
@@ -197,6 +200,9 @@ pub fn layer_forward<B: Backend, R: Recorder>(
                 first,
                 edits,
             ); // (T, d)
+            if rec.layer_done() {
+                return (x, stream);
+            }
             let mut x = backend.add(x, &attn); // (T, d)
             rec.step(
                 Op::AttentionResidual,

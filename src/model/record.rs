@@ -110,6 +110,13 @@ pub trait Recorder {
     /// Records the result of `op`. `inputs` name the ops whose latest results it reads.
     fn step<F: FnOnce() -> Tensor>(&mut self, op: Op, layer: Option<usize>, inputs: &[Op], make: F);
 
+    /// True once the recorder wants nothing more of the layer under way: the layer then stops
+    /// after its attention and returns its input as it came. Only a layer run again to read
+    /// a step of its attention (`trace::layered`) says so.
+    fn layer_done(&self) -> bool {
+        false
+    }
+
     /// Records the result of `op`, of `shape`, which `derive` computes again from the latest
     /// results of `inputs` (in that order). `derive` must be the computation the pass ran, so
     /// that it gives the same numbers; a recorder may keep `make()` or `derive` instead.

@@ -228,6 +228,12 @@ impl Recorder for Pick {
             self.found.insert(op, row_major(make().into_array()));
         }
     }
+
+    /// Once the attention gave the step read (and those read with it, which the same
+    /// attention gives), the rest of the layer (its feed-forward) is not run.
+    fn layer_done(&self) -> bool {
+        self.found.contains_key(&self.want)
+    }
     fn norm_stats<F: FnOnce() -> NormRows>(&mut self, _: Option<usize>, _: F) {}
 }
 

@@ -134,6 +134,23 @@ thread_local! {
     static JS_STRINGS: RefCell<HashMap<String, JsValue>> = RefCell::new(HashMap::new());
 }
 
+/// The CSS colour `rgba(r,g,b,alpha)` as a JavaScript string, made once a colour (its alpha
+/// printed as a float each time was most of setting a fill or a stroke).
+fn css_js(color: Rgba) -> JsValue {
+    let ((r, g, b), alpha) = color;
+    CSS_COLOURS.with_borrow_mut(|cache| {
+        cache
+            .entry((r, g, b, alpha.to_bits()))
+            .or_insert_with(|| JsValue::from_str(&css((r, g, b), alpha)))
+            .clone()
+    })
+}
+
+thread_local! {
+    /// `css_js`'s strings by colour (a chart uses a few dozen).
+    static CSS_COLOURS: RefCell<HashMap<(u8, u8, u8, u64), JsValue>> = RefCell::new(HashMap::new());
+}
+
 /// The JavaScript string for `text`, made once.
 fn js_string(text: &str) -> JsValue {
     JS_STRINGS.with(|cache| {
@@ -266,12 +283,29 @@ extern "C" {
 }
 
 fn font_of<S: BackendTextStyle>(style: &S) -> String {
-    format!(
-        "{} {}px {}",
-        style.style().as_str(),
-        style.size(),
-        style.family().as_str()
-    )
+    let (kind, family) = (style.style(), style.family());
+    let (kind, size, family) = (kind.as_str(), style.size(), family.as_str());
+    LAST_FONT.with_borrow_mut(|last| {
+        if let Some((k, bits, f, font)) = last.as_ref() {
+            if k == kind && *bits == size.to_bits() && f == family {
+                return font.clone();
+            }
+        }
+        let font = format!("{kind} {size}px {family}");
+        *last = Some((
+            kind.to_string(),
+            size.to_bits(),
+            family.to_string(),
+            font.clone(),
+        ));
+        font
+    })
+}
+
+thread_local! {
+    /// The font `font_of` named last, by its style, size and family: labels come in runs of
+    /// one font, and printing a size (a float) again for each was a good part of queueing one.
+    static LAST_FONT: RefCell<Option<(String, u64, String, String)>> = const { RefCell::new(None) };
 }
 
 fn fail(e: wasm_bindgen::JsValue) -> DrawingErrorKind<WebDrawError> {
@@ -286,8 +320,7 @@ impl FastCanvas {
     fn fill_with(&self, color: BackendColor) {
         let mut set = self.set.borrow_mut();
         if set.fill != Some(rgba(color)) {
-            self.strings()
-                .set_fill_style(&js_string(&css(color.rgb, color.alpha)));
+            self.strings().set_fill_style(&css_js(rgba(color)));
             set.fill = Some(rgba(color));
         }
     }
@@ -317,8 +350,7 @@ impl FastCanvas {
         let Some((((rgb, alpha), width), path)) = self.lines.take() else {
             return Ok(());
         };
-        self.strings()
-            .set_stroke_style(&js_string(&css(rgb, alpha)));
+        self.strings().set_stroke_style(&css_js((rgb, alpha)));
         self.context.set_line_width(f64::from(width));
         paint_path(&self.context, &path, false).map_err(fail)
     }

@@ -4,10 +4,10 @@
 //!
 //! - a heatmap's cells become a small image, one pixel a cell, which is drawn enlarged with
 //!   smoothing off (`blit_cells`), instead of a rectangle a cell or a full-size image;
-//! - consecutive lines of one colour and width (a mesh, a dashed rule) are stroked as one
-//!   path, rather than one stroke a line;
-//! - consecutive filled rectangles and circles of one colour (bars, a scatter plot's dots)
-//!   are filled as one path;
+//! - lines of one colour and width (a mesh, a dashed rule) are stroked as one path, and
+//!   filled rectangles and circles of one colour (bars, a scatter plot's dots) filled as one,
+//!   also when other things are drawn between them, wherever painting them together leaves
+//!   the picture as it was (`path_in`);
 //! - a path goes to JavaScript as one array of numbers (`paint_path`), which one loop there
 //!   turns into the context's own path calls: no SVG path text to write, copy out and parse;
 //! - texts wait and are drawn grouped by font, all of a chart's in one call to JavaScript
@@ -75,15 +75,90 @@ pub struct FastCanvas {
     /// What the context was last given (None: not known, set it). In a cell: measuring text
     /// (`&self`) sets the font too.
     set: RefCell<ContextState>,
-    /// Lines not yet stroked: their colour and width, and the path (see `PathOp`).
-    lines: Option<(LineStyle, Vec<f32>)>,
-    /// Filled rectangles and circles not yet filled: their colour, and the path.
-    fills: Option<(Rgba, Vec<f32>)>,
+    /// Lines, rectangles and circles not yet painted, a group an ink, in the order each
+    /// group began (see `path_in`).
+    waiting: Vec<Group>,
     /// Text not yet drawn (see `draw_texts`).
     texts: Vec<QueuedText>,
     /// Every text painted so far with its box, when the canvas was asked to report them
     /// (`report_texts`), shared with whoever asked.
     painted: Option<Rc<RefCell<Vec<TextDrawn>>>>,
+}
+
+/// How a path is painted: filled in a colour, or stroked in a colour and a width.
+#[derive(Clone, Copy, PartialEq)]
+enum Ink {
+    Fill(Rgba),
+    Stroke(Rgba, u32),
+}
+
+/// Shapes of one ink waiting to be painted as one path (see `PathOp`), and a box that holds
+/// them all.
+struct Group {
+    ink: Ink,
+    path: Vec<f32>,
+    bounds: Bounds,
+}
+
+/// A box on the canvas, CSS pixels: left, top, right, bottom.
+type Bounds = [f32; 4];
+
+/// Nothing: the box a union starts from.
+const NO_BOUNDS: Bounds = [f32::MAX, f32::MAX, f32::MIN, f32::MIN];
+
+/// True when `a` and `b` share some area (boxes that only touch do not).
+fn overlaps(a: &Bounds, b: &Bounds) -> bool {
+    a[0] < b[2] && b[0] < a[2] && a[1] < b[3] && b[1] < a[3]
+}
+
+fn union(a: Bounds, b: Bounds) -> Bounds {
+    [
+        a[0].min(b[0]),
+        a[1].min(b[1]),
+        a[2].max(b[2]),
+        a[3].max(b[3]),
+    ]
+}
+
+/// Groups waiting at most: past it they are painted and begin again.
+const MAX_GROUPS: usize = 16;
+
+/// `bounds` larger by `by` on every side.
+fn grown(bounds: Bounds, by: f32) -> Bounds {
+    [
+        bounds[0] - by,
+        bounds[1] - by,
+        bounds[2] + by,
+        bounds[3] + by,
+    ]
+}
+
+/// The box of `points`, larger by `by` on every side.
+fn bounds_of(points: impl IntoIterator<Item = (f32, f32)>, by: f32) -> Bounds {
+    let b = points
+        .into_iter()
+        .fold(NO_BOUNDS, |b, (x, y)| union(b, [x, y, x, y]));
+    grown(b, by)
+}
+
+/// A box sure to hold what a text of `size` pixels at `at` paints: each character at most
+/// 1.25 em wide, 1.5 em above and below its point, every side as far when it is turned, and
+/// two pixels more. Larger than the text: it only tells that a shape cannot touch it.
+fn text_bounds(text: &str, size: f64, align: &str, degrees: f64, at: (f64, f64)) -> Bounds {
+    let (x, y) = (at.0 as f32, at.1 as f32);
+    let em = size as f32;
+    let width = text.chars().count() as f32 * 1.25 * em + 2.0;
+    let half_height = 1.5 * em + 2.0;
+    if degrees != 0.0 {
+        let r = width.max(half_height);
+        return [x - r, y - r, x + r, y + r];
+    }
+    let (left, right) = match align {
+        "end" => (x - width, x + 2.0),
+        "center" => (x - width / 2.0, x + width / 2.0),
+        _ => (x - 2.0, x + width),
+    };
+    [left, y - half_height, right, y + half_height]
 }
 
 /// A text waiting to be drawn: what `fillText` needs and the context state it needs.
@@ -97,6 +172,8 @@ struct QueuedText {
     degrees: f64,
     at: (f64, f64),
     text: String,
+    /// A box that holds it (`text_bounds`).
+    bounds: Bounds,
 }
 
 /// A colour's rgb and alpha, comparable (BackendColor has no `PartialEq`).
@@ -109,9 +186,6 @@ fn rgba(color: BackendColor) -> Rgba {
 fn css((r, g, b): (u8, u8, u8), alpha: f64) -> String {
     format!("rgba({r},{g},{b},{alpha})")
 }
-
-/// A line's colour and width.
-type LineStyle = (Rgba, u32);
 
 #[derive(Clone, Default)]
 struct ContextState {
@@ -325,34 +399,19 @@ impl FastCanvas {
         }
     }
 
-    /// The path that lines of `style` join (None: they are transparent, draw nothing); lines of
-    /// another style waiting are stroked first.
+    /// The path that lines of `style` covering `bounds` join (None: they are transparent,
+    /// draw nothing; see `path_in`).
     fn path_for<S: BackendStyle>(
         &mut self,
         style: &S,
+        bounds: Bounds,
     ) -> Result<Option<&mut Vec<f32>>, DrawingErrorKind<WebDrawError>> {
         let color = style.color();
         if color.alpha == 0.0 {
             return Ok(None);
         }
-        self.fill_shapes()?;
-        let key = (rgba(color), style.stroke_width());
-        if self.lines.as_ref().is_some_and(|(k, _)| *k != key) {
-            self.stroke_lines()?;
-        }
-        Ok(Some(
-            &mut self.lines.get_or_insert_with(|| (key, Vec::new())).1,
-        ))
-    }
-
-    /// Strokes the lines drawn so far; called before anything else is drawn, and at the end.
-    fn stroke_lines(&mut self) -> Res {
-        let Some((((rgb, alpha), width), path)) = self.lines.take() else {
-            return Ok(());
-        };
-        self.strings().set_stroke_style(&css_js((rgb, alpha)));
-        self.context.set_line_width(f64::from(width));
-        paint_path(&self.context, &path, false).map_err(fail)
+        self.path_in(Ink::Stroke(rgba(color), style.stroke_width()), bounds)
+            .map(Some)
     }
 
     /// The width of `text` in `font` (CSS pixels), measured once.
@@ -382,25 +441,30 @@ impl FastCanvas {
         }
     }
 
-    /// Draws the texts waiting, those of one font and colour together (in the order they
-    /// came within each group): setting a font makes the browser parse it and find its face
-    /// again, and labels of two sizes alternate (tick labels and axis names). Texts wait
-    /// while lines are drawn (an axis draws a tick, then its label, then the next tick), and
-    /// go over those lines; anything else (a filled shape, an image) draws them first. So the
-    /// order differs from the drawing code's only where two texts overlap, or a line drawn
-    /// after a text crosses it. All of them go to JavaScript in one call (`paint_texts`):
-    /// a chart has a few hundred labels.
+    /// Draws the texts waiting, those of one font, colour and anchor together (in the order
+    /// they came within each group): setting a font makes the browser parse it and find its
+    /// face again, and labels of two sizes or sides alternate (tick labels and axis names, a
+    /// bar's name and its value). Texts wait while lines are drawn (an axis draws a tick,
+    /// then its label, then the next tick), and go over those lines; a filled shape that
+    /// overlaps one, an image or anything else draws them first. So the order differs from
+    /// the drawing code's only where two texts overlap, or a line drawn after a text crosses
+    /// it. All of them go to JavaScript in one call (`paint_texts`): a chart has a few hundred
+    /// labels.
     fn draw_texts(&mut self) -> Res {
         if self.texts.is_empty() {
             return Ok(());
         }
         let mut texts = std::mem::take(&mut self.texts);
         texts.sort_by(|a, b| {
-            a.font.cmp(&b.font).then(
-                a.fill
-                    .partial_cmp(&b.fill)
-                    .unwrap_or(std::cmp::Ordering::Equal),
-            )
+            a.font
+                .cmp(&b.font)
+                .then(
+                    a.fill
+                        .partial_cmp(&b.fill)
+                        .unwrap_or(std::cmp::Ordering::Equal),
+                )
+                .then(a.baseline.cmp(b.baseline))
+                .then(a.align.cmp(b.align))
         });
         let mut styles = String::new(); // "font\u{1f}fill\u{1f}baseline\u{1f}align", each style once, joined by \u{1e}
         let mut joined = String::new(); // every text, one after another
@@ -489,45 +553,95 @@ impl FastCanvas {
         }
     }
 
-    /// Fills the shapes drawn so far (consecutive ones of one colour), as one path.
-    fn fill_shapes(&mut self) -> Res {
-        let Some(((rgb, alpha), path)) = self.fills.take() else {
-            return Ok(());
-        };
-        self.fill_with(BackendColor { rgb, alpha });
-        paint_path(&self.context, &path, true).map_err(fail)
+    /// Paints the shapes waiting, a path a group, in the order the groups began.
+    fn paint_waiting(&mut self) -> Res {
+        for group in std::mem::take(&mut self.waiting) {
+            match group.ink {
+                Ink::Fill((rgb, alpha)) => {
+                    self.fill_with(BackendColor { rgb, alpha });
+                    paint_path(&self.context, &group.path, true).map_err(fail)?;
+                }
+                Ink::Stroke(color, width) => {
+                    self.strings().set_stroke_style(&css_js(color));
+                    self.context.set_line_width(f64::from(width));
+                    paint_path(&self.context, &group.path, false).map_err(fail)?;
+                }
+            }
+        }
+        Ok(())
     }
 
-    /// The path that filled shapes of `color` join (None: transparent, draw nothing). What
-    /// waits of another kind or colour is drawn first, so shapes of one colour are filled
-    /// together only when nothing else came between them (a bar chart's bars, a colour's
-    /// dots): the picture is the same as drawing them one by one, except where two shapes of
-    /// one translucent colour overlap, which is then covered once rather than twice.
+    /// The path that a filled shape of `color` covering `bounds` joins (None: transparent,
+    /// draw nothing; see `path_in`).
     fn fill_path(
         &mut self,
         color: BackendColor,
+        bounds: Bounds,
     ) -> Result<Option<&mut Vec<f32>>, DrawingErrorKind<WebDrawError>> {
         if color.alpha == 0.0 {
             return Ok(None);
         }
-        self.stroke_lines()?;
-        self.draw_texts()?;
-        if self.fills.as_ref().is_some_and(|(c, _)| *c != rgba(color)) {
-            self.fill_shapes()?;
-        }
-        Ok(Some(
-            &mut self
-                .fills
-                .get_or_insert_with(|| (rgba(color), Vec::new()))
-                .1,
-        ))
+        self.path_in(Ink::Fill(rgba(color)), bounds).map(Some)
     }
 
-    /// Draws what waits before anything else is drawn: the lines or filled shapes, then the
-    /// texts over them.
+    /// The path that a shape of `ink` covering `bounds` joins. Shapes wait in a group an ink,
+    /// and texts wait after them: each call to the browser has a cost, and a chart alternates
+    /// inks and texts (a bar chart's light bar, dark bar, rule and label, row after row).
+    /// What waits is painted groups first, in the order they began, then the texts, so two
+    /// things are painted in another order than they were drawn only where they do not
+    /// overlap: a filled shape that overlaps a waiting text has what waits painted first,
+    /// and a shape that overlaps its ink's group or one begun after it goes in a new group.
+    /// So the picture is the one drawing them one by one makes, but for three things: texts
+    /// go over the lines drawn after them (a tick's label over the next rule), as before
+    /// shapes waited out of order; two shapes of one ink drawn one after the other that
+    /// overlap are one path, where a translucent ink covers once rather than twice; and a
+    /// shape's edge may be shaded a shade apart (1-4 of 255), as the browser smooths the
+    /// edges of a path of many shapes another way than those of a lone circle.
+    fn path_in(
+        &mut self,
+        ink: Ink,
+        bounds: Bounds,
+    ) -> Result<&mut Vec<f32>, DrawingErrorKind<WebDrawError>> {
+        if matches!(ink, Ink::Fill(_)) && self.texts.iter().any(|t| overlaps(&t.bounds, &bounds)) {
+            self.paint_waiting()?;
+            self.draw_texts()?;
+        }
+        // The group just before takes a shape of its ink, as consecutive shapes always were
+        // painted together; an earlier one only if the shape overlaps neither it nor any
+        // group after it (in one path, overlapping edges are shaded once, not twice).
+        let last = self.waiting.len().wrapping_sub(1);
+        let joins = self
+            .waiting
+            .iter()
+            .rposition(|g| g.ink == ink)
+            .filter(|&i| {
+                i == last
+                    || !self.waiting[i..]
+                        .iter()
+                        .any(|g| overlaps(&g.bounds, &bounds))
+            });
+        let at = match joins {
+            Some(i) => i,
+            None => {
+                if self.waiting.len() == MAX_GROUPS {
+                    self.paint_waiting()?;
+                }
+                self.waiting.push(Group {
+                    ink,
+                    path: Vec::new(),
+                    bounds: NO_BOUNDS,
+                });
+                self.waiting.len() - 1
+            }
+        };
+        let group = &mut self.waiting[at];
+        group.bounds = union(group.bounds, bounds);
+        Ok(&mut group.path)
+    }
+
+    /// Draws what waits before anything else is drawn: the shapes, then the texts over them.
     fn flush(&mut self) -> Res {
-        self.stroke_lines()?;
-        self.fill_shapes()?;
+        self.paint_waiting()?;
         self.draw_texts()
     }
 }
@@ -559,8 +673,7 @@ impl FastCanvas {
             scale,
             size,
             set: RefCell::default(),
-            lines: None,
-            fills: None,
+            waiting: Vec::new(),
             texts: Vec::new(),
             painted: None,
         })
@@ -603,7 +716,7 @@ impl DrawingBackend for FastCanvas {
             .fill_rect(f64::from(point.0), f64::from(point.1), 1.0, 1.0);
         Ok(())
     }
-    /// Kept with the lines before it when it has their colour and width; stroked later. A
+    /// Waits with the lines of its colour and width (see `path_in`); stroked later. A
     /// horizontal or vertical line sits half a pixel over, as plotters-canvas puts it, so that a
     /// one-pixel line covers one row of pixels.
     fn draw_line<S: BackendStyle>(
@@ -612,9 +725,6 @@ impl DrawingBackend for FastCanvas {
         to: BackendCoord,
         style: &S,
     ) -> Res {
-        let Some(path) = self.path_for(style)? else {
-            return Ok(());
-        };
         let (mut a, mut b) = ((from.0 as f32, from.1 as f32), (to.0 as f32, to.1 as f32));
         if a.0 == b.0 {
             (a.0, b.0) = (a.0 - 0.5, b.0 - 0.5);
@@ -622,12 +732,17 @@ impl DrawingBackend for FastCanvas {
         if a.1 == b.1 {
             (a.1, b.1) = (a.1 - 0.5, b.1 - 0.5);
         }
+        // Half the width on either side of the line (its ends are cut square), and a pixel.
+        let bounds = bounds_of([a, b], style.stroke_width() as f32 / 2.0 + 1.0);
+        let Some(path) = self.path_for(style, bounds)? else {
+            return Ok(());
+        };
         push_op(path, PathOp::Move, &[a.0, a.1]);
         push_op(path, PathOp::Line, &[b.0, b.1]);
         Ok(())
     }
-    /// A filled rectangle waits with the filled shapes of its colour before it (see
-    /// `fill_path`), an outline with the lines of its colour and width (as `draw_line`).
+    /// A filled rectangle waits with the filled shapes of its colour, an outline with the
+    /// lines of its colour and width (see `path_in`).
     fn draw_rect<S: BackendStyle>(
         &mut self,
         upper_left: BackendCoord,
@@ -636,14 +751,21 @@ impl DrawingBackend for FastCanvas {
         fill: bool,
     ) -> Res {
         if !fill {
-            let Some(path) = self.path_for(style)? else {
-                return Ok(());
-            };
             // As plotters-canvas's strokeRect: from the first corner, sizes as given.
             let size = (
                 (bottom_right.0 - upper_left.0) as f32,
                 (bottom_right.1 - upper_left.1) as f32,
             );
+            let corners = [
+                (upper_left.0 as f32, upper_left.1 as f32),
+                (bottom_right.0 as f32, bottom_right.1 as f32),
+            ];
+            // A corner's join reaches half the width times the square root of two out.
+            let Some(path) =
+                self.path_for(style, bounds_of(corners, style.stroke_width() as f32 + 1.0))?
+            else {
+                return Ok(());
+            };
             push_op(
                 path,
                 PathOp::Rect,
@@ -651,9 +773,6 @@ impl DrawingBackend for FastCanvas {
             );
             return Ok(());
         }
-        let Some(path) = self.fill_path(style.color())? else {
-            return Ok(());
-        };
         // Clockwise on screen whichever corners it was given.
         let (x0, x1) = (
             upper_left.0.min(bottom_right.0),
@@ -663,6 +782,11 @@ impl DrawingBackend for FastCanvas {
             upper_left.1.min(bottom_right.1),
             upper_left.1.max(bottom_right.1),
         );
+        // A pixel more on every side: at a scale that is not whole, an edge shades the next.
+        let bounds = grown([x0, y0, x1, y1].map(|v| v as f32), 1.0);
+        let Some(path) = self.fill_path(style.color(), bounds)? else {
+            return Ok(());
+        };
         push_op(
             path,
             PathOp::Rect,
@@ -670,26 +794,36 @@ impl DrawingBackend for FastCanvas {
         );
         Ok(())
     }
-    /// Kept with the lines before it, as `draw_line`.
+    /// Waits with the lines of its colour and width, as `draw_line`.
     fn draw_path<S: BackendStyle, I: IntoIterator<Item = BackendCoord>>(
         &mut self,
         path: I,
         style: &S,
     ) -> Res {
-        let Some(out) = self.path_for(style)? else {
+        let points: Vec<(f32, f32)> = path
+            .into_iter()
+            .map(|(x, y)| (x as f32, y as f32))
+            .collect();
+        // A sharp join's point reaches out up to the canvas's miter limit (10) times half the
+        // width.
+        let bounds = bounds_of(
+            points.iter().copied(),
+            5.0 * style.stroke_width() as f32 + 1.0,
+        );
+        let Some(out) = self.path_for(style, bounds)? else {
             return Ok(());
         };
-        for (i, (x, y)) in path.into_iter().enumerate() {
+        for (i, (x, y)) in points.into_iter().enumerate() {
             push_op(
                 out,
                 if i == 0 { PathOp::Move } else { PathOp::Line },
-                &[x as f32, y as f32],
+                &[x, y],
             );
         }
         Ok(())
     }
-    /// A filled circle waits with the filled shapes of its colour before it (see
-    /// `fill_path`); an outline is drawn at once.
+    /// A filled circle waits with the filled shapes of its colour (see
+    /// `path_in`); an outline is drawn at once.
     fn draw_circle<S: BackendStyle>(
         &mut self,
         center: BackendCoord,
@@ -701,7 +835,8 @@ impl DrawingBackend for FastCanvas {
             self.flush()?;
             return lift(self.inner.draw_circle(center, radius, style, fill));
         }
-        let Some(path) = self.fill_path(style.color())? else {
+        let (x, y, r) = (center.0 as f32, center.1 as f32, radius as f32 + 1.0);
+        let Some(path) = self.fill_path(style.color(), [x - r, y - r, x + r, y + r])? else {
             return Ok(());
         };
         push_op(
@@ -743,9 +878,8 @@ impl DrawingBackend for FastCanvas {
             HPos::Right => "end",
             HPos::Center => "center",
         };
-        // The shapes filled before this text go under it: paint them now, or the next shape
-        // of another colour (which paints the waiting texts first) would paint them over it.
-        self.fill_shapes()?;
+        // The shapes waiting go under it: they are painted before the texts (`path_in`).
+        let at = (f64::from(pos.0), f64::from(pos.1));
         self.texts.push(QueuedText {
             font: font_of(style),
             size: style.size(),
@@ -753,8 +887,9 @@ impl DrawingBackend for FastCanvas {
             baseline,
             align,
             degrees,
-            at: (f64::from(pos.0), f64::from(pos.1)),
+            at,
             text: text.to_string(),
+            bounds: text_bounds(text, style.size(), align, degrees, at),
         });
         Ok(())
     }

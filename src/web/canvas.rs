@@ -971,10 +971,49 @@ thread_local! {
     static CELLS_CANVAS: RefCell<Option<(OffscreenCanvas, OffscreenCanvasRenderingContext2d)>> = const { RefCell::new(None) };
 }
 
-/// The cells as an image of cols x rows pixels. It is handed over (`transferToImageBitmap`),
-/// not drawn from the small canvas itself: changing a canvas that another one has drawn from
-/// makes the browser carry out that drawing first, which cost more than all the rest.
-fn cells_image(image: &ImageData) -> Result<ImageBitmap, DrawingErrorKind<WebDrawError>> {
+/// Cell images kept at most (`cells_image`).
+const CELL_IMAGES_KEPT: usize = 8;
+
+thread_local! {
+    /// The cell images used last, by their cells (columns, rows, colours), the latest last: a
+    /// colour bar's cells are the same at every keystroke.
+    static CELL_IMAGES: RefCell<Vec<((usize, usize, Vec<u8>), ImageBitmap)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// `cells` as an image of cols x rows pixels, made again only for cells not used lately.
+fn cells_image(cells: &Cells) -> Result<ImageBitmap, DrawingErrorKind<WebDrawError>> {
+    let (cols, rows) = (cells.cols, cells.rows);
+    let rgb = &cells.rgb[..cols * rows * 3];
+    let kept = CELL_IMAGES.with_borrow_mut(|kept| {
+        let at = kept
+            .iter()
+            .position(|((c, r, colours), _)| (*c, *r) == (cols, rows) && colours[..] == *rgb)?;
+        let entry = kept.remove(at);
+        let image = entry.1.clone();
+        kept.push(entry); // used last: kept longest
+        Some(image)
+    });
+    if let Some(image) = kept {
+        return Ok(image);
+    }
+    let mut rgba = vec![255u8; cols * rows * 4];
+    for (pixel, rgb) in rgba.chunks_exact_mut(4).zip(rgb.chunks_exact(3)) {
+        pixel[..3].copy_from_slice(rgb);
+    }
+    let image = transferred(&image_data(&rgba, cols as u32, rows as u32)?)?;
+    CELL_IMAGES.with_borrow_mut(|kept| {
+        if kept.len() == CELL_IMAGES_KEPT {
+            kept.remove(0);
+        }
+        kept.push(((cols, rows, rgb.to_vec()), image.clone()));
+    });
+    Ok(image)
+}
+
+/// `image` as an image to draw. It is handed over (`transferToImageBitmap`), not drawn from
+/// the small canvas itself: changing a canvas that another one has drawn from makes the
+/// browser carry out that drawing first, which cost more than all the rest.
+fn transferred(image: &ImageData) -> Result<ImageBitmap, DrawingErrorKind<WebDrawError>> {
     CELLS_CANVAS.with(|slot| {
         let mut slot = slot.borrow_mut();
         if slot.is_none() {
@@ -1021,12 +1060,7 @@ impl Canvas for FastCanvas {
                 cells.rgb.len()
             ))));
         }
-        let mut rgba = vec![255u8; cols * rows * 4];
-        for (pixel, rgb) in rgba.chunks_exact_mut(4).zip(cells.rgb.chunks_exact(3)) {
-            pixel[..3].copy_from_slice(rgb);
-        }
-        let image = image_data(&rgba, cols as u32, rows as u32)?;
-        let small = cells_image(&image)?;
+        let small = cells_image(cells)?;
         self.context.set_image_smoothing_enabled(false);
         let drawn = self
             .context

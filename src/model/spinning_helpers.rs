@@ -59,6 +59,11 @@ static HELPERS: Helpers = Helpers {
     caller: Mutex::new(()),
 };
 
+/// True while a helper is spinning or working: sharing a product then wakes no thread.
+pub fn awake() -> bool {
+    HELPERS.running.load(SeqCst) > 0
+}
+
 /// Runs `work` on this thread and on up to `threads - 1` helpers at once, returning when every
 /// call that started has returned. `work` must hand out its pieces itself (an atomic counter)
 /// and return once none is left, so that any number of calls, one or many, does it all.

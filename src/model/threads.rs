@@ -18,6 +18,37 @@ use ndarray::{Array2, ArrayViewMut2, Axis};
 /// page: docs/benchmarks.md, thresholds).
 const PARALLEL_MIN_MACS: usize = 1 << 18;
 
+/// Below this many multiply-adds a product is computed whole unless a helper is already awake
+/// (`spinning_helpers::awake`): in a browser, waking one (`memory.atomic.notify`, then rayon's
+/// wake-up) costs about what sharing such a product saves. The lecture decoder's products at a
+/// sentence's length, and those a chart computes after the pass (the logit lens, a layer run
+/// again for the query view), are under it; SmolLM2's and MiniLM's at 32 tokens are over it.
+/// Natively a wake-up is cheap: the bound is `PARALLEL_MIN_MACS`.
+const WAKE_MIN_MACS: usize = if cfg!(target_arch = "wasm32") {
+    1 << 22
+} else {
+    PARALLEL_MIN_MACS
+};
+
+/// The threads a piece of work of `macs` multiply-adds is shared among.
+fn threads_for(macs: usize) -> usize {
+    if macs < PARALLEL_MIN_MACS || (macs < WAKE_MIN_MACS && !helpers_awake()) {
+        1
+    } else {
+        threads()
+    }
+}
+
+#[cfg(any(not(target_arch = "wasm32"), feature = "threads"))]
+fn helpers_awake() -> bool {
+    super::spinning_helpers::awake()
+}
+
+#[cfg(all(target_arch = "wasm32", not(feature = "threads")))]
+fn helpers_awake() -> bool {
+    false
+}
+
 #[cfg(all(target_arch = "wasm32", feature = "threads"))]
 mod pool {
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -132,11 +163,7 @@ pub fn in_parts(
     features: impl Fn(usize, usize, ArrayViewMut2<f32>) + Sync,
 ) -> Array2<f32> {
     let mut y = Array2::<f32>::zeros((t, hi - lo)); // (T, hi - lo)
-    let n = if t * (hi - lo) * cols < PARALLEL_MIN_MACS {
-        1
-    } else {
-        threads()
-    };
+    let n = threads_for(t * (hi - lo) * cols);
     if n <= 1 {
         features(lo, hi, y.view_mut());
         return y;
@@ -168,10 +195,10 @@ pub fn for_each_piece(
 ) {
     let piece = piece.max(1);
     let count = data.len().div_ceil(piece);
-    let n = if count < 2 || count.saturating_mul(cost) < PARALLEL_MIN_MACS {
+    let n = if count < 2 {
         1
     } else {
-        threads().min(count)
+        threads_for(count.saturating_mul(cost)).min(count)
     };
     if n <= 1 {
         data.chunks_mut(piece)

@@ -974,10 +974,13 @@ thread_local! {
 /// Cell images kept at most (`cells_image`).
 const CELL_IMAGES_KEPT: usize = 8;
 
+/// A cell image's cells: its columns, rows and colours (`Cells::rgb`).
+type CellsKey = (usize, usize, Vec<u8>);
+
 thread_local! {
-    /// The cell images used last, by their cells (columns, rows, colours), the latest last: a
-    /// colour bar's cells are the same at every keystroke.
-    static CELL_IMAGES: RefCell<Vec<((usize, usize, Vec<u8>), ImageBitmap)>> = const { RefCell::new(Vec::new()) };
+    /// The cell images used last, by their cells, the latest last: a colour bar's cells are
+    /// the same at every keystroke.
+    static CELL_IMAGES: RefCell<Vec<(CellsKey, ImageBitmap)>> = const { RefCell::new(Vec::new()) };
 }
 
 /// `cells` as an image of cols x rows pixels, made again only for cells not used lately.

@@ -2,6 +2,7 @@
 //! reads (for a GPU's readback), and the numbers hover and the head finder ask for.
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::rc::Rc;
 
 use wasm_bindgen::prelude::*;
@@ -24,14 +25,14 @@ use crate::trace::Trace;
 /// reads do not depend on its size.
 const PROBE_SIZE: (u32, u32) = (1000, 700);
 
-/// How many views `Viz::view` keeps read: more than the page's charts, so that a keystroke
-/// finds every one it draws.
+/// Most views `Viz::view` keeps read (past it it starts again): more than the page's charts,
+/// so that a keystroke finds every one it draws.
 const VIEWS_KEPT: usize = 64;
 
 thread_local! {
-    /// Views read from their JSON text, oldest first: serde's reading of one (it tries the
-    /// compare views first, then the sentence's) cost more than finding its text among these.
-    static VIEWS_READ: RefCell<Vec<(String, Rc<AnyView>)>> = const { RefCell::new(Vec::new()) };
+    /// Views read, by their JSON text: serde's reading of one (it tries the compare views
+    /// first, then the sentence's) cost more than finding its text here.
+    static VIEWS_READ: RefCell<HashMap<String, Rc<AnyView>>> = RefCell::new(HashMap::new());
 }
 
 /// Any chart the page can ask for: one of the sentence's views, or a compare chart that also
@@ -114,21 +115,17 @@ impl Viz {
     /// The page asks for the same score of views at every keystroke: each is read once and
     /// found again by its text (`VIEWS_READ`).
     fn view(spec: &str) -> Result<Rc<AnyView>, JsError> {
-        if let Some(view) = VIEWS_READ.with_borrow(|read| {
-            read.iter()
-                .find(|(text, _)| text == spec)
-                .map(|(_, view)| view.clone())
-        }) {
+        if let Some(view) = VIEWS_READ.with_borrow(|read| read.get(spec).cloned()) {
             return Ok(view);
         }
         let view: Rc<AnyView> = Rc::new(
             serde_json::from_str(spec).map_err(|e| JsError::new(&format!("unknown view: {e}")))?,
         );
         VIEWS_READ.with_borrow_mut(|read| {
-            if read.len() == VIEWS_KEPT {
-                read.remove(0); // the one read longest ago
+            if read.len() >= VIEWS_KEPT {
+                read.clear();
             }
-            read.push((spec.to_string(), view.clone()));
+            read.insert(spec.to_string(), view.clone());
         });
         Ok(view)
     }

@@ -4,9 +4,13 @@
 //   rel="wasm"       the plain build (its glue, wasm and snippets, from the directory given as
 //                    the first argument): its glue and wasm are named by a hash of their bytes,
 //                    and the line becomes the <script> that www/start-wasm.js reads them from
-//                    (the page's Content-Security-Policy allows no inline script), with the
-//                    glue preloaded before </head> (not the wasm: a cross-origin isolated page
-//                    runs the threaded build instead, www/js/threads.js);
+//                    (the page's Content-Security-Policy allows no inline script; `async`, so it
+//                    starts the wasm's download as soon as it and js/threads.js have arrived,
+//                    not after the page's other modules and KaTeX). Preloaded right after it:
+//                    the threaded build's glue and snippets when dist/threads/ holds them (the
+//                    build a cross-origin isolated page runs, www/js/threads.js; built first by
+//                    scripts/lib.sh), else the plain glue. Not the wasm: start-wasm.js fetches
+//                    the one the page runs;
 //   rel="css"        a stylesheet, named by its hash, linked with its integrity;
 //   rel="copy-file"  a file, into data-target-path (dist/ itself without one);
 //   rel="copy-dir"   a directory, into data-target-path.
@@ -16,8 +20,8 @@
 //
 //   node scripts/assemble-page.mjs BINDGEN_DIR [DIST]
 import { createHash } from 'node:crypto';
-import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { basename, extname, join } from 'node:path';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { basename, extname, join, sep } from 'node:path';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 const WWW = join(ROOT, 'www');
@@ -47,7 +51,7 @@ function writeHashed(dist, stem, ext, bytes) {
 
 /** The built page's text for www/index.html's `html`; copies what its data-build lines name into dist. */
 export function assemble(html, bindgenDir, dist) {
-  let preload = '';
+  let started = false;
   const lines = html.split('\n').flatMap((line) => {
     const tag = line.match(/<link data-build [^>]*>/)?.[0];
     if (!tag) return [line];
@@ -58,8 +62,12 @@ export function assemble(html, bindgenDir, dist) {
         const glue = writeHashed(dist, 'transformer-viz', '.js', readFileSync(join(bindgenDir, `${CRATE}.js`)));
         const wasm = writeHashed(dist, 'transformer-viz', '_bg.wasm', readFileSync(join(bindgenDir, `${CRATE}_bg.wasm`)));
         if (existsSync(join(bindgenDir, 'snippets'))) cpSync(join(bindgenDir, 'snippets'), join(dist, 'snippets'), COPY);
-        preload = `<link rel="modulepreload" href="./${glue}" crossorigin="anonymous">`;
-        return [`${indent}<script type="module" src="./start-wasm.js" data-glue="./${glue}" data-wasm="./${wasm}"></script>`];
+        started = true;
+        const preloads = existsSync(join(dist, 'threads', `${CRATE}.js`)) ? threadedModules(dist) : [`./${glue}`];
+        return [
+          `${indent}<script type="module" async src="./start-wasm.js" data-glue="./${glue}" data-wasm="./${wasm}"></script>`,
+          ...preloads.map((href) => `${indent}<link rel="modulepreload" href="${href}">`),
+        ];
       }
       case 'css': {
         const bytes = readFileSync(join(WWW, href));
@@ -81,8 +89,17 @@ export function assemble(html, bindgenDir, dist) {
         throw new Error(`${tag}: unknown rel "${rel}" (wasm, css, copy-file, copy-dir)`);
     }
   });
-  if (!preload) throw new Error('www/index.html has no <link data-build rel="wasm"> line');
-  return lines.join('\n').replace('</head>', `${preload}\n</head>`);
+  if (!started) throw new Error('www/index.html has no <link data-build rel="wasm"> line');
+  return lines.join('\n');
+}
+
+/** The threaded build's glue and the snippets it imports (dist/threads/), as the page's paths. */
+function threadedModules(dist) {
+  const snippets = join(dist, 'threads', 'snippets');
+  const found = existsSync(snippets)
+    ? readdirSync(snippets, { recursive: true }).filter((f) => f.endsWith('.js')).sort().map((f) => `./threads/snippets/${f.split(sep).join('/')}`)
+    : [];
+  return [`./threads/${CRATE}.js`, ...found];
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

@@ -91,8 +91,8 @@ ensure_vulkan() {
 }
 
 # The page: the crate for wasm (release), its wasm-bindgen glue into $CARGO_TARGET_DIR/page/,
-# then www/ and the model files assembled around it in dist/ (scripts/assemble-page.mjs); then
-# the threaded build and the trainer beside it. No build runs binaryen's wasm-opt: measured with
+# the threaded build into dist/threads/, then www/ and the model files assembled around them in
+# dist/ (scripts/assemble-page.mjs); then the trainer beside them. No build runs binaryen's wasm-opt: measured with
 # and without it, the page opened no sooner and answered keystrokes no faster with it
 # (docs/benchmarks.md, "wasm-opt"), and it took 7 minutes to install on a bare machine.
 build_page() {
@@ -102,8 +102,8 @@ build_page() {
   rm -rf "$glue" dist
   wasm-bindgen --target web --out-dir "$glue" --no-typescript \
     "$CARGO_TARGET_DIR/wasm32-unknown-unknown/release/transformer_viz.wasm"
+  build_threaded_page # before the page is assembled: it preloads the threaded glue
   node scripts/assemble-page.mjs "$glue" dist
-  build_threaded_page
   build_trainer
 }
 

@@ -1,7 +1,8 @@
 // Starts the WebAssembly module from a file rather than an inline script: the page's
 // Content-Security-Policy allows no inline script. scripts/assemble-page.mjs puts
-// <script type="module" src="start-wasm.js" data-glue="…" data-wasm="…"> in the built page,
-// with the hashed names of wasm-bindgen's glue and of the wasm file.
+// <script type="module" async src="start-wasm.js" data-glue="…" data-wasm="…"> in the built
+// page, with the hashed names of wasm-bindgen's glue and of the wasm file: it runs as soon as it
+// and js/threads.js have arrived, before the page's other modules.
 //
 // A cross-origin isolated page runs the threaded build instead (threads/, js/threads.js).
 import { threadPlan } from './js/threads.js';
@@ -11,9 +12,11 @@ const plan = threadPlan(location.search, navigator.hardwareConcurrency, self.cro
 let bindings = null;
 let exports = null;
 if (plan.threaded) {
+  // The wasm's download starts before its glue is imported, not after.
+  const download = fetch(new URL('threads/transformer_viz_bg.wasm', import.meta.url));
   try {
     bindings = await import('./threads/transformer_viz.js');
-    exports = await bindings.default({ module_or_path: new URL('threads/transformer_viz_bg.wasm', import.meta.url) });
+    exports = await bindings.default({ module_or_path: download });
   } catch (err) {
     Object.assign(plan, { threaded: false, threads: 1, why: `the threaded build did not start (${err?.message ?? err})` });
     bindings = null;

@@ -18,6 +18,23 @@ fn f16_table() -> &'static [f32] {
     })
 }
 
+/// Little-endian f32s as values (trailing bytes short of a value are left out). Where the
+/// machine is little-endian too (WebAssembly, x86, ARM) the bytes are copied as they are, in one
+/// copy (a single `memory.copy` in WebAssembly, whose first run of the page is not yet optimised
+/// code); elsewhere each value is read on its own.
+fn f32_values(data: &[u8]) -> Vec<f32> {
+    let mut values = vec![0f32; data.len() / 4];
+    if cfg!(target_endian = "little") {
+        let whole = values.len() * 4;
+        bytemuck::cast_slice_mut::<f32, u8>(&mut values).copy_from_slice(&data[..whole]);
+    } else {
+        for (value, b) in values.iter_mut().zip(data.chunks_exact(4)) {
+            *value = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+        }
+    }
+    values
+}
+
 /// Parses a whole safetensors file. F32, F16 and BF16 tensors are widened to f32; integer
 /// tensors are listed in `skipped` rather than rejected (BERT ships an int64 `position_ids`).
 pub fn read_safetensors(bytes: &[u8]) -> Result<TensorMap> {
@@ -38,10 +55,7 @@ pub fn read_safetensors(bytes: &[u8]) -> Result<TensorMap> {
                 ))
             })?;
         let widened: Vec<f32> = match view.dtype() {
-            Dtype::F32 => data
-                .chunks_exact(4)
-                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                .collect(),
+            Dtype::F32 => f32_values(data),
             Dtype::F16 => {
                 let table = f16_table();
                 data.chunks_exact(2)

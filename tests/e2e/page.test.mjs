@@ -81,6 +81,45 @@ test('one Content-Security-Policy in the page and from the server: it holds, and
   await context.close();
 });
 
+// The fixed equations a student sees without scrolling: whether each is typeset, and its text.
+const equationsOnScreen = () => [...document.querySelectorAll('[data-tex]')]
+  .filter((el) => { const r = el.getBoundingClientRect(); return r.width > 0 && r.top < innerHeight && r.bottom > 0; })
+  .map((el) => ({ tex: el.dataset.tex, typeset: el.querySelector('.katex') !== null, text: el.textContent }));
+// The same, as a condition to wait for (a page function cannot call another: the page's
+// policy allows no eval): some equation is on screen, and every one there is typeset.
+const everyEquationOnScreenTypeset = () => {
+  const shown = [...document.querySelectorAll('[data-tex]')].filter((el) => { const r = el.getBoundingClientRect(); return r.width > 0 && r.top < innerHeight && r.bottom > 0; });
+  return shown.length > 0 && shown.every((el) => el.querySelector('.katex') !== null);
+};
+
+test('the equations on screen are typeset by KaTeX', async () => {
+  const { page, context } = await openPage();
+  await page.waitForFunction(everyEquationOnScreenTypeset);
+  await context.close();
+});
+
+test('KaTeX arriving after the first view: the equations show their TeX, then are typeset', async () => {
+  // The page runs main.js before KaTeX's script (index.html): hold that script back until the
+  // charts are drawn, as a slow connection might.
+  let release;
+  const held = new Promise((ok) => { release = ok; });
+  const context = await env.browser.newContext({ viewport: { width: 1280, height: 720 } });
+  const page = await context.newPage();
+  const problems = [];
+  page.on('pageerror', (err) => problems.push(String(err)));
+  await page.route('**/katex/katex.min.js', async (route) => { await held; await route.continue(); });
+  await page.goto(env.base, { waitUntil: 'commit' }); // the load event waits for the held script
+  await page.waitForFunction(() => window.__tviz?.firstSettledAt !== undefined || window.__tviz?.failed);
+  assert.equal(await page.evaluate(() => window.__tviz.failed ?? null), null);
+  const before = await page.evaluate(equationsOnScreen);
+  assert.ok(before.length > 0, 'no equation on the first screen');
+  for (const e of before) assert.deepEqual([e.typeset, e.text], [false, e.tex], 'without KaTeX an equation shows its TeX');
+  release();
+  await page.waitForFunction(everyEquationOnScreenTypeset);
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
 test('two sentences give different tokens, views and shapes', async () => {
   const { page, context, problems } = await openMiniLM();
   await page.keyboard.press('Tab'); // move focus off the text box so arrow keys drive the stepper

@@ -40,11 +40,11 @@ test('attributes reads names with and without values', () => {
   });
 });
 
-test('the wasm line becomes the start script with hashed names, its glue preloaded before </head>', () => {
+test('the wasm line becomes the start script with hashed names, its glue preloaded after it', () => {
   withDirs((glueDir, dist) => {
     const html = '<html><head>\n  <link data-build rel="wasm">\n  <title>t</title>\n</head><body></body></html>';
     const page = assemble(html, glueDir, dist);
-    const script = page.match(/<script type="module" src="\.\/start-wasm\.js" data-glue="\.\/([^"]+)" data-wasm="\.\/([^"]+)"><\/script>/);
+    const script = page.match(/<script type="module" async src="\.\/start-wasm\.js" data-glue="\.\/([^"]+)" data-wasm="\.\/([^"]+)"><\/script>/);
     assert.ok(script, page);
     const [, glue, wasm] = script;
     assert.match(glue, /^transformer-viz-[0-9a-f]{16}\.js$/);
@@ -52,9 +52,21 @@ test('the wasm line becomes the start script with hashed names, its glue preload
     assert.deepEqual(readFileSync(join(dist, wasm)), readFileSync(join(glueDir, 'transformer_viz_bg.wasm')));
     assert.equal(readFileSync(join(dist, glue), 'utf8'), 'export default function start() {}\n');
     assert.ok(existsSync(join(dist, 'snippets', 'crate-1', 'inline0.js')), 'the snippets are copied');
-    assert.ok(page.includes(`<link rel="modulepreload" href="./${glue}" crossorigin="anonymous">\n</head>`), page);
+    assert.ok(page.includes(`></script>\n  <link rel="modulepreload" href="./${glue}">\n  <title>`), page);
     assert.ok(!page.includes('data-build'), 'no data-build line is left');
     assert.ok(page.includes('  <title>t</title>'), 'the other lines stay');
+  });
+});
+
+test('with the threaded build in dist/threads/, its glue and snippets are preloaded instead of the plain glue', () => {
+  withDirs((glueDir, dist) => {
+    mkdirSync(join(dist, 'threads', 'snippets', 'rayon-1', 'src'), { recursive: true });
+    writeFileSync(join(dist, 'threads', 'transformer_viz.js'), 'export default function start() {}\n');
+    writeFileSync(join(dist, 'threads', 'snippets', 'rayon-1', 'src', 'workerHelpers.js'), 'export const y = 2;\n');
+    const page = assemble('<head>\n  <link data-build rel="wasm">\n</head>', glueDir, dist);
+    const preloaded = [...page.matchAll(/<link rel="modulepreload" href="([^"]+)">/g)].map((m) => m[1]);
+    assert.deepEqual(preloaded, ['./threads/transformer_viz.js', './threads/snippets/rayon-1/src/workerHelpers.js']);
+    assert.match(page, /<script type="module" async src="\.\/start-wasm\.js" data-glue="\.\/transformer-viz-[0-9a-f]{16}\.js"/, 'the plain build stays the fallback');
   });
 });
 
@@ -97,7 +109,7 @@ test('the stylesheet is linked by its hashed name with its integrity, and www/ f
     assert.ok(lstatSync(join(www, 'js', 'models.json')).isSymbolicLink(), 'the fixture is still a link');
     assert.ok(lstatSync(join(dist, 'js', 'models.json')).isFile(), 'dist/js/models.json is a file, not a link');
     assert.deepEqual(readFileSync(join(dist, 'js', 'models.json')), readFileSync(join(www, 'js', 'models.json')));
-    // <head>, the script, the stylesheet, the preload, </head>: the copy lines are gone.
+    // <head>, the script, the preload, the stylesheet, </head>: the copy lines are gone.
     assert.equal(page.split('\n').length, 5, page);
   });
 });

@@ -1,21 +1,40 @@
 // Equations typeset with KaTeX (loaded by index.html), or shown as TeX source without it.
 
+function typeset(el, tex, display) {
+  window.katex.render(tex, el, { displayMode: display, throwOnError: false, output: 'htmlAndMathml' });
+}
+
+// KaTeX's script runs after main.js (index.html), so an equation asked for before it has run
+// shows its TeX source until then, and is typeset when the script has loaded.
+const untypeset = new Map(); // element -> [tex, display]
+
+function typesetOnceKatexRuns(el, tex, display) {
+  if (!untypeset.size) {
+    document.querySelector('script[src$="katex.min.js"]')?.addEventListener('load', () => {
+      for (const [e, [t, d]] of untypeset) if (window.katex && e.dataset.rendered === t) typeset(e, t, d);
+      untypeset.clear();
+    }, { once: true });
+  }
+  untypeset.set(el, [tex, display]);
+}
+
 export function renderTex(el, tex, display = false) {
   if (el.dataset.rendered === tex) return; // typing leaves most equations as they are
   el.dataset.rendered = tex;
   if (window.katex) {
-    window.katex.render(tex, el, { displayMode: display, throwOnError: false, output: 'htmlAndMathml' });
+    typeset(el, tex, display);
   } else {
     el.textContent = tex;
+    typesetOnceKatexRuns(el, tex, display);
   }
 }
 
-const typeset = new WeakSet(); // fixed equations already typeset
+const typesetFixed = new WeakSet(); // fixed equations already typeset
 
 function renderStatic(el) {
-  if (typeset.has(el)) return;
+  if (typesetFixed.has(el)) return;
   renderTex(el, el.dataset.tex, el.classList.contains('math-block'));
-  typeset.add(el);
+  typesetFixed.add(el);
 }
 
 // The page's fixed equations. Those on screen (or within 200 px of it) are typeset at once; the

@@ -27,19 +27,20 @@ async function openCache() {
   }
 }
 
-/** The cached copy of `file` as a Blob when it has the registry's size; else null. */
+/** The cached copy of `file`: `{ blob }` with a Blob when it has the registry's size, `{ stale:
+ * true }` when the copy has another size, `{}` when there is none. */
 async function cachedBlob(cache, file) {
   const res = await cache.match(urlOf(file));
-  if (!res) return null;
+  if (!res) return {};
   const blob = await res.blob(); // the cache's own copy: its size costs no read
-  return blob.size === file.bytes ? blob : null;
+  return blob.size === file.bytes ? { blob } : { stale: true };
 }
 
 /** Whether every file of `model` is in the cache, whole (the page then skips asking). */
 export async function isCached(model) {
   const cache = await openCache();
   if (!cache) return false;
-  for (const [, file] of filesOf(model)) if (!(await cachedBlob(cache, file))) return false;
+  for (const [, file] of filesOf(model)) if (!(await cachedBlob(cache, file)).blob) return false;
   return true;
 }
 
@@ -64,14 +65,16 @@ export async function loadModelFiles(model, { onProgress, signal } = {}) {
   const results = await Promise.all(filesOf(model).map(async ([role, file]) => {
     const url = urlOf(file);
     if (cache) {
-      const blob = await cachedBlob(cache, file);
+      const { blob, stale } = await cachedBlob(cache, file);
       if (blob) {
         const bytes = new Uint8Array(await blob.arrayBuffer());
         arrived.set(role, file.bytes);
         report();
         return [role, bytes];
       }
-      if (await cache.delete(url)) discarded.push(file.path); // an interrupted or older copy
+      // An interrupted or older copy goes (asked only when there is one: each question to the
+      // cache is a round trip before the download starts).
+      if (stale && await cache.delete(url)) discarded.push(file.path);
     }
     downloaded = true;
     const bytes = await fetchBytes(url, { signal, store: !cache, onProgress: (n) => { arrived.set(role, n); report(); } });

@@ -39,7 +39,9 @@ pub(crate) fn draw_err<E: std::fmt::Display>(e: E) -> VizError {
 pub const FONT: &str = "sans-serif";
 
 /// The axes of every line and bar chart: labels and axis names in the views' font, light
-/// grid lines. The caller adds what is particular to its chart and draws.
+/// grid lines, at most two between labelled ones (plotters' default of ten drew about a
+/// hundred an axis: a grey wash on a projector, and most of the layer-norm chart's strokes at
+/// every keystroke). The caller adds what is particular to its chart and draws.
 pub(crate) fn house_mesh<'m, 'a, 'b, X, Y, DB>(
     mesh: &'m mut plotters::chart::MeshStyle<'a, 'b, X, Y, DB>,
     font_px: u32,
@@ -52,6 +54,7 @@ where
     mesh.label_style((FONT, font_px))
         .axis_desc_style((FONT, font_px + 1))
         .light_line_style(plotters::style::RGBColor(235, 235, 235))
+        .max_light_lines(2)
 }
 
 /// Labels for a category axis at x = 0, 1, 2, ...: every k-th one, so that labels of about

@@ -248,6 +248,32 @@ test('model= in a link opens that model; a second visit reads it from the Cache 
   await visit1.context.close();
 });
 
+test('a visit notes the models it stored; without the note the cache is not asked and the model is downloaded', async () => {
+  const visit1 = await openPage(env.base);
+  await cacheWritten(visit1.page);
+  const noteKey = `${CACHE_NAME}:${DEFAULT_MODEL}`;
+  assert.equal(await visit1.page.evaluate((k) => localStorage.getItem(k), noteKey), '1', 'the stored model is noted');
+  assert.equal(await cachedSize(visit1.page, DEFAULT_WEIGHTS), DEFAULT.files.weights.bytes);
+  await visit1.page.evaluate((k) => localStorage.removeItem(k), noteKey); // as a copy stored before notes were kept
+  await visit1.page.close();
+
+  const requests = [];
+  const visit2 = await openPage(env.base, { route: recording(requests), context: visit1.context });
+  assert.deepEqual(requests.filter((r) => r === DEFAULT_WEIGHTS), [DEFAULT_WEIGHTS], 'downloaded, the cache not asked');
+  assert.equal(await visit2.page.evaluate(() => window.__tviz.loads.at(-1).source), 'network');
+  await cacheWritten(visit2.page);
+  assert.equal(await visit2.page.evaluate((k) => localStorage.getItem(k), noteKey), '1', 'noted again');
+  await visit2.page.close();
+
+  // Noted: the next visit reads the cache and asks the server for nothing.
+  const again = [];
+  const visit3 = await openPage(env.base, { route: recording(again), context: visit1.context });
+  assert.deepEqual(again.filter((r) => r === DEFAULT_WEIGHTS), []);
+  assert.equal(await visit3.page.evaluate(() => window.__tviz.loads.at(-1).source), 'cache');
+  assert.deepEqual([visit1.problems, visit2.problems, visit3.problems], [[], [], []]);
+  await visit1.context.close();
+});
+
 test('a truncated copy in the cache is discarded and downloaded again', async () => {
   // A first visit keeps both models in the cache.
   const visit1 = await openPage(env.base);

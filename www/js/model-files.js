@@ -45,8 +45,9 @@ export async function isCached(model) {
 }
 
 // A note in localStorage for each model whose files were stored in the Cache API. Without it
-// the cache is not asked before the download starts: a browser's cache storage takes a while to
-// open the first time in a profile (16-184 ms measured), and on a first visit it holds nothing.
+// the cache is not asked before the download starts: a browser's cache storage is slow to open
+// the first time in a profile (docs/benchmarks.md, "The first view"), and on a first visit it
+// holds nothing.
 // Clearing the site's data clears both; a note left over from evicted files only costs the
 // question it would have cost anyway.
 function noteOf(model) {

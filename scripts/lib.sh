@@ -90,18 +90,19 @@ ensure_vulkan() {
   export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp}
 }
 
-# The page: the crate for wasm (release), its wasm-bindgen glue into $CARGO_TARGET_DIR/page/,
+# The page: the crate for wasm (Cargo.toml's `page` profile: release, optimised as one unit), its
+# wasm-bindgen glue into $CARGO_TARGET_DIR/page-glue/,
 # the threaded build into dist/threads/, then www/ and the model files assembled around them in
 # dist/ (scripts/assemble-page.mjs); then the trainer beside them. No build runs binaryen's wasm-opt: measured with
 # and without it, the page opened no sooner and answered keystrokes no faster with it
 # (docs/benchmarks.md, "wasm-opt"), and it took 7 minutes to install on a bare machine.
 build_page() {
-  step "building the page (release) into dist/"
-  cargo build --quiet --release --lib --target wasm32-unknown-unknown
-  local glue="$CARGO_TARGET_DIR/page"
+  step "building the page (the page profile: release, one unit) into dist/"
+  cargo build --quiet --profile page --lib --target wasm32-unknown-unknown
+  local glue="$CARGO_TARGET_DIR/page-glue"
   rm -rf "$glue" dist
   wasm-bindgen --target web --out-dir "$glue" --no-typescript \
-    "$CARGO_TARGET_DIR/wasm32-unknown-unknown/release/transformer_viz.wasm"
+    "$CARGO_TARGET_DIR/wasm32-unknown-unknown/page/transformer_viz.wasm"
   build_threaded_page # before the page is assembled: it preloads the threaded glue
   node scripts/assemble-page.mjs "$glue" dist
   build_trainer
@@ -128,11 +129,11 @@ THREADED_WASM_FLAGS=(-C target-feature=+atomics,+bulk-memory,+mutable-globals,+s
 build_threaded() {
   local features=$1 out=$2
   ensure_nightly
-  RUSTFLAGS="${THREADED_WASM_FLAGS[*]}" cargo +nightly build --quiet --release --lib --features "$features" \
+  RUSTFLAGS="${THREADED_WASM_FLAGS[*]}" cargo +nightly build --quiet --profile page --lib --features "$features" \
     --target wasm32-unknown-unknown -Z build-std=panic_abort,std --target-dir "$CARGO_TARGET_DIR/threads"
   rm -rf "$out"
   wasm-bindgen --target web --out-dir "$out" --no-typescript \
-    "$CARGO_TARGET_DIR/threads/wasm32-unknown-unknown/release/transformer_viz.wasm"
+    "$CARGO_TARGET_DIR/threads/wasm32-unknown-unknown/page/transformer_viz.wasm"
 }
 
 # The page's second build, into dist/threads/: the same crate with the `threads` feature, on wasm
@@ -151,10 +152,10 @@ build_threaded_page() {
 # step's batch cut into one part a thread (`train::step::loss_and_gradients`).
 build_trainer() {
   step "building the page's trainer (WebAssembly with candle) into dist/train/"
-  cargo build --quiet --release --lib --features train --target wasm32-unknown-unknown
+  cargo build --quiet --profile page --lib --features train --target wasm32-unknown-unknown
   rm -rf dist/train
   wasm-bindgen --target web --out-dir dist/train --no-typescript \
-    "$CARGO_TARGET_DIR/wasm32-unknown-unknown/release/transformer_viz.wasm"
+    "$CARGO_TARGET_DIR/wasm32-unknown-unknown/page/transformer_viz.wasm"
   step "building the page's threaded trainer (nightly, atomics) into dist/train-threads/"
   build_threaded train,threads dist/train-threads
 }

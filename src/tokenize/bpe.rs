@@ -10,7 +10,7 @@
 
 use std::collections::HashMap;
 
-use regex::Regex;
+use unicode_properties::{GeneralCategoryGroup, UnicodeGeneralCategory};
 
 use super::{Encoding, Tokenizer};
 use super::{TokenInfo, Truncation};
@@ -86,7 +86,6 @@ pub struct ByteLevelBpe {
     is_special: Vec<bool>,
     special: SpecialTokens,
     pre: PreTokenizer,
-    pattern: Regex,
 }
 
 fn bad(msg: impl Into<String>) -> VizError {
@@ -113,13 +112,65 @@ pub fn byte_to_char() -> [char; 256] {
     table
 }
 
-/// GPT-2's pre-tokenizer pattern is
-/// `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`.
-/// The `regex` crate has no look-ahead, so the pattern here ends in a plain `\s+` and
-/// [`Gpt2Pieces`] gives back the last whitespace character of a run that a non-space follows:
-/// exactly what `\s+(?!\S)` does (the run minus its last character, which then starts the
-/// next piece, e.g. " world" after "hello  ").
-const GPT2_PATTERN: &str = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+";
+/// GPT-2's pre-tokenizer pattern,
+/// `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`, is scanned by
+/// hand ([`gpt2_match_end`]) rather than run by the `regex` crate: the pattern is a choice among
+/// runs of four classes of character, and in the page the crate cost a third of a megabyte of
+/// the WebAssembly module and the compilation of its pattern on the first view (each of the
+/// engine's functions compiled by the browser at its first call; docs/benchmarks.md, "GPT-2's
+/// pattern scanned by hand"). A property test below checks the scan against the regex crate's
+/// matches on random text.
+#[cfg(test)]
+pub(crate) const GPT2_PATTERN: &str =
+    r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+";
+
+/// The class of a character in GPT-2's pattern: `\p{L}`, `\p{N}`, `\s` (Unicode's White_Space,
+/// as the regex crate reads `\s`) or anything else.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CharClass {
+    Letter,
+    Number,
+    Space,
+    Other,
+}
+
+fn char_class(c: char) -> CharClass {
+    if c.is_whitespace() {
+        return CharClass::Space;
+    }
+    match c.general_category_group() {
+        GeneralCategoryGroup::Letter => CharClass::Letter,
+        GeneralCategoryGroup::Number => CharClass::Number,
+        _ => CharClass::Other,
+    }
+}
+
+/// The contractions GPT-2's pattern takes first, in its order.
+const CONTRACTIONS: [&str; 7] = ["'s", "'t", "'re", "'ve", "'m", "'ll", "'d"];
+
+/// Where the leftmost-first match of GPT-2's pattern without its look-ahead (the pattern ending
+/// in a plain `\s+`) that starts at byte `at` of `text` ends; `at` is on a character of a
+/// non-empty rest. Every character is in one of the classes, so a match starts wherever the
+/// scan is: a contraction; else an optional space and a run of the class of the character
+/// after it (letters, numbers or other symbols); else a run of whitespace.
+pub(crate) fn gpt2_match_end(text: &str, at: usize) -> usize {
+    let rest = &text[at..];
+    if let Some(c) = CONTRACTIONS.iter().find(|c| rest.starts_with(**c)) {
+        return at + c.len();
+    }
+    let mut chars = rest.chars();
+    let first = chars.next().expect("the scan is inside the text");
+    let (run_from, class) = match (first, chars.next().map(char_class)) {
+        // ` ?X+`: a space belongs to the run of letters, numbers or symbols after it.
+        (' ', Some(next)) if next != CharClass::Space => (1, next),
+        _ => (0, char_class(first)),
+    };
+    let run = rest[run_from..]
+        .char_indices()
+        .find(|&(_, c)| char_class(c) != class)
+        .map_or(rest.len(), |(i, _)| run_from + i);
+    at + run
+}
 
 /// Readable text of a token's bytes: valid UTF-8 as itself, stray bytes as `<0xF0>`.
 fn display_bytes(bytes: &[u8]) -> String {
@@ -230,7 +281,6 @@ impl ByteLevelBpe {
             .collect();
         control.retain(|(text, _)| !text.is_empty());
         control.sort_by_key(|(text, _)| std::cmp::Reverse(text.len()));
-        let pattern = Regex::new(GPT2_PATTERN).expect("GPT-2's pattern is a valid regex");
         Ok(Self {
             vocab,
             by_id: tokens,
@@ -242,7 +292,6 @@ impl ByteLevelBpe {
             is_special,
             special,
             pre,
-            pattern,
         })
     }
 
@@ -360,8 +409,7 @@ impl ByteLevelBpe {
             PreTokenizer::Gpt2 => Box::new(std::iter::once(text)),
             PreTokenizer::DigitsThenGpt2 => Box::new(digit_stretches(text)),
         };
-        Box::new(stretches.flat_map(move |stretch| Gpt2Pieces {
-            pattern: &self.pattern,
+        Box::new(stretches.flat_map(|stretch| Gpt2Pieces {
             text: stretch,
             at: 0,
         }))
@@ -452,34 +500,22 @@ fn digit_stretches(text: &str) -> impl Iterator<Item = &str> {
     })
 }
 
-/// The matches of GPT-2's pattern in one stretch, with the look-ahead of `\s+(?!\S)` applied
-/// (see [`GPT2_PATTERN`]). Text the pattern does not match (none, as its classes cover every
-/// character) would be a piece of its own, as in Hugging Face's isolated split.
-struct Gpt2Pieces<'r, 't> {
-    pattern: &'r Regex,
+/// The pieces of GPT-2's pattern in one stretch: its matches ([`gpt2_match_end`]) with the
+/// look-ahead of `\s+(?!\S)` applied.
+struct Gpt2Pieces<'t> {
     text: &'t str,
     at: usize,
 }
 
-impl<'t> Iterator for Gpt2Pieces<'_, 't> {
+impl<'t> Iterator for Gpt2Pieces<'t> {
     type Item = &'t str;
 
     fn next(&mut self) -> Option<&'t str> {
         if self.at >= self.text.len() {
             return None;
         }
-        let Some(m) = self.pattern.find_at(self.text, self.at) else {
-            let piece = &self.text[self.at..];
-            self.at = self.text.len();
-            return Some(piece);
-        };
-        if m.start() > self.at {
-            let piece = &self.text[self.at..m.start()];
-            self.at = m.start();
-            return Some(piece);
-        }
-        let mut end = m.end();
-        let matched = m.as_str();
+        let mut end = gpt2_match_end(self.text, self.at);
+        let matched = &self.text[self.at..end];
         let followed_by_non_space = self.text[end..]
             .chars()
             .next()
@@ -561,5 +597,99 @@ impl Tokenizer for ByteLevelBpe {
 
     fn decode(&self, ids: &[u32]) -> Result<String> {
         ByteLevelBpe::decode(self, ids)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{char_class, gpt2_match_end, CharClass, GPT2_PATTERN};
+    use proptest::prelude::*;
+    use std::sync::LazyLock;
+
+    /// The ends of the successive matches from the start of `text`, by the hand scan.
+    fn scanned(text: &str) -> Vec<usize> {
+        let mut ends = Vec::new();
+        let mut at = 0;
+        while at < text.len() {
+            at = gpt2_match_end(text, at);
+            ends.push(at);
+        }
+        ends
+    }
+
+    /// The same by the regex crate, each match starting where the last ended.
+    fn by_regex(text: &str) -> Vec<usize> {
+        let pattern = regex::Regex::new(GPT2_PATTERN).unwrap();
+        let mut ends = Vec::new();
+        let mut at = 0;
+        while at < text.len() {
+            let m = pattern
+                .find_at(text, at)
+                .expect("the pattern matches every character");
+            assert_eq!(m.start(), at, "a match starts where the last ended");
+            at = m.end();
+            ends.push(at);
+        }
+        ends
+    }
+
+    /// A character's class by the regex crate's Unicode tables.
+    fn regex_class(c: char) -> CharClass {
+        static CLASSES: LazyLock<[(regex::Regex, CharClass); 3]> = LazyLock::new(|| {
+            [
+                (regex::Regex::new(r"^\s$").unwrap(), CharClass::Space),
+                (regex::Regex::new(r"^\p{L}$").unwrap(), CharClass::Letter),
+                (regex::Regex::new(r"^\p{N}$").unwrap(), CharClass::Number),
+            ]
+        });
+        let text = c.to_string();
+        CLASSES
+            .iter()
+            .find(|(re, _)| re.is_match(&text))
+            .map_or(CharClass::Other, |(_, class)| *class)
+    }
+
+    /// Characters of every class, and those the pattern treats specially. Any character too,
+    /// but for the few that the regex crate's Unicode tables and this scan's (a version apart)
+    /// class differently, such as a letter assigned in the later version: the test compares
+    /// the scan, not the tables.
+    fn character() -> impl Strategy<Value = char> {
+        prop_oneof![
+            4 => prop::sample::select(vec![
+                'a', 'Z', 's', 't', 'r', 'e', 'v', 'm', 'l', 'd', '\'', ' ', ' ', '7', '0', '.', ',',
+                '!', '-', '\n', '\t', '\r', '\u{a0}', '\u{3000}', '\u{2028}', '\u{85}', 'é', 'ß',
+                'Ж', '中', 'ー', 'ǅ', 'ʰ', '\u{301}', '\u{94d}', '½', 'Ⅷ', '٣', '²', '😀', '€', '_',
+            ]),
+            1 => any::<char>().prop_filter("classed alike by both tables", |&c| {
+                char_class(c) == regex_class(c)
+            }),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn the_hand_scan_matches_the_regex_crate(chars in prop::collection::vec(character(), 1..40)) {
+            let text: String = chars.into_iter().collect();
+            prop_assert_eq!(scanned(&text), by_regex(&text), "{:?}", text);
+        }
+    }
+
+    #[test]
+    fn pieces_of_a_sentence() {
+        let text = "He's  here, isn't he? 42 cats\u{3000}ran!!";
+        let mut at = 0;
+        let mut pieces = Vec::new();
+        while at < text.len() {
+            let end = gpt2_match_end(text, at);
+            pieces.push(&text[at..end]);
+            at = end;
+        }
+        assert_eq!(
+            pieces,
+            [
+                "He", "'s", "  ", "here", ",", " isn", "'t", " he", "?", " 42", " cats",
+                "\u{3000}", "ran", "!!"
+            ]
+        );
     }
 }

@@ -112,17 +112,10 @@ pub fn byte_to_char() -> [char; 256] {
     table
 }
 
-/// GPT-2's pre-tokenizer pattern,
-/// `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`, is scanned by
-/// hand ([`gpt2_match_end`]) rather than run by the `regex` crate: the pattern is a choice among
-/// runs of four classes of character, and in the page the crate cost a third of a megabyte of
-/// the WebAssembly module and the compilation of its pattern on the first view (each of the
-/// engine's functions compiled by the browser at its first call; docs/benchmarks.md, "GPT-2's
-/// pattern scanned by hand"). A property test below checks the scan against the regex crate's
-/// matches on random text.
+/// GPT-2's pre-tokenizer pattern without its look-ahead (`\s+(?!\S)|` before the last `\s+`),
+/// for the property test that compares [`gpt2_match_end`] with the regex crate's matches.
 #[cfg(test)]
-pub(crate) const GPT2_PATTERN: &str =
-    r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+";
+const GPT2_PATTERN: &str = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+";
 
 /// The class of a character in GPT-2's pattern: `\p{L}`, `\p{N}`, `\s` (Unicode's White_Space,
 /// as the regex crate reads `\s`) or anything else.
@@ -148,12 +141,20 @@ fn char_class(c: char) -> CharClass {
 /// The contractions GPT-2's pattern takes first, in its order.
 const CONTRACTIONS: [&str; 7] = ["'s", "'t", "'re", "'ve", "'m", "'ll", "'d"];
 
-/// Where the leftmost-first match of GPT-2's pattern without its look-ahead (the pattern ending
-/// in a plain `\s+`) that starts at byte `at` of `text` ends; `at` is on a character of a
-/// non-empty rest. Every character is in one of the classes, so a match starts wherever the
-/// scan is: a contraction; else an optional space and a run of the class of the character
-/// after it (letters, numbers or other symbols); else a run of whitespace.
-pub(crate) fn gpt2_match_end(text: &str, at: usize) -> usize {
+/// Where the leftmost-first match of GPT-2's pattern,
+/// `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`, without its
+/// look-ahead (which [`Gpt2Pieces`] applies) that starts at byte `at` of `text` ends; `at` is on
+/// a character of a non-empty rest. Every character is in one of the classes, so a match starts
+/// wherever the scan is: a contraction; else an optional space and a run of the class of the
+/// character after it (letters, numbers or other symbols); else a run of whitespace.
+///
+/// Scanned by hand rather than run by the `regex` crate: the pattern is a choice among runs of
+/// four classes of character, and in the page the crate cost about a megabyte of the
+/// WebAssembly module and the compilation of the pattern on the first view (each of the
+/// engine's functions compiled by the browser at its first call; docs/benchmarks.md, "GPT-2's
+/// pattern scanned by hand"). A property test below checks the scan against the crate's matches
+/// on random text.
+fn gpt2_match_end(text: &str, at: usize) -> usize {
     let rest = &text[at..];
     if let Some(c) = CONTRACTIONS.iter().find(|c| rest.starts_with(**c)) {
         return at + c.len();

@@ -620,11 +620,12 @@ mod tests {
 
     /// The same by the regex crate, each match starting where the last ended.
     fn by_regex(text: &str) -> Vec<usize> {
-        let pattern = regex::Regex::new(GPT2_PATTERN).unwrap();
+        static PATTERN: LazyLock<regex::Regex> =
+            LazyLock::new(|| regex::Regex::new(GPT2_PATTERN).unwrap());
         let mut ends = Vec::new();
         let mut at = 0;
         while at < text.len() {
-            let m = pattern
+            let m = PATTERN
                 .find_at(text, at)
                 .expect("the pattern matches every character");
             assert_eq!(m.start(), at, "a match starts where the last ended");
@@ -678,13 +679,9 @@ mod tests {
     #[test]
     fn pieces_of_a_sentence() {
         let text = "He's  here, isn't he? 42 cats\u{3000}ran!!";
-        let mut at = 0;
-        let mut pieces = Vec::new();
-        while at < text.len() {
-            let end = gpt2_match_end(text, at);
-            pieces.push(&text[at..end]);
-            at = end;
-        }
+        let ends = scanned(text);
+        let starts = std::iter::once(0).chain(ends.iter().copied());
+        let pieces: Vec<&str> = starts.zip(&ends).map(|(a, &b)| &text[a..b]).collect();
         assert_eq!(
             pieces,
             [
